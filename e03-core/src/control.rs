@@ -1,0 +1,85 @@
+//! The control protocol between the swarm (or the lab) and a dependency instance, and the
+//! layout of a run's log files.
+//!
+//! `POST /control/start` with a [`StartRun`] resets the dependency: a fresh model with the
+//! given parameters, a timeline whose time zero is `start_unix_ms`, and a new server log at
+//! [`server_log_path`]. `POST /control/stop` with a [`StopRun`] ends it: the log gets its
+//! `run_end` record, is flushed and closed, and the answer is a [`RunCounts`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::params::Scenario;
+
+pub const START_PATH: &str = "/control/start";
+pub const STOP_PATH: &str = "/control/stop";
+pub const HEALTH_PATH: &str = "/health";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRun {
+    pub run: String,
+    pub scenario: Scenario,
+    /// Strategy id the traffic will use (for the log only); letters and digits.
+    pub strategy: String,
+    pub seed: u64,
+    /// Raw parameters (env name to value), validated by the service with `Params::from_raw`.
+    pub params: BTreeMap<String, String>,
+    /// Time zero of the run, wall clock, ms since the Unix epoch. Usually a little in the
+    /// future so that both sides are ready when it comes.
+    pub start_unix_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopRun {
+    /// False when the run is being stopped early (signal).
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCounts {
+    pub arrivals: u64,
+    pub responses: u64,
+    /// Log file, relative to the service's log directory.
+    pub log_file: String,
+}
+
+/// Whether a strategy id is safe to put in a file name.
+pub fn valid_strategy_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 16 && id.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+/// `<scenario>/server-<strategy>-seed<seed>.jsonl`, relative to a log directory.
+pub fn server_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
+    format!("{}/server-{strategy}-seed{seed}.jsonl", scenario.name())
+}
+
+/// `<scenario>/client-<strategy>-seed<seed>.jsonl`, relative to an output directory.
+pub fn client_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
+    format!("{}/client-{strategy}-seed{seed}.jsonl", scenario.name())
+}
+
+/// The run id used in every record: `<scenario>-<strategy>-seed<seed>-<start_unix_ms>`.
+pub fn run_id(scenario: Scenario, strategy: &str, seed: u64, start_unix_ms: u64) -> String {
+    format!("{}-{strategy}-seed{seed}-{start_unix_ms}", scenario.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_names() {
+        assert_eq!(
+            server_log_path(Scenario::E03B, "C", 42),
+            "e03b/server-C-seed42.jsonl"
+        );
+        assert_eq!(
+            client_log_path(Scenario::E03A, "D", 7),
+            "e03a/client-D-seed7.jsonl"
+        );
+        assert!(valid_strategy_id("D"));
+        assert!(!valid_strategy_id("../x"));
+        assert!(!valid_strategy_id(""));
+    }
+}

@@ -1,0 +1,317 @@
+//! The dependency's capacity model: a bounded worker pool, a bounded FIFO queue, a freeze that
+//! holds everything and releases it as 503 at its end, a degraded window with a longer service
+//! time, and (E03-A) transient faults.
+//!
+//! The model is a state machine driven by its caller:
+//!
+//! - [`DependencyModel::arrive`] for each request, *after* the caller logged the arrival;
+//! - [`DependencyModel::work_done`] when a request's service time has elapsed;
+//! - [`DependencyModel::freeze_begins`] and [`DependencyModel::freeze_ends`] at the freeze's edges.
+//!
+//! Each returns what the caller must do (start work for a request, answer it, or wait). The live
+//! service turns those decisions into tokio timers and HTTP answers; a simulator turns them into
+//! events on its queue. Both get the same decisions for the same sequence of calls.
+//!
+//! A request whose client has given up keeps its worker until its work is done: the model never
+//! hears about client timeouts, as a real server would not.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use crate::faults::{Fate, FaultModel};
+use crate::timeline::{Phase, Timeline};
+
+/// The service's own number for a request, in arrival order from 0.
+pub type ReqId = u64;
+
+/// The static description of one dependency instance.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceConfig {
+    /// Requests served at once. Default 10 (`E03_WORKERS`).
+    pub workers: usize,
+    /// Waiting requests beyond the workers. Default 100 (`E03_QUEUE`).
+    pub queue: usize,
+    /// Normal service time of one request. Default 40 ms (`E03_SERVICE_MS`).
+    pub service_time: Duration,
+    pub timeline: Timeline,
+    pub faults: FaultModel,
+    /// Seed of the fault fates.
+    pub seed: u64,
+}
+
+impl ServiceConfig {
+    /// Requests per second the pool completes at normal service time.
+    pub fn capacity_per_s(&self) -> f64 {
+        self.workers as f64 / self.service_time.as_secs_f64()
+    }
+}
+
+/// What happens to a request when it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// A worker takes it now; call `work_done` after `service` has elapsed.
+    Start { service: Duration },
+    /// Every worker is busy; it waits in the queue and will be started by a later `work_done`.
+    Queued,
+    /// Workers and queue are full: answer 503 at once.
+    Rejected,
+    /// The service is frozen: it is held and answered 503 when the freeze ends.
+    Held,
+}
+
+/// How a request whose work is done is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// Answer now with this status.
+    Respond(u16),
+    /// Answer 200, but only after this extra delay (the worker is already free).
+    RespondLate(u16, Duration),
+    /// The freeze began while it was in service: it is held until the freeze ends.
+    Held,
+    /// The request was already answered (released by a freeze's end); nothing to do.
+    Stale,
+}
+
+/// Result of [`DependencyModel::work_done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkDone {
+    pub completion: Completion,
+    /// The queued request the freed worker starts now, with its service time.
+    pub next: Option<(ReqId, Duration)>,
+}
+
+/// Live state of one dependency instance.
+#[derive(Debug)]
+pub struct DependencyModel {
+    cfg: ServiceConfig,
+    /// Requests on a worker now, with their fault key, so a freeze can hold them and a stale
+    /// `work_done` (after the freeze released them) can be recognised.
+    in_service: HashMap<ReqId, u64>,
+    /// FIFO of requests waiting for a worker, with their fault keys.
+    queue: VecDeque<(ReqId, u64)>,
+    /// Requests held by the current freeze, answered 503 when it ends.
+    held: Vec<ReqId>,
+    /// True between `freeze_begins` and `freeze_ends`.
+    frozen: bool,
+}
+
+impl DependencyModel {
+    pub fn new(cfg: ServiceConfig) -> Self {
+        Self {
+            in_service: HashMap::with_capacity(cfg.workers),
+            queue: VecDeque::with_capacity(cfg.queue),
+            held: Vec::new(),
+            frozen: false,
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &ServiceConfig {
+        &self.cfg
+    }
+
+    pub fn busy_workers(&self) -> usize {
+        self.in_service.len()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// A request arrives at `now`. `key` identifies it for its fault fate (see
+    /// [`crate::faults::request_key`]); a caller without client identity may pass `id`.
+    pub fn arrive(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
+        if self.frozen || self.cfg.timeline.phase(now) == Phase::Frozen {
+            self.held.push(id);
+            return Admission::Held;
+        }
+        if self.in_service.len() < self.cfg.workers {
+            self.in_service.insert(id, key);
+            return Admission::Start {
+                service: self.service_time(now),
+            };
+        }
+        if self.queue.len() < self.cfg.queue {
+            self.queue.push_back((id, key));
+            return Admission::Queued;
+        }
+        Admission::Rejected
+    }
+
+    /// The service time of request `id` (started earlier) has elapsed at `now`.
+    pub fn work_done(&mut self, now: Duration, id: ReqId) -> WorkDone {
+        let Some(key) = self.in_service.get(&id).copied() else {
+            return WorkDone {
+                completion: Completion::Stale,
+                next: None,
+            };
+        };
+        if self.frozen {
+            // Cannot happen through freeze_begins (it moves in-service work to `held`), but a
+            // caller that lets the timeline alone decide is served the same way.
+            self.in_service.remove(&id);
+            self.held.push(id);
+            return WorkDone {
+                completion: Completion::Held,
+                next: None,
+            };
+        }
+        self.in_service.remove(&id);
+        let completion = match self.cfg.faults.fate(self.cfg.seed, key) {
+            Fate::Ok => Completion::Respond(200),
+            Fate::Fail => Completion::Respond(503),
+            Fate::Slow(d) => Completion::RespondLate(200, d),
+        };
+        let next = self.queue.pop_front().map(|(next, next_key)| {
+            self.in_service.insert(next, next_key);
+            (next, self.service_time(now))
+        });
+        WorkDone { completion, next }
+    }
+
+    /// The freeze begins: everything in service or queued is held from now on.
+    pub fn freeze_begins(&mut self, _now: Duration) {
+        self.frozen = true;
+        let mut in_service: Vec<ReqId> = self.in_service.drain().map(|(id, _)| id).collect();
+        in_service.sort_unstable();
+        self.held.extend(in_service);
+        self.held.extend(self.queue.drain(..).map(|(id, _)| id));
+    }
+
+    /// The freeze ends: every held request must be answered 503 now. Workers and queue are empty
+    /// afterwards.
+    pub fn freeze_ends(&mut self, _now: Duration) -> Vec<ReqId> {
+        self.frozen = false;
+        std::mem::take(&mut self.held)
+    }
+
+    fn service_time(&self, now: Duration) -> Duration {
+        self.cfg.timeline.service_time(now, self.cfg.service_time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{DegradedWindow, FreezeWindow};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn cfg(workers: usize, queue: usize) -> ServiceConfig {
+        ServiceConfig {
+            workers,
+            queue,
+            service_time: ms(40),
+            timeline: Timeline {
+                freeze: Some(FreezeWindow {
+                    start: ms(8500),
+                    end: ms(10_000),
+                }),
+                degraded: Some(DegradedWindow {
+                    start: ms(10_000),
+                    end: ms(15_000),
+                    capacity_factor: 0.5,
+                }),
+            },
+            faults: FaultModel::default(),
+            seed: 42,
+        }
+    }
+
+    #[test]
+    fn workers_then_queue_then_immediate_rejection() {
+        let mut m = DependencyModel::new(cfg(2, 1));
+        let t = ms(1000);
+        assert_eq!(m.arrive(t, 0, 0), Admission::Start { service: ms(40) });
+        assert_eq!(m.arrive(t, 1, 1), Admission::Start { service: ms(40) });
+        assert_eq!(m.arrive(t, 2, 2), Admission::Queued);
+        assert_eq!(m.arrive(t, 3, 3), Admission::Rejected);
+        assert_eq!((m.busy_workers(), m.queued()), (2, 1));
+    }
+
+    #[test]
+    fn finished_work_frees_its_worker_for_the_queue_head_in_fifo_order() {
+        let mut m = DependencyModel::new(cfg(1, 2));
+        m.arrive(ms(0), 0, 0);
+        m.arrive(ms(1), 1, 1);
+        m.arrive(ms(2), 2, 2);
+        let done = m.work_done(ms(40), 0);
+        assert_eq!(done.completion, Completion::Respond(200));
+        assert_eq!(done.next, Some((1, ms(40))));
+        let done = m.work_done(ms(80), 1);
+        assert_eq!(done.next, Some((2, ms(40))));
+        let done = m.work_done(ms(120), 2);
+        assert_eq!(done.next, None);
+        assert_eq!(m.busy_workers(), 0);
+    }
+
+    #[test]
+    fn freeze_holds_everything_and_releases_it_as_503_at_its_end() {
+        let mut m = DependencyModel::new(cfg(1, 1));
+        m.arrive(ms(8480), 0, 0); // in service when the freeze begins
+        m.arrive(ms(8490), 1, 1); // queued when the freeze begins
+        m.freeze_begins(ms(8500));
+        // During the freeze nothing is rejected for queue space, however many arrive.
+        for id in 2..50 {
+            assert_eq!(m.arrive(ms(9000), id, id), Admission::Held);
+        }
+        // The in-service request's timer fires during the freeze: it was already held.
+        assert_eq!(m.work_done(ms(8520), 0).completion, Completion::Stale);
+        let released = m.freeze_ends(ms(10_000));
+        assert_eq!(released, (0..50).collect::<Vec<_>>());
+        assert_eq!((m.busy_workers(), m.queued(), m.held()), (0, 0, 0));
+    }
+
+    #[test]
+    fn arrival_inside_the_freeze_window_is_held_even_before_freeze_begins_is_called() {
+        let mut m = DependencyModel::new(cfg(10, 100));
+        assert_eq!(m.arrive(ms(8500), 0, 0), Admission::Held);
+        assert_eq!(m.freeze_ends(ms(10_000)), vec![0]);
+    }
+
+    #[test]
+    fn degraded_window_doubles_service_time_after_the_freeze() {
+        let mut m = DependencyModel::new(cfg(1, 1));
+        assert_eq!(
+            m.arrive(ms(10_000), 0, 0),
+            Admission::Start { service: ms(80) }
+        );
+        m.arrive(ms(10_001), 1, 1);
+        assert_eq!(m.work_done(ms(15_010), 0).next, Some((1, ms(40))));
+    }
+
+    #[test]
+    fn transient_faults_answer_503_or_late_after_the_service_time() {
+        let mut c = cfg(1, 0);
+        c.timeline = Timeline::default();
+        c.faults = FaultModel {
+            fail_rate: 0.5,
+            slow_rate: 0.5,
+            slow_delay: ms(2500),
+        };
+        let mut m = DependencyModel::new(c);
+        let mut seen = std::collections::HashSet::new();
+        for id in 0..64 {
+            m.arrive(ms(id * 100), id, id);
+            let done = m.work_done(ms(id * 100 + 40), id);
+            assert!(matches!(
+                done.completion,
+                Completion::Respond(503) | Completion::RespondLate(200, _)
+            ));
+            seen.insert(matches!(done.completion, Completion::Respond(503)));
+            // The worker is free again even for a late answer.
+            assert_eq!(m.busy_workers(), 0);
+        }
+        assert_eq!(seen.len(), 2, "both fates occur");
+    }
+}

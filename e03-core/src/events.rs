@@ -1,0 +1,248 @@
+//! The event schema: what every process logs, one JSON object a line, tagged
+//! `{"type": "...", "data": {...}}`.
+//!
+//! Every record carries the run id, the seed and the strategy, and its times in microseconds
+//! since the run's time zero (`*_us`). The server log (arrivals and responses) is the source of
+//! truth for load; the client log (attempts and operations) for success and latency. Both start
+//! with `run_start` and end with `run_end`; a log without `run_end`, or whose `run_end` says
+//! `complete: false`, belongs to a run that was stopped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::operation::GiveUp;
+
+/// Request headers that carry a swarm attempt's identity to the dependency.
+pub const HEADER_CLIENT: &str = "x-e03-client";
+pub const HEADER_OP: &str = "x-e03-op";
+pub const HEADER_ATTEMPT: &str = "x-e03-attempt";
+
+/// Identifies the run a record belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RunTag {
+    /// Unique id of the run (scenario, strategy, seed and a start stamp).
+    pub run: String,
+    pub seed: u64,
+    pub strategy: String,
+}
+
+/// Which side wrote a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Server,
+    Client,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub source: Source,
+    /// "e03a", "e03b", or "standalone" for a dependency started without a control call.
+    pub scenario: String,
+    /// Wall-clock time of time zero, in ms since the Unix epoch.
+    pub start_unix_ms: u64,
+    /// The parameters in force (raw form, env name to value).
+    pub params: serde_json::Value,
+}
+
+/// A request arrived at the dependency (logged before any decision about it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Arrival {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    /// The service's number for the request, from 0 in arrival order.
+    pub seq: u64,
+    pub t_us: u64,
+    /// The swarm's identity of the attempt, when the request carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+}
+
+/// Why the dependency answered as it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Served normally.
+    Ok,
+    /// Transient fault (E03-A): 503 after service time.
+    Fault,
+    /// Transient fault (E03-A): answered late.
+    Slow,
+    /// Workers and queue full: 503 at once.
+    Full,
+    /// Held by the freeze and released as 503 at its end.
+    Freeze,
+}
+
+/// The dependency answered a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub seq: u64,
+    /// When the answer was handed to the connection.
+    pub t_us: u64,
+    pub status: u16,
+    pub cause: Cause,
+    /// When a worker started it (absent if it never got one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admit_us: Option<u64>,
+    /// Whether a worker was free when it arrived (no model queueing).
+    #[serde(default)]
+    pub immediate: bool,
+}
+
+/// How an attempt ended, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptEnd {
+    /// An HTTP status (see `status`).
+    Status,
+    Timeout,
+    ConnectionError,
+}
+
+/// One attempt the swarm sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub client: u32,
+    pub op: u32,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// When the attempt was due (operation start, or end of its retry wait).
+    pub due_us: u64,
+    /// When it actually left.
+    pub sent_us: u64,
+    pub end_us: u64,
+    pub end: AttemptEnd,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+/// Final outcome of an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Success,
+    Failed,
+}
+
+/// One operation of the swarm, start to final outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationRecord {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub client: u32,
+    pub op: u32,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub attempts: u32,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<GiveUp>,
+}
+
+/// The last record of a log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub source: Source,
+    pub t_us: u64,
+    /// False when the run was stopped (signal) before its natural end.
+    pub complete: bool,
+    /// Records written before this one.
+    pub records: u64,
+}
+
+/// Any record of any log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    RunStart(RunStart),
+    Arrival(Arrival),
+    Response(Response),
+    Attempt(Attempt),
+    Operation(OperationRecord),
+    RunEnd(RunEnd),
+}
+
+impl Event {
+    /// One JSON line, without its newline.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("events always serialise")
+    }
+}
+
+/// Microseconds of a duration, for the `*_us` fields.
+pub fn us(d: std::time::Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag() -> RunTag {
+        RunTag {
+            run: "e03b-B-42".into(),
+            seed: 42,
+            strategy: "B".into(),
+        }
+    }
+
+    #[test]
+    fn events_are_tagged_json_lines_and_round_trip() {
+        let e = Event::Arrival(Arrival {
+            tag: tag(),
+            seq: 3,
+            t_us: 8_500_123,
+            client: Some(7),
+            op: Some(2),
+            attempt: Some(1),
+        });
+        let line = e.to_line();
+        assert!(
+            line.starts_with(
+                r#"{"type":"arrival","data":{"run":"e03b-B-42","seed":42,"strategy":"B""#
+            ),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+        assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), e);
+    }
+
+    #[test]
+    fn operation_reason_is_snake_case() {
+        let e = Event::Operation(OperationRecord {
+            tag: tag(),
+            client: 1,
+            op: 0,
+            start_us: 0,
+            end_us: 10,
+            attempts: 2,
+            outcome: Outcome::Failed,
+            reason: Some(GiveUp::BudgetDenied),
+        });
+        assert!(e
+            .to_line()
+            .contains(r#""outcome":"failed","reason":"budget_denied""#));
+    }
+
+    #[test]
+    fn arrival_without_identity_parses() {
+        let line =
+            r#"{"type":"arrival","data":{"run":"r","seed":1,"strategy":"-","seq":0,"t_us":5}}"#;
+        let Event::Arrival(a) = serde_json::from_str::<Event>(line).unwrap() else {
+            panic!("not an arrival")
+        };
+        assert_eq!((a.client, a.t_us), (None, 5));
+    }
+}

@@ -1,0 +1,43 @@
+//! The lab's pure core: everything the live lab and a simulator share.
+//!
+//! Nothing in this crate reads a clock or does IO. Every method that depends on time takes
+//! `now`, a [`std::time::Duration`] since the run's time zero, and returns a decision. The live
+//! dependency service and client swarm supply `now` from tokio; a discrete-event simulator can
+//! supply it from its event queue and get the same decisions.
+//!
+//! Map of the modules:
+//!
+//! - [`params`]: the run parameters (spec sections 2 to 5), read from env-style maps or flags and
+//!   validated once into typed values; every error names the parameter and what it accepts.
+//! - [`timeline`]: the freeze window and the degraded window after it.
+//! - [`dependency`]: the dependency's capacity model (workers, bounded queue, freeze, degraded
+//!   service time, transient faults) as a state machine.
+//! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
+//!   the seed and the request's identity.
+//! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
+//! - [`budget`]: the retry budget trait and the swarm-wide token bucket.
+//! - [`operation`]: one client operation's attempt/deadline state machine.
+//! - [`events`]: the JSON Lines event schema every process logs.
+//! - [`rng`]: seeded, portable random streams, one per purpose and client.
+//! - [`control`]: the control protocol (start/stop a run) and the log file layout.
+//! - `cli` (feature `cli`): flags and env vars for every parameter.
+
+pub mod budget;
+#[cfg(feature = "cli")]
+pub mod cli;
+pub mod control;
+pub mod dependency;
+pub mod events;
+pub mod faults;
+pub mod operation;
+pub mod params;
+pub mod rng;
+pub mod strategy;
+pub mod timeline;
+
+pub use budget::{RetryBudget, TokenBucket, Unlimited};
+pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};
+pub use operation::{AttemptResult, GiveUp, Next, OpOutcome, Operation};
+pub use params::{ParamError, Params, Scenario};
+pub use strategy::{Backoff, Jitter, Strategy};
+pub use timeline::Timeline;

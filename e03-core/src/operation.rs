@@ -1,0 +1,385 @@
+//! One client operation: up to `max_attempts` attempts, each with a timeout that never passes
+//! the operation's deadline, and retries decided by a [`Strategy`] and a [`RetryBudget`].
+//!
+//! The loop that drives it (live or simulated) does:
+//!
+//! ```text
+//! op = Operation::start(now, limits); budget.deposit()
+//! loop {
+//!     timeout = op.attempt_timeout(now)?     // None: the deadline has passed
+//!     result = send attempt op.attempt() with that timeout
+//!     match op.on_result(now, result, strategy, budget, rng) {
+//!         Next::Retry { wait } => sleep(wait),
+//!         Next::Done(outcome) => break,
+//!     }
+//! }
+//! ```
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::budget::RetryBudget;
+use crate::strategy::Strategy;
+
+/// Attempt and deadline limits of every operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Limits {
+    /// First attempt plus retries. Default 4 (`E03_MAX_ATTEMPTS`).
+    pub max_attempts: u32,
+    /// Timeout of one attempt. Default 2 s (`E03_ATTEMPT_TIMEOUT_MS`).
+    pub attempt_timeout: Duration,
+    /// Deadline of the whole operation from its start. Default 5 s (`E03_DEADLINE_MS`).
+    pub deadline: Duration,
+}
+
+/// How one attempt ended, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// An HTTP answer, with its Retry-After if it had one.
+    Status {
+        code: u16,
+        retry_after: Option<Duration>,
+    },
+    /// No answer within the attempt's timeout.
+    Timeout,
+    /// The connection could not be made or broke.
+    ConnectionError,
+}
+
+impl AttemptResult {
+    pub fn status(code: u16) -> Self {
+        AttemptResult::Status {
+            code,
+            retry_after: None,
+        }
+    }
+
+    /// Whether the spec allows a retry after this result.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            AttemptResult::Status { code, .. } => {
+                matches!(code, 408 | 429 | 500 | 502 | 503 | 504)
+            }
+            AttemptResult::Timeout | AttemptResult::ConnectionError => true,
+        }
+    }
+}
+
+/// Why an operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GiveUp {
+    /// The last answer was not retryable.
+    NotRetryable,
+    /// `max_attempts` were made.
+    AttemptsExhausted,
+    /// The wait before the next retry would cross the deadline (or no time was left).
+    Deadline,
+    /// The retry budget refused the retry.
+    BudgetDenied,
+}
+
+/// The final outcome of an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpOutcome {
+    Success,
+    Failed(GiveUp),
+}
+
+/// What the loop does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Wait this long, then send the next attempt.
+    Retry {
+        wait: Duration,
+    },
+    Done(OpOutcome),
+}
+
+/// The state of one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    limits: Limits,
+    start: Duration,
+    /// Attempts sent so far (the current one included once it is sent).
+    attempts: u32,
+    /// The wait before the latest retry (decorrelated jitter grows from it).
+    last_wait: Duration,
+}
+
+impl Operation {
+    /// An operation starts at `now`; its first attempt is attempt 1.
+    pub fn start(now: Duration, limits: Limits) -> Self {
+        Self {
+            limits,
+            start: now,
+            attempts: 1,
+            last_wait: Duration::ZERO,
+        }
+    }
+
+    pub fn started_at(&self) -> Duration {
+        self.start
+    }
+
+    pub fn deadline(&self) -> Duration {
+        self.start + self.limits.deadline
+    }
+
+    /// Number of the attempt about to be sent or in flight (1-based).
+    pub fn attempt(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Timeout of the attempt sent at `now`: the attempt timeout, shortened so it never passes
+    /// the deadline. `None` if the deadline has already passed.
+    pub fn attempt_timeout(&self, now: Duration) -> Option<Duration> {
+        let left = self.deadline().checked_sub(now)?;
+        if left.is_zero() {
+            return None;
+        }
+        Some(self.limits.attempt_timeout.min(left))
+    }
+
+    /// The current attempt ended at `now` with `result`: decide what comes next. A retry's
+    /// budget token is taken here, so a retry that `Next::Retry` announces is always sent.
+    pub fn on_result<B, R>(
+        &mut self,
+        now: Duration,
+        result: AttemptResult,
+        strategy: &Strategy,
+        budget: &mut B,
+        rng: &mut R,
+    ) -> Next
+    where
+        B: RetryBudget + ?Sized,
+        R: Rng + ?Sized,
+    {
+        if let AttemptResult::Status { code, .. } = result {
+            if (200..300).contains(&code) {
+                return Next::Done(OpOutcome::Success);
+            }
+        }
+        if !result.is_retryable() {
+            return Next::Done(OpOutcome::Failed(GiveUp::NotRetryable));
+        }
+        if self.attempts >= self.limits.max_attempts {
+            return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
+        }
+        let mut wait = strategy.wait(self.attempts, self.last_wait, rng);
+        if let AttemptResult::Status {
+            retry_after: Some(ra),
+            ..
+        } = result
+        {
+            wait = wait.max(ra);
+        }
+        // No retry starts if its wait would cross (or reach) the deadline.
+        if now + wait >= self.deadline() {
+            return Next::Done(OpOutcome::Failed(GiveUp::Deadline));
+        }
+        if !budget.withdraw() {
+            return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
+        }
+        self.attempts += 1;
+        self.last_wait = wait;
+        Next::Retry { wait }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{BudgetSpec, TokenBucket, Unlimited};
+    use crate::rng::{stream, Stream};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_attempts: 4,
+            attempt_timeout: ms(2000),
+            deadline: ms(5000),
+        }
+    }
+
+    fn strategy(id: &str) -> Strategy {
+        Strategy::standard(
+            id,
+            ms(200),
+            ms(2000),
+            BudgetSpec {
+                cap: 10.0,
+                ratio: 0.1,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn success_ends_the_operation() {
+        let mut op = Operation::start(ms(0), limits());
+        let next = op.on_result(
+            ms(40),
+            AttemptResult::status(200),
+            &strategy("A"),
+            &mut Unlimited,
+            &mut stream(1, Stream::Jitter, 0),
+        );
+        assert_eq!(next, Next::Done(OpOutcome::Success));
+    }
+
+    #[test]
+    fn no_fifth_attempt() {
+        let mut op = Operation::start(ms(0), limits());
+        let mut rng = stream(1, Stream::Jitter, 0);
+        let s = strategy("A");
+        for expected_next in 2..=4 {
+            let next = op.on_result(
+                ms(10),
+                AttemptResult::status(503),
+                &s,
+                &mut Unlimited,
+                &mut rng,
+            );
+            assert_eq!(
+                next,
+                Next::Retry {
+                    wait: Duration::ZERO
+                }
+            );
+            assert_eq!(op.attempt(), expected_next);
+        }
+        let next = op.on_result(
+            ms(10),
+            AttemptResult::status(503),
+            &s,
+            &mut Unlimited,
+            &mut rng,
+        );
+        assert_eq!(
+            next,
+            Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted))
+        );
+    }
+
+    #[test]
+    fn non_retryable_status_ends_at_once() {
+        let mut op = Operation::start(ms(0), limits());
+        let next = op.on_result(
+            ms(10),
+            AttemptResult::status(404),
+            &strategy("A"),
+            &mut Unlimited,
+            &mut stream(1, Stream::Jitter, 0),
+        );
+        assert_eq!(next, Next::Done(OpOutcome::Failed(GiveUp::NotRetryable)));
+    }
+
+    #[test]
+    fn retryable_set_is_the_specs() {
+        for code in [408, 429, 500, 502, 503, 504] {
+            assert!(AttemptResult::status(code).is_retryable(), "{code}");
+        }
+        for code in [400, 401, 404, 501] {
+            assert!(!AttemptResult::status(code).is_retryable(), "{code}");
+        }
+        assert!(AttemptResult::Timeout.is_retryable());
+        assert!(AttemptResult::ConnectionError.is_retryable());
+    }
+
+    #[test]
+    fn no_retry_whose_wait_crosses_the_deadline() {
+        let mut op = Operation::start(ms(0), limits());
+        let mut rng = stream(1, Stream::Jitter, 0);
+        // B waits 200 ms before retry 1: allowed at 4.7 s, refused at 4.8 s.
+        let mut early = op.clone();
+        assert_eq!(
+            early.on_result(
+                ms(4700),
+                AttemptResult::Timeout,
+                &strategy("B"),
+                &mut Unlimited,
+                &mut rng
+            ),
+            Next::Retry { wait: ms(200) }
+        );
+        assert_eq!(
+            op.on_result(
+                ms(4800),
+                AttemptResult::Timeout,
+                &strategy("B"),
+                &mut Unlimited,
+                &mut rng
+            ),
+            Next::Done(OpOutcome::Failed(GiveUp::Deadline))
+        );
+    }
+
+    #[test]
+    fn attempt_timeout_is_shortened_near_the_deadline() {
+        let op = Operation::start(ms(1000), limits());
+        assert_eq!(op.attempt_timeout(ms(1000)), Some(ms(2000)));
+        assert_eq!(op.attempt_timeout(ms(4500)), Some(ms(1500)));
+        assert_eq!(op.attempt_timeout(ms(6000)), None);
+        assert_eq!(op.attempt_timeout(ms(7000)), None);
+    }
+
+    #[test]
+    fn retry_after_is_respected() {
+        let mut op = Operation::start(ms(0), limits());
+        let result = AttemptResult::Status {
+            code: 429,
+            retry_after: Some(ms(1000)),
+        };
+        let next = op.on_result(
+            ms(10),
+            result,
+            &strategy("B"),
+            &mut Unlimited,
+            &mut stream(1, Stream::Jitter, 0),
+        );
+        assert_eq!(next, Next::Retry { wait: ms(1000) });
+    }
+
+    #[test]
+    fn budget_denial_fails_the_operation_and_deadline_refusal_costs_no_token() {
+        let mut bucket = TokenBucket::new(BudgetSpec {
+            cap: 1.0,
+            ratio: 0.1,
+        });
+        let mut rng = stream(1, Stream::Jitter, 0);
+        let s = strategy("D");
+        // Refused by the deadline first: the token stays.
+        let mut late = Operation::start(ms(0), limits());
+        assert_eq!(
+            late.on_result(ms(4999), AttemptResult::Timeout, &s, &mut bucket, &mut rng),
+            Next::Done(OpOutcome::Failed(GiveUp::Deadline))
+        );
+        assert_eq!(bucket.tokens(), 1.0);
+        let mut op = Operation::start(ms(0), limits());
+        assert!(matches!(
+            op.on_result(
+                ms(10),
+                AttemptResult::status(503),
+                &s,
+                &mut bucket,
+                &mut rng
+            ),
+            Next::Retry { .. }
+        ));
+        assert_eq!(
+            op.on_result(
+                ms(300),
+                AttemptResult::status(503),
+                &s,
+                &mut bucket,
+                &mut rng
+            ),
+            Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied))
+        );
+    }
+}

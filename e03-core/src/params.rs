@@ -1,0 +1,708 @@
+//! Run parameters: one table of every parameter (env var, flag, default, what it accepts), raw
+//! string values read from it, and one validation step into typed [`Params`].
+//!
+//! Callers collect raw values from wherever they come from (the environment, command-line
+//! flags, a control call) into a map keyed by env var name and call [`Params::from_raw`]. Every
+//! error names the parameter, the value given and what is accepted, so a binary can print it and
+//! exit 2 before anything runs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::budget::BudgetSpec;
+use crate::dependency::ServiceConfig;
+use crate::faults::FaultModel;
+use crate::operation::Limits;
+use crate::strategy::Strategy;
+use crate::timeline::{DegradedWindow, FreezeWindow, Timeline};
+
+/// One parameter of the lab.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    /// Env var name, also the key of raw maps.
+    pub env: &'static str,
+    /// Long flag name (without `--`).
+    pub flag: &'static str,
+    pub default: &'static str,
+    /// What it accepts, as printed in errors and help.
+    pub accepts: &'static str,
+    pub help: &'static str,
+}
+
+macro_rules! p {
+    ($env:literal, $flag:literal, $default:literal, $accepts:literal, $help:literal) => {
+        ParamSpec {
+            env: $env,
+            flag: $flag,
+            default: $default,
+            accepts: $accepts,
+            help: $help,
+        }
+    };
+}
+
+/// Every run parameter, in the order of the spec.
+pub const PARAMS: &[ParamSpec] = &[
+    p!(
+        "E03_WORKERS",
+        "workers",
+        "10",
+        "a whole number from 1 to 10000",
+        "requests the dependency serves at once"
+    ),
+    p!(
+        "E03_SERVICE_MS",
+        "service-ms",
+        "40",
+        "a number of milliseconds from 0.1 to 60000",
+        "service time per request"
+    ),
+    p!(
+        "E03_QUEUE",
+        "queue",
+        "100",
+        "a whole number from 0 to 1000000",
+        "waiting requests beyond the workers"
+    ),
+    p!(
+        "E03_FREEZE_START_S",
+        "freeze-start-s",
+        "8.5",
+        "a number of seconds from 0 to 86400",
+        "E03-B: freeze starts (s after the run's start)"
+    ),
+    p!(
+        "E03_FREEZE_END_S",
+        "freeze-end-s",
+        "10.0",
+        "a number of seconds from 0 to 86400, not before E03_FREEZE_START_S",
+        "E03-B: freeze ends"
+    ),
+    p!(
+        "E03_RECOVERY_END_S",
+        "recovery-end-s",
+        "15.0",
+        "a number of seconds from 0 to 86400, not before E03_FREEZE_END_S",
+        "E03-B: degraded window ends"
+    ),
+    p!(
+        "E03_RECOVERY_FACTOR",
+        "recovery-factor",
+        "0.5",
+        "a fraction greater than 0 and at most 1",
+        "E03-B: capacity factor in the degraded window"
+    ),
+    p!(
+        "E03_FAIL_RATE",
+        "fail-rate",
+        "0.05",
+        "a probability from 0 to 1",
+        "E03-A: share of requests answered 503"
+    ),
+    p!(
+        "E03_SLOW_RATE",
+        "slow-rate",
+        "0.01",
+        "a probability from 0 to 1 (with E03_FAIL_RATE at most 1 in all)",
+        "E03-A: share of answers delayed"
+    ),
+    p!(
+        "E03_SLOW_MS",
+        "slow-ms",
+        "2500",
+        "a number of milliseconds from 0 to 600000",
+        "E03-A: delay of a slow answer after its worker is freed"
+    ),
+    p!(
+        "E03_CLIENTS",
+        "clients",
+        "200",
+        "a whole number from 1 to 100000",
+        "closed-loop clients"
+    ),
+    p!(
+        "E03_DURATION_S",
+        "duration-s",
+        "30",
+        "a number of seconds greater than 0 and at most 86400",
+        "operations start in [0, duration)"
+    ),
+    p!(
+        "E03_THINK_MIN_MS",
+        "think-min-ms",
+        "1500",
+        "a number of milliseconds from 0 to 3600000",
+        "shortest think time between operations"
+    ),
+    p!(
+        "E03_THINK_MAX_MS",
+        "think-max-ms",
+        "2500",
+        "a number of milliseconds from 0 to 3600000, not below E03_THINK_MIN_MS",
+        "longest think time"
+    ),
+    p!(
+        "E03_MAX_ATTEMPTS",
+        "max-attempts",
+        "4",
+        "a whole number from 1 to 100",
+        "attempts per operation, first included"
+    ),
+    p!(
+        "E03_ATTEMPT_TIMEOUT_MS",
+        "attempt-timeout-ms",
+        "2000",
+        "a number of milliseconds from 1 to 600000",
+        "timeout of one attempt"
+    ),
+    p!(
+        "E03_DEADLINE_MS",
+        "deadline-ms",
+        "5000",
+        "a number of milliseconds from 1 to 3600000, not below E03_ATTEMPT_TIMEOUT_MS",
+        "deadline of one operation"
+    ),
+    p!(
+        "E03_BACKOFF_BASE_MS",
+        "backoff-base-ms",
+        "200",
+        "a number of milliseconds from 0 to 600000",
+        "backoff before the first retry"
+    ),
+    p!(
+        "E03_BACKOFF_CAP_MS",
+        "backoff-cap-ms",
+        "2000",
+        "a number of milliseconds from 0 to 3600000",
+        "largest backoff"
+    ),
+    p!(
+        "E03_BUDGET_CAP",
+        "budget-cap",
+        "10",
+        "a number of tokens from 1 to 1000000",
+        "D: retry budget size (it starts full)"
+    ),
+    p!(
+        "E03_BUDGET_RATIO",
+        "budget-ratio",
+        "0.1",
+        "a number of tokens from 0 to 1000",
+        "D: tokens each first attempt adds"
+    ),
+    p!(
+        "E03_SEED",
+        "seed",
+        "42",
+        "a whole number from 0 to 18446744073709551615",
+        "seed of all randomness"
+    ),
+    p!(
+        "E03_SEEDS",
+        "seeds",
+        "",
+        "a comma-separated list of seeds or ranges like 1-100 (at most 10000 seeds)",
+        "several seeds (overrides E03_SEED)"
+    ),
+    p!(
+        "E03_STRATEGIES",
+        "strategies",
+        "A,B,C,D",
+        "a comma-separated list of strategy ids from A,B,C,D,E,F without repeats",
+        "strategies of the run"
+    ),
+];
+
+/// Looks a parameter up by env name or flag name.
+pub fn spec(name: &str) -> Option<&'static ParamSpec> {
+    PARAMS.iter().find(|p| p.env == name || p.flag == name)
+}
+
+/// A parameter value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("invalid {name}={value:?}: expected {accepts}")]
+    Invalid {
+        name: String,
+        value: String,
+        accepts: String,
+    },
+    #[error("unknown parameter {name:?}")]
+    Unknown { name: String },
+    #[error("unknown scenario {value:?}: expected e03a, e03b or all")]
+    UnknownScenario { value: String },
+}
+
+/// The two experiments.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Scenario {
+    /// Transient faults, no freeze.
+    #[serde(rename = "e03a")]
+    E03A,
+    /// The outage: freeze then degraded window.
+    #[serde(rename = "e03b")]
+    E03B,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::E03A => "e03a",
+            Scenario::E03B => "e03b",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Scenario::E03A => "E03-A transient faults",
+            Scenario::E03B => "E03-B outage",
+        }
+    }
+
+    /// `e03a`, `e03b` or `all` (E03-A first).
+    pub fn parse_list(value: &str) -> Result<Vec<Scenario>, ParamError> {
+        match value.to_ascii_lowercase().as_str() {
+            "e03a" | "e03-a" | "a" => Ok(vec![Scenario::E03A]),
+            "e03b" | "e03-b" | "b" => Ok(vec![Scenario::E03B]),
+            "all" => Ok(vec![Scenario::E03A, Scenario::E03B]),
+            _ => Err(ParamError::UnknownScenario {
+                value: value.to_string(),
+            }),
+        }
+    }
+}
+
+/// The dependency's parameters.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceParams {
+    pub workers: usize,
+    pub service_ms: f64,
+    pub queue: usize,
+    pub freeze_start_s: f64,
+    pub freeze_end_s: f64,
+    pub recovery_end_s: f64,
+    pub recovery_factor: f64,
+    pub fail_rate: f64,
+    pub slow_rate: f64,
+    pub slow_ms: f64,
+}
+
+/// The swarm's parameters.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SwarmParams {
+    pub clients: u32,
+    pub duration_s: f64,
+    pub think_min_ms: f64,
+    pub think_max_ms: f64,
+    pub max_attempts: u32,
+    pub attempt_timeout_ms: f64,
+    pub deadline_ms: f64,
+    pub backoff_base_ms: f64,
+    pub backoff_cap_ms: f64,
+    pub budget_cap: f64,
+    pub budget_ratio: f64,
+}
+
+/// Every parameter of a run, validated.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Params {
+    pub service: ServiceParams,
+    pub swarm: SwarmParams,
+    pub seeds: Vec<u64>,
+    pub strategies: Vec<Strategy>,
+}
+
+fn ms(v: f64) -> Duration {
+    Duration::from_secs_f64(v / 1000.0)
+}
+
+fn secs(v: f64) -> Duration {
+    Duration::from_secs_f64(v)
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::from_raw(&BTreeMap::new()).expect("defaults are valid")
+    }
+}
+
+impl Params {
+    /// Validates raw values keyed by env var name; missing keys take their default. Keys that
+    /// are not parameters are an error (a typo must not silently run the defaults).
+    pub fn from_raw(raw: &BTreeMap<String, String>) -> Result<Params, ParamError> {
+        if let Some(bad) = raw.keys().find(|k| spec(k).is_none()) {
+            return Err(ParamError::Unknown { name: bad.clone() });
+        }
+        let r = Reader { raw };
+        let service = ServiceParams {
+            workers: r.int("E03_WORKERS", 1, 10_000)? as usize,
+            service_ms: r.num("E03_SERVICE_MS", 0.1, 60_000.0, false)?,
+            queue: r.int("E03_QUEUE", 0, 1_000_000)? as usize,
+            freeze_start_s: r.num("E03_FREEZE_START_S", 0.0, 86_400.0, false)?,
+            freeze_end_s: r.num("E03_FREEZE_END_S", 0.0, 86_400.0, false)?,
+            recovery_end_s: r.num("E03_RECOVERY_END_S", 0.0, 86_400.0, false)?,
+            recovery_factor: r.num("E03_RECOVERY_FACTOR", 0.0, 1.0, true)?,
+            fail_rate: r.num("E03_FAIL_RATE", 0.0, 1.0, false)?,
+            slow_rate: r.num("E03_SLOW_RATE", 0.0, 1.0, false)?,
+            slow_ms: r.num("E03_SLOW_MS", 0.0, 600_000.0, false)?,
+        };
+        let swarm = SwarmParams {
+            clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
+            duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
+            think_min_ms: r.num("E03_THINK_MIN_MS", 0.0, 3_600_000.0, false)?,
+            think_max_ms: r.num("E03_THINK_MAX_MS", 0.0, 3_600_000.0, false)?,
+            max_attempts: r.int("E03_MAX_ATTEMPTS", 1, 100)? as u32,
+            attempt_timeout_ms: r.num("E03_ATTEMPT_TIMEOUT_MS", 1.0, 600_000.0, false)?,
+            deadline_ms: r.num("E03_DEADLINE_MS", 1.0, 3_600_000.0, false)?,
+            backoff_base_ms: r.num("E03_BACKOFF_BASE_MS", 0.0, 600_000.0, false)?,
+            backoff_cap_ms: r.num("E03_BACKOFF_CAP_MS", 0.0, 3_600_000.0, false)?,
+            budget_cap: r.num("E03_BUDGET_CAP", 1.0, 1_000_000.0, false)?,
+            budget_ratio: r.num("E03_BUDGET_RATIO", 0.0, 1000.0, false)?,
+        };
+        // Cross-parameter rules, one error each, naming the later parameter.
+        if service.freeze_end_s < service.freeze_start_s {
+            return Err(r.invalid("E03_FREEZE_END_S"));
+        }
+        if service.recovery_end_s < service.freeze_end_s {
+            return Err(r.invalid("E03_RECOVERY_END_S"));
+        }
+        if service.fail_rate + service.slow_rate > 1.0 {
+            return Err(r.invalid("E03_SLOW_RATE"));
+        }
+        if swarm.think_max_ms < swarm.think_min_ms {
+            return Err(r.invalid("E03_THINK_MAX_MS"));
+        }
+        if swarm.deadline_ms < swarm.attempt_timeout_ms {
+            return Err(r.invalid("E03_DEADLINE_MS"));
+        }
+        let seeds = match r.value("E03_SEEDS") {
+            "" => vec![r.int("E03_SEED", 0, u64::MAX)?],
+            list => parse_seeds(list).ok_or_else(|| r.invalid("E03_SEEDS"))?,
+        };
+        let budget = BudgetSpec {
+            cap: swarm.budget_cap,
+            ratio: swarm.budget_ratio,
+        };
+        let (base, cap) = (ms(swarm.backoff_base_ms), ms(swarm.backoff_cap_ms));
+        let mut strategies: Vec<Strategy> = Vec::new();
+        for id in r.value("E03_STRATEGIES").split(',').map(str::trim) {
+            let s = Strategy::standard(&id.to_ascii_uppercase(), base, cap, budget)
+                .ok_or_else(|| r.invalid("E03_STRATEGIES"))?;
+            if strategies.iter().any(|x| x.id == s.id) {
+                return Err(r.invalid("E03_STRATEGIES"));
+            }
+            strategies.push(s);
+        }
+        Ok(Params {
+            service,
+            swarm,
+            seeds,
+            strategies,
+        })
+    }
+
+    /// The raw form of these parameters (env name to value), for passing them on to another
+    /// process; `from_raw(to_raw())` gives them back.
+    pub fn to_raw(&self) -> BTreeMap<String, String> {
+        let s = &self.service;
+        let w = &self.swarm;
+        let pairs: Vec<(&str, String)> = vec![
+            ("E03_WORKERS", s.workers.to_string()),
+            ("E03_SERVICE_MS", s.service_ms.to_string()),
+            ("E03_QUEUE", s.queue.to_string()),
+            ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
+            ("E03_FREEZE_END_S", s.freeze_end_s.to_string()),
+            ("E03_RECOVERY_END_S", s.recovery_end_s.to_string()),
+            ("E03_RECOVERY_FACTOR", s.recovery_factor.to_string()),
+            ("E03_FAIL_RATE", s.fail_rate.to_string()),
+            ("E03_SLOW_RATE", s.slow_rate.to_string()),
+            ("E03_SLOW_MS", s.slow_ms.to_string()),
+            ("E03_CLIENTS", w.clients.to_string()),
+            ("E03_DURATION_S", w.duration_s.to_string()),
+            ("E03_THINK_MIN_MS", w.think_min_ms.to_string()),
+            ("E03_THINK_MAX_MS", w.think_max_ms.to_string()),
+            ("E03_MAX_ATTEMPTS", w.max_attempts.to_string()),
+            ("E03_ATTEMPT_TIMEOUT_MS", w.attempt_timeout_ms.to_string()),
+            ("E03_DEADLINE_MS", w.deadline_ms.to_string()),
+            ("E03_BACKOFF_BASE_MS", w.backoff_base_ms.to_string()),
+            ("E03_BACKOFF_CAP_MS", w.backoff_cap_ms.to_string()),
+            ("E03_BUDGET_CAP", w.budget_cap.to_string()),
+            ("E03_BUDGET_RATIO", w.budget_ratio.to_string()),
+            ("E03_SEED", self.seeds[0].to_string()),
+            (
+                "E03_SEEDS",
+                self.seeds
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (
+                "E03_STRATEGIES",
+                self.strategies
+                    .iter()
+                    .map(|s| s.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        ];
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// The dependency's configuration for one scenario and seed: E03-A has transient faults and
+    /// no timeline; E03-B has the freeze and degraded windows and no transient faults.
+    pub fn service_config(&self, scenario: Scenario, seed: u64) -> ServiceConfig {
+        let s = &self.service;
+        let (timeline, faults) = match scenario {
+            Scenario::E03A => (
+                Timeline::default(),
+                FaultModel {
+                    fail_rate: s.fail_rate,
+                    slow_rate: s.slow_rate,
+                    slow_delay: ms(s.slow_ms),
+                },
+            ),
+            Scenario::E03B => (self.outage_timeline(), FaultModel::default()),
+        };
+        ServiceConfig {
+            workers: s.workers,
+            queue: s.queue,
+            service_time: ms(s.service_ms),
+            timeline,
+            faults,
+            seed,
+        }
+    }
+
+    /// E03-B's timeline.
+    pub fn outage_timeline(&self) -> Timeline {
+        let s = &self.service;
+        Timeline {
+            freeze: Some(FreezeWindow {
+                start: secs(s.freeze_start_s),
+                end: secs(s.freeze_end_s),
+            }),
+            degraded: Some(DegradedWindow {
+                start: secs(s.freeze_end_s),
+                end: secs(s.recovery_end_s),
+                capacity_factor: s.recovery_factor,
+            }),
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_attempts: self.swarm.max_attempts,
+            attempt_timeout: ms(self.swarm.attempt_timeout_ms),
+            deadline: ms(self.swarm.deadline_ms),
+        }
+    }
+
+    pub fn duration(&self) -> Duration {
+        secs(self.swarm.duration_s)
+    }
+
+    pub fn think_range(&self) -> (Duration, Duration) {
+        (ms(self.swarm.think_min_ms), ms(self.swarm.think_max_ms))
+    }
+
+    pub fn strategy(&self, id: &str) -> Option<&Strategy> {
+        self.strategies.iter().find(|s| s.id == id)
+    }
+}
+
+/// Reads and checks single values.
+struct Reader<'a> {
+    raw: &'a BTreeMap<String, String>,
+}
+
+impl Reader<'_> {
+    fn value(&self, name: &'static str) -> &str {
+        self.raw
+            .get(name)
+            .map(|v| v.trim())
+            .unwrap_or_else(|| spec(name).expect("known parameter").default)
+    }
+
+    fn invalid(&self, name: &'static str) -> ParamError {
+        ParamError::Invalid {
+            name: name.to_string(),
+            value: self.value(name).to_string(),
+            accepts: spec(name).expect("known parameter").accepts.to_string(),
+        }
+    }
+
+    fn int(&self, name: &'static str, lo: u64, hi: u64) -> Result<u64, ParamError> {
+        match self.value(name).parse::<u64>() {
+            Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+            _ => Err(self.invalid(name)),
+        }
+    }
+
+    /// A finite number in `[lo, hi]`, or `(lo, hi]` when `lo_open`.
+    fn num(&self, name: &'static str, lo: f64, hi: f64, lo_open: bool) -> Result<f64, ParamError> {
+        match self.value(name).parse::<f64>() {
+            Ok(v) if v.is_finite() && v <= hi && (v > lo || (!lo_open && v == lo)) => Ok(v),
+            _ => Err(self.invalid(name)),
+        }
+    }
+}
+
+/// `42,7,1-3` into `[42, 7, 1, 2, 3]`; `None` if malformed, empty, repeated or too long.
+pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
+    let mut seeds = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?);
+                if b < a || b - a >= 10_000 {
+                    return None;
+                }
+                seeds.extend(a..=b);
+            }
+            None => seeds.push(part.parse::<u64>().ok()?),
+        }
+        if seeds.len() > 10_000 {
+            return None;
+        }
+    }
+    let mut sorted = seeds.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    (sorted.len() == seeds.len() && !seeds.is_empty()).then_some(seeds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn err(pairs: &[(&str, &str)]) -> String {
+        Params::from_raw(&raw(pairs)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_are_the_specs() {
+        let p = Params::default();
+        assert_eq!(p.service.workers, 10);
+        assert_eq!(p.service.queue, 100);
+        assert_eq!(p.swarm.clients, 200);
+        assert_eq!(p.seeds, vec![42]);
+        let ids: Vec<_> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["A", "B", "C", "D"]);
+        let c = p.service_config(Scenario::E03B, 42);
+        assert_eq!(c.capacity_per_s(), 250.0);
+        assert_eq!(p.limits().max_attempts, 4);
+        assert!(p.strategy("D").unwrap().budget.is_some());
+    }
+
+    #[test]
+    fn every_parameter_has_a_unique_env_and_flag() {
+        let mut envs: Vec<_> = PARAMS.iter().map(|p| p.env).collect();
+        let mut flags: Vec<_> = PARAMS.iter().map(|p| p.flag).collect();
+        envs.sort_unstable();
+        envs.dedup();
+        flags.sort_unstable();
+        flags.dedup();
+        assert_eq!(envs.len(), PARAMS.len());
+        assert_eq!(flags.len(), PARAMS.len());
+    }
+
+    #[test]
+    fn non_numbers_negatives_and_zero_workers_are_rejected_by_name() {
+        assert_eq!(
+            err(&[("E03_WORKERS", "abc")]),
+            "invalid E03_WORKERS=\"abc\": expected a whole number from 1 to 10000"
+        );
+        assert!(err(&[("E03_WORKERS", "0")]).starts_with("invalid E03_WORKERS=\"0\""));
+        assert!(err(&[("E03_SERVICE_MS", "-5")]).starts_with("invalid E03_SERVICE_MS"));
+        assert!(err(&[("E03_FAIL_RATE", "1.5")]).starts_with("invalid E03_FAIL_RATE"));
+        assert!(err(&[("E03_DURATION_S", "0")]).starts_with("invalid E03_DURATION_S"));
+        assert!(err(&[("E03_DURATION_S", "NaN")]).starts_with("invalid E03_DURATION_S"));
+        assert!(err(&[("E03_SEED", "-1")]).starts_with("invalid E03_SEED"));
+    }
+
+    #[test]
+    fn inconsistent_pairs_are_rejected() {
+        assert!(
+            err(&[("E03_FREEZE_START_S", "10"), ("E03_FREEZE_END_S", "9")])
+                .starts_with("invalid E03_FREEZE_END_S=\"9\"")
+        );
+        assert!(err(&[("E03_RECOVERY_END_S", "9")]).starts_with("invalid E03_RECOVERY_END_S"));
+        assert!(err(&[("E03_THINK_MIN_MS", "3000")]).starts_with("invalid E03_THINK_MAX_MS"));
+        assert!(err(&[("E03_DEADLINE_MS", "1000")]).starts_with("invalid E03_DEADLINE_MS"));
+        assert!(err(&[("E03_FAIL_RATE", "0.6"), ("E03_SLOW_RATE", "0.6")])
+            .starts_with("invalid E03_SLOW_RATE"));
+    }
+
+    #[test]
+    fn strategies_and_seeds_lists() {
+        let p = Params::from_raw(&raw(&[
+            ("E03_STRATEGIES", "c, a"),
+            ("E03_SEEDS", "42,7,1-3"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            p.strategies
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>(),
+            ["C", "A"]
+        );
+        assert_eq!(p.seeds, vec![42, 7, 1, 2, 3]);
+        assert!(err(&[("E03_STRATEGIES", "A,Q")]).starts_with("invalid E03_STRATEGIES=\"A,Q\""));
+        assert!(err(&[("E03_STRATEGIES", "A,A")]).starts_with("invalid E03_STRATEGIES"));
+        assert!(err(&[("E03_SEEDS", "5-1")]).starts_with("invalid E03_SEEDS"));
+        assert!(err(&[("E03_SEEDS", "1,x")]).starts_with("invalid E03_SEEDS"));
+        assert!(err(&[("E03_SEEDS", "1,1")]).starts_with("invalid E03_SEEDS"));
+    }
+
+    #[test]
+    fn unknown_parameters_and_scenarios_are_rejected() {
+        assert_eq!(
+            err(&[("E03_WORKER", "5")]),
+            "unknown parameter \"E03_WORKER\""
+        );
+        assert_eq!(
+            Scenario::parse_list("e03c").unwrap_err().to_string(),
+            "unknown scenario \"e03c\": expected e03a, e03b or all"
+        );
+        assert_eq!(
+            Scenario::parse_list("all").unwrap(),
+            vec![Scenario::E03A, Scenario::E03B]
+        );
+    }
+
+    #[test]
+    fn raw_round_trip() {
+        let p = Params::from_raw(&raw(&[
+            ("E03_WORKERS", "7"),
+            ("E03_SEEDS", "3,4"),
+            ("E03_STRATEGIES", "B,D"),
+        ]))
+        .unwrap();
+        assert_eq!(Params::from_raw(&p.to_raw()).unwrap(), p);
+    }
+
+    #[test]
+    fn scenarios_pick_their_own_model() {
+        let p = Params::default();
+        let a = p.service_config(Scenario::E03A, 1);
+        assert_eq!(a.timeline, Timeline::default());
+        assert_eq!(a.faults.fail_rate, 0.05);
+        let b = p.service_config(Scenario::E03B, 1);
+        assert_eq!(b.faults, FaultModel::default());
+        assert_eq!(
+            b.timeline.freeze.unwrap().start,
+            Duration::from_millis(8500)
+        );
+    }
+}

@@ -1,0 +1,103 @@
+//! The dependency's timeline: when it freezes and how long it stays degraded afterwards.
+//!
+//! Times are offsets from the run's time zero. The freeze window is half-open
+//! `[start, end)`; the degraded window follows it, `[freeze end, recovery end)`.
+
+use std::time::Duration;
+
+/// While frozen the service accepts requests but completes none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FreezeWindow {
+    pub start: Duration,
+    pub end: Duration,
+}
+
+/// After the freeze the service runs at a fraction of its capacity for a while.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DegradedWindow {
+    pub start: Duration,
+    pub end: Duration,
+    /// Capacity factor in (0, 1]: service time is divided by it (0.5 doubles it).
+    pub capacity_factor: f64,
+}
+
+/// What the dependency is doing at a given moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Normal,
+    Frozen,
+    Degraded,
+}
+
+/// The whole timeline of one run. E03-A has neither window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Timeline {
+    pub freeze: Option<FreezeWindow>,
+    pub degraded: Option<DegradedWindow>,
+}
+
+impl Timeline {
+    pub fn phase(&self, now: Duration) -> Phase {
+        if let Some(f) = self.freeze {
+            if now >= f.start && now < f.end {
+                return Phase::Frozen;
+            }
+        }
+        if let Some(d) = self.degraded {
+            if now >= d.start && now < d.end {
+                return Phase::Degraded;
+            }
+        }
+        Phase::Normal
+    }
+
+    /// Service time of work admitted at `now`, given the normal service time.
+    pub fn service_time(&self, now: Duration, normal: Duration) -> Duration {
+        match (self.phase(now), self.degraded) {
+            (Phase::Degraded, Some(d)) => normal.div_f64(d.capacity_factor),
+            _ => normal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn outage() -> Timeline {
+        Timeline {
+            freeze: Some(FreezeWindow {
+                start: ms(8500),
+                end: ms(10_000),
+            }),
+            degraded: Some(DegradedWindow {
+                start: ms(10_000),
+                end: ms(15_000),
+                capacity_factor: 0.5,
+            }),
+        }
+    }
+
+    #[test]
+    fn phases_follow_half_open_windows() {
+        let t = outage();
+        assert_eq!(t.phase(ms(8499)), Phase::Normal);
+        assert_eq!(t.phase(ms(8500)), Phase::Frozen);
+        assert_eq!(t.phase(ms(9999)), Phase::Frozen);
+        assert_eq!(t.phase(ms(10_000)), Phase::Degraded);
+        assert_eq!(t.phase(ms(14_999)), Phase::Degraded);
+        assert_eq!(t.phase(ms(15_000)), Phase::Normal);
+    }
+
+    #[test]
+    fn degraded_window_doubles_service_time_at_factor_half() {
+        let t = outage();
+        assert_eq!(t.service_time(ms(5000), ms(40)), ms(40));
+        assert_eq!(t.service_time(ms(12_000), ms(40)), ms(80));
+        assert_eq!(Timeline::default().service_time(ms(12_000), ms(40)), ms(40));
+    }
+}
