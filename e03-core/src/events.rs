@@ -105,6 +105,8 @@ pub enum AttemptEnd {
     Status,
     Timeout,
     ConnectionError,
+    /// The run was stopped (signal) while the attempt was in flight.
+    Aborted,
 }
 
 /// One attempt the swarm sent.

@@ -78,6 +78,8 @@ pub enum GiveUp {
     Deadline,
     /// The retry budget refused the retry.
     BudgetDenied,
+    /// The run was stopped (signal) before the operation ended.
+    Aborted,
 }
 
 /// The final outcome of an operation.
