@@ -1,0 +1,299 @@
+//! The analyzer: from a run's JSON Lines logs to the lab's metrics, tables, CSVs, figures and
+//! report.
+//!
+//! Map of the modules:
+//!
+//! - [`metrics`]: [`metrics::RunAccumulator`], the pure per-run accumulator of spec section 6
+//!   (no IO; the simulator feeds it directly) and [`metrics::RunMetrics`], its result.
+//! - [`fidelity`]: live-only figures: send lateness, queueing outside the model, throughput
+//!   while saturated, and client/server identity matching.
+//! - [`reader`]: streaming JSON Lines reader (truncated last line = warning, other bad lines =
+//!   error with file:line, missing `run_end` = incomplete).
+//! - [`tables`]: the comparison tables, verdicts and series, as text or markdown.
+//! - [`outputs`]: `summary.json` (atomic), the arrival CSVs and `report.md`.
+//! - [`figures`]: SVG and PNG figures (plotters).
+//! - [`cli`]: the whole command line, [`main_entry`].
+//!
+//! [`analyze_dir`] reads a scenario directory `OUT/<scenario>/` holding one server and one client
+//! log per strategy and seed, and returns a [`ScenarioSummary`]; [`print_tables`] and
+//! [`write_outputs`] present it. The simulator builds a `ScenarioSummary` from its own
+//! accumulators and uses the same two functions.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use e03_core::control::{client_log_path, server_log_path};
+use e03_core::events::Event;
+use e03_core::{ParamError, Params, Scenario};
+
+pub mod cli;
+pub mod fidelity;
+pub mod figures;
+pub mod metrics;
+pub mod outputs;
+pub mod reader;
+pub mod standalone;
+pub mod tables;
+
+pub use cli::main_entry;
+pub use metrics::{RunAccumulator, RunMetrics};
+pub use outputs::write_outputs;
+pub use tables::print_tables;
+
+/// Everything measured for one scenario: one [`RunMetrics`] per strategy and seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioSummary {
+    pub scenario: Scenario,
+    pub params: Params,
+    /// True when the figures come from the simulator, not from live traffic.
+    pub simulated: bool,
+    /// False if any run was stopped early or its logs are cut.
+    pub complete: bool,
+    pub runs: Vec<RunMetrics>,
+}
+
+impl ScenarioSummary {
+    /// Strategy ids in the order of the runs.
+    pub fn strategies(&self) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for r in &self.runs {
+            if !seen.contains(&r.strategy) {
+                seen.push(r.strategy.clone());
+            }
+        }
+        seen
+    }
+
+    /// Seeds in the order of the runs.
+    pub fn seeds(&self) -> Vec<u64> {
+        let mut seen: Vec<u64> = Vec::new();
+        for r in &self.runs {
+            if !seen.contains(&r.seed) {
+                seen.push(r.seed);
+            }
+        }
+        seen
+    }
+
+    /// The runs of one strategy, in seed order.
+    pub fn runs_of<'a>(&'a self, strategy: &str) -> impl Iterator<Item = &'a RunMetrics> + 'a {
+        let strategy = strategy.to_string();
+        self.runs.iter().filter(move |r| r.strategy == strategy)
+    }
+}
+
+/// Why a scenario could not be analysed or written.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: malformed record: {message}", path.display())]
+    Malformed {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("{}: bad parameters in run_start: {source}", path.display())]
+    Params { path: PathBuf, source: ParamError },
+    #[error("{}: no logs found (expected server-<strategy>-seed<seed>.jsonl and client-<strategy>-seed<seed>.jsonl)", dir.display())]
+    NoRuns { dir: PathBuf },
+    #[error("{}: {message}", path.display())]
+    Output { path: PathBuf, message: String },
+}
+
+impl AnalyzeError {
+    /// Whether the error is the input's fault (exit 2) rather than the output's (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, AnalyzeError::Output { .. })
+    }
+}
+
+/// Hands one log record to an accumulator (the live inputs included).
+pub fn feed(acc: &mut RunAccumulator, event: &Event) {
+    match event {
+        Event::Arrival(a) => acc.arrival_event(a),
+        Event::Response(r) => acc.response(r),
+        Event::Attempt(a) => acc.attempt_event(a),
+        Event::Operation(o) => acc.operation_record(o),
+        Event::RunStart(_) | Event::RunEnd(_) => {}
+    }
+}
+
+/// `(strategy, seed)` of a log file name `server-S-seedN.jsonl` or `client-S-seedN.jsonl`.
+fn run_of_file_name(name: &str) -> Option<(String, u64)> {
+    let rest = name
+        .strip_prefix("server-")
+        .or_else(|| name.strip_prefix("client-"))?
+        .strip_suffix(".jsonl")?;
+    let (strategy, seed) = rest.rsplit_once("-seed")?;
+    e03_core::control::valid_strategy_id(strategy)
+        .then_some(())
+        .and(seed.parse().ok().map(|s| (strategy.to_string(), s)))
+}
+
+fn file_name(relative: &str) -> String {
+    Path::new(relative)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Reads every run of a scenario directory; prints warnings to stderr. See
+/// [`analyze_dir_with_warnings`].
+pub fn analyze_dir(dir: &Path, scenario: Scenario) -> Result<ScenarioSummary, AnalyzeError> {
+    let (summary, warnings) = analyze_dir_with_warnings(dir, scenario)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(summary)
+}
+
+/// Reads every run of a scenario directory and returns the summary and the warnings (cut last
+/// lines, missing logs, runs stopped early).
+pub fn analyze_dir_with_warnings(
+    dir: &Path,
+    scenario: Scenario,
+) -> Result<(ScenarioSummary, Vec<String>), AnalyzeError> {
+    let io = |source| AnalyzeError::Io {
+        path: dir.into(),
+        source,
+    };
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let name = entry.map_err(io)?.file_name();
+        if let Some(run) = run_of_file_name(&name.to_string_lossy()) {
+            found.insert(run);
+        }
+    }
+    if found.is_empty() {
+        return Err(AnalyzeError::NoRuns { dir: dir.into() });
+    }
+    let mut warnings = Vec::new();
+    // Parameters from the first run_start found; they order strategies and seeds.
+    let mut params = None;
+    for (s, n) in &found {
+        for rel in [
+            server_log_path(scenario, s, *n),
+            client_log_path(scenario, s, *n),
+        ] {
+            let path = dir.join(file_name(&rel));
+            if params.is_none() && path.exists() {
+                if let Some(start) = reader::read_run_start(&path)? {
+                    params = Some(reader::params_of(
+                        &start,
+                        &path.display().to_string(),
+                        &mut warnings,
+                    )?);
+                }
+            }
+        }
+    }
+    let mut params = params.unwrap_or_else(|| {
+        warnings.push(format!(
+            "{}: no run_start record found; using default parameters",
+            dir.display()
+        ));
+        Params::default()
+    });
+    let mut runs: Vec<(String, u64)> = found.into_iter().collect();
+    let pos_s = |s: &str| {
+        params
+            .strategies
+            .iter()
+            .position(|x| x.id == s)
+            .unwrap_or(usize::MAX)
+    };
+    let pos_n = |n: u64| {
+        params
+            .seeds
+            .iter()
+            .position(|&x| x == n)
+            .unwrap_or(usize::MAX)
+    };
+    runs.sort_by(|a, b| {
+        (pos_s(&a.0), &a.0, pos_n(a.1), a.1).cmp(&(pos_s(&b.0), &b.0, pos_n(b.1), b.1))
+    });
+    let mut metrics = Vec::new();
+    for (strategy, seed) in &runs {
+        metrics.push(analyze_run(
+            dir,
+            scenario,
+            &params,
+            strategy,
+            *seed,
+            &mut warnings,
+        )?);
+    }
+    let mut seeds: Vec<u64> = Vec::new();
+    for (_, n) in &runs {
+        if !seeds.contains(n) {
+            seeds.push(*n);
+        }
+    }
+    seeds.sort_by_key(|&n| (pos_n(n), n));
+    params.seeds = seeds;
+    let summary = ScenarioSummary {
+        scenario,
+        params,
+        simulated: false,
+        complete: metrics.iter().all(|m| m.complete),
+        runs: metrics,
+    };
+    Ok((summary, warnings))
+}
+
+/// Reads the server and client logs of one run.
+fn analyze_run(
+    dir: &Path,
+    scenario: Scenario,
+    params: &Params,
+    strategy: &str,
+    seed: u64,
+    warnings: &mut Vec<String>,
+) -> Result<RunMetrics, AnalyzeError> {
+    let mut acc = RunAccumulator::new(scenario, params, strategy, seed);
+    let mut complete = true;
+    for rel in [
+        server_log_path(scenario, strategy, seed),
+        client_log_path(scenario, strategy, seed),
+    ] {
+        let path = dir.join(file_name(&rel));
+        if !path.exists() {
+            warnings.push(format!(
+                "{}: missing: the run is incomplete",
+                path.display()
+            ));
+            complete = false;
+            continue;
+        }
+        let status = reader::read_log_file(&path, |e| feed(&mut acc, e))?;
+        complete &= status.complete();
+        warnings.extend(status.warnings);
+    }
+    let mut m = acc.finish();
+    m.complete = complete;
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_file_names_give_strategy_and_seed() {
+        assert_eq!(
+            run_of_file_name("server-C-seed42.jsonl"),
+            Some(("C".into(), 42))
+        );
+        assert_eq!(
+            run_of_file_name("client-D1-seed7.jsonl"),
+            Some(("D1".into(), 7))
+        );
+        assert_eq!(run_of_file_name("summary.json"), None);
+        assert_eq!(run_of_file_name("server-C-seedx.jsonl"), None);
+        assert_eq!(run_of_file_name("server-../x-seed1.jsonl"), None);
+    }
+}

@@ -1,0 +1,473 @@
+//! The metrics of one run (spec section 6), computed by a pure accumulator.
+//!
+//! [`RunAccumulator`] is fed one fact at a time (an arrival at the dependency, an attempt the
+//! swarm sent, an operation that ended) and keeps only counters, window series and histograms,
+//! never the events themselves: a run of any length is analysed in constant memory per window.
+//! The log reader feeds it from JSON Lines; the simulator feeds it directly from its event queue,
+//! so both report the very same figures by the very same code.
+//!
+//! Windows are aligned to the run's time zero: 100 ms window `k` is `[k * 100 ms, (k+1) * 100 ms)`
+//! and 1 s window `k` is the sum of 100 ms windows `10k .. 10k+10`. Latency percentiles come from
+//! an HDR histogram in microseconds (3 significant digits), reported in milliseconds.
+//!
+//! Live logs carry more than the simulator knows (sequence numbers, identities, admission
+//! times); the `*_event` methods and [`RunAccumulator::response`] feed those to
+//! [`crate::fidelity`], and only then does [`RunMetrics`] carry `fidelity` and `matched`.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use e03_core::events::{Arrival, Attempt, OperationRecord, Outcome, Response};
+use e03_core::{GiveUp, Params, Scenario};
+
+use crate::fidelity::LiveAccumulator;
+pub use crate::fidelity::{Fidelity, Matched};
+
+/// Width of the short window, in microseconds.
+pub const WINDOW_100MS_US: u64 = 100_000;
+/// Width of the long window, in microseconds.
+pub const WINDOW_1S_US: u64 = 1_000_000;
+/// Times at or beyond this (two days) are not placed in window series: a run is at most one
+/// day long, and a bogus time must not make a series allocate without bound.
+pub const MAX_T_US: u64 = 2 * 86_400 * WINDOW_1S_US;
+/// Share of successes a 1 s window needs to count as recovered.
+const RECOVERED: f64 = 0.99;
+
+/// Everything reported for one strategy and seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    pub strategy: String,
+    pub seed: u64,
+    /// Share of affected operations that succeeded, in [0, 1].
+    pub success_affected: f64,
+    pub operations: u64,
+    pub total_requests: u64,
+    pub retries_sent: u64,
+    pub retries_denied: u64,
+    pub peak_1s: u64,
+    pub peak_100ms: u64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    /// None for E03-A (no freeze).
+    pub recovery_s: Option<u64>,
+    /// Set by the log reader; true from the simulator.
+    pub complete: bool,
+    #[serde(skip)]
+    pub arrivals_100ms: Vec<u64>,
+    #[serde(skip)]
+    pub retries_100ms: Vec<u64>,
+    #[serde(skip)]
+    pub arrivals_1s: Vec<u64>,
+    #[serde(skip)]
+    pub retries_1s: Vec<u64>,
+    /// From live logs only.
+    pub fidelity: Option<Fidelity>,
+    /// From live logs only.
+    pub matched: Option<Matched>,
+}
+
+/// Collects one run's facts; see the module docs.
+#[derive(Debug)]
+pub struct RunAccumulator {
+    strategy: String,
+    seed: u64,
+    /// `[freeze start, degraded end)` in µs: operations starting here are the affected ones
+    /// (E03-B). None for E03-A, where every operation counts.
+    affected: Option<(u64, u64)>,
+    /// Freeze end in µs, origin of the recovery windows (E03-B only).
+    freeze_end_us: Option<u64>,
+    /// Server arrivals per 100 ms window (the source of truth for load).
+    arrivals_100ms: Vec<u64>,
+    /// Of those, arrivals whose attempt number says they are retries.
+    retries_100ms: Vec<u64>,
+    total_requests: u64,
+    retries_sent: u64,
+    retries_denied: u64,
+    operations: u64,
+    affected_ops: u64,
+    affected_ok: u64,
+    /// Latency of every operation, µs.
+    latency: Histogram<u64>,
+    /// Client send lateness (sent - due), µs: a fidelity input, cheap enough to always keep.
+    lateness: Histogram<u64>,
+    /// (successes, operations) ending in each 1 s window from the freeze end.
+    recovery_windows: Vec<(u64, u64)>,
+    /// Live-only inputs (identities, responses); None until one arrives.
+    live: Option<LiveAccumulator>,
+    /// Kept to build the live accumulator lazily.
+    params: Params,
+    scenario: Scenario,
+}
+
+fn us_of_s(s: f64) -> u64 {
+    (s * 1e6).round() as u64
+}
+
+/// A histogram of µs from 1 µs to [`MAX_T_US`] at 3 significant digits; larger values are
+/// clamped to its top (`saturating_record`), which a fixed range makes well defined.
+pub(crate) fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_T_US, 3).expect("valid bounds and precision")
+}
+
+fn bump(series: &mut Vec<u64>, k: usize) {
+    if series.len() <= k {
+        series.resize(k + 1, 0);
+    }
+    series[k] += 1;
+}
+
+/// Value at quantile `q` in ms, 0 for an empty histogram.
+pub(crate) fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
+impl RunAccumulator {
+    pub fn new(scenario: Scenario, params: &Params, strategy: &str, seed: u64) -> Self {
+        let s = &params.service;
+        let (affected, freeze_end_us) = match scenario {
+            Scenario::E03A => (None, None),
+            Scenario::E03B => (
+                Some((us_of_s(s.freeze_start_s), us_of_s(s.recovery_end_s))),
+                Some(us_of_s(s.freeze_end_s)),
+            ),
+        };
+        RunAccumulator {
+            strategy: strategy.to_string(),
+            seed,
+            affected,
+            freeze_end_us,
+            arrivals_100ms: Vec::new(),
+            retries_100ms: Vec::new(),
+            total_requests: 0,
+            retries_sent: 0,
+            retries_denied: 0,
+            operations: 0,
+            affected_ops: 0,
+            affected_ok: 0,
+            latency: histogram(),
+            lateness: histogram(),
+            recovery_windows: Vec::new(),
+            live: None,
+            params: params.clone(),
+            scenario,
+        }
+    }
+
+    /// A request arrived at the dependency (server log). attempt = x-e03-attempt if known.
+    pub fn arrival(&mut self, t_us: u64, attempt: Option<u32>) {
+        self.total_requests += 1;
+        if t_us >= MAX_T_US {
+            return;
+        }
+        let k = (t_us / WINDOW_100MS_US) as usize;
+        bump(&mut self.arrivals_100ms, k);
+        if self.retries_100ms.len() <= k {
+            self.retries_100ms.resize(k + 1, 0);
+        }
+        if attempt.is_some_and(|a| a > 1) {
+            self.retries_100ms[k] += 1;
+        }
+    }
+
+    /// The swarm sent an attempt (client log).
+    pub fn attempt(&mut self, attempt: u32, due_us: u64, sent_us: u64) {
+        if attempt > 1 {
+            self.retries_sent += 1;
+        }
+        self.lateness
+            .saturating_record(sent_us.saturating_sub(due_us));
+    }
+
+    /// An operation ended (client log).
+    pub fn operation(&mut self, start_us: u64, end_us: u64, success: bool, reason: Option<GiveUp>) {
+        self.operations += 1;
+        if reason == Some(GiveUp::BudgetDenied) {
+            self.retries_denied += 1;
+        }
+        self.latency
+            .saturating_record(end_us.saturating_sub(start_us));
+        let affected = match self.affected {
+            Some((from, to)) => start_us >= from && start_us < to,
+            None => true,
+        };
+        if affected {
+            self.affected_ops += 1;
+            self.affected_ok += u64::from(success);
+        }
+        if let Some(fe) = self.freeze_end_us {
+            if end_us >= fe && end_us < MAX_T_US {
+                let k = ((end_us - fe) / WINDOW_1S_US) as usize;
+                if self.recovery_windows.len() <= k {
+                    self.recovery_windows.resize(k + 1, (0, 0));
+                }
+                let w = &mut self.recovery_windows[k];
+                w.0 += u64::from(success);
+                w.1 += 1;
+            }
+        }
+    }
+
+    /// Optional server-side fidelity input: one Response event.
+    pub fn response(&mut self, r: &Response) {
+        self.live_mut().response(r);
+    }
+
+    /// A live arrival record: the load figures plus its sequence number and identity.
+    pub fn arrival_event(&mut self, a: &Arrival) {
+        self.arrival(a.t_us, a.attempt);
+        self.live_mut().arrival(a);
+    }
+
+    /// A live attempt record: the counts plus its identity for matching.
+    pub fn attempt_event(&mut self, a: &Attempt) {
+        self.attempt(a.attempt, a.due_us, a.sent_us);
+        self.live_mut().attempt(a);
+    }
+
+    /// A live operation record.
+    pub fn operation_record(&mut self, o: &OperationRecord) {
+        self.operation(
+            o.start_us,
+            o.end_us,
+            o.outcome == Outcome::Success,
+            o.reason,
+        );
+    }
+
+    fn live_mut(&mut self) -> &mut LiveAccumulator {
+        let (scenario, seed, params) = (self.scenario, self.seed, &self.params);
+        self.live
+            .get_or_insert_with(|| LiveAccumulator::new(params.service_config(scenario, seed)))
+    }
+
+    pub fn finish(self) -> RunMetrics {
+        let arrivals_1s = sum_windows(&self.arrivals_100ms);
+        let retries_1s = sum_windows(&self.retries_100ms);
+        let success_affected = if self.affected_ops == 0 {
+            1.0
+        } else {
+            self.affected_ok as f64 / self.affected_ops as f64
+        };
+        let (fidelity, matched) = match self.live {
+            Some(live) => {
+                let (f, m) = live.finish(&self.lateness);
+                (Some(f), Some(m))
+            }
+            None => (None, None),
+        };
+        RunMetrics {
+            strategy: self.strategy,
+            seed: self.seed,
+            success_affected,
+            operations: self.operations,
+            total_requests: self.total_requests,
+            retries_sent: self.retries_sent,
+            retries_denied: self.retries_denied,
+            peak_1s: arrivals_1s.iter().copied().max().unwrap_or(0),
+            peak_100ms: self.arrivals_100ms.iter().copied().max().unwrap_or(0),
+            p95_ms: quantile_ms(&self.latency, 0.95),
+            p99_ms: quantile_ms(&self.latency, 0.99),
+            recovery_s: self
+                .freeze_end_us
+                .map(|_| recovery_s(&self.recovery_windows)),
+            complete: true,
+            arrivals_100ms: self.arrivals_100ms,
+            retries_100ms: self.retries_100ms,
+            arrivals_1s,
+            retries_1s,
+            fidelity,
+            matched,
+        }
+    }
+}
+
+/// 1 s windows from 100 ms windows (ten to one, aligned to time zero).
+pub fn sum_windows(series_100ms: &[u64]) -> Vec<u64> {
+    series_100ms.chunks(10).map(|c| c.iter().sum()).collect()
+}
+
+/// Whole seconds after the freeze end until a 1 s window (by operation end) succeeds at
+/// >= 99% again, from `(successes, operations)` per window.
+///
+/// Windows with no finishing operation are skipped. 0 if no window is below 99%; otherwise the
+/// first recovered window after the first bad one; if none recovers, the number of windows
+/// observed (recovery lies beyond the data).
+pub fn recovery_s(windows: &[(u64, u64)]) -> u64 {
+    let good = |&(ok, n): &(u64, u64)| ok as f64 >= RECOVERED * n as f64;
+    let Some(first_bad) = windows.iter().position(|w| w.1 > 0 && !good(w)) else {
+        return 0;
+    };
+    windows
+        .iter()
+        .enumerate()
+        .skip(first_bad + 1)
+        .find(|(_, w)| w.1 > 0 && good(w))
+        .map_or(windows.len() as u64, |(k, _)| k as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(scenario: Scenario) -> RunAccumulator {
+        RunAccumulator::new(scenario, &Params::default(), "C", 42)
+    }
+
+    #[test]
+    fn windows_are_aligned_to_time_zero() {
+        let mut a = acc(Scenario::E03B);
+        a.arrival(99_999, Some(1));
+        a.arrival(100_000, Some(2));
+        a.arrival(1_000_000, None);
+        let m = a.finish();
+        assert_eq!(m.arrivals_100ms[..2], [1, 1]);
+        assert_eq!(m.retries_100ms[..2], [0, 1]);
+        assert_eq!(
+            m.arrivals_100ms.len(),
+            11,
+            "series ends at the last arrival"
+        );
+        assert_eq!(m.arrivals_1s, vec![2, 1]);
+        assert_eq!(m.retries_1s, vec![1, 0]);
+        assert_eq!(m.total_requests, 3);
+    }
+
+    #[test]
+    fn peaks_pick_the_busiest_window_of_each_width() {
+        let mut a = acc(Scenario::E03B);
+        // 5 arrivals in 100 ms window 3, then 2 in each of windows 10..=13 (1 s window 1).
+        for _ in 0..5 {
+            a.arrival(350_000, Some(1));
+        }
+        for k in 10..14 {
+            a.arrival(k * 100_000 + 1, Some(1));
+            a.arrival(k * 100_000 + 2, Some(1));
+        }
+        let m = a.finish();
+        assert_eq!(m.peak_100ms, 5);
+        assert_eq!(m.peak_1s, 8);
+    }
+
+    #[test]
+    fn percentiles_cover_all_operations_failures_included() {
+        let mut a = acc(Scenario::E03A);
+        // 100 operations of 1..=100 ms; the slowest five failed.
+        for i in 1..=100u64 {
+            a.operation(0, i * 1000, i <= 95, (i > 95).then_some(GiveUp::Deadline));
+        }
+        let m = a.finish();
+        assert!((m.p95_ms - 95.0).abs() < 0.1, "{}", m.p95_ms);
+        assert!((m.p99_ms - 99.0).abs() < 0.1, "{}", m.p99_ms);
+        assert_eq!(m.operations, 100);
+    }
+
+    #[test]
+    fn e03b_success_counts_only_operations_started_in_the_affected_window() {
+        let mut a = acc(Scenario::E03B); // affected: [8.5 s, 15.0 s)
+        a.operation(1_000_000, 1_100_000, false, Some(GiveUp::Deadline)); // before: ignored
+        a.operation(8_499_999, 9_000_000, false, Some(GiveUp::Deadline)); // just before
+        a.operation(8_500_000, 10_500_000, true, None); // first affected
+        a.operation(
+            12_000_000,
+            12_100_000,
+            false,
+            Some(GiveUp::AttemptsExhausted),
+        );
+        a.operation(14_999_999, 15_100_000, true, None);
+        a.operation(15_000_000, 15_100_000, false, Some(GiveUp::Deadline)); // after: ignored
+        let m = a.finish();
+        assert!((m.success_affected - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(m.operations, 6);
+    }
+
+    #[test]
+    fn e03a_success_is_over_all_operations_and_has_no_recovery() {
+        let mut a = acc(Scenario::E03A);
+        a.operation(0, 10, true, None);
+        a.operation(20_000_000, 20_000_010, false, Some(GiveUp::NotRetryable));
+        a.operation(29_000_000, 29_000_010, true, None);
+        a.operation(29_000_000, 29_000_010, true, None);
+        let m = a.finish();
+        assert_eq!(m.success_affected, 0.75);
+        assert_eq!(m.recovery_s, None);
+        assert_eq!(acc(Scenario::E03A).finish().success_affected, 1.0);
+    }
+
+    #[test]
+    fn retries_and_denials_are_counted() {
+        let mut a = acc(Scenario::E03B);
+        a.attempt(1, 0, 10);
+        a.attempt(2, 100, 100);
+        a.attempt(3, 200, 250);
+        a.operation(0, 300, false, Some(GiveUp::BudgetDenied));
+        a.operation(0, 300, false, Some(GiveUp::Deadline));
+        let m = a.finish();
+        assert_eq!((m.retries_sent, m.retries_denied), (2, 1));
+        assert_eq!(
+            (m.fidelity, m.matched),
+            (None, None),
+            "no live inputs given"
+        );
+    }
+
+    /// Operations ending in 1 s windows after the freeze end (10 s by default).
+    fn recovery_of(ops: &[(u64, bool)]) -> Option<u64> {
+        let mut a = acc(Scenario::E03B);
+        for &(end_us, ok) in ops {
+            a.operation(end_us.saturating_sub(1000), end_us, ok, None);
+        }
+        a.finish().recovery_s
+    }
+
+    #[test]
+    fn recovery_zero_one_two_and_never() {
+        // Never drops (a failure before the freeze end does not count).
+        assert_eq!(
+            recovery_of(&[(9_000_000, false), (10_000_000, true)]),
+            Some(0)
+        );
+        assert_eq!(recovery_of(&[]), Some(0));
+        // Window 0 fails, window 1 recovers.
+        assert_eq!(
+            recovery_of(&[(10_000_000, false), (10_999_999, true), (11_000_000, true)]),
+            Some(1)
+        );
+        // Windows 0 and 1 fail, window 2 (empty) skipped... window 3 recovers.
+        assert_eq!(
+            recovery_of(&[(10_500_000, false), (11_500_000, false), (13_100_000, true)]),
+            Some(3)
+        );
+        // Window 1 empty is skipped: recovery at 2.
+        assert_eq!(
+            recovery_of(&[(10_500_000, false), (12_000_000, true)]),
+            Some(2)
+        );
+        // Never recovers: the number of windows observed.
+        assert_eq!(
+            recovery_of(&[(10_500_000, false), (11_500_000, false)]),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn recovery_threshold_is_99_percent() {
+        let mut w = vec![(0, 1)];
+        w.push((99, 100));
+        assert_eq!(recovery_s(&w), 1);
+        w[1] = (98, 100);
+        assert_eq!(recovery_s(&w), 2);
+    }
+
+    #[test]
+    fn far_times_do_not_grow_series() {
+        let mut a = acc(Scenario::E03B);
+        a.arrival(u64::MAX, Some(2));
+        a.operation(0, u64::MAX, true, None);
+        let m = a.finish();
+        assert_eq!((m.total_requests, m.arrivals_100ms.len()), (1, 0));
+    }
+}

@@ -1,0 +1,162 @@
+//! Files written beside the logs: `summary.json` (spec section 8), the arrival series CSVs, the
+//! figures and `report.md`.
+//!
+//! `summary.json` is written to a temporary file and renamed over the old one, so a reader never
+//! sees half a summary. Its runs carry every field of spec section 6 plus `complete`, `fidelity`
+//! and `matched` (null for the simulator).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use e03_core::Scenario;
+
+use crate::metrics::RunMetrics;
+use crate::{figures, tables, AnalyzeError, ScenarioSummary};
+
+/// The shape of `summary.json`.
+#[derive(Serialize)]
+struct SummaryFile<'a> {
+    scenario: Scenario,
+    simulated: bool,
+    complete: bool,
+    params: BTreeMap<String, String>,
+    runs: &'a [RunMetrics],
+}
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> AnalyzeError {
+    AnalyzeError::Output {
+        path: path.into(),
+        message: e.to_string(),
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AnalyzeError> {
+    let tmp = path.with_extension("json.tmp");
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        out_err(path, e)
+    })
+}
+
+/// The `summary.json` text of a scenario.
+pub fn summary_json(s: &ScenarioSummary) -> String {
+    let file = SummaryFile {
+        scenario: s.scenario,
+        simulated: s.simulated,
+        complete: s.complete,
+        params: s.params.to_raw(),
+        runs: &s.runs,
+    };
+    serde_json::to_string_pretty(&file).expect("summaries always serialise") + "\n"
+}
+
+/// Writes `arrivals_100ms.csv` or `arrivals_1s.csv`: `seed,window_start_s,<S>...,<S>_retries...`.
+pub fn write_series_csv(
+    path: &Path,
+    s: &ScenarioSummary,
+    one_second: bool,
+) -> Result<(), AnalyzeError> {
+    let strategies = s.strategies();
+    let mut w = csv::Writer::from_path(path).map_err(|e| out_err(path, e))?;
+    let mut header = vec!["seed".to_string(), "window_start_s".to_string()];
+    header.extend(strategies.iter().cloned());
+    header.extend(strategies.iter().map(|id| format!("{id}_retries")));
+    w.write_record(&header).map_err(|e| out_err(path, e))?;
+    for seed in s.seeds() {
+        let runs: Vec<Option<&RunMetrics>> = strategies
+            .iter()
+            .map(|id| s.runs_of(id).find(|r| r.seed == seed))
+            .collect();
+        let series = |r: &RunMetrics| -> (Vec<u64>, Vec<u64>) {
+            if one_second {
+                (r.arrivals_1s.clone(), r.retries_1s.clone())
+            } else {
+                (r.arrivals_100ms.clone(), r.retries_100ms.clone())
+            }
+        };
+        let data: Vec<(Vec<u64>, Vec<u64>)> = runs
+            .iter()
+            .map(|r| r.map(series).unwrap_or_default())
+            .collect();
+        let windows = data.iter().map(|d| d.0.len()).max().unwrap_or(0);
+        for k in 0..windows {
+            let start = if one_second {
+                k.to_string()
+            } else {
+                format!("{:.1}", k as f64 / 10.0)
+            };
+            let mut row = vec![seed.to_string(), start];
+            row.extend(
+                data.iter()
+                    .map(|d| d.0.get(k).copied().unwrap_or(0).to_string()),
+            );
+            row.extend(
+                data.iter()
+                    .map(|d| d.1.get(k).copied().unwrap_or(0).to_string()),
+            );
+            w.write_record(&row).map_err(|e| out_err(path, e))?;
+        }
+    }
+    w.flush().map_err(|e| out_err(path, e))
+}
+
+/// `report.md`: the tables as markdown and the figures, for reading on GitHub.
+pub fn report_markdown(s: &ScenarioSummary) -> String {
+    let mut md = format!("# {} ({})\n\n", s.scenario.title(), s.scenario.name());
+    for line in tables::header_lines(s) {
+        md += &format!("{line}\n\n");
+    }
+    md += "## Comparison\n\n";
+    md += &tables::main_table(s).markdown();
+    md += "\nSuccess is the share of operations started in the freeze and degraded windows that \
+           succeeded (E03-A: all operations); total and peaks count arrivals at the dependency \
+           (server log); p95/p99 are latencies of all operations, failures included.\n\n";
+    md += "![comparison](comparison.svg)\n\n## Arrivals at the dependency\n\n";
+    md += "Per 100 ms window ([CSV](arrivals_100ms.csv)):\n\n![arrivals per 100 ms](arrivals_100ms.svg)\n\n";
+    md += "Per 1 s window ([CSV](arrivals_1s.csv)): the same traffic, with the spike averaged away:\n\n![arrivals per 1 s](arrivals_1s.svg)\n\n";
+    if let Some(t) = tables::series_table(s) {
+        md += "Arrivals per 100 ms window around the outage (share of retries in brackets):\n\n";
+        md += &t.markdown();
+        md += "\n";
+    }
+    if let Some(t) = tables::verdict_table(s) {
+        md += "## Seed-to-seed verdicts\n\nA difference is *measured* only when it is larger than \
+               the spread (max - min across seeds) of both strategies.\n\n";
+        md += &t.markdown();
+        md += "\n";
+    }
+    let extra: Vec<String> = tables::fidelity_lines(s)
+        .into_iter()
+        .chain(tables::matched_lines(s))
+        .collect();
+    if !extra.is_empty() {
+        md += "## Fidelity of the live run\n\n";
+        for line in extra {
+            md += &format!("- {line}\n");
+        }
+    }
+    md
+}
+
+/// Writes summary.json, the CSVs, the figures and report.md into `dir`.
+pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
+    fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
+    write_atomic(&dir.join("summary.json"), summary_json(s).as_bytes())?;
+    write_series_csv(&dir.join("arrivals_100ms.csv"), s, false)?;
+    write_series_csv(&dir.join("arrivals_1s.csv"), s, true)?;
+    figures::write_arrivals(dir, s)?;
+    figures::write_comparison(dir, s)?;
+    let report = dir.join("report.md");
+    fs::write(&report, report_markdown(s)).map_err(|e| out_err(&report, e))
+}
