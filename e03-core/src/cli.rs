@@ -43,6 +43,7 @@ pub fn with_param_args(mut cmd: Command) -> Command {
                 .long(p.flag)
                 .env(p.env)
                 .value_name("VALUE")
+                .allow_hyphen_values(true)
                 .help(help)
                 .help_heading("Run parameters"),
         );

@@ -1,0 +1,333 @@
+//! The command line: raw arguments and env vars, then a validated [`Plan`], then the service.
+//!
+//! ```text
+//! dependency-service [--listen ADDR] [--control-listen ADDR] [--log-dir DIR] [--scenario e03a|e03b]
+//!                    [run-parameter flags]
+//! dependency-service health [URL]
+//! ```
+//!
+//! Every bad value is reported on one line naming the flag and env var, the value and what is
+//! accepted, with exit code 2 and nothing written. `health` is the Docker healthcheck of an
+//! image with no curl: exit 0 on a 200 within 2 s, else 1.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Arg, ArgMatches, Command};
+use e03_core::params::spec;
+use e03_core::{ParamError, Params, Scenario};
+
+use crate::server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
+
+pub const DEFAULT_HEALTH_URL: &str = "http://127.0.0.1:8081/health";
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A value on the command line or in the environment that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid --{flag} (env {env}) value {value:?}: expected {accepts}")]
+    Setting {
+        flag: &'static str,
+        env: &'static str,
+        value: String,
+        accepts: &'static str,
+    },
+    #[error("{0}")]
+    Param(String),
+    #[error("unknown environment variable {0} (not a setting of the lab; see --help)")]
+    UnknownEnv(String),
+}
+
+/// What the command line asks for, validated.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub listen: SocketAddr,
+    pub control_listen: SocketAddr,
+    pub log_dir: PathBuf,
+    pub scenario: Scenario,
+    pub params: Params,
+}
+
+pub fn command() -> Command {
+    let cmd = Command::new("dependency-service")
+        .about("The E03 dependency: a bounded worker pool that freezes on a timeline")
+        .arg(
+            Arg::new("listen")
+                .long("listen")
+                .env("E03_LISTEN")
+                .default_value("0.0.0.0:8080")
+                .value_name("ADDR")
+                .help("Work endpoint address (GET /work)"),
+        )
+        .arg(
+            Arg::new("control-listen")
+                .long("control-listen")
+                .env("E03_CONTROL_LISTEN")
+                .default_value("127.0.0.1:8081")
+                .value_name("ADDR")
+                .help("Control endpoint address (POST /control/start, /control/stop)"),
+        )
+        .arg(
+            Arg::new("log-dir")
+                .long("log-dir")
+                .env("E03_LOG_DIR")
+                .default_value("logs")
+                .value_name("DIR")
+                .help("Directory of the run logs"),
+        )
+        .arg(
+            Arg::new("scenario")
+                .long("scenario")
+                .env("E03_SCENARIO")
+                .default_value("e03b")
+                .value_name("e03a|e03b")
+                .help("Scenario of the run started at process start"),
+        )
+        .subcommand(
+            Command::new("health")
+                .about("GET a health URL; exit 0 on 200 within 2 s, else 1")
+                .arg(
+                    Arg::new("url")
+                        .value_name("URL")
+                        .default_value(DEFAULT_HEALTH_URL),
+                ),
+        );
+    // `--service-ms -1` must reach validation (and its clear message), not read as a flag.
+    e03_core::params::PARAMS
+        .iter()
+        .fold(e03_core::cli::with_param_args(cmd), |cmd, p| {
+            cmd.mut_arg(p.env, |a| a.allow_negative_numbers(true))
+        })
+}
+
+fn setting(m: &ArgMatches, id: &str) -> String {
+    m.get_one::<String>(id).cloned().unwrap_or_default()
+}
+
+fn address(
+    m: &ArgMatches,
+    flag: &'static str,
+    env: &'static str,
+) -> Result<SocketAddr, ConfigError> {
+    let value = setting(m, flag);
+    value.trim().parse().map_err(|_| ConfigError::Setting {
+        flag,
+        env,
+        value,
+        accepts: "an IP address and port like 0.0.0.0:8080",
+    })
+}
+
+/// Names the flag beside the env var in a parameter error.
+fn param_error(e: ParamError) -> ConfigError {
+    match &e {
+        ParamError::Invalid { name, .. } => match spec(name) {
+            Some(p) => ConfigError::Param(format!("{e} (flag --{})", p.flag)),
+            None => ConfigError::Param(e.to_string()),
+        },
+        _ => ConfigError::Param(e.to_string()),
+    }
+}
+
+impl Plan {
+    /// Validates the matches and the names of the process's env vars.
+    pub fn from_matches<I: IntoIterator<Item = String>>(
+        m: &ArgMatches,
+        env_names: I,
+    ) -> Result<Plan, ConfigError> {
+        if let Some(name) = e03_core::cli::unknown_env(env_names).into_iter().next() {
+            return Err(ConfigError::UnknownEnv(name));
+        }
+        let listen = address(m, "listen", "E03_LISTEN")?;
+        let control_listen = address(m, "control-listen", "E03_CONTROL_LISTEN")?;
+        let log_dir = setting(m, "log-dir");
+        if log_dir.trim().is_empty() {
+            return Err(ConfigError::Setting {
+                flag: "log-dir",
+                env: "E03_LOG_DIR",
+                value: log_dir,
+                accepts: "a directory path",
+            });
+        }
+        let value = setting(m, "scenario");
+        let scenario = match Scenario::parse_list(&value).as_deref() {
+            Ok([one]) => *one,
+            _ => {
+                return Err(ConfigError::Setting {
+                    flag: "scenario",
+                    env: "E03_SCENARIO",
+                    value,
+                    accepts: "e03a or e03b",
+                })
+            }
+        };
+        let params = Params::from_raw(&e03_core::cli::raw_params(m)).map_err(param_error)?;
+        Ok(Plan {
+            listen,
+            control_listen,
+            log_dir: PathBuf::from(log_dir),
+            scenario,
+            params,
+        })
+    }
+}
+
+/// The whole CLI (`args[0]` is the program name); builds its own tokio runtime; returns the exit
+/// code.
+pub fn main_entry(args: Vec<OsString>) -> i32 {
+    let m = match command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    if let Some(("health", sub)) = m.subcommand() {
+        return health(&setting(sub, "url"));
+    }
+    let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+    let plan = match Plan::from_matches(&m, env_names) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("dependency-service: {e}");
+            return 2;
+        }
+    };
+    init_tracing();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dependency-service: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(run(plan)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("dependency-service: {e:#}");
+            1
+        }
+    }
+}
+
+async fn run(plan: Plan) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let work = tokio::net::TcpListener::bind(plan.listen)
+        .await
+        .with_context(|| format!("cannot listen on --listen {}", plan.listen))?;
+    let control = tokio::net::TcpListener::bind(plan.control_listen)
+        .await
+        .with_context(|| format!("cannot listen on --control-listen {}", plan.control_listen))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "listening work={} control={}",
+        work.local_addr()?,
+        control.local_addr()?
+    )?;
+    out.flush()?;
+    drop(out);
+    let opts = ServiceOptions {
+        log_dir: plan.log_dir,
+        standalone: Some(StandaloneRun {
+            scenario: plan.scenario,
+            params: plan.params,
+        }),
+    };
+    serve(work, control, opts, shutdown_signal()).await
+}
+
+/// Logs and tracing go to stderr; `RUST_LOG` filters, default info. A no-op if the caller (the
+/// lab binary) already installed a subscriber.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn health(url: &str) -> i32 {
+    let check = async {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(HEALTH_TIMEOUT)
+            .build()?;
+        let res = client.get(url).send().await?;
+        Ok::<_, reqwest::Error>(res.status())
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("health: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(check) {
+        Ok(s) if s.as_u16() == 200 => 0,
+        Ok(s) => {
+            eprintln!("health: {url} answered {s}");
+            1
+        }
+        Err(e) => {
+            eprintln!("health: {url}: {e}");
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str], env: &[&str]) -> Result<Plan, String> {
+        let m = command()
+            .try_get_matches_from(std::iter::once("dependency-service").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        Plan::from_matches(&m, env.iter().map(|s| s.to_string())).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let p = plan(&[], &[]).unwrap();
+        assert_eq!(p.listen.to_string(), "0.0.0.0:8080");
+        assert_eq!(p.control_listen.to_string(), "127.0.0.1:8081");
+        assert_eq!(p.log_dir, PathBuf::from("logs"));
+        assert_eq!(p.scenario, Scenario::E03B);
+        assert_eq!(p.params.service.workers, 10);
+    }
+
+    #[test]
+    fn bad_values_name_their_flag_and_env_var() {
+        assert_eq!(
+            plan(&["--listen", "nowhere"], &[]).unwrap_err(),
+            "invalid --listen (env E03_LISTEN) value \"nowhere\": expected an IP address and port like 0.0.0.0:8080"
+        );
+        assert!(plan(&["--scenario", "all"], &[])
+            .unwrap_err()
+            .starts_with("invalid --scenario (env E03_SCENARIO) value \"all\""));
+        assert_eq!(
+            plan(&["--workers", "0"], &[]).unwrap_err(),
+            "invalid E03_WORKERS=\"0\": expected a whole number from 1 to 10000 (flag --workers)"
+        );
+        assert!(plan(&[], &["E03_WORKER"])
+            .unwrap_err()
+            .contains("E03_WORKER"));
+        let p = plan(
+            &["--scenario", "e03a", "--workers", "3"],
+            &["E03_WORKERS", "PATH"],
+        )
+        .unwrap();
+        assert_eq!((p.scenario, p.params.service.workers), (Scenario::E03A, 3));
+    }
+}

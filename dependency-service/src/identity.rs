@@ -1,0 +1,86 @@
+//! The swarm's identity of an attempt, read from the `x-e03-*` request headers.
+//!
+//! All three present and valid: the attempt's fault key is
+//! [`e03_core::faults::request_key`], so its E03-A fate is the same live and simulated. None
+//! present (any other HTTP client): the service's arrival number is used instead. A header that
+//! is present but not a whole number is malformed: the arrival is logged, then answered 400.
+
+use axum::http::HeaderMap;
+use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_core::faults::request_key;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Identity {
+    pub client: Option<u32>,
+    pub op: Option<u32>,
+    pub attempt: Option<u32>,
+    /// Some identity header was present but not a whole number from 0 to 4294967295.
+    pub malformed: bool,
+}
+
+impl Identity {
+    pub fn from_headers(headers: &HeaderMap) -> Identity {
+        let mut malformed = false;
+        let mut read = |name: &str| -> Option<u32> {
+            let value = headers.get(name)?;
+            let parsed = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok());
+            malformed |= parsed.is_none();
+            parsed
+        };
+        let (client, op, attempt) = (read(HEADER_CLIENT), read(HEADER_OP), read(HEADER_ATTEMPT));
+        Identity {
+            client,
+            op,
+            attempt,
+            malformed,
+        }
+    }
+
+    /// The fault key, when the request carried its full identity.
+    pub fn fault_key(&self) -> Option<u64> {
+        Some(request_key(self.client?, self.op?, self.attempt?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn full_identity_gives_the_cores_fault_key() {
+        let id = Identity::from_headers(&headers(&[
+            (HEADER_CLIENT, "7"),
+            (HEADER_OP, "3"),
+            (HEADER_ATTEMPT, "2"),
+        ]));
+        assert!(!id.malformed);
+        assert_eq!(id.fault_key(), Some(request_key(7, 3, 2)));
+    }
+
+    #[test]
+    fn partial_identity_has_no_key_and_bad_values_are_malformed() {
+        let id = Identity::from_headers(&headers(&[(HEADER_CLIENT, "7")]));
+        assert_eq!(
+            (id.client, id.fault_key(), id.malformed),
+            (Some(7), None, false)
+        );
+        let id = Identity::from_headers(&headers(&[(HEADER_OP, "-1"), (HEADER_CLIENT, "1")]));
+        assert!(id.malformed);
+        assert_eq!(id.client, Some(1));
+        assert_eq!(
+            Identity::from_headers(&HeaderMap::new()),
+            Identity::default()
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! The lab's dependency service: an HTTP endpoint backed by the core's capacity model (a bounded
+//! worker pool and queue that freezes on a timeline), logging every arrival before deciding
+//! about it. The server log is the lab's source of truth for load.
+//!
+//! Map of the modules:
+//!
+//! - `server`: [`serve`] two listeners (work, control) with hyper connection limits and
+//!   graceful shutdown; [`ServiceOptions`]; [`shutdown_signal`].
+//! - `routes`: the axum routers (`GET /work`, `GET /health`, `POST /control/start|stop`).
+//! - `service`: the current run and starting/stopping runs.
+//! - `engine`: a run's scheduler, the model driven in logical time (no timer drift); no IO.
+//! - `run`: one live run: the tasks driving its scheduler, its answers and log records.
+//! - `identity`: the `x-e03-*` headers of an attempt.
+//! - `log_sink`: one bounded channel to one writer thread; never drops a record.
+//! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
+
+mod cli;
+mod engine;
+mod identity;
+mod log_sink;
+mod routes;
+mod run;
+mod server;
+mod service;
+
+pub use cli::{main_entry, DEFAULT_HEALTH_URL};
+pub use server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};

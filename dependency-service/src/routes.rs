@@ -1,0 +1,286 @@
+//! The HTTP surface: the work router (`GET /work`, `GET /health`) and the control router
+//! (`POST /control/start`, `POST /control/stop`, `GET /health`), each a plain axum `Router` so
+//! handlers are tested without a socket.
+//!
+//! The work handler takes the arrival instant before anything else, then hands the request to
+//! its run in a task of its own ([`crate::run::Run::arrive`]) and only waits for the answer: if
+//! the client disconnects, hyper drops this handler but the request keeps its worker.
+//!
+//! Abuse resistance lives here too: unknown paths 404 and wrong methods 405 (axum), bodies over
+//! [`WORK_BODY_LIMIT`] or [`CONTROL_BODY_LIMIT`] 413, malformed control calls 400 with a message
+//! saying what was wrong.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use e03_core::control::{valid_strategy_id, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
+use e03_core::Params;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::identity::Identity;
+use crate::service::{instant_at_unix_ms, RunSpec, Service, MAX_START_OFFSET};
+
+pub const WORK_PATH: &str = "/work";
+/// Largest request body the work endpoint accepts (it needs none).
+pub const WORK_BODY_LIMIT: u64 = 1024;
+/// Largest control call body.
+pub const CONTROL_BODY_LIMIT: usize = 64 * 1024;
+/// Longest run id a control call may set.
+const MAX_RUN_ID: usize = 200;
+
+pub fn work_router(svc: Arc<Service>) -> Router {
+    Router::new()
+        .route(WORK_PATH, get(work))
+        .route(HEALTH_PATH, get(health))
+        .layer(middleware::from_fn(limit_work_body))
+        .with_state(svc)
+}
+
+pub fn control_router(svc: Arc<Service>) -> Router {
+    Router::new()
+        .route(START_PATH, post(start))
+        .route(STOP_PATH, post(stop))
+        .route(HEALTH_PATH, get(health))
+        .layer(DefaultBodyLimit::max(CONTROL_BODY_LIMIT))
+        .with_state(svc)
+}
+
+async fn health() -> &'static str {
+    "ok"
+}
+
+/// 413 for a declared body over the work endpoint's limit (the handler never reads bodies).
+async fn limit_work_body(req: Request, next: Next) -> Response {
+    let too_long = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim()
+                .parse::<u64>()
+                .map_or(true, |n| n > WORK_BODY_LIMIT)
+        });
+    if too_long {
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body larger than {WORK_BODY_LIMIT} bytes"),
+        );
+    }
+    next.run(req).await
+}
+
+async fn work(State(svc): State<Arc<Service>>, headers: HeaderMap) -> Response {
+    let at = Instant::now();
+    let Some(run) = svc.current_run() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
+    };
+    let seq = run.next_seq();
+    let id = Identity::from_headers(&headers);
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(run.arrive(at, seq, id, tx));
+    match rx.await {
+        Ok(400) => text(
+            StatusCode::BAD_REQUEST,
+            "malformed x-e03-client, x-e03-op or x-e03-attempt header: expected a whole number"
+                .into(),
+        ),
+        Ok(200) => text(StatusCode::OK, "ok".into()),
+        Ok(code) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            text(status, "unavailable".into())
+        }
+        // The run ended while this request waited.
+        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "run ended".into()),
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    (status, body).into_response()
+}
+
+fn bad_request(msg: String) -> Response {
+    text(StatusCode::BAD_REQUEST, msg)
+}
+
+/// Checks a start call into a [`RunSpec`]; the error is the 400 message.
+fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
+    let req: StartRun =
+        serde_json::from_slice(body).map_err(|e| format!("malformed start call JSON: {e}"))?;
+    if !valid_strategy_id(&req.strategy) {
+        return Err(format!(
+            "invalid strategy {:?}: expected 1 to 16 ASCII letters or digits",
+            req.strategy
+        ));
+    }
+    if req.run.is_empty() || req.run.len() > MAX_RUN_ID || req.run.chars().any(char::is_control) {
+        return Err(format!(
+            "invalid run id {:?}: expected 1 to {MAX_RUN_ID} printable characters",
+            req.run
+        ));
+    }
+    let params = Params::from_raw(&req.params).map_err(|e| e.to_string())?;
+    let t0 = instant_at_unix_ms(req.start_unix_ms).ok_or_else(|| {
+        format!(
+            "invalid start_unix_ms {}: expected a time within {} s of the service's clock",
+            req.start_unix_ms,
+            MAX_START_OFFSET.as_secs()
+        )
+    })?;
+    Ok(RunSpec {
+        run: req.run,
+        scenario: req.scenario,
+        strategy: req.strategy,
+        seed: req.seed,
+        params,
+        start_unix_ms: req.start_unix_ms,
+        t0,
+        standalone: false,
+    })
+}
+
+async fn start(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
+    let spec = match validate_start(&body) {
+        Ok(spec) => spec,
+        Err(msg) => return bad_request(msg),
+    };
+    let log_file = spec.log_file();
+    match svc.start_run(spec).await {
+        Ok(run) => {
+            let body = serde_json::json!({ "run": run.tag().run, "log_file": log_file });
+            json(StatusCode::OK, body.to_string())
+        }
+        Err(e) => {
+            tracing::error!("cannot start run: {e}");
+            text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        }
+    }
+}
+
+async fn stop(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
+    let req: StopRun = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad_request(format!("malformed stop call JSON: {e}")),
+    };
+    match svc.stop_run(req.complete).await {
+        None => text(StatusCode::CONFLICT, "no run in progress".into()),
+        Some(Ok(counts)) => json(
+            StatusCode::OK,
+            serde_json::to_string(&counts).expect("counts serialise"),
+        ),
+        Some(Err(e)) => {
+            tracing::error!("cannot end run: {e}");
+            text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        }
+    }
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Method;
+    use tower::ServiceExt;
+
+    fn service(dir: &str) -> Arc<Service> {
+        let (log, _writer) = crate::log_sink::start().unwrap();
+        let dir = std::env::temp_dir().join(format!("e03-routes-{dir}-{}", std::process::id()));
+        Arc::new(Service::new(log, dir))
+    }
+
+    async fn call(app: Router, method: Method, uri: &str, body: &str) -> (StatusCode, String) {
+        let req = axum::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::CONTENT_LENGTH, body.len())
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let res = app.oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[tokio::test]
+    async fn unknown_paths_wrong_methods_and_big_bodies_are_refused() {
+        let svc = service("abuse");
+        let app = work_router(svc.clone());
+        assert_eq!(
+            call(app.clone(), Method::GET, "/nope", "").await.0,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            call(app.clone(), Method::POST, "/work", "").await.0,
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+        let big = "x".repeat(2000);
+        assert_eq!(
+            call(app.clone(), Method::GET, "/work", &big).await.0,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        assert_eq!(
+            call(app, Method::GET, "/health", "").await,
+            (StatusCode::OK, "ok".into())
+        );
+        let control = control_router(svc);
+        assert_eq!(
+            call(control.clone(), Method::GET, START_PATH, "").await.0,
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+        let huge = "x".repeat(CONTROL_BODY_LIMIT + 1);
+        assert_eq!(
+            call(control, Method::POST, START_PATH, &huge).await.0,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+    }
+
+    #[tokio::test]
+    async fn work_without_a_run_is_503_and_stop_without_a_run_is_409() {
+        let svc = service("norun");
+        let (status, body) = call(work_router(svc.clone()), Method::GET, "/work", "").await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, "no run in progress")
+        );
+        let (status, _) = call(
+            control_router(svc),
+            Method::POST,
+            STOP_PATH,
+            r#"{"complete":true}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+    }
+
+    #[test]
+    fn start_calls_are_validated_with_clear_messages() {
+        let ok = |params: &str, strategy: &str, start: u64| {
+            format!(
+                r#"{{"run":"r1","scenario":"e03b","strategy":"{strategy}","seed":1,"params":{params},"start_unix_ms":{start}}}"#
+            )
+        };
+        let now = crate::service::unix_ms_now();
+        let spec = validate_start(ok("{}", "C", now).as_bytes()).unwrap();
+        assert_eq!(spec.log_file(), "e03b/server-C-seed1.jsonl");
+        let err = |body: String| validate_start(body.as_bytes()).err().unwrap();
+        assert!(err("{nope".into()).starts_with("malformed start call JSON"));
+        assert!(err(ok("{}", "../x", now)).starts_with("invalid strategy \"../x\""));
+        assert!(
+            err(ok(r#"{"E03_WORKERS":"0"}"#, "C", now)).starts_with("invalid E03_WORKERS=\"0\"")
+        );
+        assert!(err(ok(r#"{"E03_WORKER":"1"}"#, "C", now)).contains("unknown parameter"));
+        assert!(err(ok("{}", "C", 5)).starts_with("invalid start_unix_ms 5"));
+    }
+}

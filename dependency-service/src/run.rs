@@ -1,0 +1,274 @@
+//! One live run: its scheduler ([`crate::engine::RunState`]) behind a `std::sync::Mutex`, the
+//! tasks that drive it, and its log records.
+//!
+//! Two things advance the scheduler: each arrival (up to its own arrival time, before the model
+//! decides about it, so it sees the pool exactly as it is at that instant) and one driver task
+//! per run that sleeps until the next due instant and then advances (so answers go out on time
+//! with no traffic). Both are tokio tasks independent of the HTTP handler: hyper drops a
+//! handler's future when its client disconnects, and the model must not lose work then. A
+//! request keeps its worker until its work is done; its answer goes to a oneshot whose receiver
+//! may be gone, and is logged all the same.
+//!
+//! # Ending a run
+//!
+//! [`Run::end`] closes the run's log *gate* (a tokio `RwLock` every record passes through in
+//! read mode), so every record that got through is in the log channel before `run_end`, and no
+//! record of this run can follow it. Requests still waiting are then answered 503 unlogged (their
+//! oneshot senders are dropped) and the driver task exits. Each run is its own `Arc<Run>` with
+//! its own state: a task of an old run can only ever touch the old run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use e03_core::control::RunCounts;
+use e03_core::dependency::ServiceConfig;
+use e03_core::events::{self, Arrival, Event, RunEnd, RunStart, RunTag, Source};
+use e03_core::ReqId;
+use tokio::sync::{oneshot, Notify, RwLock};
+use tokio::time::Instant;
+
+use crate::engine::{Answer, Delivery, RunState};
+use crate::identity::Identity;
+use crate::log_sink::{LogError, LogSink};
+
+/// Everything needed to start a run.
+pub struct RunSetup {
+    pub tag: RunTag,
+    /// `run_start.scenario`: "e03a", "e03b" or "standalone".
+    pub scenario_label: String,
+    pub config: ServiceConfig,
+    /// Time zero, and the same instant as wall clock for `run_start`.
+    pub t0: Instant,
+    pub start_unix_ms: u64,
+    /// The parameters in force, raw form, for `run_start`.
+    pub params: serde_json::Value,
+    /// Log file, absolute (or relative to the working directory) and relative to the log dir.
+    pub log_path: std::path::PathBuf,
+    pub log_file: String,
+}
+
+/// One live run.
+pub struct Run {
+    tag: RunTag,
+    t0: Instant,
+    /// Relative to the service's log directory, for `RunCounts`.
+    log_file: String,
+    state: Mutex<RunState>,
+    /// The next arrival's number (also the model's `ReqId`).
+    next_seq: AtomicU64,
+    /// Wakes the driver when an earlier event was queued or the run ended.
+    wake: Notify,
+    /// True while the run's log takes records; see the module docs.
+    gate: RwLock<bool>,
+    log: LogSink,
+    arrivals: AtomicU64,
+    responses: AtomicU64,
+    /// Records written to this run's log, `run_start` included.
+    records: AtomicU64,
+}
+
+/// Which counter a record adds to.
+#[derive(Clone, Copy)]
+enum Kind {
+    Arrival,
+    Response,
+    Other,
+}
+
+impl Run {
+    /// Opens the run's log, writes `run_start` and starts the run's driver task.
+    pub async fn start(setup: RunSetup, log: LogSink) -> Result<Arc<Run>, LogError> {
+        log.open(setup.log_path.clone()).await?;
+        let run = Arc::new(Run {
+            tag: setup.tag.clone(),
+            t0: setup.t0,
+            log_file: setup.log_file,
+            state: Mutex::new(RunState::new(setup.config)),
+            next_seq: AtomicU64::new(0),
+            wake: Notify::new(),
+            gate: RwLock::new(true),
+            log,
+            arrivals: AtomicU64::new(0),
+            responses: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+        });
+        run.record(
+            Event::RunStart(RunStart {
+                tag: setup.tag,
+                source: Source::Server,
+                scenario: setup.scenario_label,
+                start_unix_ms: setup.start_unix_ms,
+                params: setup.params,
+            }),
+            Kind::Other,
+        )
+        .await;
+        tokio::spawn(run.clone().drive());
+        Ok(run)
+    }
+
+    pub fn tag(&self) -> &RunTag {
+        &self.tag
+    }
+
+    /// Time since time zero (zero before it).
+    pub fn since_t0(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.t0)
+    }
+
+    pub fn next_seq(&self) -> ReqId {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn counts(&self) -> RunCounts {
+        RunCounts {
+            arrivals: self.arrivals.load(Ordering::SeqCst),
+            responses: self.responses.load(Ordering::SeqCst),
+            log_file: self.log_file.clone(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RunState> {
+        // A panic while holding the lock cannot leave the state half-updated in a way that
+        // matters more than stopping the service would; keep serving.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Handles one request that arrived at `at` (taken first thing in the handler): logs its
+    /// arrival, lets the model decide, and answers through `tx` now or later. Run it in its own
+    /// task: it must finish even if the handler is dropped.
+    pub async fn arrive(
+        self: Arc<Self>,
+        at: Instant,
+        seq: ReqId,
+        id: Identity,
+        tx: oneshot::Sender<Answer>,
+    ) {
+        let now = self.since_t0(at);
+        self.record(
+            Event::Arrival(Arrival {
+                tag: self.tag.clone(),
+                seq,
+                t_us: events::us(now),
+                client: id.client,
+                op: id.op,
+                attempt: id.attempt,
+            }),
+            Kind::Arrival,
+        )
+        .await;
+        if id.malformed {
+            let _ = tx.send(400);
+            return;
+        }
+        let key = id.fault_key().unwrap_or(seq);
+        let mut out = Vec::new();
+        {
+            let mut st = self.lock();
+            if st.ended {
+                drop(st);
+                let _ = tx.send(503);
+                return;
+            }
+            st.arrive(now, seq, key, tx, &mut out);
+        }
+        self.wake.notify_one();
+        self.deliver(out).await;
+    }
+
+    /// The run's timer: sleeps until the next due instant (or until woken), then advances.
+    async fn drive(self: Arc<Self>) {
+        loop {
+            let next = {
+                let st = self.lock();
+                if st.ended {
+                    return;
+                }
+                st.next_due()
+            };
+            match next {
+                Some(t) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(self.t0 + t) => {}
+                        () = self.wake.notified() => {}
+                    }
+                }
+                None => self.wake.notified().await,
+            }
+            let mut out = Vec::new();
+            {
+                let mut st = self.lock();
+                if st.ended {
+                    return;
+                }
+                st.advance(self.since_t0(Instant::now()), &mut out);
+            }
+            self.deliver(out).await;
+        }
+    }
+
+    /// Hands answers to their handlers and logs them.
+    async fn deliver(&self, out: Vec<Delivery>) {
+        for d in out {
+            let t = self.since_t0(Instant::now());
+            // The handler may be gone (client timeout); the answer is logged all the same.
+            let _ = d.tx.send(d.status);
+            self.record(
+                Event::Response(events::Response {
+                    tag: self.tag.clone(),
+                    seq: d.seq,
+                    t_us: events::us(t),
+                    status: d.status,
+                    cause: d.cause,
+                    admit_us: d.admit.map(events::us),
+                    immediate: d.immediate,
+                }),
+                Kind::Response,
+            )
+            .await;
+        }
+    }
+
+    /// Sends one record to the log unless the run has ended.
+    async fn record(&self, event: Event, kind: Kind) {
+        let open = self.gate.read().await;
+        if !*open {
+            return;
+        }
+        self.records.fetch_add(1, Ordering::SeqCst);
+        match kind {
+            Kind::Arrival => self.arrivals.fetch_add(1, Ordering::SeqCst),
+            Kind::Response => self.responses.fetch_add(1, Ordering::SeqCst),
+            Kind::Other => 0,
+        };
+        self.log.line(event.to_line()).await;
+        drop(open);
+    }
+
+    /// Ends the run: `run_end` is written, the log flushed and closed, waiting requests are
+    /// answered 503 (unlogged) and the driver stops. A second call does nothing.
+    pub async fn end(&self, complete: bool) -> Result<RunCounts, LogError> {
+        let mut open = self.gate.write().await;
+        if !*open {
+            return Ok(self.counts());
+        }
+        *open = false;
+        {
+            let mut st = self.lock();
+            st.end();
+        }
+        self.wake.notify_one();
+        let records = self.records.load(Ordering::SeqCst);
+        let end = Event::RunEnd(RunEnd {
+            tag: self.tag.clone(),
+            source: Source::Server,
+            t_us: events::us(self.since_t0(Instant::now())),
+            complete,
+            records,
+        });
+        self.log.line(end.to_line()).await;
+        self.log.close().await?;
+        Ok(self.counts())
+    }
+}

@@ -1,0 +1,177 @@
+//! Serving: two listeners (work and control), hyper HTTP/1 connections with limits, and
+//! graceful shutdown.
+//!
+//! `axum::serve` sets no header-size limit, header timeout or connection cap, so the service
+//! drives hyper's connections itself: headers over [`MAX_HEADER_BYTES`] get 431, a client has
+//! [`HEADER_READ_TIMEOUT`] to send its headers, and at most [`MAX_WORK_CONNECTIONS`] work
+//! connections are open at once (a connection beyond it is closed at once; permits are moved
+//! into the connection task as in mini-redis). The control listener has its own small pool so
+//! a flood on the work port cannot lock the lab out of its control calls.
+//!
+//! On shutdown: stop accepting, end the current run (`run_end{complete: false}`, log flushed;
+//! requests still waiting get 503), then give open connections [`DRAIN_TIMEOUT`] to finish.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use crate::log_sink;
+use crate::routes::{control_router, work_router};
+use crate::service::{RunSpec, Service};
+
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MAX_WORK_CONNECTIONS: usize = 20_000;
+pub const MAX_CONTROL_CONNECTIONS: usize = 64;
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to run the service.
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// Where run logs go: `<log_dir>/<scenario>/server-<strategy>-seed<seed>.jsonl`.
+    pub log_dir: PathBuf,
+    /// A run started at process start without a control call.
+    pub standalone: Option<StandaloneRun>,
+}
+
+/// The run of a service started alone: its timeline runs from the process's start, with seed
+/// `params.seeds[0]`, strategy "standalone", logged to `<log_dir>/standalone/server-standalone.jsonl`.
+#[derive(Debug, Clone)]
+pub struct StandaloneRun {
+    pub scenario: e03_core::Scenario,
+    pub params: e03_core::Params,
+}
+
+/// Serves the work endpoint on `work` and the control endpoint on `control` until `shutdown`
+/// resolves; then ends the current run with complete=false (if it was not stopped) and flushes
+/// the logs.
+pub async fn serve(
+    work: TcpListener,
+    control: TcpListener,
+    opts: ServiceOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (log, writer) = log_sink::start()?;
+    let svc = Arc::new(Service::new(log, opts.log_dir));
+    if let Some(s) = opts.standalone {
+        svc.start_run(RunSpec::standalone(s.scenario, s.params))
+            .await?;
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let graceful = GracefulShutdown::new();
+    tokio::join!(
+        accept_loop(
+            work,
+            work_router(svc.clone()),
+            &graceful,
+            MAX_WORK_CONNECTIONS,
+            stop_rx.clone()
+        ),
+        accept_loop(
+            control,
+            control_router(svc.clone()),
+            &graceful,
+            MAX_CONTROL_CONNECTIONS,
+            stop_rx
+        ),
+    );
+    tracing::info!("shutting down");
+    let ended = svc.stop_run(false).await;
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
+    }
+    drop(svc);
+    // Everything of the last run is already flushed by stop_run; give the writer a moment to
+    // exit cleanly (late tasks may still hold a sink).
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer.finish()).await;
+    if let Some(Err(e)) = ended {
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    app: Router,
+    graceful: &GracefulShutdown,
+    max_connections: usize,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_header_size(MAX_HEADER_BYTES);
+    let permits = Arc::new(Semaphore::new(max_connections));
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off briefly, keep serving.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            // The only value ever sent is `true`; a dropped sender also means stop.
+            _ = stop.changed() => break,
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let conn =
+            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("connection ended with an error: {e}");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,189 @@
+//! The service's shared state: the current run (if any), the log writer and the log directory.
+//!
+//! Starting and stopping runs is serialised by one async lock, so two control calls can never
+//! interleave; the work path only reads the current run (a cheap `Arc` clone under a
+//! `std::sync::Mutex`).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use e03_core::control::{self, RunCounts};
+use e03_core::events::RunTag;
+use e03_core::{Params, Scenario};
+use tokio::time::Instant;
+
+use crate::log_sink::{LogError, LogSink};
+use crate::run::{Run, RunSetup};
+
+/// Strategy id and log file of a run started without a control call.
+pub const STANDALONE: &str = "standalone";
+
+/// How far from now a control call may put time zero.
+pub const MAX_START_OFFSET: Duration = Duration::from_secs(3600);
+
+/// A run to start, validated.
+pub struct RunSpec {
+    /// Run id for every record.
+    pub run: String,
+    pub scenario: Scenario,
+    pub strategy: String,
+    pub seed: u64,
+    pub params: Params,
+    pub start_unix_ms: u64,
+    /// Time zero as a tokio instant.
+    pub t0: Instant,
+    /// True for the run started at process start without a control call.
+    pub standalone: bool,
+}
+
+impl RunSpec {
+    /// The standalone run: time zero now, seed from the parameters.
+    pub fn standalone(scenario: Scenario, params: Params) -> RunSpec {
+        let start_unix_ms = unix_ms_now();
+        let seed = params.seeds[0];
+        RunSpec {
+            run: control::run_id(scenario, STANDALONE, seed, start_unix_ms),
+            scenario,
+            strategy: STANDALONE.to_string(),
+            seed,
+            params,
+            start_unix_ms,
+            t0: Instant::now(),
+            standalone: true,
+        }
+    }
+
+    /// Log file relative to the log directory.
+    pub fn log_file(&self) -> String {
+        if self.standalone {
+            format!("{STANDALONE}/server-{STANDALONE}.jsonl")
+        } else {
+            control::server_log_path(self.scenario, &self.strategy, self.seed)
+        }
+    }
+}
+
+pub struct Service {
+    log: LogSink,
+    log_dir: PathBuf,
+    current: Mutex<Option<Arc<Run>>>,
+    /// Serialises start and stop.
+    control: tokio::sync::Mutex<()>,
+}
+
+impl Service {
+    pub fn new(log: LogSink, log_dir: PathBuf) -> Service {
+        Service {
+            log,
+            log_dir,
+            current: Mutex::new(None),
+            control: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Arc<Run>>> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn current_run(&self) -> Option<Arc<Run>> {
+        self.slot().clone()
+    }
+
+    /// Ends the current run (not complete) if there is one, then starts `spec`.
+    pub async fn start_run(&self, spec: RunSpec) -> Result<Arc<Run>, LogError> {
+        let _control = self.control.lock().await;
+        let previous = self.slot().take();
+        if let Some(run) = previous {
+            run.end(false).await?;
+        }
+        let log_file = spec.log_file();
+        let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
+        let setup = RunSetup {
+            tag: RunTag {
+                run: spec.run,
+                seed: spec.seed,
+                strategy: spec.strategy,
+            },
+            scenario_label: if spec.standalone {
+                STANDALONE.to_string()
+            } else {
+                spec.scenario.name().to_string()
+            },
+            config: spec.params.service_config(spec.scenario, spec.seed),
+            t0: spec.t0,
+            start_unix_ms: spec.start_unix_ms,
+            params,
+            log_path: self.log_dir.join(&log_file),
+            log_file,
+        };
+        let run = Run::start(setup, self.log.clone()).await?;
+        tracing::info!(run = %run.tag().run, "run started");
+        *self.slot() = Some(run.clone());
+        Ok(run)
+    }
+
+    /// Ends the current run; `None` when there is none.
+    pub async fn stop_run(&self, complete: bool) -> Option<Result<RunCounts, LogError>> {
+        let _control = self.control.lock().await;
+        let run = self.slot().take()?;
+        let counts = run.end(complete).await;
+        if let Ok(c) = &counts {
+            tracing::info!(
+                run = %run.tag().run,
+                arrivals = c.arrivals,
+                responses = c.responses,
+                "run ended"
+            );
+        }
+        Some(counts)
+    }
+}
+
+pub fn unix_ms_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The tokio instant of a wall-clock time in ms since the epoch, converted once; `None` when
+/// it is more than [`MAX_START_OFFSET`] away from now.
+pub fn instant_at_unix_ms(unix_ms: u64) -> Option<Instant> {
+    let now = Instant::now();
+    let wall = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+    let target = Duration::from_millis(unix_ms);
+    if target >= wall {
+        let ahead = target - wall;
+        (ahead <= MAX_START_OFFSET).then(|| now + ahead)
+    } else {
+        let behind = wall - target;
+        if behind > MAX_START_OFFSET {
+            return None;
+        }
+        now.checked_sub(behind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_times_convert_to_instants_near_now_only() {
+        let now_ms = unix_ms_now();
+        let t = instant_at_unix_ms(now_ms + 500).unwrap();
+        let ahead = t - Instant::now();
+        assert!(ahead > Duration::from_millis(400) && ahead <= Duration::from_millis(500));
+        assert!(instant_at_unix_ms(now_ms + 2 * 3600 * 1000).is_none());
+        assert!(instant_at_unix_ms(0).is_none());
+        assert!(instant_at_unix_ms(u64::MAX).is_none());
+    }
+
+    #[test]
+    fn standalone_runs_log_to_their_own_file() {
+        let spec = RunSpec::standalone(Scenario::E03B, Params::default());
+        assert_eq!(spec.log_file(), "standalone/server-standalone.jsonl");
+        assert_eq!(spec.seed, 42);
+        assert!(spec.run.starts_with("e03b-standalone-seed42-"));
+    }
+}

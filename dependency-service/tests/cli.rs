@@ -1,0 +1,155 @@
+//! The binary: bad input exits 2 naming what was wrong and writes nothing; a good start prints
+//! its addresses, serves, answers its own healthcheck and shuts down cleanly on SIGTERM.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use e03_core::events::Event;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dependency-service");
+
+/// Runs the binary with only the given E03_* env vars; exit code and stderr.
+fn run(args: &[&str], env: &[(&str, &str)], log_dir: &std::path::Path) -> (i32, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
+        .arg("--log-dir")
+        .arg(log_dir);
+    clear_e03_env(&mut cmd);
+    let out = cmd.envs(env.iter().copied()).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn clear_e03_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("E03_") {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+/// Arguments, env vars, and what stderr must mention.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+
+#[test]
+fn bad_values_exit_2_naming_the_setting_and_write_nothing() {
+    let dir = common::temp_dir("cli-bad");
+    let cases: &[Case] = &[
+        (
+            &[],
+            &[("E03_WORKERS", "abc")],
+            &["E03_WORKERS", "abc", "whole number"],
+        ),
+        (
+            &["--service-ms", "-1"],
+            &[],
+            &["E03_SERVICE_MS", "-1", "--service-ms"],
+        ),
+        (
+            &["--scenario", "e03z"],
+            &[],
+            &["--scenario", "e03z", "e03a or e03b"],
+        ),
+        (&[], &[("E03_WORKER", "5")], &["E03_WORKER"]),
+        (&["--bogus"], &[], &["--bogus"]),
+    ];
+    for (args, env, needles) in cases {
+        let (code, stderr) = run(args, env, &dir);
+        assert_eq!(code, 2, "{args:?} {env:?}: {stderr}");
+        for n in *needles {
+            assert!(stderr.contains(n), "{args:?} {env:?}: {stderr:?} lacks {n}");
+        }
+        assert!(!dir.exists(), "nothing may be written on bad input");
+    }
+    let mut cmd = Command::new(BIN);
+    clear_e03_env(&mut cmd);
+    let out = cmd.args(["--listen", "nowhere:port"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--listen (env E03_LISTEN) value \"nowhere:port\""));
+}
+
+#[test]
+fn the_binary_serves_checks_its_health_and_stops_cleanly_on_sigterm() {
+    let dir = common::temp_dir("cli-serve");
+    let mut cmd = Command::new(BIN);
+    clear_e03_env(&mut cmd);
+    let mut child = cmd
+        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
+        .arg("--log-dir")
+        .arg(&dir)
+        .args(["--scenario", "e03a", "--workers", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let rest = line.trim().strip_prefix("listening work=").expect(&line);
+    let (work, control) = rest.split_once(" control=").expect(&line);
+    assert!(
+        work.starts_with("127.0.0.1:") && !work.ends_with(":0"),
+        "{line}"
+    );
+
+    let health = |url: String| {
+        let mut cmd = Command::new(BIN);
+        clear_e03_env(&mut cmd);
+        cmd.args(["health", &url]).status().unwrap().code()
+    };
+    assert_eq!(health(format!("http://{control}/health")), Some(0));
+    assert_eq!(health(format!("http://{work}/health")), Some(0));
+    assert_eq!(health(format!("http://{work}/nope")), Some(1));
+
+    // One request of the standalone run, then SIGTERM.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let status = rt.block_on(async {
+        common::client()
+            .get(format!("http://{work}/work"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert!(status == 200 || status == 503, "{status}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no exit within 15 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(0));
+    let log = common::read_log(&dir.join(common::STANDALONE_LOG));
+    let Event::RunStart(start) = &log[0] else {
+        panic!("{:?}", log[0])
+    };
+    assert_eq!(
+        (start.scenario.as_str(), start.tag.strategy.as_str()),
+        ("standalone", "standalone")
+    );
+    assert_eq!(start.params["E03_WORKERS"], "3");
+    assert!(matches!(log.last(), Some(Event::RunEnd(e)) if !e.complete && e.records == 3));
+    let _ = std::fs::remove_dir_all(dir);
+}
