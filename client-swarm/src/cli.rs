@@ -1,0 +1,318 @@
+//! The `client-swarm` command line: raw arguments, then a validated [`Setup`], then work.
+//!
+//! Everything that can be wrong with the input (a flag, an env var, a target URL, a strategy
+//! without a target) is found before anything is sent, reported on one line naming the flag or
+//! env var, the value and what is accepted, with exit code 2. Then the swarm waits for every
+//! target's health, runs every scenario x seed in order (one [`run_swarm`] each, one progress
+//! line each on stderr), and exits 0; Ctrl-C or SIGTERM stops the current run cleanly (logs
+//! closed with `complete: false`, dependencies told) and exits 130.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Arg, ArgMatches, Command};
+use e03_core::cli::{raw_params, unknown_env, with_param_args};
+use e03_core::{Params, Scenario};
+use tokio::sync::watch;
+
+use crate::http::wait_healthy;
+use crate::plan::{parse_targets, SwarmPlan, Target, DEFAULT_START_DELAY};
+use crate::run::run_swarm;
+
+/// Health checks before the first run: tries and the pause between them (30 s in all).
+const HEALTH_TRIES: u32 = 60;
+const HEALTH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Exit codes.
+const EXIT_OK: i32 = 0;
+const EXIT_FAILED: i32 = 1;
+const EXIT_USAGE: i32 = 2;
+const EXIT_STOPPED: i32 = 130;
+
+fn command() -> Command {
+    let cmd = Command::new("client-swarm")
+        .about("Closed-loop HTTP clients that retry with each strategy against its own dependency (E03).")
+        .arg(
+            Arg::new("targets")
+                .long("targets")
+                .env("E03_TARGETS")
+                .value_name("A=WORK_URL@CONTROL_URL,...")
+                .required(true)
+                .help("each strategy's dependency: work and control base URLs"),
+        )
+        .arg(
+            Arg::new("scenarios")
+                .long("scenarios")
+                .env("E03_SCENARIOS")
+                .value_name("e03a|e03b|all")
+                .default_value("all")
+                .help("scenarios to run, in order (all: E03-A then E03-B)"),
+        )
+        .arg(
+            Arg::new("out")
+                .long("out")
+                .env("E03_OUT")
+                .value_name("DIR")
+                .default_value("results")
+                .help("output directory (client logs go to DIR/<scenario>/client-*.jsonl)"),
+        );
+    // Negative numbers reach the parameter validation, which names the parameter, instead of
+    // clap's "unexpected argument '-1'".
+    with_param_args(cmd).mut_args(|a| {
+        if a.get_help_heading() == Some("Run parameters") {
+            a.allow_negative_numbers(true)
+        } else {
+            a
+        }
+    })
+}
+
+/// A validated command line.
+#[derive(Debug)]
+struct Setup {
+    targets: Vec<Target>,
+    scenarios: Vec<Scenario>,
+    out: PathBuf,
+    params: Params,
+}
+
+/// Checks everything, in the order a user would fix it; `Err` is the one-line message.
+fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
+    if let Some(name) = unknown_env(env_names).into_iter().next() {
+        return Err(format!(
+            "unknown environment variable {name}: not a parameter or setting of the lab \
+             (accepted: the E03_* names listed by --help)"
+        ));
+    }
+    let params = Params::from_raw(&raw_params(m)).map_err(|e| e.to_string())?;
+    let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
+    let scenarios = Scenario::parse_list(&value("scenarios")).map_err(|_| {
+        format!(
+            "invalid --scenarios (E03_SCENARIOS) {:?}: expected e03a, e03b or all",
+            value("scenarios")
+        )
+    })?;
+    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
+    let ids: Vec<&str> = params.strategies.iter().map(|s| s.id.as_str()).collect();
+    if let Some(missing) = ids
+        .iter()
+        .find(|id| !targets.iter().any(|t| t.strategy == **id))
+    {
+        return Err(format!(
+            "invalid --targets (E03_TARGETS) {:?}: strategy {missing} of E03_STRATEGIES={} has no \
+             target; expected one entry {missing}=WORK_URL@CONTROL_URL per strategy",
+            value("targets"),
+            ids.join(",")
+        ));
+    }
+    Ok(Setup {
+        targets,
+        scenarios,
+        out: PathBuf::from(value("out")),
+        params,
+    })
+}
+
+/// The whole CLI with its own tokio runtime; returns the exit code.
+pub fn main_entry(args: Vec<OsString>) -> i32 {
+    let m = match command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    let env_names = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    let setup = match setup(&m, env_names) {
+        Ok(s) => s,
+        Err(msg) => {
+            eprintln!("client-swarm: {msg}");
+            return EXIT_USAGE;
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("client-swarm: cannot start the tokio runtime: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    runtime.block_on(run_all(setup))
+}
+
+async fn run_all(setup: Setup) -> i32 {
+    let (signal_tx, signal_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        signal_tx.send_replace(true);
+        // Keep the sender alive so that receivers never mistake its drop for a signal.
+        std::future::pending::<()>().await;
+    });
+    let signalled = move || {
+        let mut rx = signal_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let used: Vec<&Target> = setup
+        .targets
+        .iter()
+        .filter(|t| setup.params.strategy(&t.strategy).is_some())
+        .collect();
+    for target in used {
+        for base in [&target.control_url, &target.work_url] {
+            tokio::select! {
+                r = wait_healthy(base, HEALTH_TRIES, HEALTH_INTERVAL) => if let Err(e) = r {
+                    eprintln!("client-swarm: strategy {}: {e}", target.strategy);
+                    return EXIT_FAILED;
+                },
+                _ = signalled() => return EXIT_STOPPED,
+            }
+        }
+    }
+    for &scenario in &setup.scenarios {
+        for &seed in &setup.params.seeds {
+            let plan = SwarmPlan {
+                scenario,
+                seed,
+                params: setup.params.clone(),
+                targets: setup.targets.clone(),
+                out_dir: setup.out.clone(),
+                start_delay: DEFAULT_START_DELAY,
+            };
+            let began = std::time::Instant::now();
+            let report = match run_swarm(plan, signalled()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("client-swarm: {} seed {seed}: {e:#}", scenario.name());
+                    return EXIT_FAILED;
+                }
+            };
+            let runs: Vec<String> = report
+                .runs
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} ops {} attempts {} (server arrivals {})",
+                        r.strategy, r.operations, r.attempts, r.server.arrivals
+                    )
+                })
+                .collect();
+            eprintln!(
+                "client-swarm: {} seed {seed} {} in {:.1} s: {}",
+                scenario.name(),
+                if report.complete { "done" } else { "STOPPED" },
+                began.elapsed().as_secs_f64(),
+                runs.join("; ")
+            );
+            if !report.complete {
+                return EXIT_STOPPED;
+            }
+        }
+    }
+    EXIT_OK
+}
+
+/// Resolves on Ctrl-C or SIGTERM (never, if neither can be listened to).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Setup, String> {
+        let m = command()
+            .try_get_matches_from(args.iter().copied())
+            .map_err(|e| e.to_string())?;
+        setup(&m, Vec::new())
+    }
+
+    const T: &str =
+        "A=http://127.0.0.1:1@http://127.0.0.1:2,B=http://127.0.0.1:3@http://127.0.0.1:4";
+
+    #[test]
+    fn a_good_command_line_is_validated_into_a_setup() {
+        let s = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "B,A",
+            "--scenarios",
+            "e03b",
+            "--seeds",
+            "1-3",
+        ])
+        .unwrap();
+        assert_eq!(s.scenarios, vec![Scenario::E03B]);
+        assert_eq!(s.params.seeds, vec![1, 2, 3]);
+        assert_eq!(s.targets.len(), 2);
+        assert_eq!(s.out, PathBuf::from("results"));
+    }
+
+    #[test]
+    fn every_strategy_needs_a_target() {
+        let e = parse(&["cs", "--targets", T, "--strategies", "A,C"]).unwrap_err();
+        assert!(e.contains("strategy C") && e.contains("E03_TARGETS"), "{e}");
+    }
+
+    #[test]
+    fn bad_scenarios_and_params_name_their_variable() {
+        let e = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A",
+            "--scenarios",
+            "e03z",
+        ])
+        .unwrap_err();
+        assert!(e.contains("E03_SCENARIOS") && e.contains("e03z"), "{e}");
+        let e = parse(&["cs", "--targets", T, "--strategies", "A", "--clients", "0"]).unwrap_err();
+        assert!(e.contains("E03_CLIENTS") && e.contains("\"0\""), "{e}");
+    }
+
+    #[test]
+    fn unknown_e03_env_vars_are_refused() {
+        let m = command()
+            .try_get_matches_from(["cs", "--targets", T, "--strategies", "A"])
+            .unwrap();
+        let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()]).unwrap_err();
+        assert!(e.contains("E03_CLIENT"), "{e}");
+    }
+}

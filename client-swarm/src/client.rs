@@ -1,0 +1,447 @@
+//! One closed-loop client and the operation loop, the same code for every strategy.
+//!
+//! A client starts its first operation at a random offset in [0, 2 s), waits for the
+//! operation's final outcome, thinks, and starts the next, as long as the next start is before
+//! the run's duration. Both draws come from the client's `Think` stream and jitter from its
+//! `Jitter` stream, so with one seed every strategy's clients start and think identically and
+//! only the strategy differs.
+//!
+//! Each operation is driven by the core's [`Operation`] state machine: this file only supplies
+//! `now` (tokio's clock relative to the run's time zero), sends the attempts and logs them. The
+//! strategy and the budget are data: A to D (and any strategy added later) run through the
+//! same loop; the budget is one `AnyBudget` per strategy, shared by all its clients.
+//!
+//! Timing fidelity (coordinated omission): every attempt records when it was *due* (operation
+//! start, or the end of its retry wait), when it was actually *sent* (just before reqwest gets
+//! it) and when it ended. Schedules are absolute (`sleep_until(t0 + due)`), so a late wake-up
+//! never shifts the following ones.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use e03_core::budget::AnyBudget;
+use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome, RunTag};
+use e03_core::operation::Limits;
+use e03_core::rng::{stream, LabRng, Stream};
+use e03_core::{AttemptResult, GiveUp, Next, OpOutcome, Operation, RetryBudget, Strategy};
+use rand::Rng;
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use crate::http::{AttemptId, WorkEndpoint};
+use crate::stop::StopSignal;
+
+/// The first operation of each client starts uniformly in [0, FIRST_START_SPREAD_US) µs.
+const FIRST_START_SPREAD_US: u64 = 2_000_000;
+
+/// What every client of one strategy shares during one run.
+pub(crate) struct StrategyRun {
+    /// Stamped on every record.
+    pub tag: RunTag,
+    /// Decides the waits between attempts (and whether a budget applies).
+    pub strategy: Strategy,
+    /// Where the attempts go.
+    pub work: WorkEndpoint,
+    /// The strategy's retry budget, one for the whole swarm (unlimited for A to C).
+    pub budget: Arc<Mutex<AnyBudget>>,
+    /// The run's time zero; every `*_us` is measured from it.
+    pub t0: Instant,
+    /// Seeds the clients' random streams.
+    pub seed: u64,
+    pub limits: Limits,
+    /// Operations start in [0, duration).
+    pub duration: Duration,
+    /// Think time bounds, inclusive.
+    pub think: (Duration, Duration),
+}
+
+impl StrategyRun {
+    /// Time since time zero (zero before it).
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.t0)
+    }
+
+    fn budget(&self) -> std::sync::MutexGuard<'_, AnyBudget> {
+        // A client that panicked mid-update cannot leave the bucket half-written (it is two
+        // floats updated together), so a poisoned lock is still usable.
+        self.budget.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What one client did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClientTotals {
+    pub operations: u64,
+    pub attempts: u64,
+    /// The stop signal ended the client before its natural end.
+    pub cut_short: bool,
+}
+
+/// How an operation ended, for the client loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OpDone {
+    pub end: Duration,
+    pub attempts: u32,
+    pub outcome: OpOutcome,
+}
+
+/// Runs client `client` until its next start would be at or after the run's duration, or the
+/// stop signal is raised.
+pub(crate) async fn run_client(
+    run: Arc<StrategyRun>,
+    client: u32,
+    log: mpsc::Sender<Event>,
+    mut stop: StopSignal,
+) -> ClientTotals {
+    let mut think_rng = stream(run.seed, Stream::Think, client);
+    let mut jitter_rng = stream(run.seed, Stream::Jitter, client);
+    let (think_lo, think_hi) = (
+        run.think.0.as_micros() as u64,
+        run.think.1.as_micros() as u64,
+    );
+    let mut start = Duration::from_micros(think_rng.random_range(0..FIRST_START_SPREAD_US));
+    let mut totals = ClientTotals::default();
+    let mut op_no = 0u32;
+    while start < run.duration {
+        tokio::select! {
+            biased;
+            _ = stop.stopped() => {
+                totals.cut_short = true;
+                break;
+            }
+            _ = sleep_until(run.t0 + start) => {}
+        }
+        let done =
+            run_operation(&run, client, op_no, start, &mut jitter_rng, &log, &mut stop).await;
+        totals.operations += 1;
+        totals.attempts += u64::from(done.attempts);
+        if done.outcome == OpOutcome::Failed(GiveUp::Aborted) {
+            totals.cut_short = true;
+            break;
+        }
+        op_no += 1;
+        start = done.end + Duration::from_micros(think_rng.random_range(think_lo..=think_hi));
+    }
+    totals
+}
+
+/// One operation, scheduled to start at `start`: attempts until the core says it is done, every
+/// attempt and the operation itself logged.
+pub(crate) async fn run_operation(
+    run: &StrategyRun,
+    client: u32,
+    op_no: u32,
+    start: Duration,
+    jitter: &mut LabRng,
+    log: &mpsc::Sender<Event>,
+    stop: &mut StopSignal,
+) -> OpDone {
+    let mut op = Operation::start(start, run.limits);
+    run.budget().deposit();
+    let mut due = start;
+    let mut sent_count = 0u32;
+    let (outcome, end) = loop {
+        tokio::select! {
+            biased;
+            _ = stop.stopped() => break (OpOutcome::Failed(GiveUp::Aborted), run.now()),
+            _ = sleep_until(run.t0 + due) => {}
+        }
+        let id = AttemptId {
+            client,
+            op: op_no,
+            attempt: op.attempt(),
+        };
+        let req = run.work.request(id);
+        let sent_at = Instant::now();
+        let sent = sent_at.saturating_duration_since(run.t0);
+        let Some(timeout) = op.attempt_timeout(sent) else {
+            break (OpOutcome::Failed(GiveUp::Deadline), sent);
+        };
+        sent_count += 1;
+        let result = tokio::select! {
+            r = timeout_at(sent_at + timeout, run.work.execute(req)) => {
+                Some(r.unwrap_or(AttemptResult::Timeout))
+            }
+            _ = stop.stopped() => None,
+        };
+        let now = run.now();
+        let record = |end: AttemptEnd, status: Option<u16>| {
+            Event::Attempt(Attempt {
+                tag: run.tag.clone(),
+                client,
+                op: op_no,
+                attempt: id.attempt,
+                due_us: us(due),
+                sent_us: us(sent),
+                end_us: us(now),
+                end,
+                status,
+            })
+        };
+        let Some(result) = result else {
+            let _ = log.send(record(AttemptEnd::Aborted, None)).await;
+            break (OpOutcome::Failed(GiveUp::Aborted), now);
+        };
+        let (end, status) = match result {
+            AttemptResult::Status { code, .. } => (AttemptEnd::Status, Some(code)),
+            AttemptResult::Timeout => (AttemptEnd::Timeout, None),
+            AttemptResult::ConnectionError => (AttemptEnd::ConnectionError, None),
+        };
+        // A closed log means its writer failed; that error is reported when the run ends.
+        let _ = log.send(record(end, status)).await;
+        let next = {
+            let mut budget = run.budget();
+            op.on_result(now, result, &run.strategy, &mut *budget, jitter)
+        };
+        match next {
+            Next::Retry { wait } => due = now + wait,
+            Next::Done(outcome) => break (outcome, now),
+        }
+    };
+    let (outcome_field, reason) = match outcome {
+        OpOutcome::Success => (Outcome::Success, None),
+        OpOutcome::Failed(why) => (Outcome::Failed, Some(why)),
+    };
+    let _ = log
+        .send(Event::Operation(OperationRecord {
+            tag: run.tag.clone(),
+            client,
+            op: op_no,
+            start_us: us(start),
+            end_us: us(end),
+            attempts: sent_count,
+            outcome: outcome_field,
+            reason,
+        }))
+        .await;
+    OpDone {
+        end,
+        attempts: sent_count,
+        outcome,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::build_client;
+    use crate::stop::stop_pair;
+    use axum::extract::State;
+    use axum::http::StatusCode;
+    use axum::routing::get;
+    use axum::Router;
+    use e03_core::budget::BudgetSpec;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    /// `/flaky/work`: 503 twice, then 200. `/missing/work`: 404. `/hang/work`: no answer for
+    /// 30 s. `/ok/work`: 200.
+    async fn test_server() -> String {
+        async fn flaky(State(n): State<Arc<AtomicU32>>) -> StatusCode {
+            if n.fetch_add(1, Ordering::SeqCst) < 2 {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            }
+        }
+        let app = Router::new()
+            .route("/flaky/work", get(flaky))
+            .route("/missing/work", get(|| async { StatusCode::NOT_FOUND }))
+            .route(
+                "/hang/work",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    StatusCode::OK
+                }),
+            )
+            .route("/ok/work", get(|| async { "ok" }))
+            .with_state(Arc::new(AtomicU32::new(0)));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}")
+    }
+
+    fn strategy_run(base: &str, path: &str, strategy: &str, limits: Limits) -> StrategyRun {
+        let budget = BudgetSpec {
+            cap: 10.0,
+            ratio: 0.1,
+        };
+        let strategy = Strategy::standard(strategy, ms(20), ms(200), budget).unwrap();
+        StrategyRun {
+            tag: RunTag {
+                run: "test".into(),
+                seed: 42,
+                strategy: strategy.id.clone(),
+            },
+            budget: Arc::new(Mutex::new(AnyBudget::from_spec(strategy.budget))),
+            strategy,
+            work: WorkEndpoint {
+                http: build_client(4).unwrap(),
+                url: crate::http::endpoint(base, path).unwrap(),
+            },
+            t0: Instant::now(),
+            seed: 42,
+            limits,
+            duration: ms(500),
+            think: (ms(100), ms(200)),
+        }
+    }
+
+    fn limits(timeout_ms: u64, deadline_ms: u64) -> Limits {
+        Limits {
+            max_attempts: 4,
+            attempt_timeout: ms(timeout_ms),
+            deadline: ms(deadline_ms),
+        }
+    }
+
+    /// Runs one operation starting now and returns it with the records it logged.
+    async fn one_op(run: &StrategyRun) -> (OpDone, Vec<Event>) {
+        let (tx, mut rx) = mpsc::channel(64);
+        let (_trigger, mut stop) = stop_pair();
+        let mut jitter = stream(42, Stream::Jitter, 0);
+        let done = run_operation(run, 0, 0, run.now(), &mut jitter, &tx, &mut stop).await;
+        drop(tx);
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        (done, events)
+    }
+
+    fn attempts(events: &[Event]) -> Vec<&Attempt> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Attempt(a) => Some(a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn two_503_then_200_takes_exactly_three_attempts() {
+        let base = test_server().await;
+        let run = strategy_run(&base, "/flaky/work", "B", limits(2000, 5000));
+        let (done, events) = one_op(&run).await;
+        assert_eq!(done.outcome, OpOutcome::Success);
+        assert_eq!(done.attempts, 3);
+        let a = attempts(&events);
+        let statuses: Vec<_> = a.iter().map(|a| a.status).collect();
+        assert_eq!(statuses, [Some(503), Some(503), Some(200)]);
+        assert_eq!(a.iter().map(|a| a.attempt).collect::<Vec<_>>(), [1, 2, 3]);
+        // B waits 20 ms then 40 ms: each retry is due that long after the previous end, and
+        // is never sent before it is due.
+        assert_eq!(a[1].due_us, a[0].end_us + 20_000);
+        assert_eq!(a[2].due_us, a[1].end_us + 40_000);
+        assert!(a
+            .iter()
+            .all(|a| a.sent_us >= a.due_us && a.end_us >= a.sent_us));
+        let Some(Event::Operation(op)) = events.last() else {
+            panic!("the operation record comes last")
+        };
+        assert_eq!(
+            (op.attempts, op.outcome, op.reason),
+            (3, Outcome::Success, None)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_404_ends_the_operation_at_once() {
+        let base = test_server().await;
+        let run = strategy_run(&base, "/missing/work", "A", limits(2000, 5000));
+        let (done, events) = one_op(&run).await;
+        assert_eq!(done.outcome, OpOutcome::Failed(GiveUp::NotRetryable));
+        assert_eq!(attempts(&events).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_hanging_answer_is_a_timeout_and_the_deadline_ends_the_operation() {
+        let base = test_server().await;
+        // Timeout 300 ms, deadline 700 ms, immediate retries: attempts time out at ~300 ms
+        // and ~600 ms, the third gets the remaining ~100 ms, then the deadline is reached.
+        let run = strategy_run(&base, "/hang/work", "A", limits(300, 700));
+        let (done, events) = one_op(&run).await;
+        let a = attempts(&events);
+        assert!(a
+            .iter()
+            .all(|a| a.end == AttemptEnd::Timeout && a.status.is_none()));
+        assert!(a.len() >= 2, "{} attempts", a.len());
+        // Each timeout takes at least its timeout (tokio timers never fire early).
+        assert!(a[0].end_us - a[0].sent_us >= 300_000);
+        assert!(matches!(
+            done.outcome,
+            OpOutcome::Failed(GiveUp::Deadline | GiveUp::AttemptsExhausted)
+        ));
+        // Nothing runs past the deadline by more than scheduling slack (generous: 2-core CI).
+        assert!(done.end <= run.limits.deadline + ms(300), "{:?}", done.end);
+    }
+
+    #[tokio::test]
+    async fn a_client_starts_and_thinks_as_its_seeded_stream_says() {
+        let base = test_server().await;
+        let mut run = strategy_run(&base, "/ok/work", "A", limits(2000, 5000));
+        let mut draws = stream(42, Stream::Think, 3);
+        let first = draws.random_range(0..FIRST_START_SPREAD_US);
+        run.duration = Duration::from_micros(first) + ms(400);
+        let run = Arc::new(run);
+        let (tx, mut rx) = mpsc::channel(1024);
+        let (_trigger, stop) = stop_pair();
+        let totals = run_client(run.clone(), 3, tx, stop).await;
+        let mut ops = Vec::new();
+        while let Some(e) = rx.recv().await {
+            if let Event::Operation(op) = e {
+                ops.push(op);
+            }
+        }
+        assert_eq!(totals.operations as usize, ops.len());
+        assert!(
+            ops.len() >= 2,
+            "{} ops in 400 ms with 100-200 ms thinks",
+            ops.len()
+        );
+        assert_eq!(ops[0].start_us, first);
+        for pair in ops.windows(2) {
+            let think = draws.random_range(100_000..=200_000u64);
+            assert_eq!(pair[1].start_us, pair[0].end_us + think);
+        }
+        assert!(ops.iter().all(|op| op.start_us < us(run.duration)));
+        assert!(ops
+            .iter()
+            .enumerate()
+            .all(|(i, op)| op.op == i as u32 && op.client == 3));
+    }
+
+    #[tokio::test]
+    async fn a_stop_mid_attempt_logs_it_as_aborted() {
+        let base = test_server().await;
+        let run = strategy_run(&base, "/hang/work", "A", limits(5000, 10_000));
+        let (tx, mut rx) = mpsc::channel(64);
+        let (trigger, mut stop) = stop_pair();
+        let mut jitter = stream(42, Stream::Jitter, 0);
+        tokio::spawn(async move {
+            tokio::time::sleep(ms(200)).await;
+            trigger.stop();
+        });
+        let done = run_operation(&run, 0, 0, run.now(), &mut jitter, &tx, &mut stop).await;
+        drop(tx);
+        assert_eq!(done.outcome, OpOutcome::Failed(GiveUp::Aborted));
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        let a = attempts(&events);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].end, AttemptEnd::Aborted);
+        let Some(Event::Operation(op)) = events.last() else {
+            panic!("no operation record")
+        };
+        assert_eq!(op.reason, Some(GiveUp::Aborted));
+        // Stopped well before the 5 s timeout.
+        assert!(done.end < ms(4000), "{:?}", done.end);
+    }
+}

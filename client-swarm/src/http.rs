@@ -1,0 +1,224 @@
+//! Everything the swarm says over HTTP: work attempts, control calls and health checks.
+//!
+//! One `reqwest::Client` per target, built for measurement rather than convenience: no proxy
+//! (an env proxy would add a hop the lab does not model), HTTP/1 only, an idle pool as large as
+//! the swarm so closed-loop clients reuse their connections, `TCP_NODELAY` so small requests
+//! leave at once, and the hickory resolver so that compose service names resolve inside a
+//! FROM-scratch container that has no libc resolver. There is no TLS: the workspace's reqwest is
+//! built without it, on purpose.
+//!
+//! The work request has no reqwest timeout: the attempt's timeout comes from the operation
+//! (never past its deadline) and is applied by the caller around [`WorkEndpoint::execute`],
+//! covering the response and its small body.
+
+use std::time::Duration;
+
+use e03_core::control::{RunCounts, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
+use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_core::AttemptResult;
+use reqwest::{Client, Request, StatusCode, Url};
+
+use crate::error::SwarmError;
+
+/// Time allowed for one control or health call (they are tiny and on a quiet port).
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest Retry-After honoured, so a hostile or broken answer cannot park a client for days.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// The client of one target, sized for `clients` concurrent closed-loop clients.
+pub(crate) fn build_client(clients: u32) -> Result<Client, SwarmError> {
+    Client::builder()
+        .no_proxy()
+        .http1_only()
+        .pool_max_idle_per_host(clients as usize + 16)
+        .tcp_nodelay(true)
+        .hickory_dns(true)
+        .build()
+        .map_err(SwarmError::Client)
+}
+
+/// `base` (`http://host:port`, optionally with a trailing `/`) joined with `path`.
+pub(crate) fn endpoint(base: &str, path: &str) -> Option<Url> {
+    let url = Url::parse(&format!("{}{path}", base.trim_end_matches('/'))).ok()?;
+    (url.scheme() == "http" && url.host().is_some()).then_some(url)
+}
+
+/// Who an attempt is, as carried in its headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AttemptId {
+    pub client: u32,
+    pub op: u32,
+    pub attempt: u32,
+}
+
+/// The work endpoint of one target.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkEndpoint {
+    pub http: Client,
+    pub url: Url,
+}
+
+impl WorkEndpoint {
+    /// The request of one attempt, fully built so that sending it starts the clock.
+    pub(crate) fn request(&self, id: AttemptId) -> Request {
+        self.http
+            .get(self.url.clone())
+            .header(HEADER_CLIENT, id.client)
+            .header(HEADER_OP, id.op)
+            .header(HEADER_ATTEMPT, id.attempt)
+            .build()
+            .expect("a GET with numeric headers on a parsed URL always builds")
+    }
+
+    /// Sends `req` and reads the whole answer. No timeout here: the caller wraps this.
+    pub(crate) async fn execute(&self, req: Request) -> AttemptResult {
+        let resp = match self.http.execute(req).await {
+            Ok(resp) => resp,
+            Err(_) => return AttemptResult::ConnectionError,
+        };
+        let code = resp.status().as_u16();
+        let retry_after = if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+            resp.headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after)
+        } else {
+            None
+        };
+        // The answer is complete only with its body; a connection that breaks mid-body is a
+        // connection error, not an answer.
+        match resp.bytes().await {
+            Ok(_) => AttemptResult::Status { code, retry_after },
+            Err(_) => AttemptResult::ConnectionError,
+        }
+    }
+}
+
+/// `Retry-After` in (possibly fractional) seconds; HTTP dates and nonsense give `None`.
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs).min(MAX_RETRY_AFTER))
+}
+
+/// POSTs a JSON body to `base + path` and returns the answer body (200 only).
+async fn post_json(
+    http: &Client,
+    base: &str,
+    path: &str,
+    body: String,
+) -> Result<Vec<u8>, SwarmError> {
+    let url = format!("{}{path}", base.trim_end_matches('/'));
+    let fail = |reason: String| SwarmError::Control {
+        url: url.clone(),
+        reason,
+    };
+    let resp = http
+        .post(&url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .timeout(CONTROL_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let status = resp.status();
+    let bytes = resp.bytes().await.map_err(|e| fail(e.to_string()))?;
+    if status != StatusCode::OK {
+        let text = String::from_utf8_lossy(&bytes);
+        return Err(fail(format!("status {status}: {}", text.trim())));
+    }
+    Ok(bytes.to_vec())
+}
+
+/// `POST /control/start`.
+pub(crate) async fn start_run(
+    http: &Client,
+    control: &str,
+    start: &StartRun,
+) -> Result<(), SwarmError> {
+    let body = serde_json::to_string(start).expect("StartRun serialises");
+    post_json(http, control, START_PATH, body).await.map(|_| ())
+}
+
+/// `POST /control/stop`, answered with the run's server-side counts.
+pub(crate) async fn stop_run(
+    http: &Client,
+    control: &str,
+    complete: bool,
+) -> Result<RunCounts, SwarmError> {
+    let body = serde_json::to_string(&StopRun { complete }).expect("StopRun serialises");
+    let bytes = post_json(http, control, STOP_PATH, body).await?;
+    serde_json::from_slice(&bytes).map_err(|e| SwarmError::Control {
+        url: format!("{}{STOP_PATH}", control.trim_end_matches('/')),
+        reason: format!("unexpected answer: {e}"),
+    })
+}
+
+/// Polls `base/health` until it answers 200: at most `tries` calls, `interval` apart.
+pub async fn wait_healthy(base: &str, tries: u32, interval: Duration) -> Result<(), SwarmError> {
+    let url = format!("{}{HEALTH_PATH}", base.trim_end_matches('/'));
+    let http = build_client(1)?;
+    for i in 0..tries {
+        let ok = http
+            .get(&url)
+            .timeout(interval.max(Duration::from_millis(200)))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == StatusCode::OK);
+        if ok {
+            return Ok(());
+        }
+        if i + 1 < tries {
+            tokio::time::sleep(interval).await;
+        }
+    }
+    Err(SwarmError::Unhealthy { url, tries })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("1e12"), Some(MAX_RETRY_AFTER));
+    }
+
+    #[test]
+    fn endpoints_are_http_only() {
+        assert_eq!(
+            endpoint("http://127.0.0.1:8080/", "/work")
+                .unwrap()
+                .as_str(),
+            "http://127.0.0.1:8080/work"
+        );
+        assert_eq!(
+            endpoint("http://dep-a:8080", "/work").unwrap().as_str(),
+            "http://dep-a:8080/work"
+        );
+        assert!(endpoint("https://127.0.0.1:8080", "/work").is_none());
+        assert!(endpoint("127.0.0.1:8080", "/work").is_none());
+        assert!(endpoint("", "/work").is_none());
+    }
+
+    #[tokio::test]
+    async fn health_gives_up_after_its_tries() {
+        // A port that was just free: nothing listens there, so every try fails fast.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let err = wait_healthy(
+            &format!("http://127.0.0.1:{port}"),
+            3,
+            Duration::from_millis(10),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("after 3 tries"), "{err}");
+    }
+}

@@ -1,0 +1,35 @@
+//! The lab's client swarm: closed-loop HTTP clients that retry with a strategy against a
+//! dependency that may freeze, logging every attempt and operation.
+//!
+//! One [`run_swarm`] call runs one scenario x seed: every strategy of the plan at the same
+//! time, each against its own dependency, all with the same time zero. The retry decisions come
+//! from the pure core (`e03_core::Operation`, strategies and budgets as data); this crate only
+//! supplies the clock, the sockets and the log files.
+//!
+//! Map of the modules:
+//!
+//! - `plan`: what a run is asked to do, what it reports, `--targets` syntax.
+//! - `run`: one run: control start, clients, control stop, logs opened and closed.
+//! - `client`: one closed-loop client and the operation loop shared by every strategy.
+//! - `http`: the reqwest client, work attempts, control calls and health checks.
+//! - `log`: the client log: one bounded channel to one buffered writer task per file.
+//! - `stop`: the stop signal every client watches.
+//! - `cli`: the `client-swarm` command line ([`main_entry`]).
+
+mod cli;
+mod client;
+mod error;
+mod http;
+mod log;
+mod plan;
+mod run;
+mod stop;
+
+pub use cli::{main_entry, shutdown_signal};
+pub use error::SwarmError;
+pub use http::wait_healthy;
+pub use plan::{
+    parse_targets, StrategyReport, SwarmPlan, SwarmReport, Target, TargetsError,
+    DEFAULT_START_DELAY,
+};
+pub use run::run_swarm;

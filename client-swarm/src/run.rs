@@ -1,0 +1,258 @@
+//! One swarm run: every strategy of the plan at the same time, each against its own dependency,
+//! all sharing one time zero.
+//!
+//! The order of a run, per strategy:
+//!
+//! 1. resolve its target and build its HTTP client (bad input fails here, before anything is
+//!    sent);
+//! 2. open its client log and write `run_start`;
+//! 3. `POST /control/start` with the shared `start_unix_ms` (time zero a little in the future,
+//!    converted once into a tokio `Instant` so both sides count from the same moment);
+//! 4. spawn `clients` closed-loop clients and wait for all of them (the last operation started
+//!    before the duration ends within its deadline);
+//! 5. `POST /control/stop` (its answer is the server's counts), write `run_end`, flush and close.
+//!
+//! When the shutdown future resolves, clients stop starting attempts, abort the ones in flight
+//! (logged as aborted), and the run is stopped with `complete: false` everywhere.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use e03_core::budget::AnyBudget;
+use e03_core::control::{client_log_path, run_id, RunCounts, StartRun};
+use e03_core::events::{us, Event, RunEnd, RunStart, RunTag, Source};
+use e03_core::Strategy;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::client::{run_client, ClientTotals, StrategyRun};
+use crate::error::SwarmError;
+use crate::http::{build_client, endpoint, start_run, stop_run, WorkEndpoint};
+use crate::log::ClientLog;
+use crate::plan::{StrategyReport, SwarmPlan, SwarmReport, Target};
+use crate::stop::{stop_pair, StopSignal};
+
+/// Runs `plan` to its end, or until `shutdown` resolves (then the report says incomplete).
+pub async fn run_swarm(
+    plan: SwarmPlan,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<SwarmReport> {
+    let (trigger, stop) = stop_pair();
+    let watcher = tokio::spawn(async move {
+        shutdown.await;
+        trigger.stop();
+    });
+    let result = run_plan(plan, stop).await;
+    watcher.abort();
+    Ok(result?)
+}
+
+/// One strategy, resolved: its target, client and log.
+struct Prepared {
+    strategy: Strategy,
+    control_url: String,
+    work: WorkEndpoint,
+    log: ClientLog,
+    tag: RunTag,
+}
+
+async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, SwarmError> {
+    let resolved = resolve(&plan)?;
+    let (start_unix_ms, t0) = time_zero(plan.start_delay);
+    let mut prepared = Vec::new();
+    for (strategy, target, work) in resolved {
+        let path = plan
+            .out_dir
+            .join(client_log_path(plan.scenario, &strategy.id, plan.seed));
+        let log = ClientLog::create(&path).await?;
+        let tag = RunTag {
+            run: run_id(plan.scenario, &strategy.id, plan.seed, start_unix_ms),
+            seed: plan.seed,
+            strategy: strategy.id.clone(),
+        };
+        log.send(Event::RunStart(RunStart {
+            tag: tag.clone(),
+            source: Source::Client,
+            scenario: plan.scenario.name().to_string(),
+            start_unix_ms,
+            params: serde_json::to_value(plan.params.to_raw()).expect("a string map serialises"),
+        }))
+        .await?;
+        prepared.push(Prepared {
+            strategy,
+            control_url: target.control_url,
+            work,
+            log,
+            tag,
+        });
+    }
+    for (i, p) in prepared.iter().enumerate() {
+        let start = StartRun {
+            run: p.tag.run.clone(),
+            scenario: plan.scenario,
+            strategy: p.strategy.id.clone(),
+            seed: plan.seed,
+            params: plan.params.to_raw(),
+            start_unix_ms,
+        };
+        if let Err(e) = start_run(&p.work.http, &p.control_url, &start).await {
+            // Leave no dependency running a half-started swarm run.
+            for started in &prepared[..i] {
+                let _ = stop_run(&started.work.http, &started.control_url, false).await;
+            }
+            return Err(e);
+        }
+    }
+    let mut runs = JoinSet::new();
+    for (i, p) in prepared.into_iter().enumerate() {
+        let (plan, stop) = (plan.clone(), stop.clone());
+        runs.spawn(async move { (i, run_strategy(p, plan, t0, stop).await) });
+    }
+    let mut reports: Vec<Option<StrategyReport>> = vec![None; runs.len()];
+    let mut first_error = None;
+    while let Some(joined) = runs.join_next().await {
+        match joined.expect("strategy runs do not panic") {
+            (i, Ok(report)) => reports[i] = Some(report),
+            (_, Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let runs: Vec<StrategyReport> = reports.into_iter().flatten().collect();
+    let complete = runs.iter().all(|r| r.complete);
+    Ok(SwarmReport { runs, complete })
+}
+
+/// Every strategy of the plan with its target and work endpoint, in the plan's order.
+fn resolve(plan: &SwarmPlan) -> Result<Vec<(Strategy, Target, WorkEndpoint)>, SwarmError> {
+    let mut out = Vec::new();
+    for strategy in &plan.params.strategies {
+        let mut matching = plan.targets.iter().filter(|t| t.strategy == strategy.id);
+        let target = matching.next().ok_or_else(|| SwarmError::MissingTarget {
+            strategy: strategy.id.clone(),
+        })?;
+        if matching.next().is_some() {
+            return Err(SwarmError::DuplicateTarget {
+                strategy: strategy.id.clone(),
+            });
+        }
+        let bad = |what, url: &str| SwarmError::BadUrl {
+            strategy: strategy.id.clone(),
+            what,
+            url: url.to_string(),
+        };
+        let url =
+            endpoint(&target.work_url, "/work").ok_or_else(|| bad("work", &target.work_url))?;
+        endpoint(&target.control_url, "/health")
+            .ok_or_else(|| bad("control", &target.control_url))?;
+        let work = WorkEndpoint {
+            http: build_client(plan.params.swarm.clients)?,
+            url,
+        };
+        out.push((strategy.clone(), target.clone(), work));
+    }
+    Ok(out)
+}
+
+/// Time zero `delay` from now, as wall-clock ms since the epoch (sent to the dependencies) and
+/// as the tokio `Instant` of the same moment (read together once, so both agree).
+fn time_zero(delay: Duration) -> (u64, Instant) {
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = Instant::now();
+    let start_unix_ms = (wall + delay).as_millis() as u64;
+    let ahead = Duration::from_millis(start_unix_ms).saturating_sub(wall);
+    (start_unix_ms, now + ahead)
+}
+
+/// Steps 4 and 5 for one strategy.
+async fn run_strategy(
+    p: Prepared,
+    plan: SwarmPlan,
+    t0: Instant,
+    stop: StopSignal,
+) -> Result<StrategyReport, SwarmError> {
+    let run = Arc::new(StrategyRun {
+        tag: p.tag.clone(),
+        budget: Arc::new(Mutex::new(AnyBudget::from_spec(p.strategy.budget))),
+        strategy: p.strategy,
+        work: p.work,
+        t0,
+        seed: plan.seed,
+        limits: plan.params.limits(),
+        duration: plan.params.duration(),
+        think: plan.params.think_range(),
+    });
+    let mut clients = JoinSet::new();
+    for c in 0..plan.params.swarm.clients {
+        clients.spawn(run_client(run.clone(), c, p.log.sender(), stop.clone()));
+    }
+    let mut totals = ClientTotals::default();
+    let mut complete = true;
+    while let Some(joined) = clients.join_next().await {
+        match joined {
+            Ok(t) => {
+                totals.operations += t.operations;
+                totals.attempts += t.attempts;
+                complete &= !t.cut_short;
+            }
+            Err(e) => {
+                tracing::error!(strategy = %run.tag.strategy, "a client task failed: {e}");
+                complete = false;
+            }
+        }
+    }
+    let stopped = stop_run(&run.work.http, &p.control_url, complete).await;
+    let end = Event::RunEnd(RunEnd {
+        tag: run.tag.clone(),
+        source: Source::Client,
+        t_us: us(Instant::now().saturating_duration_since(t0)),
+        complete,
+        records: 0, // the writer fills in the real count
+    });
+    p.log.send(end).await?;
+    p.log.close().await?;
+    let server = match stopped {
+        Ok(counts) => counts,
+        // A stopped lab may take its dependencies down at the same moment: the client log is
+        // still complete and says the run was cut short, so this is not an error then.
+        Err(e) if !complete => {
+            tracing::warn!(strategy = %run.tag.strategy, "{e}");
+            RunCounts {
+                arrivals: 0,
+                responses: 0,
+                log_file: String::new(),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(StrategyReport {
+        strategy: run.tag.strategy.clone(),
+        operations: totals.operations,
+        attempts: totals.attempts,
+        server,
+        complete,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_zero_is_the_delay_ahead_on_both_clocks() {
+        let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let now = Instant::now();
+        let (ms, t0) = time_zero(Duration::from_secs(1));
+        let ahead = t0 - now;
+        // The wall-clock stamp rounds down to a whole ms, so the Instant is up to 1 ms sooner.
+        assert!(ahead <= Duration::from_millis(1001), "{ahead:?}");
+        assert!(ahead >= Duration::from_millis(990), "{ahead:?}");
+        assert!(ms >= (before + Duration::from_millis(999)).as_millis() as u64);
+    }
+}
