@@ -56,6 +56,12 @@ fn command() -> Command {
                 .value_name("DIR")
                 .default_value("results")
                 .help("output directory (client logs go to DIR/<scenario>/client-*.jsonl)"),
+        )
+        .arg(
+            Arg::new("shutdown-targets")
+                .long("shutdown-targets")
+                .action(clap::ArgAction::SetTrue)
+                .help("when done (or stopped), ask every target's dependency to shut down (compose)"),
         );
     // Negative numbers reach the parameter validation, which names the parameter, instead of
     // clap's "unexpected argument '-1'".
@@ -75,6 +81,8 @@ struct Setup {
     scenarios: Vec<Scenario>,
     out: PathBuf,
     params: Params,
+    /// Shut every target down at the end (`--shutdown-targets`).
+    shutdown_targets: bool,
 }
 
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
@@ -111,6 +119,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         scenarios,
         out: PathBuf::from(value("out")),
         params,
+        shutdown_targets: m.get_flag("shutdown-targets"),
     })
 }
 
@@ -150,7 +159,19 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
             return EXIT_FAILED;
         }
     };
-    runtime.block_on(run_all(setup))
+    runtime.block_on(async {
+        let targets = setup.targets.clone();
+        let shutdown_targets = setup.shutdown_targets;
+        let code = run_all(setup).await;
+        if shutdown_targets {
+            for target in &targets {
+                if let Err(e) = crate::http::shutdown_target(&target.control_url).await {
+                    eprintln!("client-swarm: strategy {}: {e}", target.strategy);
+                }
+            }
+        }
+        code
+    })
 }
 
 async fn run_all(setup: Setup) -> i32 {

@@ -153,6 +153,19 @@ pub(crate) async fn stop_run(
     })
 }
 
+/// `POST /control/shutdown`: the dependency ends its run and exits (compose runs end so).
+pub async fn shutdown_target(control: &str) -> Result<(), SwarmError> {
+    let http = build_client(1)?;
+    post_json(
+        &http,
+        control,
+        e03_core::control::SHUTDOWN_PATH,
+        String::new(),
+    )
+    .await
+    .map(|_| ())
+}
+
 /// Polls `base/health` until it answers 200: at most `tries` calls, `interval` apart.
 pub async fn wait_healthy(base: &str, tries: u32, interval: Duration) -> Result<(), SwarmError> {
     let url = format!("{}{HEALTH_PATH}", base.trim_end_matches('/'));

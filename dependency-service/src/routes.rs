@@ -19,7 +19,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use e03_core::control::{valid_strategy_id, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
+use e03_core::control::{
+    valid_strategy_id, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
+};
 use e03_core::Params;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -47,6 +49,7 @@ pub fn control_router(svc: Arc<Service>) -> Router {
     Router::new()
         .route(START_PATH, post(start))
         .route(STOP_PATH, post(stop))
+        .route(SHUTDOWN_PATH, post(shutdown))
         .route(HEALTH_PATH, get(health))
         .layer(DefaultBodyLimit::max(CONTROL_BODY_LIMIT))
         .with_state(svc)
@@ -179,6 +182,12 @@ async fn stop(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
             text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
         }
     }
+}
+
+/// Ends the current run (not complete) and shuts the service down after answering.
+async fn shutdown(State(svc): State<Arc<Service>>) -> Response {
+    svc.shutdown_requested.notify_one();
+    text(StatusCode::OK, "shutting down".into())
 }
 
 fn json(status: StatusCode, body: String) -> Response {

@@ -66,8 +66,14 @@ pub async fn serve(
             .await?;
     }
     let (stop_tx, stop_rx) = watch::channel(false);
+    let requested = svc.clone();
     tokio::spawn(async move {
-        shutdown.await;
+        tokio::select! {
+            () = shutdown => {}
+            () = requested.shutdown_requested.notified() => {
+                tracing::info!("shutdown requested by a control call");
+            }
+        }
         let _ = stop_tx.send(true);
     });
     let graceful = GracefulShutdown::new();

@@ -70,6 +70,8 @@ pub struct Service {
     current: Mutex<Option<Arc<Run>>>,
     /// Serialises start and stop.
     control: tokio::sync::Mutex<()>,
+    /// Woken by `POST /control/shutdown`; `serve` treats it like a signal.
+    pub shutdown_requested: tokio::sync::Notify,
 }
 
 impl Service {
@@ -79,6 +81,7 @@ impl Service {
             log_dir,
             current: Mutex::new(None),
             control: tokio::sync::Mutex::new(()),
+            shutdown_requested: tokio::sync::Notify::new(),
         }
     }
 

@@ -174,3 +174,23 @@ async fn malformed_control_calls_are_400_with_a_reason() {
     let log_dir = srv.shutdown().await;
     assert!(!log_dir.exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_call_ends_the_run_incomplete_and_stops_serving() {
+    let server = common::start("shutdown-call", Some((e03_core::Scenario::E03A, &[]))).await;
+    let res = common::client()
+        .get(server.work_url("/work"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let (status, _) = common::post(&server.control_url("/control/shutdown"), "").await;
+    assert_eq!(status, 200);
+    // `serve` returns by itself: its own shutdown future was never triggered.
+    let log_dir = server.wait_exit().await;
+    let events = common::read_log(&log_dir.join(common::STANDALONE_LOG));
+    match events.last() {
+        Some(Event::RunEnd(end)) => assert!(!end.complete),
+        other => panic!("last record is not run_end: {other:?}"),
+    }
+}

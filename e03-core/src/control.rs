@@ -15,6 +15,9 @@ use crate::params::Scenario;
 pub const START_PATH: &str = "/control/start";
 pub const STOP_PATH: &str = "/control/stop";
 pub const HEALTH_PATH: &str = "/health";
+/// `POST` here ends the current run (not complete) and shuts the service down, so a compose
+/// run ends when its swarm is done.
+pub const SHUTDOWN_PATH: &str = "/control/shutdown";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StartRun {

@@ -1,1 +1,45 @@
-fn main() {}
+//! `lab`: the E03 retry lab's one command.
+//!
+//! - `lab run e03b --seed 42 --out results`: the live experiment over loopback. A fresh
+//!   dependency-service process for each strategy, one client-swarm process driving every strategy
+//!   at once, then the analyzer over the logs they wrote (see [`live`]).
+//! - `lab simulate e03b --seeds 1-100 [--sweep E03_QUEUE=50,100]`: the same model on a virtual
+//!   clock (see [`sim`]).
+//! - `lab compare e03b --seed 42`: live and simulated side by side.
+//! - `lab serve`, `lab swarm`, `lab analyze`: the three parts' own command lines; `run` starts
+//!   its children through them, so `cargo run --release -- run ...` needs no other binary.
+//! - `lab report --out DIR [SCENARIO]`: analyse the logs a swarm left in DIR and print the
+//!   tables (the compose analyzer container runs this).
+
+mod args;
+mod live;
+mod sim;
+
+use std::ffi::OsString;
+
+/// Exit code for bad input (flags, env vars).
+const EXIT_USAGE: i32 = 2;
+
+fn main() {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let code = match args.get(1).and_then(|a| a.to_str()) {
+        Some("serve") => dependency_service::main_entry(child_args("dependency-service", &args)),
+        Some("swarm") => client_swarm::main_entry(child_args("client-swarm", &args)),
+        Some("analyze") => analyzer::main_entry(child_args("analyzer", &args)),
+        Some("report") => live::report(child_args("lab report", &args)),
+        _ => match args::parse(args) {
+            Ok(args::Command::Run(plan)) => live::run(&plan),
+            Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
+            Ok(args::Command::Compare(plan)) => sim::compare(&plan),
+            Err(code) => code,
+        },
+    };
+    std::process::exit(code);
+}
+
+/// `lab serve --x` becomes `dependency-service --x`.
+fn child_args(program: &str, args: &[OsString]) -> Vec<OsString> {
+    std::iter::once(OsString::from(program))
+        .chain(args.iter().skip(2).cloned())
+        .collect()
+}

@@ -88,6 +88,16 @@ impl Server {
         self.log_dir
     }
 
+    /// Waits for `serve` to return by itself (its shutdown future is never triggered).
+    pub async fn wait_exit(mut self) -> PathBuf {
+        tokio::time::timeout(Duration::from_secs(15), &mut self.task)
+            .await
+            .expect("serve returns by itself")
+            .unwrap()
+            .unwrap();
+        self.log_dir
+    }
+
     pub fn log(&self, rel: &str) -> Vec<Event> {
         read_log(&self.log_dir.join(rel))
     }

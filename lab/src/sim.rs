@@ -1,0 +1,66 @@
+//! The simulated lab: the same core on a virtual clock, sweeps over parameters, and the
+//! comparison of a live run with its simulation.
+
+use anyhow::Context;
+
+use crate::args::{RunPlan, SimPlan};
+
+pub fn simulate(plan: &SimPlan) -> i32 {
+    match simulate_inner(plan) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("lab: {e:#}");
+            1
+        }
+    }
+}
+
+fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for scenario in &plan.scenarios {
+        let dir = plan.out.join("simulated").join(scenario.name());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        if plan.sweeps.is_empty() {
+            let summary = simulator::simulate(*scenario, &plan.params);
+            analyzer::print_tables(&mut out, &summary)?;
+            analyzer::write_outputs(&dir, &summary)?;
+        } else {
+            let result = simulator::sweep(*scenario, &plan.raw, &plan.sweeps)?;
+            simulator::print_sweep(&mut out, &result)?;
+            simulator::write_sweep_csv(&dir.join("sweep.csv"), &result)?;
+        }
+        use std::io::Write;
+        writeln!(out, "results: {}", dir.display())?;
+    }
+    Ok(())
+}
+
+/// Live, then simulated, then both side by side.
+pub fn compare(plan: &SimPlan) -> i32 {
+    let live_plan = RunPlan {
+        scenarios: plan.scenarios.clone(),
+        params: plan.params.clone(),
+        out: plan.out.clone(),
+        sequential: plan.sequential,
+    };
+    let code = crate::live::run(&live_plan);
+    if code != 0 {
+        return code;
+    }
+    let mut out = std::io::stdout().lock();
+    for scenario in &plan.scenarios {
+        let live = match analyzer::analyze_dir(&plan.out.join(scenario.name()), *scenario) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("lab: {e}");
+                return 1;
+            }
+        };
+        let sim = simulator::simulate(*scenario, &plan.params);
+        if let Err(e) = simulator::print_comparison(&mut out, &live, &sim) {
+            eprintln!("lab: {e}");
+            return 1;
+        }
+    }
+    0
+}

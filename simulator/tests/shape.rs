@@ -1,0 +1,41 @@
+//! The lesson of the lab (spec sections 1 and 7) holds in the simulator, over several seeds:
+//! backoff and jitter leave the total almost unchanged, jitter cuts the 100 ms peak, the budget
+//! cuts load at the price of success, and immediate retries spike at the freeze's end.
+//! These are orderings, not exact figures (the spec forbids forcing exact equality).
+
+use std::collections::BTreeMap;
+
+use analyzer::RunMetrics;
+use e03_core::{Params, Scenario};
+use simulator::simulate;
+
+fn mean(runs: &[&RunMetrics], f: impl Fn(&RunMetrics) -> f64) -> f64 {
+    runs.iter().map(|m| f(m)).sum::<f64>() / runs.len() as f64
+}
+
+#[test]
+fn e03b_ordering_of_the_strategies() {
+    let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1-5".to_string())].into();
+    let s = simulate(Scenario::E03B, &Params::from_raw(&raw).unwrap());
+    let of = |id: &str| s.runs_of(id).collect::<Vec<_>>();
+    let (a, b, c, d) = (of("A"), of("B"), of("C"), of("D"));
+    let peak = |r: &[&RunMetrics]| mean(r, |m| m.peak_100ms as f64);
+    let total = |r: &[&RunMetrics]| mean(r, |m| m.total_requests as f64);
+    let success = |r: &[&RunMetrics]| mean(r, |m| m.success_affected);
+    assert!(peak(&a) > peak(&b) && peak(&b) > peak(&c) && peak(&c) > peak(&d));
+    // Jitter at least a third below plain backoff's short-window peak.
+    assert!(peak(&c) < 0.67 * peak(&b), "{} vs {}", peak(&c), peak(&b));
+    // Totals of A, B and C within 5% of each other; the budget sends fewer.
+    for r in [&b, &c] {
+        assert!((total(r) / total(&a) - 1.0).abs() < 0.05);
+    }
+    assert!(total(&d) < total(&c));
+    assert!(success(&b) > 0.99 && success(&c) > 0.99);
+    assert!(success(&d) < success(&c) && success(&a) < success(&c));
+    assert!(d.iter().all(|m| m.retries_denied > 0));
+    // A's spike is in the 100 ms window that starts at the freeze's end (10.0 s).
+    for m in &a {
+        let at = m.arrivals_100ms.iter().position(|n| *n == m.peak_100ms);
+        assert_eq!(at, Some(100), "seed {}", m.seed);
+    }
+}
