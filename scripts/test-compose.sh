@@ -21,8 +21,21 @@ export E03_CLIENTS=60 E03_DURATION_S=6 E03_THINK_MIN_MS=300 E03_THINK_MAX_MS=600
     E03_FREEZE_START_S=2.5 E03_FREEZE_END_S=3.5 E03_RECOVERY_END_S=4.5
 start=$(date +%s)
 compose build
-compose up --exit-code-from analyzer
+# Plain `up`, as a user types it: it returns once every container has exited (the swarm shuts
+# the dependencies down when it is done; the analyzer exits after printing the tables).
+compose up --no-color 2>&1 | tee /tmp/e03-compose-up.log
 echo "test-compose: compose run took $(( $(date +%s) - start )) s"
+for svc in swarm analyzer; do
+    code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
+    if [ "$code" != 0 ]; then
+        echo "test-compose: $svc exited with $code" >&2
+        exit 1
+    fi
+done
+for id in A B C D; do
+    grep -qE "^analyzer[-_]1 +\| \| $id +\|" /tmp/e03-compose-up.log \
+        || { echo "test-compose: the compose output has no table row for $id" >&2; exit 1; }
+done
 
 for c in $(compose ps -q); do
     user=$(docker inspect -f '{{.Config.User}}' "$c")

@@ -47,7 +47,9 @@ pub struct Plan {
     pub listen: SocketAddr,
     pub control_listen: SocketAddr,
     pub log_dir: PathBuf,
-    pub scenario: Scenario,
+    /// Scenario of the run started at process start; `None` (`--scenario none`): no run until a
+    /// control call starts one (the lab and compose start every run by control call).
+    pub scenario: Option<Scenario>,
     pub params: Params,
 }
 
@@ -83,8 +85,10 @@ pub fn command() -> Command {
                 .long("scenario")
                 .env("E03_SCENARIO")
                 .default_value("e03b")
-                .value_name("e03a|e03b")
-                .help("Scenario of the run started at process start"),
+                .value_name("e03a|e03b|none")
+                .help(
+                    "Scenario of the run started at process start (none: wait for a control call)",
+                ),
         )
         .subcommand(
             Command::new("health")
@@ -154,13 +158,14 @@ impl Plan {
         }
         let value = setting(m, "scenario");
         let scenario = match Scenario::parse_list(&value).as_deref() {
-            Ok([one]) => *one,
+            Ok([one]) => Some(*one),
+            _ if value.trim().eq_ignore_ascii_case("none") => None,
             _ => {
                 return Err(ConfigError::Setting {
                     flag: "scenario",
                     env: "E03_SCENARIO",
                     value,
-                    accepts: "e03a or e03b",
+                    accepts: "e03a, e03b or none",
                 })
             }
         };
@@ -235,8 +240,8 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     drop(out);
     let opts = ServiceOptions {
         log_dir: plan.log_dir,
-        standalone: Some(StandaloneRun {
-            scenario: plan.scenario,
+        standalone: plan.scenario.map(|scenario| StandaloneRun {
+            scenario,
             params: plan.params,
         }),
     };
@@ -303,7 +308,8 @@ mod tests {
         assert_eq!(p.listen.to_string(), "0.0.0.0:8080");
         assert_eq!(p.control_listen.to_string(), "127.0.0.1:8081");
         assert_eq!(p.log_dir, PathBuf::from("logs"));
-        assert_eq!(p.scenario, Scenario::E03B);
+        assert_eq!(p.scenario, Some(Scenario::E03B));
+        assert_eq!(plan(&["--scenario", "none"], &[]).unwrap().scenario, None);
         assert_eq!(p.params.service.workers, 10);
     }
 
@@ -328,6 +334,9 @@ mod tests {
             &["E03_WORKERS", "PATH"],
         )
         .unwrap();
-        assert_eq!((p.scenario, p.params.service.workers), (Scenario::E03A, 3));
+        assert_eq!(
+            (p.scenario, p.params.service.workers),
+            (Some(Scenario::E03A), 3)
+        );
     }
 }

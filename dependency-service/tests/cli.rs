@@ -54,7 +54,7 @@ fn bad_values_exit_2_naming_the_setting_and_write_nothing() {
         (
             &["--scenario", "e03z"],
             &[],
-            &["--scenario", "e03z", "e03a or e03b"],
+            &["--scenario", "e03z", "e03a, e03b or none"],
         ),
         (&[], &[("E03_WORKER", "5")], &["E03_WORKER"]),
         (&["--bogus"], &[], &["--bogus"]),

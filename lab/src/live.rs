@@ -174,7 +174,7 @@ fn start_service(exe: &Path, log_dir: &Path) -> anyhow::Result<(Child, String, S
         .env("E03_LISTEN", "127.0.0.1:0")
         .env("E03_CONTROL_LISTEN", "127.0.0.1:0")
         .env("E03_LOG_DIR", log_dir)
-        .env("E03_SCENARIO", Scenario::E03B.name())
+        .env("E03_SCENARIO", "none")
         .stdout(Stdio::piped())
         .spawn()?;
     let stdout = child.stdout.take().expect("piped");
