@@ -22,8 +22,7 @@ use nix::unistd::Pid;
 
 use crate::args::RunPlan;
 
-/// Exit code of a run stopped by a signal.
-const EXIT_STOPPED: i32 = 130;
+use crate::EXIT_STOPPED;
 
 pub fn run(plan: &RunPlan) -> i32 {
     match run_live(plan) {

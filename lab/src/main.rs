@@ -19,12 +19,14 @@ use std::ffi::OsString;
 
 /// Exit code for bad input (flags, env vars).
 const EXIT_USAGE: i32 = 2;
+/// Exit code of a run stopped by a signal.
+const EXIT_STOPPED: i32 = 130;
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     let code = match args.get(1).and_then(|a| a.to_str()) {
         Some("serve") => dependency_service::main_entry(child_args("dependency-service", &args)),
-        Some("swarm") => client_swarm::main_entry(child_args("client-swarm", &args)),
+        Some("swarm") => swarm(&args),
         Some("analyze") => analyzer::main_entry(child_args("analyzer", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
         _ => match args::parse(args) {
@@ -35,6 +37,47 @@ fn main() {
         },
     };
     std::process::exit(code);
+}
+
+/// `lab swarm`: the client swarm; if a signal stopped it, the analyzer still writes what the
+/// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
+fn swarm(args: &[OsString]) -> i32 {
+    let child = child_args("client-swarm", args);
+    let code = client_swarm::main_entry(child.clone());
+    if code == EXIT_STOPPED {
+        let out = flag_or_env(&child, "--out", "E03_OUT").unwrap_or_else(|| "results".into());
+        let scenarios =
+            flag_or_env(&child, "--scenarios", "E03_SCENARIOS").unwrap_or_else(|| "all".into());
+        if let Ok(scenarios) = e03_core::Scenario::parse_list(&scenarios) {
+            eprintln!("lab swarm: stopped; analysing what the logs hold (marked incomplete)");
+            let existing: Vec<_> = scenarios
+                .into_iter()
+                .filter(|s| std::path::Path::new(&out).join(s.name()).is_dir())
+                .collect();
+            if let Err(e) = live::report_scenarios(std::path::Path::new(&out), &existing) {
+                eprintln!("lab swarm: {e:#}");
+            }
+        }
+    }
+    code
+}
+
+/// The value of `--flag VALUE` or `--flag=VALUE` in `args`, else of env var `env`.
+fn flag_or_env(args: &[OsString], flag: &str, env: &str) -> Option<String> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let prefix = format!("{flag}=");
+    for (i, a) in args.iter().enumerate() {
+        if a == flag {
+            return args.get(i + 1).cloned();
+        }
+        if let Some(v) = a.strip_prefix(&prefix) {
+            return Some(v.to_string());
+        }
+    }
+    std::env::var(env).ok()
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.
