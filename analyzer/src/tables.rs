@@ -9,7 +9,7 @@ use std::io::Write;
 
 use e03_core::Scenario;
 
-use crate::metrics::RunMetrics;
+use crate::metrics::{Fidelity, RunMetrics};
 use crate::ScenarioSummary;
 
 /// Headers and rows of cells.
@@ -157,14 +157,36 @@ fn ms(v: f64) -> String {
     format!("{v:.0} ms")
 }
 
+/// Seeds as a short list, consecutive runs folded: `42,7,1-3`.
+pub fn seed_ranges(seeds: &[u64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < seeds.len() {
+        let mut j = i;
+        while j + 1 < seeds.len() && seeds[j + 1] == seeds[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j - i >= 2 {
+            format!("{}-{}", seeds[i], seeds[j])
+        } else {
+            seeds[i..=j]
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// The lines above the tables: scenario, seeds, live or simulated, completeness.
 pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
-    let seeds: Vec<String> = s.seeds().iter().map(u64::to_string).collect();
     let mut lines = vec![format!(
         "{} ({}): seeds {}, {}",
         s.scenario.title(),
         s.scenario.name(),
-        seeds.join(","),
+        seed_ranges(&s.seeds()),
         if s.simulated {
             "SIMULATED (discrete-event model, no HTTP)"
         } else {
@@ -321,16 +343,7 @@ pub fn fidelity_lines(s: &ScenarioSummary) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &s.runs {
         let Some(f) = &r.fidelity else { continue };
-        let throughput = match (f.achieved_rps, f.ratio) {
-            (Some(a), Some(q)) => format!(
-                "achieved {a:.1} req/s vs configured {:.1} req/s (ratio {q:.3}, over {:.1} s of saturation)",
-                f.configured_rps, f.saturated_s
-            ),
-            _ => format!(
-                "not measured ({:.2} s of saturation outside the outage; configured {:.1} req/s)",
-                f.saturated_s, f.configured_rps
-            ),
-        };
+        let throughput = throughput_text(f);
         lines.push(format!(
             "fidelity {} seed {}: send lateness p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; queueing outside the model p99 {:.2} ms, max {:.2} ms ({} samples); throughput while saturated: {throughput}",
             r.strategy, r.seed, f.lateness_p50_ms, f.lateness_p99_ms, f.lateness_max_ms,
@@ -341,6 +354,37 @@ pub fn fidelity_lines(s: &ScenarioSummary) -> Vec<String> {
         }
     }
     lines
+}
+
+/// Achieved vs configured capacity, normal and degraded, and their combined ratio.
+fn throughput_text(f: &Fidelity) -> String {
+    let phase = |name: &str, secs: f64, achieved: Option<f64>, configured: f64| match achieved {
+        Some(a) => format!(
+            "{name} achieved {a:.1} req/s vs configured {configured:.1} req/s over {secs:.1} s"
+        ),
+        None => format!(
+            "{name} not measured ({secs:.2} s of saturation; configured {configured:.1} req/s)"
+        ),
+    };
+    let mut parts = vec![phase(
+        "normal",
+        f.saturated_s,
+        f.achieved_rps,
+        f.configured_rps,
+    )];
+    if let Some(c) = f.degraded_configured_rps {
+        parts.push(phase(
+            "degraded",
+            f.degraded_saturated_s,
+            f.degraded_achieved_rps,
+            c,
+        ));
+    }
+    parts.push(match f.ratio {
+        Some(q) => format!("ratio {q:.3}"),
+        None => "ratio not measured".to_string(),
+    });
+    parts.join(", ")
 }
 
 /// Live only: per run, client attempts vs server arrivals by identity.
@@ -401,6 +445,14 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn seed_lists_fold_consecutive_runs() {
+        assert_eq!(seed_ranges(&[42, 7, 1, 2, 3]), "42,7,1-3");
+        assert_eq!(seed_ranges(&[1, 2]), "1,2");
+        assert_eq!(seed_ranges(&(1..=100).collect::<Vec<_>>()), "1-100");
+        assert_eq!(seed_ranges(&[]), "");
+    }
     use super::*;
 
     #[test]
