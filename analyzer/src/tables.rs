@@ -479,4 +479,35 @@ mod tests {
             "| s   | total |\n|:----|------:|\n| A   |  3040 |\n"
         );
     }
+
+    #[test]
+    fn throughput_text_shows_both_capacities_and_the_ratio() {
+        let mut f = Fidelity {
+            lateness_p50_ms: 0.0,
+            lateness_p99_ms: 0.0,
+            lateness_max_ms: 0.0,
+            queueing_samples: 0,
+            queueing_p99_ms: 0.0,
+            queueing_max_ms: 0.0,
+            saturated_s: 0.1,
+            achieved_rps: None,
+            configured_rps: 250.0,
+            degraded_saturated_s: 1.5,
+            degraded_achieved_rps: Some(124.0),
+            degraded_configured_rps: Some(125.0),
+            ratio: Some(0.99),
+        };
+        assert_eq!(
+            throughput_text(&f),
+            "normal not measured (0.10 s of saturation; configured 250.0 req/s), degraded \
+             achieved 124.0 req/s vs configured 125.0 req/s over 1.5 s, ratio 0.990"
+        );
+        f.degraded_configured_rps = None;
+        f.ratio = None;
+        assert_eq!(
+            throughput_text(&f),
+            "normal not measured (0.10 s of saturation; configured 250.0 req/s), ratio not \
+             measured"
+        );
+    }
 }

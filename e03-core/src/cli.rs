@@ -21,8 +21,8 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_TARGETS",
     "E03_UID",
     "E03_GID",
-    "E03_DOCKERFILE",
     "E03_SEQUENTIAL",
+    "E03_SWARM_REPORT",
 ];
 
 /// Adds one flag per parameter to `cmd`.

@@ -332,7 +332,10 @@ impl Params {
     /// Validates raw values keyed by env var name; missing keys take their default. Keys that
     /// are not parameters are an error (a typo must not silently run the defaults).
     pub fn from_raw(raw: &BTreeMap<String, String>) -> Result<Params, ParamError> {
-        if let Some(bad) = raw.keys().find(|k| spec(k).is_none()) {
+        if let Some(bad) = raw
+            .keys()
+            .find(|k| !PARAMS.iter().any(|p| p.env == k.as_str()))
+        {
             return Err(ParamError::Unknown { name: bad.clone() });
         }
         let r = Reader { raw };

@@ -57,6 +57,7 @@ fn out_arg() -> Arg {
 fn sequential_arg() -> Arg {
     Arg::new("sequential")
         .long("sequential")
+        .env("E03_SEQUENTIAL")
         .action(ArgAction::SetTrue)
         .help("run the strategies one after the other instead of at the same time")
 }

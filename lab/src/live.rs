@@ -135,6 +135,7 @@ fn run_group(plan: &RunPlan, group: &[Strategy], stop: &AtomicBool) -> anyhow::R
         scenarios[0].to_string()
     };
     let mut swarm = child_command(&exe, "swarm", &params)
+        .env("E03_SWARM_REPORT", "0")
         .arg("--targets")
         .arg(targets.join(","))
         .arg("--scenarios")

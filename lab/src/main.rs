@@ -44,7 +44,9 @@ fn main() {
 fn swarm(args: &[OsString]) -> i32 {
     let child = child_args("client-swarm", args);
     let code = client_swarm::main_entry(child.clone());
-    if code == EXIT_STOPPED {
+    // `lab run` analyses after its swarm itself and sets E03_SWARM_REPORT=0 for it.
+    let report = std::env::var("E03_SWARM_REPORT").map_or(true, |v| v != "0");
+    if code == EXIT_STOPPED && report {
         let out = flag_or_env(&child, "--out", "E03_OUT").unwrap_or_else(|| "results".into());
         let scenarios =
             flag_or_env(&child, "--scenarios", "E03_SCENARIOS").unwrap_or_else(|| "all".into());

@@ -1,0 +1,183 @@
+//! A live run stopped by SIGTERM says it is incomplete, and what it logged is still whole.
+//!
+//! `lab run e03b` with a short run (6 s of operations, freeze at 2 s) gets SIGTERM about 2.5 s
+//! after it started, in the middle of its traffic. The contract (spec: Ctrl-C or SIGTERM stops
+//! the children gracefully, logs are flushed, the summary is marked incomplete):
+//!
+//! - exit code 130;
+//! - every line of every log is a whole event (nothing torn by the stop);
+//! - each log ends with `run_end` whose `complete` is false;
+//! - `summary.json` exists and says `"complete": false`;
+//! - every attempt the swarm logged reached its dependency: the lab stops the swarm first and the
+//!   dependencies only after it, so no attempt can be logged that the server never saw.
+//!
+//! Timing is loose on purpose: the signal only has to land somewhere in the 6 s of operations.
+//! It goes 2.5 s after the start, or, if starting the processes took longer on a loaded 2-core
+//! machine, 1 s after all eight logs exist (each run's traffic has begun), so it never lands
+//! before the traffic; 1 s of 30 clients thinking 0.2 to 0.4 s gives some hundred attempts. A
+//! watchdog kills the lab if it has not exited 90 s after the signal.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use e03_core::events::{Event, Source};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// The signal is sent this long after the lab starts at the earliest ...
+const STOP_AFTER: Duration = Duration::from_millis(2500);
+/// ... and this long after every run's log exists (all runs started), at the earliest.
+const TRAFFIC_BEFORE_STOP: Duration = Duration::from_millis(1000);
+/// How long the runs may take to start.
+const START_LIMIT: Duration = Duration::from_secs(30);
+/// How long the lab may take to wind down before the watchdog kills it.
+const WATCHDOG: Duration = Duration::from_secs(90);
+
+fn lab() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("E03_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// Number of `*.jsonl` files in `dir` (0 while it does not exist).
+fn log_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .count()
+    })
+}
+
+/// Every event of one log file, each line parsed (panics naming the file and line otherwise).
+fn events(path: &Path) -> Vec<Event> {
+    let text = std::fs::read_to_string(path).expect("log readable");
+    assert!(text.ends_with('\n'), "{} ends mid-line", path.display());
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{} line {}: {e}: {line:?}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+#[test]
+fn sigterm_mid_run_exits_130_with_whole_logs_marked_incomplete() {
+    let out = std::env::temp_dir().join(format!("e03-lab-stop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let child = lab()
+        .args(["run", "e03b", "--seed", "42", "--out"])
+        .arg(&out)
+        .args(["--clients", "30", "--duration-s", "6"])
+        .args(["--freeze-start-s", "2", "--freeze-end-s", "2.5"])
+        .args(["--recovery-end-s", "3"])
+        .args(["--think-min-ms", "200", "--think-max-ms", "400"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lab starts");
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    let done = Arc::new(AtomicBool::new(false));
+    let signaller = {
+        let done = Arc::clone(&done);
+        let dir = out.join("e03b");
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while log_count(&dir) < 8 && started.elapsed() < START_LIMIT {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(TRAFFIC_BEFORE_STOP);
+            std::thread::sleep(STOP_AFTER.saturating_sub(started.elapsed()));
+            kill(pid, Signal::SIGTERM).expect("SIGTERM sent");
+            let deadline = Instant::now() + WATCHDOG;
+            while !done.load(Ordering::SeqCst) {
+                if Instant::now() > deadline {
+                    let _ = kill(pid, Signal::SIGKILL);
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            true
+        })
+    };
+    let output = child.wait_with_output().expect("lab ends");
+    done.store(true, Ordering::SeqCst);
+    let in_time = signaller.join().expect("signaller");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        in_time,
+        "the lab did not stop within {WATCHDOG:?}\n{context}"
+    );
+    assert_eq!(output.status.code(), Some(130), "{context}");
+
+    let dir = out.join("e03b");
+    let mut logs: Vec<_> = std::fs::read_dir(&dir)
+        .expect("scenario dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    logs.sort();
+    // One client and one server log per strategy.
+    assert_eq!(logs.len(), 8, "{logs:?}\n{context}");
+
+    // (run, client, op, attempt) seen by the clients and by the servers.
+    let mut attempts: HashSet<(String, u32, u32, u32)> = HashSet::new();
+    let mut arrivals: HashSet<(String, u32, u32, u32)> = HashSet::new();
+    let (mut clients, mut servers) = (0, 0);
+    for log in &logs {
+        let events = events(log);
+        let Some(Event::RunStart(start)) = events.first() else {
+            panic!("{} does not start with run_start", log.display());
+        };
+        match start.source {
+            Source::Client => clients += 1,
+            Source::Server => servers += 1,
+        }
+        match events.last() {
+            Some(Event::RunEnd(end)) => assert!(
+                !end.complete,
+                "{} says complete after SIGTERM",
+                log.display()
+            ),
+            other => panic!("{} ends with {other:?}, not run_end", log.display()),
+        }
+        for e in &events {
+            match e {
+                Event::Attempt(a) => {
+                    attempts.insert((a.tag.run.clone(), a.client, a.op, a.attempt));
+                }
+                Event::Arrival(a) => {
+                    if let (Some(c), Some(o), Some(n)) = (a.client, a.op, a.attempt) {
+                        arrivals.insert((a.tag.run.clone(), c, o, n));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!((clients, servers), (4, 4));
+    // The stop came mid-traffic: there is something to compare.
+    assert!(attempts.len() >= 30, "only {} attempts", attempts.len());
+    let missing: Vec<_> = attempts.difference(&arrivals).take(5).collect();
+    assert!(
+        missing.is_empty(),
+        "client attempts the servers never saw, e.g. {missing:?}"
+    );
+
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("summary.json")).expect("summary written"),
+    )
+    .expect("summary is JSON");
+    assert_eq!(summary["complete"], false, "{summary}");
+    let _ = std::fs::remove_dir_all(&out);
+}
