@@ -14,7 +14,8 @@
 //! Timing fidelity (coordinated omission): every attempt records when it was *due* (operation
 //! start, or the end of its retry wait), when it was actually *sent* (just before reqwest gets
 //! it) and when it ended. Schedules are absolute (`sleep_until(t0 + due)`), so a late wake-up
-//! never shifts the following ones.
+//! never shifts the following ones. The sleeps use the swarm's precise timer (`timer`), not
+//! tokio's 1 ms wheel, and a retry that is already due (an immediate retry) is sent at once.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,10 +27,11 @@ use e03_core::rng::{stream, LabRng, Stream};
 use e03_core::{AttemptResult, GiveUp, Next, OpOutcome, Operation, RetryBudget, Strategy};
 use rand::Rng;
 use tokio::sync::mpsc;
-use tokio::time::{sleep_until, timeout_at, Instant};
+use tokio::time::{timeout_at, Instant};
 
 use crate::http::{AttemptId, WorkEndpoint};
 use crate::stop::StopSignal;
+use crate::timer::PreciseTimer;
 
 /// The first operation of each client starts uniformly in [0, FIRST_START_SPREAD_US) µs.
 const FIRST_START_SPREAD_US: u64 = 2_000_000;
@@ -53,6 +55,8 @@ pub(crate) struct StrategyRun {
     pub duration: Duration,
     /// Think time bounds, inclusive.
     pub think: (Duration, Duration),
+    /// Wakes the scheduled sends at their due time (tokio's timer is 1 ms coarse).
+    pub timer: PreciseTimer,
 }
 
 impl StrategyRun {
@@ -109,7 +113,7 @@ pub(crate) async fn run_client(
                 totals.cut_short = true;
                 break;
             }
-            _ = sleep_until(run.t0 + start) => {}
+            _ = run.timer.sleep_until((run.t0 + start).into_std()) => {}
         }
         let done =
             run_operation(&run, client, op_no, start, &mut jitter_rng, &log, &mut stop).await;
@@ -144,7 +148,7 @@ pub(crate) async fn run_operation(
         tokio::select! {
             biased;
             _ = stop.stopped() => break (OpOutcome::Failed(GiveUp::Aborted), run.now()),
-            _ = sleep_until(run.t0 + due) => {}
+            _ = run.timer.sleep_until((run.t0 + due).into_std()) => {}
         }
         let id = AttemptId {
             client,
@@ -162,7 +166,8 @@ pub(crate) async fn run_operation(
             r = timeout_at(sent_at + timeout, run.work.execute(req)) => {
                 Some(r.unwrap_or(AttemptResult::Timeout))
             }
-            _ = stop.stopped() => None,
+            // Not at once: a request still connecting would never reach the server.
+            _ = stop.stopped_in_flight() => None,
         };
         let now = run.now();
         let record = |end: AttemptEnd, status: Option<u16>| {
@@ -288,6 +293,7 @@ mod tests {
             limits,
             duration: ms(500),
             think: (ms(100), ms(200)),
+            timer: PreciseTimer::start(),
         }
     }
 

@@ -32,6 +32,7 @@ use crate::http::{build_client, endpoint, start_run, stop_run, WorkEndpoint};
 use crate::log::ClientLog;
 use crate::plan::{StrategyReport, SwarmPlan, SwarmReport, Target};
 use crate::stop::{stop_pair, StopSignal};
+use crate::timer::PreciseTimer;
 
 /// Runs `plan` to its end, or until `shutdown` resolves (then the report says incomplete).
 pub async fn run_swarm(
@@ -59,6 +60,7 @@ struct Prepared {
 
 async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, SwarmError> {
     let resolved = resolve(&plan)?;
+    let timer = PreciseTimer::start();
     let (start_unix_ms, t0) = time_zero(plan.start_delay);
     let mut prepared = Vec::new();
     for (strategy, target, work) in resolved {
@@ -107,7 +109,8 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
     let mut runs = JoinSet::new();
     for (i, p) in prepared.into_iter().enumerate() {
         let (plan, stop) = (plan.clone(), stop.clone());
-        runs.spawn(async move { (i, run_strategy(p, plan, t0, stop).await) });
+        let timer = timer.clone();
+        runs.spawn(async move { (i, run_strategy(p, plan, t0, timer, stop).await) });
     }
     let mut reports: Vec<Option<StrategyReport>> = vec![None; runs.len()];
     let mut first_error = None;
@@ -175,6 +178,7 @@ async fn run_strategy(
     p: Prepared,
     plan: SwarmPlan,
     t0: Instant,
+    timer: PreciseTimer,
     stop: StopSignal,
 ) -> Result<StrategyReport, SwarmError> {
     let run = Arc::new(StrategyRun {
@@ -187,6 +191,7 @@ async fn run_strategy(
         limits: plan.params.limits(),
         duration: plan.params.duration(),
         think: plan.params.think_range(),
+        timer,
     });
     let mut clients = JoinSet::new();
     for c in 0..plan.params.swarm.clients {

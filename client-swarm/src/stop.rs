@@ -4,8 +4,21 @@
 //! A `watch` channel holds one boolean. Waiting on a channel whose sender is gone must NOT look
 //! like a stop (that would abort a healthy run when the run's owner drops it early), so a closed
 //! channel waits forever instead.
+//!
+//! An attempt already in flight is aborted only [`IN_FLIGHT_GRACE`] after the stop
+//! ([`StopSignal::stopped_in_flight`]). Dropping it at once can drop a request whose connection
+//! is still being opened: the swarm logs an attempt the dependency never saw, and the client
+//! and server logs of a stopped run disagree. Within the grace such a request reaches the
+//! dependency (a loopback connect and write take well under a millisecond); whatever is still
+//! unanswered then has arrived, and is aborted. The lab stops the dependencies only after the
+//! swarm, so they are there to receive it.
+
+use std::time::Duration;
 
 use tokio::sync::watch;
+
+/// How long an attempt in flight may still run after the stop signal.
+pub(crate) const IN_FLIGHT_GRACE: Duration = Duration::from_millis(250);
 
 /// Raises the stop signal.
 pub(crate) struct StopTrigger(watch::Sender<bool>);
@@ -32,6 +45,13 @@ impl StopSignal {
             std::future::pending::<()>().await;
         }
     }
+
+    /// Resolves [`IN_FLIGHT_GRACE`] after the stop signal is raised: when an attempt in flight
+    /// is aborted.
+    pub(crate) async fn stopped_in_flight(&mut self) {
+        self.stopped().await;
+        tokio::time::sleep(IN_FLIGHT_GRACE).await;
+    }
 }
 
 #[cfg(test)]
@@ -56,5 +76,22 @@ mod tests {
         drop(trigger);
         let waited = tokio::time::timeout(Duration::from_millis(50), signal.stopped()).await;
         assert!(waited.is_err(), "a dropped trigger must not stop the run");
+    }
+
+    #[tokio::test]
+    async fn attempts_in_flight_get_a_grace_after_the_stop() {
+        let (trigger, mut signal) = stop_pair();
+        let early = tokio::time::timeout(Duration::from_millis(20), signal.stopped_in_flight());
+        assert!(early.await.is_err(), "no stop before the trigger");
+        trigger.stop();
+        let start = std::time::Instant::now();
+        signal.stopped_in_flight().await;
+        // At least the grace; the upper bound only catches a wait that never ends (a loaded
+        // machine may add scheduling delay, never subtract).
+        let waited = start.elapsed();
+        assert!(
+            waited >= IN_FLIGHT_GRACE && waited < Duration::from_secs(5),
+            "{waited:?}"
+        );
     }
 }

@@ -61,6 +61,11 @@ async fn bad_input_exits_2_and_names_the_variable() {
         (&["--targets", "A=nope"], &[], "E03_TARGETS"),
         (&[], &[("E03_TARGETS", TARGETS)], "E03_STRATEGIES"), // B, C, D have no target
         (&[], &[], "--targets"),
+        (
+            &["--targets", TARGETS, "--strategies", "A"],
+            &[("TOKIO_WORKER_THREADS", "0")],
+            "TOKIO_WORKER_THREADS",
+        ),
     ];
     for (args, env, named) in cases {
         let o = run(args, env).await;

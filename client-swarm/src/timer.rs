@@ -1,0 +1,266 @@
+//! A precise timer for the swarm's scheduled sends: it wakes a task at its deadline, not at the
+//! next millisecond tick.
+//!
+//! Why: tokio's timer wheel has a 1 ms resolution and rounds every deadline UP to the next tick
+//! (and its driver parks with a whole-millisecond `epoll_wait` timeout), so an attempt scheduled
+//! with `tokio::time::sleep_until` leaves ~1 ms late on average and up to ~2 ms late, and every
+//! attempt due within the same millisecond wakes at the same instant, in a burst. The lab
+//! measures the *model*, so the swarm's own lateness must stay far below the effects it shows.
+//!
+//! How: one std thread (`swarm-timer`) holds a min-heap of `(deadline, oneshot sender)`. Tasks
+//! hand it an entry through a std channel and await the oneshot. The thread sleeps in
+//! `Receiver::recv_timeout` until the earliest deadline (a futex wait with a high-resolution
+//! kernel timer: it wakes within tens of µs, with no busy-spinning) or until a new entry
+//! arrives, then fires every entry whose deadline has passed. A task whose deadline has already
+//! passed does not involve the thread at all: it returns at once, without yielding.
+//!
+//! Guarantees: a sleep never ends before its deadline (the thread fires an entry only when
+//! `Instant::now() >= deadline`, and `Instant` is monotonic across threads). A dropped sleep
+//! (a `select!` that took another branch) just leaves an entry whose send goes nowhere. If the
+//! thread is gone (it cannot panic in practice), sleeps fall back to tokio's timer, which is
+//! late but never early. The thread ends when the last [`PreciseTimer`] handle is dropped and
+//! every pending entry that someone still waits for has fired.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+/// One pending wake-up.
+struct Entry {
+    deadline: Instant,
+    /// Ties at the same deadline fire in the order they were asked for.
+    seq: u64,
+    wake: oneshot::Sender<()>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest deadline first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+/// A request to the timer thread: the deadline and where to say it has come.
+type Request = (Instant, oneshot::Sender<()>);
+
+/// A handle to the timer thread; cheap to clone, shared by every client of a run.
+#[derive(Clone, Debug)]
+pub(crate) struct PreciseTimer {
+    tx: mpsc::Sender<Request>,
+}
+
+impl PreciseTimer {
+    /// Starts the timer thread. If the thread cannot be started, every sleep falls back to
+    /// tokio's timer (a warning says so): the run goes on, with coarser timing.
+    pub(crate) fn start() -> PreciseTimer {
+        let (tx, rx) = mpsc::channel();
+        if let Err(e) = thread::Builder::new()
+            .name("swarm-timer".into())
+            .spawn(move || timer_thread(rx))
+        {
+            tracing::warn!("cannot start the precise timer thread ({e}); using tokio's timer");
+        }
+        PreciseTimer { tx }
+    }
+
+    /// Waits until `deadline`: never before it, and normally within tens of µs after it.
+    /// Returns at once, without yielding, when the deadline has already passed.
+    pub(crate) async fn sleep_until(&self, deadline: Instant) {
+        if Instant::now() >= deadline {
+            return;
+        }
+        let (wake, woken) = oneshot::channel();
+        let fired = self.tx.send((deadline, wake)).is_ok() && woken.await.is_ok();
+        if !fired || Instant::now() < deadline {
+            // The thread is gone (or, impossibly, fired early): tokio's timer is late but
+            // never early.
+            tokio::time::sleep_until(deadline.into()).await;
+        }
+    }
+}
+
+fn timer_thread(rx: mpsc::Receiver<Request>) {
+    let mut heap = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut open = true;
+    loop {
+        let now = Instant::now();
+        while heap.peek().is_some_and(|e: &Entry| e.deadline <= now) {
+            let entry = heap.pop().expect("peeked");
+            // The sleeper may have been dropped (another select! branch won): nothing to do.
+            let _ = entry.wake.send(());
+        }
+        let next = heap.peek().map(|e| e.deadline);
+        let request = match (open, next) {
+            (true, Some(deadline)) => {
+                match rx.recv_timeout(deadline.saturating_duration_since(now)) {
+                    Ok(request) => Some(request),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        open = false;
+                        // Nobody waits for a dropped sleep: do not linger until its deadline.
+                        heap.retain(|e| !e.wake.is_closed());
+                        None
+                    }
+                }
+            }
+            (true, None) => match rx.recv() {
+                Ok(request) => Some(request),
+                Err(_) => return,
+            },
+            (false, Some(deadline)) => {
+                // Every handle is gone; the pending sleepers still get their wake-ups.
+                thread::sleep(deadline.saturating_duration_since(now));
+                None
+            }
+            (false, None) => return,
+        };
+        if let Some((deadline, wake)) = request {
+            heap.push(Entry {
+                deadline,
+                seq,
+                wake,
+            });
+            seq += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    /// How late a wake-up may be in these tests. Far above the tens of µs the timer achieves,
+    /// because a loaded 2-core CI machine can deschedule any thread for hundreds of ms; the
+    /// point here is "woken at all, and not absurdly late", not a precision benchmark (the lab's
+    /// fidelity line measures that).
+    const GENEROUS: Duration = Duration::from_secs(2);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn never_wakes_before_the_deadline_and_wakes_within_a_generous_bound() {
+        let timer = PreciseTimer::start();
+        let base = Instant::now();
+        let mut tasks = Vec::new();
+        // 300 sleepers over 60 ms, asked for out of order, two per deadline.
+        for i in 0..300u64 {
+            let timer = timer.clone();
+            let deadline = base + Duration::from_micros(((i % 150) * 7919) % 60_000 + 100);
+            tasks.push(tokio::spawn(async move {
+                timer.sleep_until(deadline).await;
+                let now = Instant::now();
+                (now >= deadline, now.saturating_duration_since(deadline))
+            }));
+        }
+        for t in tasks {
+            let (not_early, late) = t.await.unwrap();
+            assert!(not_early, "woke before its deadline");
+            assert!(late < GENEROUS, "woke {late:?} late");
+        }
+        // One sleeper at a time, deadlines from now to 2 ms ahead.
+        for i in 0..50u64 {
+            let deadline = Instant::now() + Duration::from_micros(i * 37);
+            timer.sleep_until(deadline).await;
+            assert!(Instant::now() >= deadline, "woke early at step {i}");
+        }
+    }
+
+    #[test]
+    fn a_deadline_in_the_past_returns_on_the_first_poll() {
+        // No runtime needed: the past-deadline path neither yields nor touches the thread.
+        let timer = PreciseTimer::start();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut sleep = pin!(timer.sleep_until(Instant::now()));
+        assert_eq!(sleep.as_mut().poll(&mut cx), Poll::Ready(()));
+    }
+
+    #[test]
+    fn a_future_deadline_is_pending_at_first() {
+        let timer = PreciseTimer::start();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut sleep = pin!(timer.sleep_until(Instant::now() + Duration::from_secs(60)));
+        assert_eq!(sleep.as_mut().poll(&mut cx), Poll::Pending);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_sleep_does_not_disturb_the_others() {
+        let timer = PreciseTimer::start();
+        let far = timer.sleep_until(Instant::now() + Duration::from_millis(30));
+        // Registered, then dropped before its deadline.
+        tokio::select! {
+            biased;
+            _ = far => panic!("fired 30 ms early"),
+            _ = std::future::ready(()) => {}
+        }
+        let deadline = Instant::now() + Duration::from_millis(50);
+        tokio::time::timeout(GENEROUS, timer.sleep_until(deadline))
+            .await
+            .expect("the later sleep still fires");
+        assert!(Instant::now() >= deadline);
+    }
+
+    #[tokio::test]
+    async fn pending_sleeps_still_fire_after_every_handle_is_dropped() {
+        let timer = PreciseTimer::start();
+        let deadline = Instant::now() + Duration::from_millis(20);
+        let (wake, woken) = oneshot::channel();
+        timer.tx.send((deadline, wake)).unwrap();
+        drop(timer);
+        tokio::time::timeout(GENEROUS, woken)
+            .await
+            .expect("fired")
+            .expect("the thread kept the entry");
+        assert!(Instant::now() >= deadline);
+    }
+
+    #[test]
+    fn the_thread_ends_without_waiting_for_dropped_sleeps() {
+        let (tx, rx) = mpsc::channel();
+        let thread = thread::spawn(move || timer_thread(rx));
+        // A sleep an hour away, dropped by its sleeper, then every handle gone.
+        let (wake, woken) = oneshot::channel();
+        tx.send((Instant::now() + Duration::from_secs(3600), wake))
+            .unwrap();
+        drop(woken);
+        drop(tx);
+        // `join` returns only if the thread ended; had it kept the entry it would sleep an
+        // hour, and the test would hang instead of pass.
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn entries_pop_earliest_first_and_ties_in_order() {
+        let base = Instant::now();
+        let mut heap = BinaryHeap::new();
+        for (ms, seq) in [(5, 0), (1, 1), (5, 2), (3, 3)] {
+            heap.push(Entry {
+                deadline: base + Duration::from_millis(ms),
+                seq,
+                wake: oneshot::channel().0,
+            });
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|e| e.seq)).collect();
+        assert_eq!(order, [1, 3, 0, 2]);
+    }
+}
