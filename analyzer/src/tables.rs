@@ -345,9 +345,10 @@ pub fn fidelity_lines(s: &ScenarioSummary) -> Vec<String> {
         let Some(f) = &r.fidelity else { continue };
         let throughput = throughput_text(f);
         lines.push(format!(
-            "fidelity {} seed {}: send lateness p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; queueing outside the model p99 {:.2} ms, max {:.2} ms ({} samples); throughput while saturated: {throughput}",
+            "fidelity {} seed {}: send lateness p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; queueing outside the model p99 {:.2} ms, max {:.2} ms ({} samples); answers after their scheduled instant p99 {:.2} ms, max {:.2} ms; throughput while saturated: {throughput}",
             r.strategy, r.seed, f.lateness_p50_ms, f.lateness_p99_ms, f.lateness_max_ms,
-            f.queueing_p99_ms, f.queueing_max_ms, f.queueing_samples
+            f.queueing_p99_ms, f.queueing_max_ms, f.queueing_samples,
+            f.answer_lateness_p99_ms, f.answer_lateness_max_ms
         ));
         for w in f.warnings() {
             lines.push(format!("WARNING {} seed {}: {w}", r.strategy, r.seed));
@@ -489,6 +490,8 @@ mod tests {
             queueing_samples: 0,
             queueing_p99_ms: 0.0,
             queueing_max_ms: 0.0,
+            answer_lateness_p99_ms: 0.0,
+            answer_lateness_max_ms: 0.0,
             saturated_s: 0.1,
             achieved_rps: None,
             configured_rps: 250.0,
