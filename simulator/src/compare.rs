@@ -10,7 +10,7 @@ use std::io::Write;
 use analyzer::metrics::RunMetrics;
 use analyzer::ScenarioSummary;
 
-use crate::stats::{format_value, write_table, Spread, METRICS};
+use crate::stats::{format_value, spread_of, write_table, Spread, METRICS};
 
 /// Relative difference of `sim` to `live`, printed: `+3.2%`, `0.0%`, or `n/a` when `live` is
 /// zero and `sim` is not.
@@ -60,8 +60,8 @@ pub fn print_run_comparison<W: Write>(
             "difference".to_string(),
         ]];
         for metric in METRICS {
-            let ls = Spread::of(metric, l.iter().copied());
-            let ss = Spread::of(metric, s.iter().copied());
+            let ls = spread_of(metric, l.iter().copied());
+            let ss = spread_of(metric, s.iter().copied());
             if ls.is_none() && ss.is_none() {
                 continue;
             }

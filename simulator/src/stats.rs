@@ -81,36 +81,17 @@ pub const METRICS: &[Metric] = &[
     },
 ];
 
-/// Mean, least and greatest of a figure over runs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Runs that had the figure.
-    pub n: usize,
-}
+/// Mean, least and greatest of a figure over runs: the analyzer's own type, so simulated and
+/// live tables spread their seeds the same way.
+pub use analyzer::tables::Spread;
 
-impl Spread {
-    /// `None` if no run has the figure.
-    pub fn of<'a>(metric: &Metric, runs: impl IntoIterator<Item = &'a RunMetrics>) -> Option<Self> {
-        let mut s = Spread {
-            mean: 0.0,
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-            n: 0,
-        };
-        for v in runs.into_iter().filter_map(|m| (metric.get)(m)) {
-            s.mean += v;
-            s.min = s.min.min(v);
-            s.max = s.max.max(v);
-            s.n += 1;
-        }
-        (s.n > 0).then(|| Spread {
-            mean: s.mean / s.n as f64,
-            ..s
-        })
-    }
+/// The spread of `metric` over the runs that have it; `None` if none has it.
+pub fn spread_of<'a>(
+    metric: &Metric,
+    runs: impl IntoIterator<Item = &'a RunMetrics>,
+) -> Option<Spread> {
+    let values: Vec<f64> = runs.into_iter().filter_map(|m| (metric.get)(m)).collect();
+    (!values.is_empty()).then(|| Spread::of(&values))
 }
 
 /// A value in the metric's unit: `92.9%`, `3040`, `628 ms`, `1 s`. Means of counts keep one
@@ -195,13 +176,13 @@ mod tests {
         let mut b = a.clone();
         a.total_requests = 10;
         b.total_requests = 15;
-        let s = Spread::of(m, [&a, &b]).unwrap();
+        let s = spread_of(m, [&a, &b]).unwrap();
         assert_eq!((s.mean, s.min, s.max, s.n), (12.5, 10.0, 15.0, 2));
         assert_eq!(format_spread(Unit::Count, &s), "12.5 [10..15]");
         assert_eq!(format_value(Unit::Share, 0.929, false), "92.9%");
         // E03-A has no recovery figure at all.
         let rec = METRICS.iter().find(|m| m.name == "recovery_s").unwrap();
-        assert_eq!(Spread::of(rec, [&a, &b]), None);
+        assert_eq!(spread_of(rec, [&a, &b]), None);
     }
 
     #[test]

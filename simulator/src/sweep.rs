@@ -15,7 +15,7 @@ use e03_core::params::spec;
 use e03_core::{ParamError, Params, Scenario, Strategy};
 
 use crate::run::{par_map, simulate_run};
-use crate::stats::{format_spread, unit_label, write_table, Spread, METRICS};
+use crate::stats::{format_spread, spread_of, unit_label, write_table, METRICS};
 
 /// What `--sweep` accepts, for errors.
 const SWEEP_ACCEPTS: &str =
@@ -201,7 +201,7 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
     )?;
     for metric in METRICS {
         let cell = |p: &SweepPoint, id: &str| {
-            Spread::of(metric, p.runs.iter().filter(|m| m.strategy == id))
+            spread_of(metric, p.runs.iter().filter(|m| m.strategy == id))
                 .map(|s| format_spread(metric.unit, &s))
         };
         if r.points
@@ -258,7 +258,7 @@ pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
             row.push(s.id.clone());
             row.push(runs.len().to_string());
             for m in METRICS {
-                match Spread::of(m, runs.iter().copied()) {
+                match spread_of(m, runs.iter().copied()) {
                     Some(sp) => row.extend([sp.mean, sp.min, sp.max].map(|v| v.to_string())),
                     None => row.extend(std::iter::repeat_n(String::new(), 3)),
                 }
