@@ -33,9 +33,27 @@
 //! would give the whole 80 ms of each to the normal side and read some 4% high.
 //!
 //! Matching checks that every attempt the swarm logged arrived at the dependency under the same
-//! identity (client, op, attempt), and the other way round.
+//! identity (client, op, attempt), and the other way round. Arrivals without identity headers
+//! count as unmatched server arrivals. The identities are not kept: a fixed-size sketch of the
+//! difference of the two multisets (see `matching`) lists up to a few hundred differing
+//! identities exactly and gives lower bounds beyond; the chance that logs which differ read as
+//! matched is about 2^-64.
+//!
+//! Memory does not grow with the number of events. The service logs each request's arrival
+//! before its response, so an arrival's time is kept only until its response pairs with it
+//! (the queueing wait goes straight into a histogram, a queued request's wait into a set of
+//! merged saturation spells); what stays is the requests not answered yet: the queue, those
+//! held in the freeze until it ends, and arrivals never answered in the log (a malformed
+//! request is answered 400 unlogged, the queue at the run's end 503 unlogged), which are
+//! dropped once far older than any answer can be. The spells are disjoint, a handful per
+//! second of saturation. The completion times are kept exactly (the estimator measures from
+//! the first completion to the µs, and a round of the pool completes at the same µs), but
+//! only admitted requests complete and at most `workers` at a time: their number is bounded by
+//! the run's duration times the capacity (250/s by default, some 60 KB for 30 s), however
+//! many requests, retries and rejections the clients send. Counting them in 100 µs bins
+//! instead would take 40 KB per second of run whatever the load, and lose that exactness.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -43,6 +61,7 @@ use serde::{Deserialize, Serialize};
 use e03_core::dependency::ServiceConfig;
 use e03_core::events::{Arrival, Attempt, Cause, Response};
 
+use crate::matching::IdentitySketch;
 use crate::metrics::{histogram, quantile_ms, MAX_T_US};
 
 /// Largest send lateness (p99) before the table warns, in ms.
@@ -51,6 +70,8 @@ pub const LATENESS_WARN_MS: f64 = 2.0;
 pub const RATIO_WARN: f64 = 0.03;
 /// Least saturated time for the throughput ratio to be reported, in seconds.
 pub const MIN_SATURATED_S: f64 = 0.5;
+/// Unanswered arrivals held before the first look for stale ones.
+const PRUNE_MIN: usize = 4096;
 
 /// Fidelity figures of one live run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,25 +148,31 @@ impl Matched {
     }
 }
 
-type Identity = (u32, u32, u32);
-
-/// The live-only inputs of one run.
+/// The live-only inputs of one run, kept in memory that does not grow with the number of events
+/// (see the module docs).
 #[derive(Debug)]
 pub(crate) struct LiveAccumulator {
     cfg: ServiceConfig,
-    /// Arrival time by sequence number, to measure the wait of immediate admissions.
+    /// Arrival time by sequence number of requests not answered yet: taken out by their
+    /// response.
     arrival_us: HashMap<u64, u64>,
-    /// (seq, admit_us) of responses the model admitted at once; resolved at the end so that
-    /// log order does not matter.
-    immediate: Vec<(u64, u64)>,
-    /// (server arrivals, client attempts) per identity.
-    identities: HashMap<Identity, (u64, u64)>,
+    /// Latest arrival time seen, µs.
+    latest_us: u64,
+    /// Size of `arrival_us` past which entries older than [`Self::horizon_us`] are dropped.
+    prune_at: usize,
+    /// Wait (admit - arrival) of requests the model admitted at once, µs.
+    queueing: Histogram<u64>,
+    /// Client attempts minus server arrivals, per identity.
+    identities: IdentitySketch,
     anonymous_arrivals: u64,
     server_arrivals: u64,
     client_attempts: u64,
-    /// (seq, admit_us) of requests the model queued: each waited from its arrival to then.
-    queued: Vec<(u64, u64)>,
-    /// When each admitted request's work ended (admission + service time), µs.
+    /// Saturation spells outside the freeze, merged as they come: start -> end, µs, disjoint
+    /// and not touching.
+    spells: BTreeMap<u64, u64>,
+    /// When each admitted request's work ended (admission + service time), µs. At most
+    /// `workers` jobs run at once, so this holds at most `workers x (duration / service time
+    /// + 1)` entries: run duration times capacity, whatever the offered load.
     completions: Vec<u64>,
     /// Answer time minus the model's scheduled answer time, µs.
     answer_late: Histogram<u64>,
@@ -169,47 +196,93 @@ impl Spells {
     }
 }
 
+/// Adds `[a, b]` to a set of disjoint intervals, merging it with those it overlaps or touches.
+fn merge_into(spells: &mut BTreeMap<u64, u64>, mut a: u64, mut b: u64) {
+    if let Some((&s, &e)) = spells.range(..=a).next_back() {
+        if e >= a {
+            spells.remove(&s);
+            a = s;
+            b = b.max(e);
+        }
+    }
+    while let Some((&s, &e)) = spells.range(a..=b).next() {
+        spells.remove(&s);
+        b = b.max(e);
+    }
+    spells.insert(a, b);
+}
+
 impl LiveAccumulator {
     pub(crate) fn new(cfg: ServiceConfig) -> Self {
         LiveAccumulator {
             cfg,
             arrival_us: HashMap::new(),
-            immediate: Vec::new(),
-            identities: HashMap::new(),
+            latest_us: 0,
+            prune_at: PRUNE_MIN,
+            queueing: histogram(),
+            identities: IdentitySketch::default(),
             anonymous_arrivals: 0,
             server_arrivals: 0,
             client_attempts: 0,
-            queued: Vec::new(),
+            spells: BTreeMap::new(),
             completions: Vec::new(),
             answer_late: histogram(),
         }
     }
 
+    /// How long after its arrival a request is surely answered in the log: the freeze, a
+    /// slow answer's delay and a full queue's wait at degraded speed, twice over, plus 10 s
+    /// of slop. Arrivals older than that are never answered (a malformed request is answered
+    /// 400 unlogged) and are dropped.
+    fn horizon_us(&self) -> u64 {
+        let t = &self.cfg.timeline;
+        let freeze = t
+            .freeze
+            .map(|f| f.end.saturating_sub(f.start))
+            .unwrap_or_default();
+        let slowest = t
+            .degraded
+            .map(|d| t.service_time(d.start, self.cfg.service_time))
+            .unwrap_or_default()
+            .max(self.cfg.service_time);
+        let rounds = (self.cfg.queue / self.cfg.workers.max(1) + 2) as u32;
+        let wait = freeze + self.cfg.faults.slow_delay + slowest * rounds;
+        (wait * 2).as_micros() as u64 + 10_000_000
+    }
+
     pub(crate) fn arrival(&mut self, a: &Arrival) {
         self.server_arrivals += 1;
         self.arrival_us.insert(a.seq, a.t_us);
+        self.latest_us = self.latest_us.max(a.t_us);
+        if self.arrival_us.len() > self.prune_at {
+            let oldest = self.latest_us.saturating_sub(self.horizon_us());
+            self.arrival_us.retain(|_, t| *t >= oldest);
+            self.prune_at = (2 * self.arrival_us.len()).max(PRUNE_MIN);
+        }
         match (a.client, a.op, a.attempt) {
-            (Some(c), Some(o), Some(n)) => self.identities.entry((c, o, n)).or_default().0 += 1,
+            (Some(c), Some(o), Some(n)) => self.identities.server(c, o, n),
             _ => self.anonymous_arrivals += 1,
         }
     }
 
     pub(crate) fn attempt(&mut self, a: &Attempt) {
         self.client_attempts += 1;
-        self.identities
-            .entry((a.client, a.op, a.attempt))
-            .or_default()
-            .1 += 1;
+        self.identities.client(a.client, a.op, a.attempt);
     }
 
+    /// A response: pairs it with its arrival (logged before it by the service), then forgets
+    /// the arrival.
     pub(crate) fn response(&mut self, r: &Response) {
+        let arrived = self.arrival_us.remove(&r.seq);
         let Some(admit) = r.admit_us.filter(|&t| t < MAX_T_US) else {
             return;
         };
-        if r.immediate {
-            self.immediate.push((r.seq, admit));
-        } else {
-            self.queued.push((r.seq, admit));
+        match arrived {
+            Some(t) if r.immediate => self.queueing.saturating_record(admit.saturating_sub(t)),
+            Some(t) if t < admit && !self.in_freeze(t, admit) => {
+                merge_into(&mut self.spells, t, admit)
+            }
+            _ => {}
         }
         let service = self.cfg.timeline.service_time(
             std::time::Duration::from_micros(admit),
@@ -228,6 +301,13 @@ impl LiveAccumulator {
         }
     }
 
+    /// Entries held in the growable structures: unanswered arrivals, spells and completions
+    /// (the sketch and histograms have a fixed size).
+    #[cfg(test)]
+    pub(crate) fn retained(&self) -> usize {
+        self.arrival_us.len() + self.spells.len() + self.completions.len()
+    }
+
     /// Whether `[from, to)` (µs) overlaps the freeze.
     fn in_freeze(&self, from: u64, to: u64) -> bool {
         self.cfg.timeline.freeze.is_some_and(|f| {
@@ -239,24 +319,9 @@ impl LiveAccumulator {
     /// Saturated time and the completions in it, (normal, degraded). Spells touching the
     /// freeze are dropped; the rest are merged and split at the degraded window's edges.
     fn saturation(&self) -> (Spells, Spells) {
-        let mut spells: Vec<(u64, u64)> = self
-            .queued
-            .iter()
-            .filter_map(|(seq, admit)| {
-                let t = *self.arrival_us.get(seq)?;
-                (t < *admit && !self.in_freeze(t, *admit)).then_some((t, *admit))
-            })
-            .collect();
-        spells.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (a, b) in spells {
-            match merged.last_mut() {
-                Some(last) if a <= last.1 => last.1 = last.1.max(b),
-                _ => merged.push((a, b)),
-            }
-        }
         let mut done = self.completions.clone();
         done.sort_unstable();
+        let merged = self.spells.iter().map(|(&a, &b)| (a, b));
         let degraded = self
             .cfg
             .timeline
@@ -303,12 +368,7 @@ impl LiveAccumulator {
     }
 
     pub(crate) fn finish(self, lateness: &Histogram<u64>) -> (Fidelity, Matched) {
-        let mut queueing = histogram();
-        for (seq, admit) in &self.immediate {
-            if let Some(&t) = self.arrival_us.get(seq) {
-                queueing.saturating_record(admit.saturating_sub(t));
-            }
-        }
+        let queueing = &self.queueing;
         let configured_rps = self.cfg.capacity_per_s();
         let degraded_configured_rps = self.cfg.timeline.degraded.map(|d| {
             let service = self
@@ -337,7 +397,7 @@ impl LiveAccumulator {
                 lateness.max() as f64 / 1000.0
             },
             queueing_samples: queueing.len(),
-            queueing_p99_ms: quantile_ms(&queueing, 0.99),
+            queueing_p99_ms: quantile_ms(queueing, 0.99),
             answer_lateness_p99_ms: quantile_ms(&self.answer_late, 0.99),
             answer_lateness_max_ms: if self.answer_late.is_empty() {
                 0.0
@@ -357,7 +417,13 @@ impl LiveAccumulator {
             degraded_configured_rps,
             ratio,
         };
-        let matched: u64 = self.identities.values().map(|&(s, c)| s.min(c)).sum();
+        let diff = self.identities.difference();
+        // Both sides' counts are exact; the sketch says how many of them differ.
+        let named = self.server_arrivals - self.anonymous_arrivals;
+        let matched = self
+            .client_attempts
+            .saturating_sub(diff.client_only)
+            .min(named.saturating_sub(diff.server_only));
         let matched = Matched {
             client_attempts: self.client_attempts,
             server_arrivals: self.server_arrivals,
@@ -631,5 +697,113 @@ mod tests {
             }
         );
         assert!(!m.ok());
+    }
+
+    #[test]
+    fn memory_does_not_grow_with_the_number_of_events() {
+        // Two million requests in 30 s, each with its client attempt: every 200th is admitted
+        // at once (150/s, under the 250/s capacity), every 2000th waits 2 ms in the queue,
+        // the rest are rejected; each is answered a few arrivals later. What is retained is
+        // bounded by the run's duration (completions at most capacity x 30 s = 7500, spells
+        // fewer), not by the two million events.
+        let cfg = Params::default().service_config(Scenario::E03A, 1);
+        let mut live = LiveAccumulator::new(cfg);
+        let n = 2_000_000u64;
+        let step_us = 30_000_000 / n;
+        let answer = |live: &mut LiveAccumulator, seq: u64| {
+            let t = seq * step_us;
+            let (cause, admit, immediate) = match seq {
+                s if s % 2000 == 0 => (Cause::Ok, Some(t + 2_000), false),
+                s if s % 200 == 0 => (Cause::Ok, Some(t + 10), true),
+                _ => (Cause::Full, None, false),
+            };
+            live.response(&response(seq, cause, admit, immediate));
+        };
+        let mut most = 0;
+        for seq in 0..n {
+            let id = ((seq % 500) as u32, (seq / 500) as u32, 1);
+            live.arrival(&arrival(seq, seq * step_us, Some(id)));
+            live.attempt(&Attempt {
+                tag: tag(),
+                client: id.0,
+                op: id.1,
+                attempt: id.2,
+                due_us: 0,
+                sent_us: 0,
+                end_us: 1,
+                end: AttemptEnd::Status,
+                status: Some(200),
+            });
+            if seq >= 8 {
+                answer(&mut live, seq - 8);
+            }
+            most = most.max(live.retained());
+        }
+        for seq in n - 8..n {
+            answer(&mut live, seq);
+        }
+        assert_eq!(live.arrival_us.len(), 0);
+        assert_eq!(live.completions.len(), 10_000);
+        assert_eq!(live.spells.len(), 1_000);
+        assert!(most <= 11_009, "retained {most} entries");
+        let (f, m) = live.finish(&histogram());
+        assert_eq!(f.queueing_samples, 9_000);
+        assert_eq!((m.client_attempts, m.matched), (n, n));
+        assert!(m.ok(), "{m:?}");
+    }
+
+    #[test]
+    fn an_attempt_missing_on_the_server_side_is_detected() {
+        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
+        let attempt = |client, op| Attempt {
+            tag: tag(),
+            client,
+            op,
+            attempt: 1,
+            due_us: 0,
+            sent_us: 0,
+            end_us: 1,
+            end: AttemptEnd::Status,
+            status: Some(200),
+        };
+        for i in 0..10_000u32 {
+            a.attempt_event(&attempt(i % 50, i / 50));
+            // The server never saw client 7's op 123; everything else arrived once, in
+            // another order.
+            let j = 9_999 - i;
+            if (j % 50, j / 50) != (7, 123) {
+                a.arrival_event(&arrival(j as u64, j as u64, Some((j % 50, j / 50, 1))));
+            }
+        }
+        let m = a.finish().matched.unwrap();
+        assert_eq!(
+            m,
+            Matched {
+                client_attempts: 10_000,
+                server_arrivals: 9_999,
+                matched: 9_999,
+                unmatched_client: 1,
+                unmatched_server: 0
+            }
+        );
+        assert!(!m.ok());
+    }
+
+    #[test]
+    fn arrivals_never_answered_are_dropped_once_stale() {
+        // 100 000 malformed requests over 300 s (answered 400, unlogged): only those within
+        // the horizon (about 20 s by default, some 6 700 arrivals) and at most twice that
+        // between prunes stay. A request answered 15 s after arriving still pairs.
+        let cfg = Params::default().service_config(Scenario::E03A, 1);
+        let mut live = LiveAccumulator::new(cfg);
+        assert!(live.horizon_us() > 15_000_000, "{}", live.horizon_us());
+        for seq in 0..100_000u64 {
+            live.arrival(&arrival(seq, seq * 3_000, None));
+        }
+        assert!(live.arrival_us.len() < 20_000, "{}", live.arrival_us.len());
+        let seq = 100_000 - 5_000;
+        live.response(&response(seq, Cause::Ok, Some(seq * 3_000 + 500), true));
+        let (f, _) = live.finish(&histogram());
+        assert_eq!(f.queueing_samples, 1);
     }
 }

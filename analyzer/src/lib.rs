@@ -7,6 +7,8 @@
 //!   (no IO; the simulator feeds it directly) and [`metrics::RunMetrics`], its result.
 //! - [`fidelity`]: live-only figures: send lateness, queueing outside the model, throughput
 //!   while saturated, and client/server identity matching.
+//! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
+//!   client's and the server's identities without keeping them.
 //! - [`reader`]: streaming JSON Lines reader (truncated last line = warning, other bad lines =
 //!   error with file:line, missing `run_end` = incomplete).
 //! - [`tables`]: the comparison tables, verdicts and series, as text or markdown.
@@ -29,6 +31,7 @@ use e03_core::{ParamError, Params, Scenario};
 pub mod cli;
 pub mod fidelity;
 pub mod figures;
+mod matching;
 pub mod metrics;
 pub mod outputs;
 pub mod reader;
