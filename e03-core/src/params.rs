@@ -227,7 +227,7 @@ pub enum ParamError {
         value: String,
         accepts: String,
     },
-    #[error("unknown parameter {name:?}")]
+    #[error("unknown parameter {name:?}: expected one of the E03_* parameter names (see --help)")]
     Unknown { name: String },
     #[error("unknown scenario {value:?}: expected e03a, e03b or all")]
     UnknownScenario { value: String },
@@ -672,8 +672,10 @@ mod tests {
     fn unknown_parameters_and_scenarios_are_rejected() {
         assert_eq!(
             err(&[("E03_WORKER", "5")]),
-            "unknown parameter \"E03_WORKER\""
+            "unknown parameter \"E03_WORKER\": expected one of the E03_* parameter names (see --help)"
         );
+        // Keys are env names; a flag name is not silently ignored.
+        assert!(err(&[("workers", "abc")]).starts_with("unknown parameter \"workers\""));
         assert_eq!(
             Scenario::parse_list("e03c").unwrap_err().to_string(),
             "unknown scenario \"e03c\": expected e03a, e03b or all"

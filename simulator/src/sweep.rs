@@ -287,7 +287,7 @@ mod tests {
     #[test]
     fn parse_errors_name_the_parameter() {
         let e = parse_sweep("E03_QUEU=1,2").unwrap_err().to_string();
-        assert_eq!(e, "unknown parameter \"E03_QUEU\"");
+        assert!(e.starts_with("unknown parameter \"E03_QUEU\""), "{e}");
         let e = parse_sweep("queue=1,,2").unwrap_err().to_string();
         assert!(
             e.starts_with("invalid E03_QUEUE=\"1,,2\": expected a comma-separated list"),
