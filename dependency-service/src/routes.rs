@@ -2,9 +2,10 @@
 //! (`POST /control/start`, `POST /control/stop`, `GET /health`), each a plain axum `Router` so
 //! handlers are tested without a socket.
 //!
-//! The work handler takes the arrival instant before anything else, then hands the request to
-//! its run in a task of its own ([`crate::run::Run::arrive`]) and only waits for the answer: if
-//! the client disconnects, hyper drops this handler but the request keeps its worker.
+//! The work handler hands the request to its run in a task of its own
+//! ([`crate::run::Run::arrive`], which stamps, logs and decides it in arrival order) and only
+//! waits for the answer: if the client disconnects, hyper drops this handler but the request
+//! keeps its worker.
 //!
 //! Abuse resistance lives here too: unknown paths 404 and wrong methods 405 (axum), bodies over
 //! [`WORK_BODY_LIMIT`] or [`CONTROL_BODY_LIMIT`] 413, malformed control calls 400 with a message
@@ -24,7 +25,6 @@ use e03_core::control::{
 };
 use e03_core::Params;
 use tokio::sync::oneshot;
-use tokio::time::Instant;
 
 use crate::identity::Identity;
 use crate::service::{instant_at_unix_ms, RunSpec, Service, MAX_START_OFFSET};
@@ -80,14 +80,13 @@ async fn limit_work_body(req: Request, next: Next) -> Response {
 }
 
 async fn work(State(svc): State<Arc<Service>>, headers: HeaderMap) -> Response {
-    let at = Instant::now();
     let Some(run) = svc.current_run() else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
     };
-    let seq = run.next_seq();
     let id = Identity::from_headers(&headers);
     let (tx, rx) = oneshot::channel();
-    tokio::spawn(run.arrive(at, seq, id, tx));
+    // The arrival is stamped, logged and decided in its own task (see `Run::arrive`).
+    tokio::spawn(run.arrive(id, tx));
     match rx.await {
         Ok(400) => text(
             StatusCode::BAD_REQUEST,

@@ -57,6 +57,8 @@ pub struct Run {
     state: Mutex<RunState>,
     /// The next arrival's number (also the model's `ReqId`).
     next_seq: AtomicU64,
+    /// Orders arrivals and driver advances: see [`Run::arrive`].
+    sequencer: tokio::sync::Mutex<()>,
     /// Wakes the driver when an earlier event was queued or the run ended.
     wake: Notify,
     /// True while the run's log takes records; see the module docs.
@@ -86,6 +88,7 @@ impl Run {
             log_file: setup.log_file,
             state: Mutex::new(RunState::new(setup.config)),
             next_seq: AtomicU64::new(0),
+            sequencer: tokio::sync::Mutex::new(()),
             wake: Notify::new(),
             gate: RwLock::new(true),
             log,
@@ -135,17 +138,20 @@ impl Run {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Handles one request that arrived at `at` (taken first thing in the handler): logs its
-    /// arrival, lets the model decide, and answers through `tx` now or later. Run it in its own
-    /// task: it must finish even if the handler is dropped.
-    pub async fn arrive(
-        self: Arc<Self>,
-        at: Instant,
-        seq: ReqId,
-        id: Identity,
-        tx: oneshot::Sender<Answer>,
-    ) {
-        let now = self.since_t0(at);
+    /// Handles one request: stamps its arrival, logs it, lets the model decide, and answers
+    /// through `tx` now or later. Run it in its own task: it must finish even if the handler is
+    /// dropped.
+    ///
+    /// The stamp, the log record and the decision happen under the run's *sequencer*, which the
+    /// driver also takes to advance: decisions are taken in the order of the logged arrivals and
+    /// at their logged times, and nothing advances the model in between. Without it, two
+    /// requests stamped microseconds apart could be decided in the other order (one rejected,
+    /// the other queued, against their logged order) and a request could be admitted before its
+    /// own logged arrival; a replay of the log through the simulator would then disagree.
+    pub async fn arrive(self: Arc<Self>, id: Identity, tx: oneshot::Sender<Answer>) {
+        let sequencer = self.sequencer.lock().await;
+        let now = self.since_t0(Instant::now());
+        let seq = self.next_seq();
         self.record(
             Event::Arrival(Arrival {
                 tag: self.tag.clone(),
@@ -159,6 +165,7 @@ impl Run {
         )
         .await;
         if id.malformed {
+            drop(sequencer);
             let _ = tx.send(400);
             return;
         }
@@ -168,11 +175,13 @@ impl Run {
             let mut st = self.lock();
             if st.ended {
                 drop(st);
+                drop(sequencer);
                 let _ = tx.send(503);
                 return;
             }
             st.arrive(now, seq, key, tx, &mut out);
         }
+        drop(sequencer);
         self.wake.notify_one();
         self.deliver(out).await;
     }
@@ -198,6 +207,7 @@ impl Run {
             }
             let mut out = Vec::new();
             {
+                let _sequencer = self.sequencer.lock().await;
                 let mut st = self.lock();
                 if st.ended {
                     return;
