@@ -3,18 +3,9 @@
 //! A short run (a few seconds of traffic, a 0.5 s freeze) keeps it fast; the assertions are on
 //! the shape of the results, not on timing.
 
-use std::process::Command;
+mod common;
 
-fn lab() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
-    // A clean environment for the parameters: only what each test sets.
-    for (k, _) in std::env::vars() {
-        if k.starts_with("E03_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
+use common::lab;
 
 #[test]
 fn short_live_run_writes_a_summary_with_every_strategy() {

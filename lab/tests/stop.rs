@@ -17,13 +17,16 @@
 //! before the traffic; 1 s of 30 clients thinking 0.2 to 0.4 s gives some hundred attempts. A
 //! watchdog kills the lab if it has not exited 90 s after the signal.
 
+mod common;
+
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::lab;
 use e03_core::events::{Event, Source};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -36,16 +39,6 @@ const TRAFFIC_BEFORE_STOP: Duration = Duration::from_millis(1000);
 const START_LIMIT: Duration = Duration::from_secs(30);
 /// How long the lab may take to wind down before the watchdog kills it.
 const WATCHDOG: Duration = Duration::from_secs(90);
-
-fn lab() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("E03_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
 
 /// Number of `*.jsonl` files in `dir` (0 while it does not exist).
 fn log_count(dir: &Path) -> usize {
