@@ -154,6 +154,16 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
     })
 }
 
+/// The output directory and scenarios a command line asks for, parsed exactly as
+/// [`main_entry`] parses them (flags, env vars, defaults); `None` if it does not parse. The lab's
+/// `swarm` wrapper uses it to analyse what a stopped swarm logged.
+pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> {
+    let m = command().try_get_matches_from(args).ok()?;
+    let out = PathBuf::from(m.get_one::<String>("out")?);
+    let scenarios = Scenario::parse_list(m.get_one::<String>("scenarios")?).ok()?;
+    Some((out, scenarios))
+}
+
 /// The whole CLI with its own tokio runtime; returns the exit code.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
     let m = match command().try_get_matches_from(args) {

@@ -27,7 +27,7 @@ mod run;
 mod stop;
 mod timer;
 
-pub use cli::{main_entry, shutdown_signal};
+pub use cli::{main_entry, out_and_scenarios, shutdown_signal};
 pub use error::SwarmError;
 pub use http::wait_healthy;
 pub use plan::{

@@ -180,7 +180,7 @@ impl RunState {
                         self.due.push(Reverse((t + delay, Due::LateAnswer(id))));
                     }
                     // Held: the freeze's end answers it. Stale: already answered.
-                    Completion::Held | Completion::Stale => {}
+                    Completion::Stale => {}
                 }
                 if let Some((next, service)) = done.next {
                     // Never start a request before it arrived (arrivals on other threads may be

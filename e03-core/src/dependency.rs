@@ -66,9 +66,8 @@ pub enum Completion {
     Respond(u16),
     /// Answer 200, but only after this extra delay (the worker is already free).
     RespondLate(u16, Duration),
-    /// The freeze began while it was in service: it is held until the freeze ends.
-    Held,
-    /// The request was already answered (released by a freeze's end); nothing to do.
+    /// The request is no longer in service (the freeze took it over, to answer it 503 when it
+    /// ends); nothing to do.
     Stale,
 }
 
@@ -154,16 +153,8 @@ impl DependencyModel {
                 next: None,
             };
         };
-        if self.frozen {
-            // Cannot happen through freeze_begins (it moves in-service work to `held`), but a
-            // caller that lets the timeline alone decide is served the same way.
-            self.in_service.remove(&id);
-            self.held.push(id);
-            return WorkDone {
-                completion: Completion::Held,
-                next: None,
-            };
-        }
+        // While frozen nothing is in service (`freeze_begins` moved it to `held`, and arrivals
+        // are held), so a request found here finishes normally.
         self.in_service.remove(&id);
         let completion = match self.cfg.faults.fate(self.cfg.seed, key) {
             Fate::Ok => Completion::Respond(200),

@@ -47,39 +47,18 @@ fn swarm(args: &[OsString]) -> i32 {
     // `lab run` analyses after its swarm itself and sets E03_SWARM_REPORT=0 for it.
     let report = std::env::var("E03_SWARM_REPORT").map_or(true, |v| v != "0");
     if code == EXIT_STOPPED && report {
-        let out = flag_or_env(&child, "--out", "E03_OUT").unwrap_or_else(|| "results".into());
-        let scenarios =
-            flag_or_env(&child, "--scenarios", "E03_SCENARIOS").unwrap_or_else(|| "all".into());
-        if let Ok(scenarios) = e03_core::Scenario::parse_list(&scenarios) {
+        if let Some((out, scenarios)) = client_swarm::out_and_scenarios(&child) {
             eprintln!("lab swarm: stopped; analysing what the logs hold (marked incomplete)");
             let existing: Vec<_> = scenarios
                 .into_iter()
-                .filter(|s| std::path::Path::new(&out).join(s.name()).is_dir())
+                .filter(|s| out.join(s.name()).is_dir())
                 .collect();
-            if let Err(e) = live::report_scenarios(std::path::Path::new(&out), &existing) {
+            if let Err(e) = live::report_scenarios(&out, &existing) {
                 eprintln!("lab swarm: {e:#}");
             }
         }
     }
     code
-}
-
-/// The value of `--flag VALUE` or `--flag=VALUE` in `args`, else of env var `env`.
-fn flag_or_env(args: &[OsString], flag: &str, env: &str) -> Option<String> {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let prefix = format!("{flag}=");
-    for (i, a) in args.iter().enumerate() {
-        if a == flag {
-            return args.get(i + 1).cloned();
-        }
-        if let Some(v) = a.strip_prefix(&prefix) {
-            return Some(v.to_string());
-        }
-    }
-    std::env::var(env).ok()
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.

@@ -172,5 +172,7 @@ fn sigterm_mid_run_exits_130_with_whole_logs_marked_incomplete() {
     )
     .expect("summary is JSON");
     assert_eq!(summary["complete"], false, "{summary}");
+    // Analysed once: the lab tells its swarm child (E03_SWARM_REPORT=0) to leave it the report.
+    assert_eq!(stdout.matches("INCOMPLETE RUN").count(), 1, "{context}");
     let _ = std::fs::remove_dir_all(&out);
 }

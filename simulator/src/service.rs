@@ -85,7 +85,7 @@ impl SimService {
             Completion::RespondLate(status, delay) => {
                 queue.push(now + nanos(delay), Event::LateAnswer(req, status));
             }
-            Completion::Held | Completion::Stale => {}
+            Completion::Stale => {}
         }
         if let Some((next, service)) = done.next {
             queue.push(now + nanos(service), Event::WorkDone(next));
@@ -239,7 +239,7 @@ mod tests {
                             Completion::RespondLate(status, d) => {
                                 self.schedule(t + nanos(d), req, Some(status))
                             }
-                            Completion::Held | Completion::Stale => {}
+                            Completion::Stale => {}
                         }
                         if let Some((next, service)) = done.next {
                             self.out.push(Decision::Started {

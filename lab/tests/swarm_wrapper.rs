@@ -1,0 +1,145 @@
+//! `lab swarm` as compose runs it: against a `lab serve` started on its own (no standalone run,
+//! `--scenario none`), with `--shutdown-targets` the dependency exits when the swarm is done,
+//! and a swarm stopped by SIGTERM still leaves a summary of what was logged, marked incomplete.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::lab;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// A `lab serve` on loopback port 0 logging into `dir`, and its `A=WORK@CONTROL` target.
+fn serve(dir: &Path) -> (Child, String) {
+    let mut child = lab()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--scenario", "none", "--log-dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("lab serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .expect("address line");
+    let addr = |key: &str| {
+        line.split_whitespace()
+            .find_map(|p| p.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+            .to_string()
+    };
+    let target = format!("A=http://{}@http://{}", addr("work="), addr("control="));
+    (child, target)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("e03-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Waits up to `limit` for `child` to exit by itself; its exit code, or `None` (then killed).
+fn exit_within(child: &mut Child, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+fn swarm_args(target: &str, out: &Path, duration_s: &str) -> Vec<String> {
+    [
+        "swarm",
+        "--targets",
+        target,
+        "--strategies",
+        "A",
+        "--scenarios",
+        "e03b",
+        "--clients",
+        "10",
+        "--duration-s",
+        duration_s,
+        "--freeze-start-s",
+        "0.3",
+        "--freeze-end-s",
+        "0.5",
+        "--recovery-end-s",
+        "0.7",
+        "--think-min-ms",
+        "100",
+        "--think-max-ms",
+        "200",
+        "--out",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([out.display().to_string()])
+    .collect()
+}
+
+#[test]
+fn shutdown_targets_ends_the_dependency_when_the_swarm_is_done() {
+    let dir = temp_dir("shutdown-targets");
+    let (mut service, target) = serve(&dir);
+    let status = lab()
+        .args(swarm_args(&target, &dir, "1"))
+        .arg("--shutdown-targets")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("lab swarm runs");
+    assert_eq!(status.code(), Some(0));
+    // Nobody signals the service: the swarm's shutdown call alone must end it.
+    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    assert!(dir.join("e03b/server-A-seed42.jsonl").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_stopped_swarm_leaves_a_summary_marked_incomplete() {
+    let dir = temp_dir("swarm-stopped");
+    let (mut service, target) = serve(&dir);
+    let mut swarm = lab()
+        .args(swarm_args(&target, &dir, "8"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("lab swarm starts");
+    // Stop it once traffic flows (its client log exists), well before its 8 s are over.
+    let log = dir.join("e03b/client-A-seed42.jsonl");
+    let started = Instant::now();
+    while !log.exists() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(Pid::from_raw(swarm.id() as i32), Signal::SIGTERM).expect("SIGTERM sent");
+    assert_eq!(exit_within(&mut swarm, Duration::from_secs(60)), Some(130));
+
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("e03b/summary.json")).expect("summary written"),
+    )
+    .expect("summary is JSON");
+    assert_eq!(summary["complete"], false, "{summary}");
+    assert_eq!(summary["runs"][0]["strategy"], "A", "{summary}");
+
+    let _ = kill(Pid::from_raw(service.id() as i32), Signal::SIGTERM);
+    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
