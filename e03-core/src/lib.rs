@@ -32,6 +32,7 @@ pub mod faults;
 pub mod operation;
 pub mod params;
 pub mod rng;
+pub mod scenario;
 pub mod strategy;
 pub mod timeline;
 

@@ -60,6 +60,28 @@ impl Timeline {
     }
 }
 
+/// What the dependency does during one phase of a scenario's timeline.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PhaseKind {
+    /// Serves normally.
+    Up,
+    /// Answers every request at once with `status`, doing no work.
+    Down { status: u16 },
+    /// Holds everything and answers 503 at the phase's end (E03-B).
+    Freeze,
+    /// Capacity times `capacity_factor`, in (0, 1]: service time is divided by it.
+    Degraded { capacity_factor: f64 },
+}
+
+/// One phase of a scenario's timeline, half-open `[start_s, end_s)` in seconds after time zero.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PhaseWindow {
+    pub phase: PhaseKind,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

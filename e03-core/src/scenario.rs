@@ -1,0 +1,548 @@
+//! Scenarios as data: a name, a description, the dependency's timeline of phases, its
+//! request-level faults, the workload and the policies to compare.
+//!
+//! A scenario is a TOML file. The built-in ones (`scenarios/*.toml` in this crate) are compiled
+//! in and are the same kind of file a user writes, so adding a scenario never adds a code path to
+//! a driver. Reading a file is two steps, as everywhere in the core: the file's text is parsed
+//! into its raw form ([`ScenarioFile`], with the position of every value), then validated once
+//! into a [`ScenarioDef`], the plain value the drivers use (and send to each other as JSON).
+//! Every error names the file, the line and what is expected.
+//!
+//! # How a scenario meets the E03 parameters
+//!
+//! Most values of a file are the defaults of E03 parameters for that scenario: `[dependency]
+//! workers` is `E03_WORKERS`, `[policy] strategies` is `E03_STRATEGIES`, and so on
+//! ([`FILE_KEYS`] is the whole table). [`ScenarioDef::settings`] holds them keyed by env name,
+//! and a run's parameters are the scenario's settings overridden by the user's env vars and flags
+//! (see [`crate::params::Params::for_scenario`]). The timeline is a list of phases; its first
+//! `freeze` phase gives the defaults of `E03_FREEZE_START_S` and `E03_FREEZE_END_S`, and a
+//! `degraded` phase that starts where that freeze ends gives those of `E03_RECOVERY_END_S` and
+//! `E03_RECOVERY_FACTOR`, so E03's flags move those two phases. A file without `[faults]` has no
+//! transient faults (`E03_FAIL_RATE` and `E03_SLOW_RATE` default to 0 there).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::params::{ParamError, Params};
+use crate::timeline::{PhaseKind, PhaseWindow};
+
+/// The built-in scenarios: file name and text, compiled in.
+pub const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("e03a.toml", include_str!("../scenarios/e03a.toml")),
+    ("e03b.toml", include_str!("../scenarios/e03b.toml")),
+];
+
+/// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
+const MAX_TIME_S: f64 = 86_400.0;
+
+/// Where each value of a file goes: section, key and the E03 parameter it sets.
+pub const FILE_KEYS: &[(&str, &str, &str)] = &[
+    ("dependency", "workers", "E03_WORKERS"),
+    ("dependency", "service_ms", "E03_SERVICE_MS"),
+    ("dependency", "queue", "E03_QUEUE"),
+    ("faults", "fail_rate", "E03_FAIL_RATE"),
+    ("faults", "slow_rate", "E03_SLOW_RATE"),
+    ("faults", "slow_ms", "E03_SLOW_MS"),
+    ("workload", "clients", "E03_CLIENTS"),
+    ("workload", "duration_s", "E03_DURATION_S"),
+    ("workload", "think_min_ms", "E03_THINK_MIN_MS"),
+    ("workload", "think_max_ms", "E03_THINK_MAX_MS"),
+    ("policy", "strategies", "E03_STRATEGIES"),
+    ("policy", "max_attempts", "E03_MAX_ATTEMPTS"),
+    ("policy", "attempt_timeout_ms", "E03_ATTEMPT_TIMEOUT_MS"),
+    ("policy", "deadline_ms", "E03_DEADLINE_MS"),
+    ("policy", "backoff_base_ms", "E03_BACKOFF_BASE_MS"),
+    ("policy", "backoff_cap_ms", "E03_BACKOFF_CAP_MS"),
+    ("policy", "budget_cap", "E03_BUDGET_CAP"),
+    ("policy", "budget_ratio", "E03_BUDGET_RATIO"),
+    ("timeline", "first freeze phase's start_s", "E03_FREEZE_START_S"),
+    ("timeline", "first freeze phase's end_s", "E03_FREEZE_END_S"),
+    ("timeline", "end_s of the degraded phase after it", "E03_RECOVERY_END_S"),
+    (
+        "timeline",
+        "capacity_factor of the degraded phase after it",
+        "E03_RECOVERY_FACTOR",
+    ),
+];
+
+/// A scenario, validated: what the drivers use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioDef {
+    /// Short name, used in paths and logs: lowercase letters, digits, `-` and `_`.
+    pub name: String,
+    /// Title of its tables and figures.
+    pub title: String,
+    /// One line: what happens in it.
+    pub description: String,
+    /// Where it comes from (an experiment, an article), for `lab list`.
+    pub source: String,
+    /// The dependency's phases, sorted and not overlapping; time not covered is `up`.
+    pub phases: Vec<PhaseWindow>,
+    /// The E03 parameters the file sets, keyed by env name (the scenario's defaults).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A scenario file that cannot be used. Its text names the file, the line and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("scenario file {origin}{line}: {message}")]
+pub struct ScenarioError {
+    /// The file's path (or `built-in NAME.toml`).
+    pub origin: String,
+    /// `:LINE` when the error has a place in the file, else empty.
+    line: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    fn at(origin: &str, text: &str, offset: Option<usize>, message: String) -> Self {
+        let line = offset
+            .map(|o| format!(":{}", line_of(text, o)))
+            .unwrap_or_default();
+        ScenarioError {
+            origin: origin.to_string(),
+            line,
+            message,
+        }
+    }
+
+    /// The 1-based line of the error, when it has one.
+    pub fn line(&self) -> Option<usize> {
+        self.line.trim_start_matches(':').parse().ok()
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The raw form of a scenario file, with the position of every value.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    name: Spanned<String>,
+    title: String,
+    description: String,
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    dependency: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    timeline: Vec<Spanned<FilePhase>>,
+    faults: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    #[serde(default)]
+    workload: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    policy: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+/// One `[[timeline]]` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePhase {
+    phase: PhaseName,
+    start_s: f64,
+    end_s: f64,
+    capacity_factor: Option<f64>,
+    status: Option<u16>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum PhaseName {
+    Up,
+    Down,
+    Freeze,
+    Degraded,
+}
+
+/// Parses and validates a scenario file's text. `origin` names the file in errors.
+pub fn parse(text: &str, origin: &str) -> Result<ScenarioDef, ScenarioError> {
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().to_string();
+        ScenarioError::at(origin, text, e.span().map(|s| s.start), message)
+    })?;
+    file.validate(text, origin)
+}
+
+impl ScenarioFile {
+    fn validate(self, text: &str, origin: &str) -> Result<ScenarioDef, ScenarioError> {
+        let err = |offset: usize, message: String| {
+            ScenarioError::at(origin, text, Some(offset), message)
+        };
+        let name = self.name.get_ref();
+        if !valid_name(name) {
+            return Err(err(
+                self.name.span().start,
+                format!(
+                    "name = {name:?}: expected 1 to 32 characters from a-z, 0-9, '-' and '_', \
+                     starting with a letter or digit"
+                ),
+            ));
+        }
+
+        // The values that set E03 parameters, with where each was written.
+        let mut settings = BTreeMap::new();
+        let mut places: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
+        let sections = [
+            ("dependency", Some(&self.dependency)),
+            ("faults", self.faults.as_ref()),
+            ("workload", Some(&self.workload)),
+            ("policy", Some(&self.policy)),
+        ];
+        for (section, table) in sections {
+            let Some(table) = table else { continue };
+            for (key, value) in table {
+                if section == "workload" && key == "kind" {
+                    match value.get_ref().as_str() {
+                        Some("closed_loop") => continue,
+                        _ => {
+                            return Err(err(
+                                value.span().start,
+                                "[workload] kind: expected \"closed_loop\" (the only workload \
+                                 so far)"
+                                    .to_string(),
+                            ))
+                        }
+                    }
+                }
+                let Some(&(_, _, env)) = FILE_KEYS
+                    .iter()
+                    .find(|(s, k, _)| *s == section && *k == key)
+                else {
+                    let keys: Vec<&str> = FILE_KEYS
+                        .iter()
+                        .filter(|(s, _, _)| *s == section)
+                        .map(|(_, k, _)| *k)
+                        .chain((section == "workload").then_some("kind"))
+                        .collect();
+                    return Err(err(
+                        value.span().start,
+                        format!(
+                            "unknown key `{key}` in [{section}]: expected one of {}",
+                            keys.join(", ")
+                        ),
+                    ));
+                };
+                let raw = scalar(value.get_ref()).ok_or_else(|| {
+                    err(
+                        value.span().start,
+                        format!(
+                            "[{section}] {key}: expected {}",
+                            if env == "E03_STRATEGIES" {
+                                "a list of strategy ids like [\"A\", \"C\"]".to_string()
+                            } else {
+                                accepts(env)
+                            }
+                        ),
+                    )
+                })?;
+                settings.insert(env.to_string(), raw.clone());
+                places.insert(env, (value.span().start, format!("[{section}] {key}")));
+            }
+        }
+        if self.faults.is_none() {
+            settings.insert("E03_FAIL_RATE".into(), "0".into());
+            settings.insert("E03_SLOW_RATE".into(), "0".into());
+        }
+
+        let phases = self.phases(text, origin)?;
+        // The first freeze and the degraded phase right after it carry E03's timeline flags.
+        if let Some(i) = phases.iter().position(|p| p.phase == PhaseKind::Freeze) {
+            let (start, end) = (phases[i].start_s, phases[i].end_s);
+            let offset = self.timeline[i].span().start;
+            settings.insert("E03_FREEZE_START_S".into(), start.to_string());
+            settings.insert("E03_FREEZE_END_S".into(), end.to_string());
+            places.insert("E03_FREEZE_START_S", (offset, "the freeze phase".into()));
+            places.insert("E03_FREEZE_END_S", (offset, "the freeze phase".into()));
+            match phases.get(i + 1) {
+                Some(PhaseWindow {
+                    phase: PhaseKind::Degraded { capacity_factor },
+                    start_s,
+                    end_s,
+                }) if *start_s == end => {
+                    let offset = self.timeline[i + 1].span().start;
+                    settings.insert("E03_RECOVERY_END_S".into(), end_s.to_string());
+                    settings.insert("E03_RECOVERY_FACTOR".into(), capacity_factor.to_string());
+                    places.insert("E03_RECOVERY_END_S", (offset, "the degraded phase".into()));
+                    places.insert("E03_RECOVERY_FACTOR", (offset, "the degraded phase".into()));
+                }
+                _ => {
+                    // No degraded phase follows: the recovery window is empty.
+                    settings.insert("E03_RECOVERY_END_S".into(), end.to_string());
+                }
+            }
+        }
+
+        // One validation for every value: the parameter table's own rules.
+        if let Err(e) = Params::from_raw(&settings) {
+            let (offset, message) = match &e {
+                ParamError::Invalid {
+                    name,
+                    value,
+                    accepts,
+                } => match places.get(name.as_str()) {
+                    Some((offset, what)) => {
+                        (Some(*offset), format!("{what} = {value}: expected {accepts}"))
+                    }
+                    None => (None, e.to_string()),
+                },
+                _ => (None, e.to_string()),
+            };
+            return Err(ScenarioError::at(origin, text, offset, message));
+        }
+
+        Ok(ScenarioDef {
+            name: name.clone(),
+            title: self.title,
+            description: self.description,
+            source: self.source,
+            phases,
+            settings,
+        })
+    }
+
+    /// The timeline, checked: edges within a day, each phase of positive length, in order and
+    /// not overlapping, and only the keys its kind takes.
+    fn phases(&self, text: &str, origin: &str) -> Result<Vec<PhaseWindow>, ScenarioError> {
+        let mut out: Vec<PhaseWindow> = Vec::new();
+        for spanned in &self.timeline {
+            let p = spanned.get_ref();
+            let fail = |message: String| {
+                Err(ScenarioError::at(
+                    origin,
+                    text,
+                    Some(spanned.span().start),
+                    format!("[[timeline]] {:?} phase: {message}", p.phase),
+                ))
+            };
+            let time_ok = |t: f64| t.is_finite() && (0.0..=MAX_TIME_S).contains(&t);
+            if !time_ok(p.start_s) || !time_ok(p.end_s) || p.end_s <= p.start_s {
+                return fail(format!(
+                    "start_s = {}, end_s = {}: expected seconds from 0 to {MAX_TIME_S} with \
+                     start_s < end_s",
+                    p.start_s, p.end_s
+                ));
+            }
+            if let Some(prev) = out.last() {
+                if p.start_s < prev.end_s {
+                    return fail(format!(
+                        "starts at {} s, before the previous phase ends ({} s): expected phases \
+                         in time order, not overlapping",
+                        p.start_s, prev.end_s
+                    ));
+                }
+            }
+            if p.capacity_factor.is_some() && p.phase != PhaseName::Degraded {
+                return fail("capacity_factor is only for a degraded phase".into());
+            }
+            if p.status.is_some() && p.phase != PhaseName::Down {
+                return fail("status is only for a down phase".into());
+            }
+            let phase = match p.phase {
+                PhaseName::Up => PhaseKind::Up,
+                PhaseName::Freeze => PhaseKind::Freeze,
+                PhaseName::Down => match p.status.unwrap_or(503) {
+                    status @ 400..=599 => PhaseKind::Down { status },
+                    other => return fail(format!("status = {other}: expected 400 to 599")),
+                },
+                PhaseName::Degraded => match p.capacity_factor {
+                    Some(f) if f > 0.0 && f <= 1.0 => PhaseKind::Degraded { capacity_factor: f },
+                    Some(f) => {
+                        return fail(format!(
+                            "capacity_factor = {f}: expected a fraction greater than 0 and at \
+                             most 1"
+                        ))
+                    }
+                    None => {
+                        return fail(
+                            "expected capacity_factor, a fraction greater than 0 and at most 1"
+                                .into(),
+                        )
+                    }
+                },
+            };
+            out.push(PhaseWindow {
+                phase,
+                start_s: p.start_s,
+                end_s: p.end_s,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A TOML scalar (or, for strategies, a list of strings) as the raw string of an E03 parameter.
+fn scalar(v: &toml::Value) -> Option<String> {
+    match v {
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(|ids| ids.join(",")),
+        _ => None,
+    }
+}
+
+fn accepts(env: &str) -> String {
+    crate::params::spec(env)
+        .map(|s| s.accepts.to_string())
+        .unwrap_or_default()
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    (1..=32).contains(&name.len())
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// The built-in scenarios, parsed (they are checked by this crate's tests).
+pub fn builtins() -> Vec<ScenarioDef> {
+    BUILTIN_FILES
+        .iter()
+        .map(|(file, text)| {
+            parse(text, &format!("built-in {file}")).expect("built-in scenarios are valid")
+        })
+        .collect()
+}
+
+/// A built-in scenario by name.
+pub fn builtin(name: &str) -> Option<ScenarioDef> {
+    builtins().into_iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "name = \"mine\"\ntitle = \"Mine\"\ndescription = \"d\"\n";
+
+    fn err(text: &str) -> ScenarioError {
+        parse(text, "x.toml").unwrap_err()
+    }
+
+    #[test]
+    fn builtins_parse_and_carry_e03_defaults() {
+        let all = builtins();
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["e03a", "e03b"]);
+        let b = builtin("e03b").unwrap();
+        assert_eq!(b.settings["E03_FREEZE_START_S"], "8.5");
+        assert_eq!(b.settings["E03_FREEZE_END_S"], "10");
+        assert_eq!(b.settings["E03_RECOVERY_END_S"], "15");
+        assert_eq!(b.settings["E03_RECOVERY_FACTOR"], "0.5");
+        assert_eq!(b.settings["E03_FAIL_RATE"], "0");
+        assert_eq!(b.settings["E03_STRATEGIES"], "A,B,C,D");
+        assert_eq!(b.phases.len(), 2);
+        let a = builtin("e03a").unwrap();
+        assert!(a.phases.is_empty());
+        assert_eq!(a.settings["E03_FAIL_RATE"], "0.05");
+        assert_eq!(a.settings["E03_SLOW_MS"], "2500");
+    }
+
+    #[test]
+    fn builtin_values_are_the_parameter_defaults() {
+        // The built-in files repeat the parameter table's defaults; they must not drift apart.
+        for def in builtins() {
+            for (env, value) in &def.settings {
+                if env == "E03_FAIL_RATE" || env == "E03_SLOW_RATE" {
+                    continue; // E03-B has none: its own choice, not a drift.
+                }
+                let default = crate::params::spec(env).unwrap().default;
+                let same = match (value.parse::<f64>(), default.parse::<f64>()) {
+                    (Ok(a), Ok(b)) => a == b,
+                    _ => value == default,
+                };
+                assert!(same, "{} sets {env}={value}, default {default}", def.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_minimal_file_is_a_scenario_with_no_phase_and_no_faults() {
+        let s = parse(MINIMAL, "x.toml").unwrap();
+        assert_eq!(s.name, "mine");
+        assert!(s.phases.is_empty());
+        assert_eq!(s.settings["E03_FAIL_RATE"], "0");
+    }
+
+    #[test]
+    fn syntax_errors_name_file_and_line() {
+        let e = err("name = \"x\"\ntitle = \"t\"\ndescription = \n");
+        assert_eq!(e.origin, "x.toml");
+        assert_eq!(e.line(), Some(3), "{e}");
+        assert!(e.to_string().starts_with("scenario file x.toml:3: "), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_say_what_is_expected() {
+        let e = err(&format!("{MINIMAL}colour = 1\n"));
+        assert_eq!(e.line(), Some(4), "{e}");
+        assert!(e.message.contains("colour") && e.message.contains("expected"), "{e}");
+
+        let e = err(&format!("{MINIMAL}[dependency]\nworkerz = 3\n"));
+        assert_eq!(e.line(), Some(5), "{e}");
+        assert!(e.message.contains("expected one of workers, service_ms, queue"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_values_point_at_their_line() {
+        let e = err(&format!("{MINIMAL}\n[dependency]\nworkers = 0\n"));
+        assert_eq!(e.line(), Some(6), "{e}");
+        assert_eq!(
+            e.message,
+            "[dependency] workers = 0: expected a whole number from 1 to 10000"
+        );
+        let e = err(&format!("{MINIMAL}[policy]\nstrategies = [\"A\", \"Z\"]\n"));
+        assert_eq!(e.line(), Some(5), "{e}");
+        let e = err(&format!("{MINIMAL}[workload]\nclients = \"many\"\n"));
+        assert!(e.message.contains("clients = many: expected a whole number"), "{e}");
+    }
+
+    #[test]
+    fn phases_are_checked() {
+        let phase = |body: &str| format!("{MINIMAL}\n[[timeline]]\n{body}\n");
+        let e = err(&phase("phase = \"freeze\"\nstart_s = 5\nend_s = 4"));
+        assert_eq!(e.line(), Some(5), "{e}");
+        assert!(e.message.contains("start_s < end_s"), "{e}");
+        let e = err(&phase("phase = \"degraded\"\nstart_s = 1.0\nend_s = 2.0"));
+        assert!(e.message.contains("expected capacity_factor"), "{e}");
+        let e = err(&phase("phase = \"melt\"\nstart_s = 1.0\nend_s = 2.0"));
+        assert!(e.message.contains("melt"), "{e}");
+        let e = err(&phase(
+            "phase = \"down\"\nstart_s = 1.0\nend_s = 2.0\nstatus = 200",
+        ));
+        assert!(e.message.contains("400 to 599"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[timeline]]\nphase = \"down\"\nstart_s = 1.0\nend_s = 3.0\n\
+             [[timeline]]\nphase = \"freeze\"\nstart_s = 2.0\nend_s = 4.0\n"
+        ));
+        assert_eq!(e.line(), Some(8), "{e}");
+        assert!(e.message.contains("not overlapping"), "{e}");
+    }
+
+    #[test]
+    fn a_freeze_without_degraded_phase_has_an_empty_recovery() {
+        let s = parse(
+            &format!("{MINIMAL}[[timeline]]\nphase = \"freeze\"\nstart_s = 2\nend_s = 3\n"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(s.settings["E03_RECOVERY_END_S"], "3");
+    }
+
+    #[test]
+    fn names_are_path_safe() {
+        let e = err("name = \"../x\"\ntitle = \"t\"\ndescription = \"d\"\n");
+        assert_eq!(e.line(), Some(1));
+        assert!(valid_name("e03b") && valid_name("my-case_2"));
+        assert!(!valid_name("") && !valid_name("E03") && !valid_name("-x"));
+    }
+}
