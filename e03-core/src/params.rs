@@ -14,7 +14,9 @@ use crate::dependency::ServiceConfig;
 use crate::faults::FaultModel;
 use crate::operation::Limits;
 use crate::strategy::Strategy;
-use crate::timeline::{DegradedWindow, FreezeWindow, Timeline};
+use crate::timeline::{DegradedWindow, FreezeWindow, PhaseKind, Timeline};
+
+pub use crate::scenario::Scenario;
 
 /// One parameter of the lab.
 #[derive(Debug, Clone, Copy)]
@@ -95,16 +97,16 @@ pub const PARAMS: &[ParamSpec] = &[
     p!(
         "E03_FAIL_RATE",
         "fail-rate",
-        "0.05",
+        "0",
         "a probability from 0 to 1",
-        "E03-A: share of requests answered 503"
+        "share of requests answered 503 (default: the scenario's; e03a 0.05)"
     ),
     p!(
         "E03_SLOW_RATE",
         "slow-rate",
-        "0.01",
+        "0",
         "a probability from 0 to 1 (with E03_FAIL_RATE at most 1 in all)",
-        "E03-A: share of answers delayed"
+        "share of answers delayed (default: the scenario's; e03a 0.01)"
     ),
     p!(
         "E03_SLOW_MS",
@@ -229,49 +231,11 @@ pub enum ParamError {
     },
     #[error("unknown parameter {name:?}: expected one of the E03_* parameter names (see --help)")]
     Unknown { name: String },
-    #[error("unknown scenario {value:?}: expected e03a, e03b or all")]
+    #[error(
+        "unknown scenario {value:?}: expected {}, all, or a scenario file (NAME.toml)",
+        crate::scenario::Scenario::known_names().join(", ")
+    )]
     UnknownScenario { value: String },
-}
-
-/// The two experiments.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub enum Scenario {
-    /// Transient faults, no freeze.
-    #[serde(rename = "e03a")]
-    E03A,
-    /// The outage: freeze then degraded window.
-    #[serde(rename = "e03b")]
-    E03B,
-}
-
-impl Scenario {
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::E03A => "e03a",
-            Scenario::E03B => "e03b",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Scenario::E03A => "E03-A transient faults",
-            Scenario::E03B => "E03-B outage",
-        }
-    }
-
-    /// `e03a`, `e03b` or `all` (E03-A first).
-    pub fn parse_list(value: &str) -> Result<Vec<Scenario>, ParamError> {
-        match value.to_ascii_lowercase().as_str() {
-            "e03a" | "e03-a" | "a" => Ok(vec![Scenario::E03A]),
-            "e03b" | "e03-b" | "b" => Ok(vec![Scenario::E03B]),
-            "all" => Ok(vec![Scenario::E03A, Scenario::E03B]),
-            _ => Err(ParamError::UnknownScenario {
-                value: value.to_string(),
-            }),
-        }
-    }
 }
 
 /// The dependency's parameters.
@@ -454,45 +418,68 @@ impl Params {
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
-    /// The dependency's configuration for one scenario and seed: E03-A has transient faults and
-    /// no timeline; E03-B has the freeze and degraded windows and no transient faults.
+    /// The parameters of one scenario: its file's settings, overridden by `raw` (the user's
+    /// env vars and flags, keyed by env name). Validated like [`Params::from_raw`].
+    pub fn for_scenario(
+        scenario: Scenario,
+        raw: &BTreeMap<String, String>,
+    ) -> Result<Params, ParamError> {
+        let mut all = scenario.def().settings.clone();
+        all.extend(raw.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Params::from_raw(&all)
+    }
+
+    /// The dependency's configuration for one scenario and seed: the scenario's timeline of
+    /// phases, with its first freeze and the degraded phase after it moved to these parameters
+    /// (`E03_FREEZE_*`, `E03_RECOVERY_*`), and the transient faults of these parameters (a
+    /// scenario without `[faults]` has none unless `E03_FAIL_RATE` or `E03_SLOW_RATE` is set).
     pub fn service_config(&self, scenario: Scenario, seed: u64) -> ServiceConfig {
         let s = &self.service;
-        let (timeline, faults) = match scenario {
-            Scenario::E03A => (
-                Timeline::default(),
-                FaultModel {
-                    fail_rate: s.fail_rate,
-                    slow_rate: s.slow_rate,
-                    slow_delay: ms(s.slow_ms),
-                },
-            ),
-            Scenario::E03B => (self.outage_timeline(), FaultModel::default()),
-        };
         ServiceConfig {
             workers: s.workers,
             queue: s.queue,
             service_time: ms(s.service_ms),
-            timeline,
-            faults,
+            timeline: self.timeline(scenario),
+            faults: if s.fail_rate == 0.0 && s.slow_rate == 0.0 {
+                FaultModel::default()
+            } else {
+                FaultModel {
+                    fail_rate: s.fail_rate,
+                    slow_rate: s.slow_rate,
+                    slow_delay: ms(s.slow_ms),
+                }
+            },
             seed,
         }
     }
 
-    /// E03-B's timeline.
-    pub fn outage_timeline(&self) -> Timeline {
+    /// The scenario's timeline with E03's timeline parameters applied.
+    pub fn timeline(&self, scenario: Scenario) -> Timeline {
         let s = &self.service;
-        Timeline {
-            freeze: Some(FreezeWindow {
+        let phases = &scenario.def().phases;
+        let mut timeline = Timeline::default();
+        if let Some(i) = phases.iter().position(|p| p.phase == PhaseKind::Freeze) {
+            timeline.freeze = Some(FreezeWindow {
                 start: secs(s.freeze_start_s),
                 end: secs(s.freeze_end_s),
-            }),
-            degraded: Some(DegradedWindow {
-                start: secs(s.freeze_end_s),
-                end: secs(s.recovery_end_s),
-                capacity_factor: s.recovery_factor,
-            }),
+            });
+            if matches!(
+                phases.get(i + 1),
+                Some(p) if matches!(p.phase, PhaseKind::Degraded { .. }) && p.start_s == phases[i].end_s
+            ) {
+                timeline.degraded = Some(DegradedWindow {
+                    start: secs(s.freeze_end_s),
+                    end: secs(s.recovery_end_s),
+                    capacity_factor: s.recovery_factor,
+                });
+            }
         }
+        timeline
+    }
+
+    /// E03-B's timeline under these parameters.
+    pub fn outage_timeline(&self) -> Timeline {
+        self.timeline(Scenario::E03B)
     }
 
     pub fn limits(&self) -> Limits {
@@ -676,14 +663,33 @@ mod tests {
         );
         // Keys are env names; a flag name is not silently ignored.
         assert!(err(&[("workers", "abc")]).starts_with("unknown parameter \"workers\""));
-        assert_eq!(
-            Scenario::parse_list("e03c").unwrap_err().to_string(),
-            "unknown scenario \"e03c\": expected e03a, e03b or all"
+        let e = Scenario::parse_list("e03c").unwrap_err().to_string();
+        assert!(
+            e.starts_with("unknown scenario \"e03c\": expected e03a, e03b, "),
+            "{e}"
         );
+        assert!(e.ends_with("all, or a scenario file (NAME.toml)"), "{e}");
         assert_eq!(
             Scenario::parse_list("all").unwrap(),
             vec![Scenario::E03A, Scenario::E03B]
         );
+    }
+
+    #[test]
+    fn user_values_override_the_scenario_file() {
+        let p = Params::for_scenario(
+            Scenario::E03A,
+            &raw(&[("E03_FAIL_RATE", "0.2"), ("E03_WORKERS", "3")]),
+        )
+        .unwrap();
+        assert_eq!(p.service.fail_rate, 0.2);
+        assert_eq!(p.service.slow_rate, 0.01, "the file's value stays");
+        assert_eq!(p.service.workers, 3);
+        let b = Params::for_scenario(Scenario::E03B, &raw(&[("E03_FREEZE_START_S", "5")]))
+            .unwrap()
+            .service_config(Scenario::E03B, 1);
+        assert_eq!(b.timeline.freeze.unwrap().start, Duration::from_secs(5));
+        assert_eq!(b.timeline.freeze.unwrap().end, Duration::from_secs(10));
     }
 
     #[test]
@@ -699,10 +705,14 @@ mod tests {
 
     #[test]
     fn scenarios_pick_their_own_model() {
-        let p = Params::default();
-        let a = p.service_config(Scenario::E03A, 1);
+        let none = BTreeMap::new();
+        let a = Params::for_scenario(Scenario::E03A, &none)
+            .unwrap()
+            .service_config(Scenario::E03A, 1);
         assert_eq!(a.timeline, Timeline::default());
         assert_eq!(a.faults.fail_rate, 0.05);
+        assert_eq!(a.faults.slow_rate, 0.01);
+        let p = Params::for_scenario(Scenario::E03B, &none).unwrap();
         let b = p.service_config(Scenario::E03B, 1);
         assert_eq!(b.faults, FaultModel::default());
         assert_eq!(

@@ -21,6 +21,7 @@
 //! transient faults (`E03_FAIL_RATE` and `E03_SLOW_RATE` default to 0 there).
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -57,9 +58,17 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("policy", "backoff_cap_ms", "E03_BACKOFF_CAP_MS"),
     ("policy", "budget_cap", "E03_BUDGET_CAP"),
     ("policy", "budget_ratio", "E03_BUDGET_RATIO"),
-    ("timeline", "first freeze phase's start_s", "E03_FREEZE_START_S"),
+    (
+        "timeline",
+        "first freeze phase's start_s",
+        "E03_FREEZE_START_S",
+    ),
     ("timeline", "first freeze phase's end_s", "E03_FREEZE_END_S"),
-    ("timeline", "end_s of the degraded phase after it", "E03_RECOVERY_END_S"),
+    (
+        "timeline",
+        "end_s of the degraded phase after it",
+        "E03_RECOVERY_END_S",
+    ),
     (
         "timeline",
         "capacity_factor of the degraded phase after it",
@@ -168,9 +177,8 @@ pub fn parse(text: &str, origin: &str) -> Result<ScenarioDef, ScenarioError> {
 
 impl ScenarioFile {
     fn validate(self, text: &str, origin: &str) -> Result<ScenarioDef, ScenarioError> {
-        let err = |offset: usize, message: String| {
-            ScenarioError::at(origin, text, Some(offset), message)
-        };
+        let err =
+            |offset: usize, message: String| ScenarioError::at(origin, text, Some(offset), message);
         let name = self.name.get_ref();
         if !valid_name(name) {
             return Err(err(
@@ -283,9 +291,10 @@ impl ScenarioFile {
                     value,
                     accepts,
                 } => match places.get(name.as_str()) {
-                    Some((offset, what)) => {
-                        (Some(*offset), format!("{what} = {value}: expected {accepts}"))
-                    }
+                    Some((offset, what)) => (
+                        Some(*offset),
+                        format!("{what} = {value}: expected {accepts}"),
+                    ),
                     None => (None, e.to_string()),
                 },
                 _ => (None, e.to_string()),
@@ -418,6 +427,142 @@ pub fn builtin(name: &str) -> Option<ScenarioDef> {
     builtins().into_iter().find(|s| s.name == name)
 }
 
+/// A scenario of this process: a name that stands for a [`ScenarioDef`] known here (a built-in
+/// one, or a user's file that the binary read and [`Scenario::register`]ed). It is `Copy` and
+/// compares by name, so tables, logs and paths carry it like an id; [`Scenario::def`] gives the
+/// data. It serializes as its name.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Scenario {
+    name: &'static str,
+}
+
+/// Every scenario known to this process: the built-ins first, then registered files. Entries
+/// are never removed, so a `&'static` to one stays valid (a process reads a handful of files).
+fn registry() -> &'static Mutex<Vec<&'static ScenarioDef>> {
+    static REGISTRY: OnceLock<Mutex<Vec<&'static ScenarioDef>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let builtins = builtins().into_iter().map(|d| &*Box::leak(Box::new(d)));
+        Mutex::new(builtins.collect())
+    })
+}
+
+fn lookup(name: &str) -> Option<&'static ScenarioDef> {
+    let all = registry().lock().unwrap_or_else(|e| e.into_inner());
+    all.iter().copied().find(|d| d.name == name)
+}
+
+impl Scenario {
+    /// E03-A, transient faults (built in).
+    pub const E03A: Scenario = Scenario { name: "e03a" };
+    /// E03-B, the outage (built in).
+    pub const E03B: Scenario = Scenario { name: "e03b" };
+
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The scenario's data.
+    pub fn def(self) -> &'static ScenarioDef {
+        lookup(self.name).expect("a Scenario is made only for a known definition")
+    }
+
+    pub fn title(self) -> &'static str {
+        &self.def().title
+    }
+
+    /// The scenario called `name`, if this process knows it.
+    pub fn named(name: &str) -> Option<Scenario> {
+        lookup(name).map(|d| Scenario { name: &d.name })
+    }
+
+    /// The built-in scenarios, in catalogue order.
+    pub fn builtins() -> Vec<Scenario> {
+        BUILTIN_FILES
+            .iter()
+            .filter_map(|(file, _)| Scenario::named(file.trim_end_matches(".toml")))
+            .collect()
+    }
+
+    /// Makes a user's scenario known to this process. Registering the same definition twice
+    /// gives the same scenario; a different definition under a known name is refused (a file
+    /// must not silently replace a built-in one, nor two files share a name).
+    pub fn register(def: ScenarioDef) -> Result<Scenario, ScenarioError> {
+        let mut all = registry().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = all.iter().find(|d| d.name == def.name) {
+            if **known == def {
+                return Ok(Scenario { name: &known.name });
+            }
+            return Err(ScenarioError {
+                origin: def.name.clone(),
+                line: String::new(),
+                message: format!(
+                    "the name {:?} is already taken by another scenario (built-in or loaded \
+                     earlier): give the file another name",
+                    def.name
+                ),
+            });
+        }
+        let def: &'static ScenarioDef = Box::leak(Box::new(def));
+        all.push(def);
+        Ok(Scenario { name: &def.name })
+    }
+
+    /// A scenario name, or `all` for every built-in one (E03-A first). Files are read by the
+    /// binaries (the core does no IO) and registered before their name is used here.
+    pub fn parse_list(value: &str) -> Result<Vec<Scenario>, ParamError> {
+        let lower = value.trim().to_ascii_lowercase();
+        let alias = match lower.as_str() {
+            "e03-a" | "a" => "e03a",
+            "e03-b" | "b" => "e03b",
+            other => other,
+        };
+        if alias == "all" {
+            return Ok(Scenario::builtins());
+        }
+        Scenario::named(alias)
+            .map(|s| vec![s])
+            .ok_or_else(|| ParamError::UnknownScenario {
+                value: value.to_string(),
+            })
+    }
+
+    /// The names of every known scenario, for error messages.
+    pub fn known_names() -> Vec<String> {
+        let all = registry().lock().unwrap_or_else(|e| e.into_inner());
+        all.iter().map(|d| d.name.clone()).collect()
+    }
+}
+
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Scenario({})", self.name)
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Serialize for Scenario {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scenario {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Scenario::named(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown scenario {name:?}: expected one of {}",
+                Scenario::known_names().join(", ")
+            ))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,11 +630,18 @@ mod tests {
     fn unknown_keys_say_what_is_expected() {
         let e = err(&format!("{MINIMAL}colour = 1\n"));
         assert_eq!(e.line(), Some(4), "{e}");
-        assert!(e.message.contains("colour") && e.message.contains("expected"), "{e}");
+        assert!(
+            e.message.contains("colour") && e.message.contains("expected"),
+            "{e}"
+        );
 
         let e = err(&format!("{MINIMAL}[dependency]\nworkerz = 3\n"));
         assert_eq!(e.line(), Some(5), "{e}");
-        assert!(e.message.contains("expected one of workers, service_ms, queue"), "{e}");
+        assert!(
+            e.message
+                .contains("expected one of workers, service_ms, queue"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -503,7 +655,11 @@ mod tests {
         let e = err(&format!("{MINIMAL}[policy]\nstrategies = [\"A\", \"Z\"]\n"));
         assert_eq!(e.line(), Some(5), "{e}");
         let e = err(&format!("{MINIMAL}[workload]\nclients = \"many\"\n"));
-        assert!(e.message.contains("clients = many: expected a whole number"), "{e}");
+        assert!(
+            e.message
+                .contains("clients = many: expected a whole number"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -536,6 +692,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.settings["E03_RECOVERY_END_S"], "3");
+    }
+
+    #[test]
+    fn handles_compare_by_name_and_find_their_data() {
+        assert_eq!(Scenario::builtins(), [Scenario::E03A, Scenario::E03B]);
+        assert_eq!(Scenario::E03B.title(), "E03-B outage");
+        assert_eq!(Scenario::parse_list("all").unwrap().len(), 2);
+        assert_eq!(Scenario::parse_list("E03-B").unwrap(), [Scenario::E03B]);
+        let json = serde_json::to_string(&Scenario::E03A).unwrap();
+        assert_eq!(json, "\"e03a\"");
+        assert_eq!(
+            serde_json::from_str::<Scenario>(&json).unwrap(),
+            Scenario::E03A
+        );
+        assert!(serde_json::from_str::<Scenario>("\"nope\"").is_err());
+    }
+
+    #[test]
+    fn user_files_register_once_and_cannot_take_a_builtin_name() {
+        let mine = parse(&MINIMAL.replace("mine", "reg-test"), "x.toml").unwrap();
+        let s = Scenario::register(mine.clone()).unwrap();
+        assert_eq!(Scenario::register(mine).unwrap(), s);
+        assert_eq!(Scenario::parse_list("reg-test").unwrap(), [s]);
+        let fake = parse(&MINIMAL.replace("mine", "e03b"), "x.toml").unwrap();
+        let e = Scenario::register(fake).unwrap_err();
+        assert!(e.message.contains("already taken"), "{e}");
     }
 
     #[test]
