@@ -97,16 +97,16 @@ pub const PARAMS: &[ParamSpec] = &[
     p!(
         "E03_FAIL_RATE",
         "fail-rate",
-        "0",
+        "0.05",
         "a probability from 0 to 1",
-        "share of requests answered 503 (default: the scenario's; e03a 0.05)"
+        "share of requests answered 503 (scenarios with [faults], like e03a)"
     ),
     p!(
         "E03_SLOW_RATE",
         "slow-rate",
-        "0",
+        "0.01",
         "a probability from 0 to 1 (with E03_FAIL_RATE at most 1 in all)",
-        "share of answers delayed (default: the scenario's; e03a 0.01)"
+        "share of answers delayed (scenarios with [faults], like e03a)"
     ),
     p!(
         "E03_SLOW_MS",
@@ -431,8 +431,9 @@ impl Params {
 
     /// The dependency's configuration for one scenario and seed: the scenario's timeline of
     /// phases, with its first freeze and the degraded phase after it moved to these parameters
-    /// (`E03_FREEZE_*`, `E03_RECOVERY_*`), and the transient faults of these parameters (a
-    /// scenario without `[faults]` has none unless `E03_FAIL_RATE` or `E03_SLOW_RATE` is set).
+    /// (`E03_FREEZE_*`, `E03_RECOVERY_*`), and, for a scenario with a `[faults]` table, the
+    /// transient faults of these parameters. The E03 parameters move what a scenario has; they
+    /// do not add what it lacks (E03-B has no transient faults whatever `E03_FAIL_RATE` says).
     pub fn service_config(&self, scenario: Scenario, seed: u64) -> ServiceConfig {
         let s = &self.service;
         ServiceConfig {
@@ -440,7 +441,7 @@ impl Params {
             queue: s.queue,
             service_time: ms(s.service_ms),
             timeline: self.timeline(scenario),
-            faults: if s.fail_rate == 0.0 && s.slow_rate == 0.0 {
+            faults: if !scenario.def().has_faults || (s.fail_rate == 0.0 && s.slow_rate == 0.0) {
                 FaultModel::default()
             } else {
                 FaultModel {
@@ -709,6 +710,13 @@ mod tests {
         let a = Params::for_scenario(Scenario::E03A, &none)
             .unwrap()
             .service_config(Scenario::E03A, 1);
+        assert_eq!(a, Params::default().service_config(Scenario::E03A, 1));
+        let b = Params::default().service_config(Scenario::E03B, 1);
+        assert_eq!(
+            b.faults,
+            FaultModel::default(),
+            "E03_FAIL_RATE adds no faults to e03b"
+        );
         assert_eq!(a.timeline, Timeline::default());
         assert_eq!(a.faults.fail_rate, 0.05);
         assert_eq!(a.faults.slow_rate, 0.01);

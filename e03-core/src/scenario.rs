@@ -17,8 +17,9 @@
 //! (see [`crate::params::Params::for_scenario`]). The timeline is a list of phases; its first
 //! `freeze` phase gives the defaults of `E03_FREEZE_START_S` and `E03_FREEZE_END_S`, and a
 //! `degraded` phase that starts where that freeze ends gives those of `E03_RECOVERY_END_S` and
-//! `E03_RECOVERY_FACTOR`, so E03's flags move those two phases. A file without `[faults]` has no
-//! transient faults (`E03_FAIL_RATE` and `E03_SLOW_RATE` default to 0 there).
+//! `E03_RECOVERY_FACTOR`, so E03's flags move those two phases. The flags move what a scenario
+//! has and add nothing it lacks: a file without `[faults]` has no transient faults whatever
+//! `E03_FAIL_RATE` says, and one without a freeze phase ignores `E03_FREEZE_*`.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -91,6 +92,8 @@ pub struct ScenarioDef {
     pub phases: Vec<PhaseWindow>,
     /// The E03 parameters the file sets, keyed by env name (the scenario's defaults).
     pub settings: BTreeMap<String, String>,
+    /// The file has a `[faults]` table: `E03_FAIL_RATE`, `E03_SLOW_RATE` and `E03_SLOW_MS` apply.
+    pub has_faults: bool,
 }
 
 /// A scenario file that cannot be used. Its text names the file, the line and what is expected.
@@ -250,9 +253,13 @@ impl ScenarioFile {
                 places.insert(env, (value.span().start, format!("[{section}] {key}")));
             }
         }
-        if self.faults.is_none() {
-            settings.insert("E03_FAIL_RATE".into(), "0".into());
-            settings.insert("E03_SLOW_RATE".into(), "0".into());
+        if self.faults.is_some() {
+            // A [faults] table sets what it names; the rates it leaves out are zero.
+            for env in ["E03_FAIL_RATE", "E03_SLOW_RATE"] {
+                settings
+                    .entry(env.to_string())
+                    .or_insert_with(|| "0".into());
+            }
         }
 
         let phases = self.phases(text, origin)?;
@@ -309,6 +316,7 @@ impl ScenarioFile {
             source: self.source,
             phases,
             settings,
+            has_faults: self.faults.is_some(),
         })
     }
 
@@ -583,7 +591,7 @@ mod tests {
         assert_eq!(b.settings["E03_FREEZE_END_S"], "10");
         assert_eq!(b.settings["E03_RECOVERY_END_S"], "15");
         assert_eq!(b.settings["E03_RECOVERY_FACTOR"], "0.5");
-        assert_eq!(b.settings["E03_FAIL_RATE"], "0");
+        assert!(!b.has_faults && !b.settings.contains_key("E03_FAIL_RATE"));
         assert_eq!(b.settings["E03_STRATEGIES"], "A,B,C,D");
         assert_eq!(b.phases.len(), 2);
         let a = builtin("e03a").unwrap();
@@ -597,9 +605,6 @@ mod tests {
         // The built-in files repeat the parameter table's defaults; they must not drift apart.
         for def in builtins() {
             for (env, value) in &def.settings {
-                if env == "E03_FAIL_RATE" || env == "E03_SLOW_RATE" {
-                    continue; // E03-B has none: its own choice, not a drift.
-                }
                 let default = crate::params::spec(env).unwrap().default;
                 let same = match (value.parse::<f64>(), default.parse::<f64>()) {
                     (Ok(a), Ok(b)) => a == b,
@@ -615,7 +620,14 @@ mod tests {
         let s = parse(MINIMAL, "x.toml").unwrap();
         assert_eq!(s.name, "mine");
         assert!(s.phases.is_empty());
-        assert_eq!(s.settings["E03_FAIL_RATE"], "0");
+        assert!(!s.has_faults);
+        let f = parse(&format!("{MINIMAL}[faults]\nfail_rate = 0.2\n"), "x.toml").unwrap();
+        assert!(f.has_faults);
+        assert_eq!(f.settings["E03_FAIL_RATE"], "0.2");
+        assert_eq!(
+            f.settings["E03_SLOW_RATE"], "0",
+            "rates left out of [faults] are zero"
+        );
     }
 
     #[test]
