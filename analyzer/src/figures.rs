@@ -13,7 +13,6 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle};
 
-use e03_core::Scenario;
 
 use crate::metrics::RunMetrics;
 use crate::tables::Spread;
@@ -211,15 +210,18 @@ pub fn write_arrivals(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeErro
         return Ok(());
     };
     let runs: Vec<&RunMetrics> = s.runs.iter().filter(|r| r.seed == seed).collect();
-    let p = &s.params.service;
-    let (from_s, to_s, freeze, degraded) = match s.scenario {
-        Scenario::E03B => (
-            (p.freeze_start_s - 2.5).max(0.0),
-            p.recovery_end_s + 1.0,
-            Some((p.freeze_start_s, p.freeze_end_s)),
-            Some((p.freeze_end_s, p.recovery_end_s)),
+    let timeline = s.params.timeline(s.scenario);
+    let window = |start: std::time::Duration, end: std::time::Duration| {
+        (start.as_secs_f64(), end.as_secs_f64())
+    };
+    let (from_s, to_s, freeze, degraded) = match timeline.incident() {
+        Some((start, end)) => (
+            (start.as_secs_f64() - 2.5).max(0.0),
+            end.as_secs_f64() + 1.0,
+            timeline.freeze.map(|f| window(f.start, f.end)),
+            timeline.degraded.map(|d| window(d.start, d.end)),
         ),
-        Scenario::E03A => {
+        None => {
             let last = runs
                 .iter()
                 .map(|r| r.arrivals_100ms.len())

@@ -99,10 +99,6 @@ pub struct RunAccumulator {
     scenario: Scenario,
 }
 
-fn us_of_s(s: f64) -> u64 {
-    (s * 1e6).round() as u64
-}
-
 /// A histogram of µs from 1 µs to [`MAX_T_US`] at 3 significant digits; larger values are
 /// clamped to its top (`saturating_record`), which a fixed range makes well defined.
 pub(crate) fn histogram() -> Histogram<u64> {
@@ -127,14 +123,10 @@ pub(crate) fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
 
 impl RunAccumulator {
     pub fn new(scenario: Scenario, params: &Params, strategy: &str, seed: u64) -> Self {
-        let s = &params.service;
-        let (affected, freeze_end_us) = match scenario {
-            Scenario::E03A => (None, None),
-            Scenario::E03B => (
-                Some((us_of_s(s.freeze_start_s), us_of_s(s.recovery_end_s))),
-                Some(us_of_s(s.freeze_end_s)),
-            ),
-        };
+        let timeline = params.timeline(scenario);
+        let us = |d: std::time::Duration| d.as_micros() as u64;
+        let affected = timeline.incident().map(|(from, to)| (us(from), us(to)));
+        let freeze_end_us = timeline.freeze.map(|f| us(f.end));
         RunAccumulator {
             strategy: strategy.to_string(),
             seed,

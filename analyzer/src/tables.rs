@@ -201,9 +201,9 @@ pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
 
 /// One row per strategy, spec section 7's columns.
 pub fn main_table(s: &ScenarioSummary) -> Table {
-    let success = match s.scenario {
-        Scenario::E03A => "success (all ops)",
-        Scenario::E03B => "success (affected)",
+    let success = match s.params.timeline(s.scenario).incident() {
+        None => "success (all ops)",
+        Some(_) => "success (affected)",
     };
     let headers = [
         "strategy",

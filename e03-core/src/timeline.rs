@@ -51,6 +51,17 @@ impl Timeline {
         Phase::Normal
     }
 
+    /// The incident: from the start of the first window that is not normal service to the end
+    /// of the last one (E03-B: freeze start to recovery end). `None` when the dependency is up
+    /// all the time. Operations that overlap it are the "affected" ones of the metrics.
+    pub fn incident(&self) -> Option<(Duration, Duration)> {
+        let starts = self.freeze.map(|f| f.start).into_iter();
+        let starts = starts.chain(self.degraded.map(|d| d.start));
+        let ends = self.freeze.map(|f| f.end).into_iter();
+        let ends = ends.chain(self.degraded.map(|d| d.end));
+        Some((starts.min()?, ends.max()?))
+    }
+
     /// Service time of work admitted at `now`, given the normal service time.
     pub fn service_time(&self, now: Duration, normal: Duration) -> Duration {
         match (self.phase(now), self.degraded) {
