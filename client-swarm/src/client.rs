@@ -14,7 +14,7 @@
 //! Timing fidelity (coordinated omission): every attempt records when it was *due* (operation
 //! start, or the end of its retry wait), when it was actually *sent* (just before reqwest gets
 //! it) and when it ended. Schedules are absolute (`sleep_until(t0 + due)`), so a late wake-up
-//! never shifts the following ones. The sleeps use the swarm's precise timer (`timer`), not
+//! never shifts the following ones. The sleeps use the precise timer (crate `precise-timer`), not
 //! tokio's 1 ms wheel, and a retry that is already due (an immediate retry) is sent at once.
 
 use std::sync::{Arc, Mutex};
@@ -25,13 +25,13 @@ use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome,
 use e03_core::operation::Limits;
 use e03_core::rng::{stream, LabRng, Stream};
 use e03_core::{AttemptResult, GiveUp, Next, OpOutcome, Operation, RetryBudget, Strategy};
+use precise_timer::PreciseTimer;
 use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
 use crate::http::{AttemptId, WorkEndpoint};
 use crate::stop::StopSignal;
-use crate::timer::PreciseTimer;
 
 /// The first operation of each client starts uniformly in [0, FIRST_START_SPREAD_US) µs.
 const FIRST_START_SPREAD_US: u64 = 2_000_000;

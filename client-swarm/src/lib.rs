@@ -14,7 +14,6 @@
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
 //! - `log`: the client log: one bounded channel to one buffered writer task per file.
 //! - `stop`: the stop signal every client watches.
-//! - `timer`: the precise timer that wakes every scheduled send at its due time.
 //! - `cli`: the `client-swarm` command line ([`main_entry`]).
 
 mod cli;
@@ -25,7 +24,6 @@ mod log;
 mod plan;
 mod run;
 mod stop;
-mod timer;
 
 pub use cli::{main_entry, out_and_scenarios, shutdown_signal};
 pub use error::SwarmError;

@@ -23,6 +23,7 @@ use e03_core::budget::AnyBudget;
 use e03_core::control::{client_log_path, run_id, RunCounts, StartRun};
 use e03_core::events::{us, Event, RunEnd, RunStart, RunTag, Source};
 use e03_core::Strategy;
+use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -32,7 +33,6 @@ use crate::http::{build_client, endpoint, start_run, stop_run, WorkEndpoint};
 use crate::log::ClientLog;
 use crate::plan::{StrategyReport, SwarmPlan, SwarmReport, Target};
 use crate::stop::{stop_pair, StopSignal};
-use crate::timer::PreciseTimer;
 
 /// Runs `plan` to its end, or until `shutdown` resolves (then the report says incomplete).
 pub async fn run_swarm(

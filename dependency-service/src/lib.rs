@@ -8,14 +8,13 @@
 //!   graceful shutdown; [`ServiceOptions`]; [`shutdown_signal`].
 //! - `routes`: the axum routers (`GET /work`, `GET /health`, `POST /control/start|stop`).
 //! - `service`: the current run and starting/stopping runs.
-//! - `engine`: a run's scheduler, the model driven in logical time (no timer drift); no IO.
-//! - `run`: one live run: the tasks driving its scheduler, its answers and log records.
+//! - `run`: one live run: a thin driver of the core's `DependencySchedule` (the model and its
+//!   due instants in logical time), woken by the precise timer; its answers and log records.
 //! - `identity`: the `x-e03-*` headers of an attempt.
 //! - `log_sink`: one bounded channel to one writer thread; never drops a record.
 //! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
 
 mod cli;
-mod engine;
 mod identity;
 mod log_sink;
 mod routes;

@@ -1,10 +1,13 @@
-//! One live run: its scheduler ([`crate::engine::RunState`]) behind a `std::sync::Mutex`, the
-//! tasks that drive it, and its log records.
+//! One live run: a thin driver of the core's [`DependencySchedule`] (the model and everything
+//! due around it, in logical time) behind a `std::sync::Mutex`, the tasks that drive it, and its
+//! log records.
 //!
-//! Two things advance the scheduler: each arrival (up to its own arrival time, before the model
+//! Two things advance the schedule: each arrival (up to its own arrival time, before the model
 //! decides about it, so it sees the pool exactly as it is at that instant) and one driver task
-//! per run that sleeps until the next due instant and then advances (so answers go out on time
-//! with no traffic). Both are tokio tasks independent of the HTTP handler: hyper drops a
+//! per run that sleeps until the schedule's next due instant and then advances (so answers go
+//! out on time with no traffic). The driver sleeps on the precise timer (crate
+//! `precise-timer`), not on tokio's 1 ms wheel, so an answer leaves within tens of µs of the
+//! model's instant. Both are tokio tasks independent of the HTTP handler: hyper drops a
 //! handler's future when its client disconnects, and the model must not lose work then. A
 //! request keeps its worker until its work is done; its answer goes to a oneshot whose receiver
 //! may be gone, and is logged all the same.
@@ -17,6 +20,7 @@
 //! oneshot senders are dropped) and the driver task exits. Each run is its own `Arc<Run>` with
 //! its own state: a task of an old run can only ever touch the old run.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -24,13 +28,46 @@ use std::time::Duration;
 use e03_core::control::RunCounts;
 use e03_core::dependency::ServiceConfig;
 use e03_core::events::{self, Arrival, Event, RunEnd, RunStart, RunTag, Source};
-use e03_core::ReqId;
+use e03_core::schedule::{Answer, Step};
+use e03_core::{DependencySchedule, ReqId};
+use precise_timer::PreciseTimer;
 use tokio::sync::{oneshot, Notify, RwLock};
 use tokio::time::Instant;
 
-use crate::engine::{Answer, Delivery, RunState};
 use crate::identity::Identity;
 use crate::log_sink::{LogError, LogSink};
+
+/// Status sent to a waiting handler. 400 means "malformed identity headers".
+pub type Status = u16;
+
+/// The run's schedule and where each waiting request's answer goes.
+struct RunState {
+    schedule: DependencySchedule,
+    senders: HashMap<ReqId, oneshot::Sender<Status>>,
+    ended: bool,
+}
+
+impl RunState {
+    /// The answers among `steps`, each with its handler's sender.
+    fn deliveries(&mut self, steps: Vec<Step>) -> Vec<Delivery> {
+        steps
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::Answer(answer) => Some(Delivery {
+                    tx: self.senders.remove(&answer.req),
+                    answer,
+                }),
+                Step::Started { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// An answer decided under the lock, sent and logged after it is released.
+struct Delivery {
+    answer: Answer,
+    tx: Option<oneshot::Sender<Status>>,
+}
 
 /// Everything needed to start a run.
 pub struct RunSetup {
@@ -61,6 +98,8 @@ pub struct Run {
     sequencer: tokio::sync::Mutex<()>,
     /// Wakes the driver when an earlier event was queued or the run ended.
     wake: Notify,
+    /// Wakes the driver at the next due instant, to the tens of µs.
+    timer: PreciseTimer,
     /// True while the run's log takes records; see the module docs.
     gate: RwLock<bool>,
     log: LogSink,
@@ -86,10 +125,15 @@ impl Run {
             tag: setup.tag.clone(),
             t0: setup.t0,
             log_file: setup.log_file,
-            state: Mutex::new(RunState::new(setup.config)),
+            state: Mutex::new(RunState {
+                schedule: DependencySchedule::new(setup.config),
+                senders: HashMap::new(),
+                ended: false,
+            }),
             next_seq: AtomicU64::new(0),
             sequencer: tokio::sync::Mutex::new(()),
             wake: Notify::new(),
+            timer: PreciseTimer::start(),
             gate: RwLock::new(true),
             log,
             arrivals: AtomicU64::new(0),
@@ -148,7 +192,7 @@ impl Run {
     /// requests stamped microseconds apart could be decided in the other order (one rejected,
     /// the other queued, against their logged order) and a request could be admitted before its
     /// own logged arrival; a replay of the log through the simulator would then disagree.
-    pub async fn arrive(self: Arc<Self>, id: Identity, tx: oneshot::Sender<Answer>) {
+    pub async fn arrive(self: Arc<Self>, id: Identity, tx: oneshot::Sender<Status>) {
         let sequencer = self.sequencer.lock().await;
         let now = self.since_t0(Instant::now());
         let seq = self.next_seq();
@@ -170,8 +214,7 @@ impl Run {
             return;
         }
         let key = id.fault_key().unwrap_or(seq);
-        let mut out = Vec::new();
-        {
+        let out = {
             let mut st = self.lock();
             if st.ended {
                 drop(st);
@@ -179,14 +222,18 @@ impl Run {
                 let _ = tx.send(503);
                 return;
             }
-            st.arrive(now, seq, key, tx, &mut out);
-        }
+            st.senders.insert(seq, tx);
+            let mut steps = Vec::new();
+            st.schedule.arrive(now, seq, key, &mut steps);
+            st.deliveries(steps)
+        };
         drop(sequencer);
         self.wake.notify_one();
         self.deliver(out).await;
     }
 
-    /// The run's timer: sleeps until the next due instant (or until woken), then advances.
+    /// The run's driver: sleeps until the schedule's next due instant (or until woken), then
+    /// advances it to the time it woke at.
     async fn drive(self: Arc<Self>) {
         loop {
             let next = {
@@ -194,45 +241,49 @@ impl Run {
                 if st.ended {
                     return;
                 }
-                st.next_due()
+                st.schedule.next_due()
             };
             match next {
                 Some(t) => {
                     tokio::select! {
-                        () = tokio::time::sleep_until(self.t0 + t) => {}
+                        () = self.timer.sleep_until((self.t0 + t).into_std()) => {}
                         () = self.wake.notified() => {}
                     }
                 }
                 None => self.wake.notified().await,
             }
-            let mut out = Vec::new();
-            {
+            let out = {
                 let _sequencer = self.sequencer.lock().await;
                 let mut st = self.lock();
                 if st.ended {
                     return;
                 }
-                st.advance(self.since_t0(Instant::now()), &mut out);
-            }
+                let mut steps = Vec::new();
+                st.schedule
+                    .advance(self.since_t0(Instant::now()), &mut steps);
+                st.deliveries(steps)
+            };
             self.deliver(out).await;
         }
     }
 
     /// Hands answers to their handlers and logs them.
     async fn deliver(&self, out: Vec<Delivery>) {
-        for d in out {
+        for Delivery { answer: a, tx } in out {
             let t = self.since_t0(Instant::now());
             // The handler may be gone (client timeout); the answer is logged all the same.
-            let _ = d.tx.send(d.status);
+            if let Some(tx) = tx {
+                let _ = tx.send(a.status);
+            }
             self.record(
                 Event::Response(events::Response {
                     tag: self.tag.clone(),
-                    seq: d.seq,
+                    seq: a.req,
                     t_us: events::us(t),
-                    status: d.status,
-                    cause: d.cause,
-                    admit_us: d.admit.map(events::us),
-                    immediate: d.immediate,
+                    status: a.status,
+                    cause: a.cause,
+                    admit_us: a.admit.map(events::us),
+                    immediate: a.immediate,
                 }),
                 Kind::Response,
             )
@@ -266,7 +317,9 @@ impl Run {
         *open = false;
         {
             let mut st = self.lock();
-            st.end();
+            st.ended = true;
+            st.schedule.end();
+            st.senders.clear();
         }
         self.wake.notify_one();
         let records = self.records.load(Ordering::SeqCst);

@@ -8,9 +8,9 @@
 //! - [`DependencyModel::work_done`] when a request's service time has elapsed;
 //! - [`DependencyModel::freeze_begins`] and [`DependencyModel::freeze_ends`] at the freeze's edges.
 //!
-//! Each returns what the caller must do (start work for a request, answer it, or wait). The live
-//! service turns those decisions into tokio timers and HTTP answers; a simulator turns them into
-//! events on its queue. Both get the same decisions for the same sequence of calls.
+//! Each returns what the caller must do (start work for a request, answer it, or wait). Its one
+//! caller is [`crate::schedule::DependencySchedule`], which turns those decisions into due
+//! instants in logical time; the live service and the simulator both drive that schedule.
 //!
 //! A request whose client has given up keeps its worker until its work is done: the model never
 //! hears about client timeouts, as a real server would not.
@@ -119,10 +119,6 @@ impl DependencyModel {
 
     pub fn held(&self) -> usize {
         self.held.len()
-    }
-
-    pub fn is_frozen(&self) -> bool {
-        self.frozen
     }
 
     /// A request arrives at `now`. `key` identifies it for its fault fate (see

@@ -12,6 +12,9 @@
 //! - [`timeline`]: the freeze window and the degraded window after it.
 //! - [`dependency`]: the dependency's capacity model (workers, bounded queue, freeze, degraded
 //!   service time, transient faults) as a state machine.
+//! - [`schedule`]: the dependency's whole schedule (the model, its due instants, freeze edges,
+//!   late answers, same-instant order) in logical time, driven alike by the live service and
+//!   the simulator.
 //! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
 //!   the seed and the request's identity.
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
@@ -33,6 +36,7 @@ pub mod operation;
 pub mod params;
 pub mod rng;
 pub mod scenario;
+pub mod schedule;
 pub mod strategy;
 pub mod timeline;
 
@@ -40,5 +44,6 @@ pub use budget::{RetryBudget, TokenBucket, Unlimited};
 pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};
 pub use operation::{AttemptResult, GiveUp, Next, OpOutcome, Operation};
 pub use params::{ParamError, Params, Scenario};
+pub use schedule::DependencySchedule;
 pub use strategy::{Backoff, Jitter, Strategy};
 pub use timeline::Timeline;

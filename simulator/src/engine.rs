@@ -14,21 +14,24 @@
 //!   stream `stream(seed, Jitter, c)` and the run's one budget) says retry after `wait` or done.
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
-//! test's trace is another. The hot path allocates nothing per event: events are `Copy`, the
-//! request table is a `Vec` indexed by request id, answers go through one reused buffer.
+//! test's trace is another. The dependency is the core's [`DependencySchedule`]: whenever it has
+//! something due at or before the clients' next event, the engine advances it to that instant
+//! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
+//! `Vec` indexed by request id, answers go through one reused buffer.
 
 use e03_core::budget::AnyBudget;
 use e03_core::faults::request_key;
 use e03_core::operation::Limits;
 use e03_core::rng::{stream, LabRng, Stream};
+use e03_core::schedule::Step;
 use e03_core::{
-    Admission, AttemptResult, GiveUp, Next, OpOutcome, Operation, Params, ReqId, RetryBudget,
-    Scenario, Strategy,
+    Admission, AttemptResult, DependencySchedule, GiveUp, Next, OpOutcome, Operation, Params,
+    ReqId, RetryBudget, Scenario, Strategy,
 };
 use rand::Rng;
 
 use crate::queue::{Event, EventQueue, Nanos};
-use crate::service::{dur, nanos, Answer, SimService};
+use crate::service::{dur, nanos};
 
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
 pub trait Observer {
@@ -79,14 +82,14 @@ pub struct Engine<'a, O: Observer> {
     end_of_starts: Nanos,
     think_us: (u64, u64),
     queue: EventQueue,
-    service: SimService,
+    service: DependencySchedule,
     clients: Vec<Client>,
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
     /// One budget shared by every client of this run (strategy D's token bucket).
     budget: AnyBudget,
-    /// Answers due now, filled by the dependency and drained to the clients.
-    answers: Vec<Answer>,
+    /// What the dependency did at the current instant; its answers are drained to the clients.
+    answers: Vec<Step>,
     observer: O,
 }
 
@@ -100,7 +103,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     ) -> Self {
         let n = params.swarm.clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
-        let service = SimService::new(params.service_config(scenario, seed), &mut queue);
+        let service = DependencySchedule::new(params.service_config(scenario, seed));
         let (tmin, tmax) = params.think_range();
         let think_us = (tmin.as_micros() as u64, tmax.as_micros() as u64);
         let end_of_starts = nanos(params.duration());
@@ -142,21 +145,25 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Runs until nothing is left to happen and returns the observer.
     pub fn run(mut self) -> O {
-        while let Some((t, event)) = self.queue.pop() {
+        loop {
+            // The dependency first at an instant (its schedule's order), then the clients.
+            let client = self.queue.next_time();
+            if let Some(t) = self.service.next_due().map(nanos) {
+                if client.is_none_or(|c| t <= c) {
+                    self.service.advance(dur(t), &mut self.answers);
+                    self.deliver_answers(t);
+                    continue;
+                }
+            }
+            let Some((t, event)) = self.queue.pop() else {
+                break;
+            };
             match event {
                 Event::StartOp(c) => self.start_op(t, c),
                 Event::SendAttempt(c) => self.send_attempt(t, c),
                 Event::AttemptTimeout(req) => {
                     self.attempt_ends(t, req, AttemptResult::Timeout);
                 }
-                Event::WorkDone(req) => {
-                    self.service
-                        .work_done(t, req, &mut self.queue, &mut self.answers);
-                }
-                Event::LateAnswer(req, status) => self.answers.push((req, status)),
-                Event::FreezeBegins => self.service.freeze_begins(t),
-                Event::FreezeEnds => self.service.freeze_ends(t, &mut self.answers),
-                Event::ReplayArrival(_) => {}
             }
             self.deliver_answers(t);
         }
@@ -193,9 +200,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             .push(t + nanos(timeout), Event::AttemptTimeout(req));
         self.observer.arrival(t, req, c, op_no, attempt);
         let key = request_key(c, op_no, attempt);
-        let admission = self
-            .service
-            .arrive(t, req, key, &mut self.queue, &mut self.answers);
+        let admission = self.service.arrive(dur(t), req, key, &mut self.answers);
         self.observer.admission(t, req, admission);
     }
 
@@ -204,8 +209,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         // Delivering schedules retries and new operations as events, so it never adds answers;
         // indexing (rather than draining) keeps the buffer's allocation for the next instant.
         for i in 0..self.answers.len() {
-            let (req, status) = self.answers[i];
-            self.attempt_ends(t, req, AttemptResult::status(status));
+            if let Step::Answer(a) = self.answers[i] {
+                self.attempt_ends(t, a.req, AttemptResult::status(a.status));
+            }
         }
         self.answers.clear();
     }

@@ -1,17 +1,17 @@
 //! A discrete-event simulator of the E03 lab.
 //!
-//! It drives the *same* state machines as the live lab (the core's [`e03_core::DependencyModel`],
-//! [`e03_core::Operation`], strategies and retry budget) from a virtual clock instead of tokio's:
+//! It drives the *same* state machines as the live lab (the core's
+//! [`e03_core::DependencySchedule`], [`e03_core::Operation`], strategies and retry budget) from a virtual clock instead of tokio's:
 //! no sockets, no sleeps. A run of E03-B (30 s, 200 clients, about 3 000 requests) takes
 //! milliseconds, so hundreds of seeds and parameter sweeps take seconds, and the analyzer's own
 //! accumulator measures each run, so a simulated run reports the very figures a live run does.
 //!
 //! Map of the modules:
 //!
-//! - [`queue`]: the event queue, ordered by `(time, rank, insertion order)`: byte-for-byte
-//!   reproducible runs, with the live service's rules for events at the same instant.
-//! - [`service`]: the dependency's side: the capacity model's decisions as events; [`replay`]
-//!   drives it alone with a recorded arrival list.
+//! - [`queue`]: the clients' event queue, ordered by `(time, rank, insertion order)`:
+//!   byte-for-byte reproducible runs. The dependency's due instants are the core schedule's.
+//! - [`service`]: [`replay`] drives the core's dependency schedule alone with a recorded arrival
+//!   list.
 //! - [`engine`]: one run: closed-loop clients exactly as the live swarm, reporting to an
 //!   [`Observer`].
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.

@@ -1,26 +1,18 @@
-//! The dependency's side of the simulation: the core's [`DependencyModel`] with its decisions
-//! turned into events on the queue, exactly as the live service turns them into tokio timers.
+//! The dependency's side of the simulation: nothing of its own. The core's
+//! [`DependencySchedule`] holds the model, its due instants (ends of work, late answers, freeze
+//! edges) and their order within an instant; the engine drives it on the virtual clock exactly
+//! as the live service drives it on the wall clock.
 //!
-//! - an admitted request's work ends after its service time (`Event::WorkDone`), and a freed
-//!   worker may start the queue's head at that same instant;
-//! - the freeze's edges are events scheduled when the service is created, so they come first
-//!   among everything due at the same instant;
-//! - answers that are due now (a rejection, a finished request, the freeze's release) are
-//!   pushed to a caller-owned buffer that the caller drains; a slow answer becomes an
-//!   `Event::LateAnswer`.
-//!
-//! [`replay`] drives this part alone with a recorded list of arrival times and returns every
-//! decision, so it can be checked against the live service's log or the model driven by hand.
+//! [`replay`] drives it alone with a recorded list of arrival times and returns every decision,
+//! so it can be checked against the live service's log or the model driven by hand.
 
 use std::time::Duration;
 
 use e03_core::dependency::ServiceConfig;
-use e03_core::{Admission, Completion, DependencyModel, ReqId};
+use e03_core::schedule::Step;
+use e03_core::{Admission, DependencySchedule, ReqId};
 
-use crate::queue::{Event, EventQueue, Nanos};
-
-/// An answer due now: the request and its status.
-pub type Answer = (ReqId, u16);
+use crate::queue::Nanos;
 
 pub(crate) fn nanos(d: Duration) -> Nanos {
     d.as_nanos() as Nanos
@@ -28,84 +20,6 @@ pub(crate) fn nanos(d: Duration) -> Nanos {
 
 pub(crate) fn dur(t: Nanos) -> Duration {
     Duration::from_nanos(t)
-}
-
-/// One dependency instance on the virtual clock.
-#[derive(Debug)]
-pub struct SimService {
-    model: DependencyModel,
-}
-
-impl SimService {
-    /// A fresh dependency; its freeze edges (if its timeline has a freeze) are scheduled now.
-    pub fn new(cfg: ServiceConfig, queue: &mut EventQueue) -> Self {
-        if let Some(f) = cfg.timeline.freeze {
-            queue.push(nanos(f.start), Event::FreezeBegins);
-            queue.push(nanos(f.end), Event::FreezeEnds);
-        }
-        Self {
-            model: DependencyModel::new(cfg),
-        }
-    }
-
-    pub fn model(&self) -> &DependencyModel {
-        &self.model
-    }
-
-    /// Request `req` (fault key `key`) arrives at `now`.
-    pub fn arrive(
-        &mut self,
-        now: Nanos,
-        req: ReqId,
-        key: u64,
-        queue: &mut EventQueue,
-        answers: &mut Vec<Answer>,
-    ) -> Admission {
-        let admission = self.model.arrive(dur(now), req, key);
-        match admission {
-            Admission::Start { service } => queue.push(now + nanos(service), Event::WorkDone(req)),
-            Admission::Rejected => answers.push((req, 503)),
-            Admission::Queued | Admission::Held => {}
-        }
-        admission
-    }
-
-    /// The service time of `req` has elapsed at `now`. Returns the queued request started on
-    /// the freed worker, if any, with its service time.
-    pub fn work_done(
-        &mut self,
-        now: Nanos,
-        req: ReqId,
-        queue: &mut EventQueue,
-        answers: &mut Vec<Answer>,
-    ) -> Option<(ReqId, Duration)> {
-        let done = self.model.work_done(dur(now), req);
-        match done.completion {
-            Completion::Respond(status) => answers.push((req, status)),
-            Completion::RespondLate(status, delay) => {
-                queue.push(now + nanos(delay), Event::LateAnswer(req, status));
-            }
-            Completion::Stale => {}
-        }
-        if let Some((next, service)) = done.next {
-            queue.push(now + nanos(service), Event::WorkDone(next));
-        }
-        done.next
-    }
-
-    pub fn freeze_begins(&mut self, now: Nanos) {
-        self.model.freeze_begins(dur(now));
-    }
-
-    /// Every held request is answered 503 now.
-    pub fn freeze_ends(&mut self, now: Nanos, answers: &mut Vec<Answer>) {
-        answers.extend(
-            self.model
-                .freeze_ends(dur(now))
-                .into_iter()
-                .map(|r| (r, 503)),
-        );
-    }
 }
 
 /// One decision of the dependency, at a virtual time in nanoseconds.
@@ -128,58 +42,51 @@ pub enum Decision {
 }
 
 /// Replays a recorded list of arrival times (request `i` arrives at `arrivals[i]`, in
-/// non-decreasing order; its fault key is `i`) through the simulated dependency alone, and
-/// returns every decision in the order it was taken. At one instant the live service's rules
-/// hold: freeze edges, then ends of work, then late answers, then arrivals (work due at an
-/// arrival's instant is done before deciding about the arrival).
+/// non-decreasing order; its fault key is `i`) through the dependency's schedule alone, and
+/// returns every decision in the order it was taken. At one instant the schedule's rules hold:
+/// freeze edges, then ends of work, then late answers, then arrivals (work due at an arrival's
+/// instant is done before deciding about the arrival).
 pub fn replay(cfg: ServiceConfig, arrivals: &[Duration]) -> Vec<Decision> {
-    let mut queue = EventQueue::with_capacity(arrivals.len() + 16);
-    let mut service = SimService::new(cfg, &mut queue);
-    for (i, t) in arrivals.iter().enumerate() {
-        queue.push(nanos(*t), Event::ReplayArrival(i as ReqId));
+    let mut service = DependencySchedule::new(cfg);
+    let mut steps = Vec::new();
+    let mut out = Vec::with_capacity(arrivals.len() * 3);
+    for (i, at) in arrivals.iter().enumerate() {
+        let req = i as ReqId;
+        service.advance(*at, &mut steps);
+        record(steps.drain(..), &mut out);
+        let admission = service.arrive(*at, req, req, &mut steps);
+        out.push(Decision::Admitted {
+            t: nanos(*at),
+            req,
+            admission,
+        });
+        record(steps.drain(..), &mut out);
     }
-    let mut answers = Vec::new();
-    let mut out = Vec::with_capacity(arrivals.len() * 2);
-    while let Some((t, event)) = queue.pop() {
-        match event {
-            Event::ReplayArrival(req) => {
-                let admission = service.arrive(t, req, req, &mut queue, &mut answers);
-                out.push(Decision::Admitted { t, req, admission });
-            }
-            Event::WorkDone(req) => {
-                if let Some((next, svc)) = service.work_done(t, req, &mut queue, &mut answers) {
-                    // The answer (if any) of `req` is in `answers` and is recorded first below.
-                    let start = Decision::Started {
-                        t,
-                        req: next,
-                        service: svc,
-                    };
-                    drain(t, &mut answers, &mut out);
-                    out.push(start);
-                }
-            }
-            Event::LateAnswer(req, status) => out.push(Decision::Answered { t, req, status }),
-            Event::FreezeBegins => service.freeze_begins(t),
-            Event::FreezeEnds => service.freeze_ends(t, &mut answers),
-            Event::StartOp(_) | Event::SendAttempt(_) | Event::AttemptTimeout(_) => {}
-        }
-        drain(t, &mut answers, &mut out);
-    }
+    service.advance(Duration::MAX, &mut steps);
+    record(steps.drain(..), &mut out);
     out
 }
 
-fn drain(t: Nanos, answers: &mut Vec<Answer>, out: &mut Vec<Decision>) {
-    out.extend(
-        answers
-            .drain(..)
-            .map(|(req, status)| Decision::Answered { t, req, status }),
-    );
+fn record(steps: impl Iterator<Item = Step>, out: &mut Vec<Decision>) {
+    out.extend(steps.map(|step| match step {
+        Step::Answer(a) => Decision::Answered {
+            t: nanos(a.at),
+            req: a.req,
+            status: a.status,
+        },
+        Step::Started { req, at, service } => Decision::Started {
+            t: nanos(at),
+            req,
+            service,
+        },
+    }));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use e03_core::rng::{stream, Stream};
+    use e03_core::{Completion, DependencyModel};
     use e03_core::{Params, Scenario};
     use rand::Rng;
 

@@ -1,13 +1,15 @@
-//! A precise timer for the swarm's scheduled sends: it wakes a task at its deadline, not at the
-//! next millisecond tick.
+//! A precise timer for the lab's live drivers: it wakes a task at its deadline, not at the next
+//! millisecond tick. The client swarm sleeps on it until each scheduled send; the dependency
+//! service sleeps on it until its schedule's next due instant (an end of work, a late answer, a
+//! freeze edge), so answers leave within tens of µs of the model's instant.
 //!
 //! Why: tokio's timer wheel has a 1 ms resolution and rounds every deadline UP to the next tick
-//! (and its driver parks with a whole-millisecond `epoll_wait` timeout), so an attempt scheduled
-//! with `tokio::time::sleep_until` leaves ~1 ms late on average and up to ~2 ms late, and every
-//! attempt due within the same millisecond wakes at the same instant, in a burst. The lab
-//! measures the *model*, so the swarm's own lateness must stay far below the effects it shows.
+//! (and its driver parks with a whole-millisecond `epoll_wait` timeout), so a task woken by
+//! `tokio::time::sleep_until` runs ~1 ms late on average and up to ~2 ms late, and every
+//! deadline within the same millisecond wakes at the same instant, in a burst. The lab measures
+//! the *model*, so the drivers' own lateness must stay far below the effects it shows.
 //!
-//! How: one std thread (`swarm-timer`) holds a min-heap of `(deadline, oneshot sender)`. Tasks
+//! How: one std thread (`precise-timer`) holds a min-heap of `(deadline, oneshot sender)`. Tasks
 //! hand it an entry through a std channel and await the oneshot. The thread sleeps in
 //! `Receiver::recv_timeout` until the earliest deadline (a futex wait with a high-resolution
 //! kernel timer: it wakes within tens of µs, with no busy-spinning) or until a new entry
@@ -21,59 +23,34 @@
 //! late but never early. The thread ends when the last [`PreciseTimer`] handle is dropped and
 //! every pending entry that someone still waits for has fired.
 
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::Instant;
 
+use e03_core::schedule::Earliest;
 use tokio::sync::oneshot;
 
-/// One pending wake-up.
-struct Entry {
-    deadline: Instant,
-    /// Ties at the same deadline fire in the order they were asked for.
-    seq: u64,
-    wake: oneshot::Sender<()>,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Entry {}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Entry {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest deadline first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
-    }
-}
+/// One pending wake-up: earliest deadline first; ties at the same deadline (the `u64`, an
+/// insertion counter) fire in the order they were asked for.
+type Entry = Earliest<(Instant, u64), oneshot::Sender<()>>;
 
 /// A request to the timer thread: the deadline and where to say it has come.
 type Request = (Instant, oneshot::Sender<()>);
 
-/// A handle to the timer thread; cheap to clone, shared by every client of a run.
+/// A handle to the timer thread; cheap to clone, shared by every task that sleeps on it.
 #[derive(Clone, Debug)]
-pub(crate) struct PreciseTimer {
+pub struct PreciseTimer {
     tx: mpsc::Sender<Request>,
 }
 
 impl PreciseTimer {
     /// Starts the timer thread. If the thread cannot be started, every sleep falls back to
     /// tokio's timer (a warning says so): the run goes on, with coarser timing.
-    pub(crate) fn start() -> PreciseTimer {
+    pub fn start() -> PreciseTimer {
         let (tx, rx) = mpsc::channel();
         if let Err(e) = thread::Builder::new()
-            .name("swarm-timer".into())
+            .name("precise-timer".into())
             .spawn(move || timer_thread(rx))
         {
             tracing::warn!("cannot start the precise timer thread ({e}); using tokio's timer");
@@ -83,7 +60,7 @@ impl PreciseTimer {
 
     /// Waits until `deadline`: never before it, and normally within tens of µs after it.
     /// Returns at once, without yielding, when the deadline has already passed.
-    pub(crate) async fn sleep_until(&self, deadline: Instant) {
+    pub async fn sleep_until(&self, deadline: Instant) {
         if Instant::now() >= deadline {
             return;
         }
@@ -103,12 +80,12 @@ fn timer_thread(rx: mpsc::Receiver<Request>) {
     let mut open = true;
     loop {
         let now = Instant::now();
-        while heap.peek().is_some_and(|e: &Entry| e.deadline <= now) {
+        while heap.peek().is_some_and(|e: &Entry| e.key.0 <= now) {
             let entry = heap.pop().expect("peeked");
             // The sleeper may have been dropped (another select! branch won): nothing to do.
-            let _ = entry.wake.send(());
+            let _ = entry.value.send(());
         }
-        let next = heap.peek().map(|e| e.deadline);
+        let next = heap.peek().map(|e| e.key.0);
         let request = match (open, next) {
             (true, Some(deadline)) => {
                 match rx.recv_timeout(deadline.saturating_duration_since(now)) {
@@ -117,7 +94,7 @@ fn timer_thread(rx: mpsc::Receiver<Request>) {
                     Err(RecvTimeoutError::Disconnected) => {
                         open = false;
                         // Nobody waits for a dropped sleep: do not linger until its deadline.
-                        heap.retain(|e| !e.wake.is_closed());
+                        heap.retain(|e| !e.value.is_closed());
                         None
                     }
                 }
@@ -135,9 +112,8 @@ fn timer_thread(rx: mpsc::Receiver<Request>) {
         };
         if let Some((deadline, wake)) = request {
             heap.push(Entry {
-                deadline,
-                seq,
-                wake,
+                key: (deadline, seq),
+                value: wake,
             });
             seq += 1;
         }
@@ -255,12 +231,11 @@ mod tests {
         let mut heap = BinaryHeap::new();
         for (ms, seq) in [(5, 0), (1, 1), (5, 2), (3, 3)] {
             heap.push(Entry {
-                deadline: base + Duration::from_millis(ms),
-                seq,
-                wake: oneshot::channel().0,
+                key: (base + Duration::from_millis(ms), seq),
+                value: oneshot::channel().0,
             });
         }
-        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|e| e.seq)).collect();
+        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|e| e.key.1)).collect();
         assert_eq!(order, [1, 3, 0, 2]);
     }
 }

@@ -1,0 +1,571 @@
+//! The dependency's whole schedule: its capacity model ([`DependencyModel`]) plus every future
+//! instant it must act on, in one state machine driven in logical time.
+//!
+//! The live service and the simulator are both thin drivers of [`DependencySchedule`], the way
+//! quinn-proto's connection is driven by tokio and by test harnesses alike:
+//!
+//! 1. a request comes in: [`DependencySchedule::arrive`] decides about it (and answers a rejected
+//!    one at once);
+//! 2. the driver asks [`DependencySchedule::next_due`], sleeps until then (tokio plus a precise
+//!    timer live, or its own virtual clock), and calls [`DependencySchedule::advance`] with the
+//!    time it woke at;
+//! 3. it hands the answers [`DependencySchedule::advance`] returned to their requests.
+//!
+//! No clock, no IO, no channels here: requests are known by id, and the driver keeps whatever it
+//! needs to reach them (the live service a map from id to its oneshot sender).
+//!
+//! # Logical time, no drift
+//!
+//! The model is never told "now" by a late timer. Every future instant (a worker's scheduled
+//! completion, a slow answer's due time, the freeze's edges) is an entry of the schedule's queue,
+//! and `advance(now)` applies every entry due up to `now` *at its own instant*, in time order. A
+//! worker that finishes at 40 ms and takes the next queued request starts it at 40 ms, not at
+//! 41 ms when a timer fired, so the pool completes exactly `workers / service_time` requests per
+//! second whatever the driver's lateness.
+//!
+//! # Order within an instant
+//!
+//! 1. a freeze edge (the window is half-open: at its end the service is open again);
+//! 2. ends of work, by request id;
+//! 3. late answers (E03-A's slow fate), by request id;
+//! 4. arrivals: `arrive(now)` first applies everything due at or before `now`.
+//!
+//! Arrivals never go back in time: one handed in with a stamp earlier than the latest instant
+//! advanced to is decided at that instant instead (never in the past, where e.g. a freeze that
+//! already ended would hold it forever).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::time::Duration;
+
+use crate::dependency::{Admission, Completion, DependencyModel, ReqId, ServiceConfig};
+use crate::events::Cause;
+
+/// An entry of a [`BinaryHeap`] that pops the *smallest* `key` first and ignores `value` when
+/// ordering (so the value needs no `Ord`: a channel, an event). Ties pop in no fixed order: put
+/// a tie-breaker (an insertion counter) in the key where that matters.
+#[derive(Debug, Clone, Copy)]
+pub struct Earliest<K, V> {
+    pub key: K,
+    pub value: V,
+}
+
+impl<K: Ord, V> PartialEq for Earliest<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl<K: Ord, V> Eq for Earliest<K, V> {}
+
+impl<K: Ord, V> PartialOrd for Earliest<K, V> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K: Ord, V> Ord for Earliest<K, V> {
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest entry first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.key.cmp(&self.key)
+    }
+}
+
+/// A future instant the schedule acts on. The variant order is the order within an instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Due {
+    FreezeBegins,
+    FreezeEnds,
+    /// A worker's service time for this request ends.
+    WorkDone(ReqId),
+    /// This request's late answer (E03-A slow fate), with its status, is due.
+    LateAnswer(ReqId, u16),
+}
+
+impl Due {
+    fn is_edge(self) -> bool {
+        matches!(self, Due::FreezeBegins | Due::FreezeEnds)
+    }
+}
+
+/// An answer to hand to its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    pub req: ReqId,
+    /// The model's instant of the answer (the driver may hand it over a little later).
+    pub at: Duration,
+    pub status: u16,
+    pub cause: Cause,
+    /// When a worker started it; `None` if none ever did.
+    pub admit: Option<Duration>,
+    /// A worker was free when it arrived.
+    pub immediate: bool,
+}
+
+/// What the schedule did, in the order it did it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A request is answered.
+    Answer(Answer),
+    /// A queued request got a worker at `at` for `service` (a driver that only answers
+    /// requests skips it).
+    Started {
+        req: ReqId,
+        at: Duration,
+        service: Duration,
+    },
+}
+
+/// What the schedule remembers of a request it has not answered yet.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    admit: Option<Duration>,
+    immediate: bool,
+}
+
+/// The dependency's model and everything scheduled around it.
+#[derive(Debug)]
+pub struct DependencySchedule {
+    model: DependencyModel,
+    due: BinaryHeap<Reverse<(Duration, Due)>>,
+    waiting: HashMap<ReqId, Waiting>,
+    /// The latest instant advanced to (see the module docs).
+    clock: Duration,
+}
+
+impl DependencySchedule {
+    /// A fresh dependency at time zero; its freeze edges (if any) are scheduled now.
+    pub fn new(config: ServiceConfig) -> Self {
+        let mut due = BinaryHeap::new();
+        if let Some(f) = config.timeline.freeze {
+            due.push(Reverse((f.start, Due::FreezeBegins)));
+            due.push(Reverse((f.end, Due::FreezeEnds)));
+        }
+        Self {
+            model: DependencyModel::new(config),
+            due,
+            waiting: HashMap::new(),
+            clock: Duration::ZERO,
+        }
+    }
+
+    pub fn model(&self) -> &DependencyModel {
+        &self.model
+    }
+
+    /// The earliest instant something is due; the driver calls [`Self::advance`] then.
+    pub fn next_due(&self) -> Option<Duration> {
+        self.due.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Applies everything due at or before `now`, each at its own instant, in order (see the
+    /// module docs), and appends what it did to `out`.
+    pub fn advance(&mut self, now: Duration, out: &mut Vec<Step>) {
+        self.clock = self.clock.max(now);
+        while let Some(&Reverse((t, due))) = self.due.peek() {
+            if t > self.clock {
+                return;
+            }
+            self.due.pop();
+            self.apply(t, due, out);
+        }
+    }
+
+    /// Request `req` (fault key `key`, see [`crate::faults::request_key`]) arrives at `now`:
+    /// everything due up to `now` is applied, then the model decides. A rejected request is
+    /// answered through `out` at once; any other is answered by a later `advance`.
+    pub fn arrive(
+        &mut self,
+        now: Duration,
+        req: ReqId,
+        key: u64,
+        out: &mut Vec<Step>,
+    ) -> Admission {
+        self.advance(now, out);
+        let now = self.clock;
+        let admission = self.model.arrive(now, req, key);
+        match admission {
+            Admission::Start { service } => {
+                self.waiting.insert(
+                    req,
+                    Waiting {
+                        admit: Some(now),
+                        immediate: true,
+                    },
+                );
+                self.due.push(Reverse((now + service, Due::WorkDone(req))));
+            }
+            Admission::Queued | Admission::Held => {
+                self.waiting.insert(
+                    req,
+                    Waiting {
+                        admit: None,
+                        immediate: false,
+                    },
+                );
+            }
+            Admission::Rejected => out.push(Step::Answer(Answer {
+                req,
+                at: now,
+                status: 503,
+                cause: Cause::Full,
+                admit: None,
+                immediate: false,
+            })),
+        }
+        admission
+    }
+
+    /// The run ends: every waiting request is forgotten (its driver answers it if it wants to)
+    /// and no work or late answer is due any more; only the freeze's edges stay scheduled.
+    pub fn end(&mut self) {
+        self.waiting.clear();
+        self.due.retain(|Reverse((_, due))| due.is_edge());
+    }
+
+    /// Requests arrived and not answered yet.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    fn apply(&mut self, t: Duration, due: Due, out: &mut Vec<Step>) {
+        match due {
+            Due::FreezeBegins => self.model.freeze_begins(t),
+            Due::FreezeEnds => {
+                for req in self.model.freeze_ends(t) {
+                    self.answer(t, req, 503, Cause::Freeze, out);
+                }
+            }
+            Due::WorkDone(req) => {
+                let done = self.model.work_done(t, req);
+                match done.completion {
+                    Completion::Respond(200) => self.answer(t, req, 200, Cause::Ok, out),
+                    Completion::Respond(status) => self.answer(t, req, status, Cause::Fault, out),
+                    Completion::RespondLate(status, delay) => {
+                        self.due
+                            .push(Reverse((t + delay, Due::LateAnswer(req, status))));
+                    }
+                    // The freeze took it over; its end answers it.
+                    Completion::Stale => {}
+                }
+                if let Some((next, service)) = done.next {
+                    if let Some(w) = self.waiting.get_mut(&next) {
+                        w.admit = Some(t);
+                    }
+                    self.due.push(Reverse((t + service, Due::WorkDone(next))));
+                    out.push(Step::Started {
+                        req: next,
+                        at: t,
+                        service,
+                    });
+                }
+            }
+            Due::LateAnswer(req, status) => self.answer(t, req, status, Cause::Slow, out),
+        }
+    }
+
+    fn answer(&mut self, t: Duration, req: ReqId, status: u16, cause: Cause, out: &mut Vec<Step>) {
+        if let Some(w) = self.waiting.remove(&req) {
+            out.push(Step::Answer(Answer {
+                req,
+                at: t,
+                status,
+                cause,
+                admit: w.admit,
+                immediate: w.immediate,
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Params, Scenario};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn schedule(pairs: &[(&str, &str)], scenario: Scenario) -> DependencySchedule {
+        let raw = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let p = Params::from_raw(&raw).unwrap();
+        DependencySchedule::new(p.service_config(scenario, 42))
+    }
+
+    /// An arrival that is admitted, queued or held (answered later).
+    fn arrive(s: &mut DependencySchedule, now: Duration, id: ReqId) -> Admission {
+        let mut out = Vec::new();
+        let admission = s.arrive(now, id, id, &mut out);
+        assert!(out.is_empty(), "not answered at once");
+        admission
+    }
+
+    fn answers(steps: &[Step]) -> Vec<Answer> {
+        steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Answer(a) => Some(*a),
+                Step::Started { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_saturated_pool_completes_exactly_its_capacity_in_logical_time() {
+        // E03-B: no transient faults, and its freeze (8.5 s) is far away. 2 workers, 40 ms:
+        // 100 requests queued at 0 finish in 40 ms rounds, however late the caller advances.
+        let mut s = schedule(
+            &[("E03_WORKERS", "2"), ("E03_QUEUE", "1000")],
+            Scenario::E03B,
+        );
+        for id in 0..100 {
+            arrive(&mut s, ms(0), id);
+        }
+        assert_eq!((s.model().busy_workers(), s.model().queued()), (2, 98));
+        let mut steps = Vec::new();
+        s.advance(ms(2003), &mut steps); // one wake-up, 3 ms late, after 50 rounds
+        let out = answers(&steps);
+        assert_eq!(out.len(), 100);
+        let admits: Vec<_> = out.iter().map(|d| d.admit.unwrap()).collect();
+        assert_eq!(admits[98], ms(1960), "the 50th round starts at 49 x 40 ms");
+        assert!(out.iter().all(|d| d.status == 200 && d.cause == Cause::Ok));
+        assert!(out[..2].iter().all(|d| d.immediate) && !out[2].immediate);
+        // Each answer carries its own instant, not the late wake-up's.
+        assert_eq!((out[0].at, out[99].at), (ms(40), ms(2000)));
+        assert_eq!(steps.len(), 198, "100 answers and 98 starts from the queue");
+    }
+
+    #[test]
+    fn capacity_is_exact_over_a_degraded_window() {
+        // 1 worker, 40 ms, degraded (80 ms) in [2 ms, 1002 ms) after a 1 ms freeze: a queue
+        // saturated from 2 ms completes 12.5 per second while degraded and 25 per second after,
+        // to the nanosecond, however late the driver wakes.
+        let mut s = schedule(
+            &[
+                ("E03_WORKERS", "1"),
+                ("E03_QUEUE", "1000"),
+                ("E03_FREEZE_START_S", "0.001"),
+                ("E03_FREEZE_END_S", "0.002"),
+                ("E03_RECOVERY_END_S", "1.002"),
+            ],
+            Scenario::E03B,
+        );
+        for id in 0..200 {
+            arrive(&mut s, ms(2), id);
+        }
+        let mut steps = Vec::new();
+        s.advance(ms(3000), &mut steps);
+        let out = answers(&steps);
+        let done_in = |from: u64, to: u64| {
+            out.iter()
+                .filter(|a| a.at > ms(from) && a.at <= ms(to))
+                .count()
+        };
+        // Degraded: ends at 82, 162, ..., 962 ms; the request started at 962 ms still takes
+        // 80 ms. Then every 40 ms from 1042 ms.
+        assert_eq!(done_in(2, 1002), 12);
+        assert_eq!(out[12].at, ms(1042));
+        assert_eq!(done_in(1002, 2002), 25);
+        assert!(out.iter().all(|a| a.cause == Cause::Ok));
+        assert!(out.windows(2).all(|w| w[0].at < w[1].at));
+    }
+
+    #[test]
+    fn a_full_pool_rejects_at_once() {
+        let mut s = schedule(&[("E03_WORKERS", "1"), ("E03_QUEUE", "1")], Scenario::E03B);
+        arrive(&mut s, ms(0), 0);
+        arrive(&mut s, ms(0), 1);
+        let mut out = Vec::new();
+        assert_eq!(s.arrive(ms(1), 2, 2, &mut out), Admission::Rejected);
+        let out = answers(&out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].req, out[0].status, out[0].cause),
+            (2, 503, Cause::Full)
+        );
+        assert_eq!((out[0].admit, out[0].at), (None, ms(1)));
+    }
+
+    #[test]
+    fn freeze_holds_work_and_answers_it_503_at_its_end() {
+        let mut s = schedule(
+            &[
+                ("E03_WORKERS", "1"),
+                ("E03_SERVICE_MS", "100"),
+                ("E03_FREEZE_START_S", "0.05"),
+                ("E03_FREEZE_END_S", "0.3"),
+                ("E03_RECOVERY_END_S", "0.5"),
+            ],
+            Scenario::E03B,
+        );
+        arrive(&mut s, ms(0), 0);
+        arrive(&mut s, ms(100), 1);
+        assert_eq!((s.model().busy_workers(), s.model().held()), (0, 2));
+        let mut out = Vec::new();
+        s.advance(ms(299), &mut out);
+        assert!(out.is_empty(), "nothing answered during the freeze");
+        s.advance(ms(300), &mut out);
+        let out = answers(&out);
+        let got: Vec<_> = out.iter().map(|d| (d.req, d.status, d.cause)).collect();
+        assert_eq!(got, [(0, 503, Cause::Freeze), (1, 503, Cause::Freeze)]);
+        assert_eq!(out[0].admit, Some(ms(0)));
+        // After the freeze: degraded, service time doubled.
+        arrive(&mut s, ms(301), 2);
+        assert_eq!(s.next_due(), Some(ms(501)));
+    }
+
+    #[test]
+    fn an_arrival_at_the_freeze_end_is_served_and_work_due_at_its_start_is_held() {
+        let mut s = schedule(
+            &[
+                ("E03_WORKERS", "1"),
+                ("E03_FREEZE_START_S", "0.04"),
+                ("E03_FREEZE_END_S", "0.1"),
+                ("E03_RECOVERY_END_S", "0.1"),
+            ],
+            Scenario::E03B,
+        );
+        // Its work would end at 40 ms, the freeze's start: the edge comes first.
+        arrive(&mut s, ms(0), 0);
+        let mut out = Vec::new();
+        assert_eq!(
+            s.arrive(ms(100), 1, 1, &mut out),
+            Admission::Start { service: ms(40) },
+            "the window is half-open"
+        );
+        s.advance(ms(140), &mut out);
+        let got: Vec<_> = answers(&out)
+            .iter()
+            .map(|a| (a.req, a.at, a.cause))
+            .collect();
+        assert_eq!(got, [(0, ms(100), Cause::Freeze), (1, ms(140), Cause::Ok)]);
+    }
+
+    #[test]
+    fn an_arrival_handled_after_the_freeze_end_is_served_not_held_forever() {
+        let mut s = schedule(
+            &[
+                ("E03_FREEZE_START_S", "0.1"),
+                ("E03_FREEZE_END_S", "0.3"),
+                ("E03_RECOVERY_END_S", "0.3"),
+            ],
+            Scenario::E03B,
+        );
+        let mut out = Vec::new();
+        s.advance(ms(300), &mut out); // the driver applied the freeze's end
+        arrive(&mut s, ms(299), 0); // stamped just before it, handled just after
+        assert_eq!((s.model().busy_workers(), s.model().held()), (1, 0));
+        s.advance(ms(340), &mut out);
+        assert_eq!(answers(&out)[0].admit, Some(ms(300)));
+    }
+
+    #[test]
+    fn slow_answers_free_the_worker_and_answer_later() {
+        let mut s = schedule(
+            &[
+                ("E03_WORKERS", "1"),
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "1"),
+                ("E03_SLOW_MS", "500"),
+            ],
+            Scenario::E03A,
+        );
+        arrive(&mut s, ms(0), 0);
+        arrive(&mut s, ms(10), 1);
+        assert_eq!(s.model().queued(), 1);
+        let mut out = Vec::new();
+        s.advance(ms(100), &mut out);
+        assert_eq!(
+            out,
+            [Step::Started {
+                req: 1,
+                at: ms(40),
+                service: ms(40)
+            }],
+            "worker freed at 40 ms, nothing answered before 540 ms"
+        );
+        out.clear();
+        s.advance(ms(540), &mut out);
+        let out = answers(&out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].req, out[0].status, out[0].cause, out[0].admit),
+            (0, 200, Cause::Slow, Some(ms(0)))
+        );
+    }
+
+    #[test]
+    fn same_instant_order_is_edge_then_work_then_late_answers_by_id() {
+        // 2 workers, 40 ms service, every fate slow by 40 ms: 5 and 1 start at 0, then 3, 2, 4
+        // and 0 wait in that order.
+        let mut s = schedule(
+            &[
+                ("E03_WORKERS", "2"),
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "1"),
+                ("E03_SLOW_MS", "40"),
+            ],
+            Scenario::E03A,
+        );
+        for id in [5, 1, 3, 2, 4, 0] {
+            arrive(&mut s, ms(0), id);
+        }
+        let mut out = Vec::new();
+        s.advance(ms(80), &mut out);
+        let started = |req, at| Step::Started {
+            req,
+            at: ms(at),
+            service: ms(40),
+        };
+        let late = |req, admit| {
+            Step::Answer(Answer {
+                req,
+                at: ms(80),
+                status: 200,
+                cause: Cause::Slow,
+                admit: Some(ms(admit)),
+                immediate: admit == 0,
+            })
+        };
+        // At 80 ms the ends of work (of 2 and 3, which start 4 and 0) come before the late
+        // answers of 1 and 5, which come by id although 5 arrived first.
+        assert_eq!(
+            out,
+            [
+                started(3, 40),
+                started(2, 40),
+                started(4, 80),
+                started(0, 80),
+                late(1, 0),
+                late(5, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn ending_drops_every_waiting_answer() {
+        let mut s = schedule(&[("E03_WORKERS", "1")], Scenario::E03B);
+        arrive(&mut s, ms(0), 0);
+        arrive(&mut s, ms(0), 1);
+        s.end();
+        assert_eq!(s.next_due(), Some(ms(8500)), "only the freeze edge is left");
+        assert_eq!(s.waiting(), 0);
+        let mut out = Vec::new();
+        s.advance(ms(100), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn earliest_pops_the_smallest_key_first_whatever_its_value() {
+        let mut heap = BinaryHeap::new();
+        for (key, value) in [((5, 0), "c"), ((1, 1), "a"), ((5, 2), "d"), ((3, 3), "b")] {
+            heap.push(Earliest { key, value });
+        }
+        let order: Vec<_> = std::iter::from_fn(|| heap.pop().map(|e| e.value)).collect();
+        assert_eq!(order, ["a", "b", "c", "d"]);
+    }
+}
