@@ -13,7 +13,6 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle};
 
-
 use crate::metrics::RunMetrics;
 use crate::tables::Spread;
 use crate::{AnalyzeError, ScenarioSummary};

@@ -57,6 +57,8 @@ pub enum Admission {
     Rejected,
     /// The service is frozen: it is held and answered 503 when the freeze ends.
     Held,
+    /// The service is down: answer `status` at once, no work done.
+    Refused { status: u16 },
 }
 
 /// How a request whose work is done is answered.
@@ -124,10 +126,20 @@ impl DependencyModel {
     /// A request arrives at `now`. `key` identifies it for its fault fate (see
     /// [`crate::faults::request_key`]); a caller without client identity may pass `id`.
     pub fn arrive(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
-        if self.frozen || self.cfg.timeline.phase(now) == Phase::Frozen {
-            self.held.push(id);
-            return Admission::Held;
+        match self.cfg.timeline.phase(now) {
+            _ if self.frozen => {}
+            Phase::Frozen => {}
+            Phase::Down(status) => return Admission::Refused { status },
+            Phase::Normal | Phase::Degraded => {
+                return self.admit(now, id, key);
+            }
         }
+        self.held.push(id);
+        Admission::Held
+    }
+
+    /// A worker, the queue, or a 503 when both are full.
+    fn admit(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
         if self.in_service.len() < self.cfg.workers {
             self.in_service.insert(id, key);
             return Admission::Start {
@@ -188,7 +200,7 @@ impl DependencyModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::{DegradedWindow, FreezeWindow};
+    use crate::timeline::{DegradedWindow, DownWindow, FreezeWindow};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -209,10 +221,33 @@ mod tests {
                     end: ms(15_000),
                     capacity_factor: 0.5,
                 }),
+                down: Vec::new(),
             },
             faults: FaultModel::default(),
             seed: 42,
         }
+    }
+
+    #[test]
+    fn a_down_phase_refuses_at_once_and_keeps_the_pool_empty() {
+        let mut c = cfg(1, 1);
+        c.timeline.down.push(DownWindow {
+            start: ms(1000),
+            end: ms(2000),
+            status: 500,
+        });
+        let mut m = DependencyModel::new(c);
+        assert_eq!(
+            m.arrive(ms(999), 0, 0),
+            Admission::Start { service: ms(40) }
+        );
+        assert_eq!(m.arrive(ms(1000), 1, 1), Admission::Refused { status: 500 });
+        assert_eq!(m.queued(), 0, "a refused request takes no queue slot");
+        assert_eq!(
+            m.arrive(ms(2000), 2, 2),
+            Admission::Queued,
+            "up again at its end"
+        );
     }
 
     #[test]

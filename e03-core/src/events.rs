@@ -77,6 +77,8 @@ pub enum Cause {
     Full,
     /// Held by the freeze and released as 503 at its end.
     Freeze,
+    /// The dependency is down (a `down` phase): its status at once, no work done.
+    Down,
 }
 
 /// The dependency answered a request.

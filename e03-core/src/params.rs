@@ -14,7 +14,7 @@ use crate::dependency::ServiceConfig;
 use crate::faults::FaultModel;
 use crate::operation::Limits;
 use crate::strategy::Strategy;
-use crate::timeline::{DegradedWindow, FreezeWindow, PhaseKind, Timeline};
+use crate::timeline::{DegradedWindow, DownWindow, FreezeWindow, PhaseKind, Timeline};
 
 pub use crate::scenario::Scenario;
 
@@ -454,25 +454,40 @@ impl Params {
         }
     }
 
-    /// The scenario's timeline with E03's timeline parameters applied.
+    /// The scenario's timeline with E03's timeline parameters applied: they move its freeze
+    /// and the degraded phase that starts where the freeze ends; other phases stay as written.
     pub fn timeline(&self, scenario: Scenario) -> Timeline {
         let s = &self.service;
         let phases = &scenario.def().phases;
+        let freeze_at = phases.iter().position(|p| p.phase == PhaseKind::Freeze);
         let mut timeline = Timeline::default();
-        if let Some(i) = phases.iter().position(|p| p.phase == PhaseKind::Freeze) {
-            timeline.freeze = Some(FreezeWindow {
-                start: secs(s.freeze_start_s),
-                end: secs(s.freeze_end_s),
-            });
-            if matches!(
-                phases.get(i + 1),
-                Some(p) if matches!(p.phase, PhaseKind::Degraded { .. }) && p.start_s == phases[i].end_s
-            ) {
-                timeline.degraded = Some(DegradedWindow {
-                    start: secs(s.freeze_end_s),
-                    end: secs(s.recovery_end_s),
-                    capacity_factor: s.recovery_factor,
-                });
+        for (i, p) in phases.iter().enumerate() {
+            let (start, end) = (secs(p.start_s), secs(p.end_s));
+            let after_freeze =
+                freeze_at.is_some_and(|f| f + 1 == i && phases[f].end_s == p.start_s);
+            match p.phase {
+                PhaseKind::Up => {}
+                PhaseKind::Down { status } => timeline.down.push(DownWindow { start, end, status }),
+                PhaseKind::Freeze => {
+                    timeline.freeze = Some(FreezeWindow {
+                        start: secs(s.freeze_start_s),
+                        end: secs(s.freeze_end_s),
+                    })
+                }
+                PhaseKind::Degraded { .. } if after_freeze => {
+                    timeline.degraded = Some(DegradedWindow {
+                        start: secs(s.freeze_end_s),
+                        end: secs(s.recovery_end_s),
+                        capacity_factor: s.recovery_factor,
+                    })
+                }
+                PhaseKind::Degraded { capacity_factor } => {
+                    timeline.degraded = Some(DegradedWindow {
+                        start,
+                        end,
+                        capacity_factor,
+                    })
+                }
             }
         }
         timeline
@@ -691,6 +706,39 @@ mod tests {
             .service_config(Scenario::E03B, 1);
         assert_eq!(b.timeline.freeze.unwrap().start, Duration::from_secs(5));
         assert_eq!(b.timeline.freeze.unwrap().end, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_scenario_file_gives_its_timeline_to_the_model() {
+        let text = "name = \"params-timeline\"\ntitle = \"t\"\ndescription = \"d\"\n\
+            [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\n\
+            [[timeline]]\nphase = \"degraded\"\nstart_s = 4\nend_s = 6\ncapacity_factor = 0.25\n";
+        let def = crate::scenario::parse(text, "t.toml").unwrap();
+        let sc = Scenario::register(def).unwrap();
+        let p = Params::for_scenario(sc, &raw(&[("E03_FREEZE_START_S", "0.5")])).unwrap();
+        let t = p.timeline(sc);
+        assert_eq!(
+            t.freeze, None,
+            "E03_FREEZE_* add no freeze to a scenario without one"
+        );
+        assert_eq!(
+            t.down,
+            [DownWindow {
+                start: Duration::from_secs(1),
+                end: Duration::from_secs(2),
+                status: 500
+            }]
+        );
+        let d = t.degraded.unwrap();
+        assert_eq!(
+            (d.start, d.end),
+            (Duration::from_secs(4), Duration::from_secs(6))
+        );
+        assert_eq!(d.capacity_factor, 0.25);
+        assert_eq!(
+            t.incident(),
+            Some((Duration::from_secs(1), Duration::from_secs(6)))
+        );
     }
 
     #[test]

@@ -351,6 +351,19 @@ impl ScenarioFile {
                     ));
                 }
             }
+            let seen = |kind: PhaseName| {
+                self.timeline
+                    .iter()
+                    .take(out.len())
+                    .any(|q| q.get_ref().phase == kind)
+            };
+            if matches!(p.phase, PhaseName::Freeze | PhaseName::Degraded) && seen(p.phase) {
+                return fail(
+                    "a second phase of this kind: expected at most one freeze and one degraded \
+                     phase (down phases may repeat)"
+                        .into(),
+                );
+            }
             if p.capacity_factor.is_some() && p.phase != PhaseName::Degraded {
                 return fail("capacity_factor is only for a degraded phase".into());
             }
@@ -682,6 +695,12 @@ mod tests {
         assert!(e.message.contains("start_s < end_s"), "{e}");
         let e = err(&phase("phase = \"degraded\"\nstart_s = 1.0\nend_s = 2.0"));
         assert!(e.message.contains("expected capacity_factor"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[timeline]]\nphase = \"freeze\"\nstart_s = 1.0\nend_s = 2.0\n\
+             [[timeline]]\nphase = \"freeze\"\nstart_s = 3.0\nend_s = 4.0\n"
+        ));
+        assert_eq!(e.line(), Some(8), "{e}");
+        assert!(e.message.contains("at most one freeze"), "{e}");
         let e = err(&phase("phase = \"melt\"\nstart_s = 1.0\nend_s = 2.0"));
         assert!(e.message.contains("melt"), "{e}");
         let e = err(&phase(

@@ -212,6 +212,14 @@ impl DependencySchedule {
                 admit: None,
                 immediate: false,
             })),
+            Admission::Refused { status } => out.push(Step::Answer(Answer {
+                req,
+                at: now,
+                status,
+                cause: Cause::Down,
+                admit: None,
+                immediate: false,
+            })),
         }
         admission
     }
@@ -388,6 +396,28 @@ mod tests {
             (2, 503, Cause::Full)
         );
         assert_eq!((out[0].admit, out[0].at), (None, ms(1)));
+    }
+
+    #[test]
+    fn a_down_phase_answers_its_status_at_once() {
+        let mut cfg = Params::default().service_config(crate::Scenario::E03A, 1);
+        cfg.faults = Default::default();
+        cfg.timeline.down.push(crate::timeline::DownWindow {
+            start: ms(100),
+            end: ms(200),
+            status: 502,
+        });
+        let mut s = DependencySchedule::new(cfg);
+        let mut out = Vec::new();
+        assert_eq!(
+            s.arrive(ms(150), 0, 0, &mut out),
+            Admission::Refused { status: 502 }
+        );
+        let [Step::Answer(a)] = out.as_slice() else {
+            panic!("{out:?}")
+        };
+        assert_eq!((a.at, a.status, a.cause), (ms(150), 502, Cause::Down));
+        assert_eq!(s.waiting(), 0);
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! The dependency's timeline: when it freezes and how long it stays degraded afterwards.
+//! The dependency's timeline: when it is down, when it freezes and when it runs degraded.
 //!
-//! Times are offsets from the run's time zero. The freeze window is half-open
-//! `[start, end)`; the degraded window follows it, `[freeze end, recovery end)`.
+//! Times are offsets from the run's time zero; every window is half-open `[start, end)`. A
+//! scenario file describes its timeline as a list of phases ([`PhaseWindow`]); the model's
+//! [`Timeline`] holds at most one freeze and one degraded window (E03-B: the degraded window
+//! follows the freeze, `[freeze end, recovery end)`) and any number of down windows.
 
 use std::time::Duration;
 
@@ -21,23 +23,40 @@ pub struct DegradedWindow {
     pub capacity_factor: f64,
 }
 
+/// While down the service answers every request at once with `status` and does no work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DownWindow {
+    pub start: Duration,
+    pub end: Duration,
+    /// 400 to 599; 503 unless the scenario says otherwise.
+    pub status: u16,
+}
+
 /// What the dependency is doing at a given moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Normal,
     Frozen,
     Degraded,
+    /// Answering everything with this status at once.
+    Down(u16),
 }
 
-/// The whole timeline of one run. E03-A has neither window.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+/// The whole timeline of one run. E03-A has no window at all.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Timeline {
     pub freeze: Option<FreezeWindow>,
     pub degraded: Option<DegradedWindow>,
+    /// Down windows, in time order, not overlapping the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub down: Vec<DownWindow>,
 }
 
 impl Timeline {
     pub fn phase(&self, now: Duration) -> Phase {
+        if let Some(d) = self.down.iter().find(|d| now >= d.start && now < d.end) {
+            return Phase::Down(d.status);
+        }
         if let Some(f) = self.freeze {
             if now >= f.start && now < f.end {
                 return Phase::Frozen;
@@ -57,8 +76,10 @@ impl Timeline {
     pub fn incident(&self) -> Option<(Duration, Duration)> {
         let starts = self.freeze.map(|f| f.start).into_iter();
         let starts = starts.chain(self.degraded.map(|d| d.start));
+        let starts = starts.chain(self.down.iter().map(|d| d.start));
         let ends = self.freeze.map(|f| f.end).into_iter();
         let ends = ends.chain(self.degraded.map(|d| d.end));
+        let ends = ends.chain(self.down.iter().map(|d| d.end));
         Some((starts.min()?, ends.max()?))
     }
 
@@ -79,9 +100,10 @@ pub enum PhaseKind {
     Up,
     /// Answers every request at once with `status`, doing no work.
     Down { status: u16 },
-    /// Holds everything and answers 503 at the phase's end (E03-B).
+    /// Holds everything and answers 503 at the phase's end (E03-B). At most one per scenario.
     Freeze,
-    /// Capacity times `capacity_factor`, in (0, 1]: service time is divided by it.
+    /// Capacity times `capacity_factor`, in (0, 1]: service time is divided by it. At most one
+    /// per scenario.
     Degraded { capacity_factor: f64 },
 }
 
@@ -112,12 +134,21 @@ mod tests {
                 end: ms(15_000),
                 capacity_factor: 0.5,
             }),
+            down: vec![DownWindow {
+                start: ms(2000),
+                end: ms(3000),
+                status: 500,
+            }],
         }
     }
 
     #[test]
     fn phases_follow_half_open_windows() {
         let t = outage();
+        assert_eq!(t.phase(ms(1999)), Phase::Normal);
+        assert_eq!(t.phase(ms(2000)), Phase::Down(500));
+        assert_eq!(t.phase(ms(2999)), Phase::Down(500));
+        assert_eq!(t.phase(ms(3000)), Phase::Normal);
         assert_eq!(t.phase(ms(8499)), Phase::Normal);
         assert_eq!(t.phase(ms(8500)), Phase::Frozen);
         assert_eq!(t.phase(ms(9999)), Phase::Frozen);
@@ -132,5 +163,11 @@ mod tests {
         assert_eq!(t.service_time(ms(5000), ms(40)), ms(40));
         assert_eq!(t.service_time(ms(12_000), ms(40)), ms(80));
         assert_eq!(Timeline::default().service_time(ms(12_000), ms(40)), ms(40));
+    }
+
+    #[test]
+    fn the_incident_spans_every_window_that_is_not_normal() {
+        assert_eq!(outage().incident(), Some((ms(2000), ms(15_000))));
+        assert_eq!(Timeline::default().incident(), None);
     }
 }

@@ -188,6 +188,7 @@ mod tests {
                     req,
                     status: 503,
                 }),
+                Admission::Refused { status } => h.out.push(Decision::Answered { t, req, status }),
                 Admission::Queued | Admission::Held => {}
             }
         }
