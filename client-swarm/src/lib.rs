@@ -23,6 +23,7 @@ mod http;
 mod log;
 mod plan;
 mod run;
+pub mod scenario_files;
 mod stop;
 
 pub use cli::{main_entry, out_and_scenarios, shutdown_signal};

@@ -1,0 +1,130 @@
+//! Scenario arguments: built-in names and scenario files, read here (the core does no IO) and
+//! registered with the core so that the rest of the process uses them by name.
+
+use std::path::{Path, PathBuf};
+
+use e03_core::scenario::{self, ScenarioDef};
+use e03_core::Scenario;
+
+/// File name a run directory keeps its scenario's definition under, so that the directory
+/// explains itself and `lab analyze DIR` works on a user's scenario too.
+pub const SCENARIO_FILE: &str = "scenario.toml";
+
+/// One scenario named on a command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioArg {
+    pub scenario: Scenario,
+    /// The file it was read from, if it is not built in.
+    pub file: Option<PathBuf>,
+}
+
+/// Whether a scenario argument names a file rather than a built-in scenario.
+pub fn is_file_arg(value: &str) -> bool {
+    value.ends_with(".toml") || value.contains('/') || value.contains(std::path::MAIN_SEPARATOR)
+}
+
+/// Reads, validates and registers one scenario file.
+pub fn load_file(path: &Path) -> Result<Scenario, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read scenario file {}: {e}", path.display()))?;
+    let def = scenario::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+    Scenario::register(def).map_err(|e| format!("scenario file {}: {}", path.display(), e.message))
+}
+
+/// `e03a`, `e03b`, `all`, a scenario file's path, or a comma-separated list of them (in order,
+/// without repeats). The error says what is accepted.
+pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
+    let mut out: Vec<ScenarioArg> = Vec::new();
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let found: Vec<ScenarioArg> = if is_file_arg(part) {
+            let path = PathBuf::from(part);
+            vec![ScenarioArg {
+                scenario: load_file(&path)?,
+                file: Some(path),
+            }]
+        } else {
+            Scenario::parse_list(part)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|scenario| ScenarioArg {
+                    scenario,
+                    file: None,
+                })
+                .collect()
+        };
+        for f in found {
+            if out.iter().any(|o| o.scenario == f.scenario) {
+                return Err(format!(
+                    "scenario {:?} is named twice: expected each scenario once",
+                    f.scenario.name()
+                ));
+            }
+            out.push(f);
+        }
+    }
+    if out.is_empty() {
+        return Err("no scenario given: expected e03a, e03b, all or a scenario file".into());
+    }
+    Ok(out)
+}
+
+/// The text to keep beside a run's logs: the file's own text, or the built-in file.
+pub fn definition_text(arg: &ScenarioArg) -> Result<String, String> {
+    match &arg.file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read scenario file {}: {e}", path.display())),
+        None => Ok(scenario::BUILTIN_FILES
+            .iter()
+            .find(|(file, _)| file.trim_end_matches(".toml") == arg.scenario.name())
+            .map(|(_, text)| text.to_string())
+            .unwrap_or_default()),
+    }
+}
+
+/// Registers the scenario kept in a run directory (`DIR/scenario.toml`), if there is one and
+/// its name is not known yet.
+pub fn register_from_dir(dir: &Path) -> Result<Option<Scenario>, String> {
+    let path = dir.join(SCENARIO_FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    load_file(&path).map(Some)
+}
+
+/// The definition of a scenario, for a control call to a dependency that may not know it.
+pub fn definition(s: Scenario) -> ScenarioDef {
+    s.def().clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_files_resolve_in_order() {
+        let dir = std::env::temp_dir().join(format!("e03-scn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("mine.toml");
+        std::fs::write(
+            &file,
+            "name = \"swarm-file-test\"\ntitle = \"t\"\ndescription = \"d\"\n",
+        )
+        .unwrap();
+        let got = resolve(&format!("e03b,{}", file.display())).unwrap();
+        assert_eq!(got[0].scenario, Scenario::E03B);
+        assert_eq!(got[1].scenario.name(), "swarm-file-test");
+        assert_eq!(got[1].file.as_deref(), Some(file.as_path()));
+        assert!(definition_text(&got[0])
+            .unwrap()
+            .contains("name = \"e03b\""));
+        assert!(resolve("e03b,b").unwrap_err().contains("named twice"));
+        let missing = resolve("nope/x.toml").unwrap_err();
+        assert!(
+            missing.starts_with("cannot read scenario file nope/x.toml"),
+            "{missing}"
+        );
+        let unknown = resolve("e03z").unwrap_err();
+        assert!(unknown.contains("unknown scenario \"e03z\""), "{unknown}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
