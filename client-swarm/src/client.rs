@@ -1,21 +1,18 @@
 //! One closed-loop client and the operation loop, the same code for every strategy.
 //!
-//! A client starts its first operation at a random offset in [0, 2 s), waits for the
-//! operation's final outcome, thinks, and starts the next, as long as the next start is before
-//! the run's duration. Both draws come from the client's `Think` stream and jitter from its
-//! `Jitter` stream, so with one seed every strategy's clients start and think identically and
-//! only the strategy differs.
-//!
-//! Each operation is driven by the core's [`Operation`] state machine: this file only supplies
-//! `now` (tokio's clock relative to the run's time zero), sends the attempts and logs them. The
-//! strategy and the budget are data: A to D (and any strategy added later) run through the
-//! same loop; the budget is one `AnyBudget` per strategy, shared by all its clients.
+//! The client is the core's [`ClientSession`]: it decides when each operation starts (a seeded
+//! first offset, then think times), numbers operations and attempts, deposits into the budget,
+//! and runs each operation's [`e03_core::Operation`] state machine. This file is its live
+//! driver: it sleeps until the session's next wake-up, supplies `now` (tokio's clock relative
+//! to the run's time zero), sends the attempts the session asks for and logs them. The strategy
+//! and the budget are data: A to D (and any strategy added later) run through the same loop;
+//! the budget is one `AnyBudget` per strategy, shared by all its clients.
 //!
 //! Timing fidelity (coordinated omission): every attempt records when it was *due* (operation
-//! start, or the end of its retry wait), when it was actually *sent* (just before reqwest gets
-//! it) and when it ended. Schedules are absolute (`sleep_until(t0 + due)`), so a late wake-up
-//! never shifts the following ones. The sleeps use the precise timer (crate `precise-timer`), not
-//! tokio's 1 ms wheel, and a retry that is already due (an immediate retry) is sent at once.
+//! start, or the end of its retry wait), when it was actually *sent* and when it ended.
+//! Schedules are absolute (`sleep_until(t0 + due)`), so a late wake-up never shifts the
+//! following ones. The sleeps use the precise timer (crate `precise-timer`), not tokio's 1 ms wheel,
+//! and a retry that is already due (an immediate retry) is sent at once.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,18 +20,14 @@ use std::time::Duration;
 use e03_core::budget::AnyBudget;
 use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome, RunTag};
 use e03_core::operation::Limits;
-use e03_core::rng::{stream, LabRng, Stream};
-use e03_core::{AttemptResult, GiveUp, Next, OpOutcome, Operation, RetryBudget, Strategy};
+use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
+use e03_core::{AttemptResult, GiveUp, OpOutcome, Strategy};
 use precise_timer::PreciseTimer;
-use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
 use crate::http::{AttemptId, WorkEndpoint};
 use crate::stop::StopSignal;
-
-/// The first operation of each client starts uniformly in [0, FIRST_START_SPREAD_US) µs.
-const FIRST_START_SPREAD_US: u64 = 2_000_000;
 
 /// What every client of one strategy shares during one run.
 pub(crate) struct StrategyRun {
@@ -63,6 +56,14 @@ impl StrategyRun {
     /// Time since time zero (zero before it).
     fn now(&self) -> Duration {
         Instant::now().saturating_duration_since(self.t0)
+    }
+
+    fn session_config(&self) -> SessionConfig {
+        SessionConfig {
+            limits: self.limits,
+            duration: self.duration,
+            think: self.think,
+        }
     }
 
     fn budget(&self) -> std::sync::MutexGuard<'_, AnyBudget> {
@@ -97,16 +98,9 @@ pub(crate) async fn run_client(
     log: mpsc::Sender<Event>,
     mut stop: StopSignal,
 ) -> ClientTotals {
-    let mut think_rng = stream(run.seed, Stream::Think, client);
-    let mut jitter_rng = stream(run.seed, Stream::Jitter, client);
-    let (think_lo, think_hi) = (
-        run.think.0.as_micros() as u64,
-        run.think.1.as_micros() as u64,
-    );
-    let mut start = Duration::from_micros(think_rng.random_range(0..FIRST_START_SPREAD_US));
+    let mut session = ClientSession::new(run.seed, client, run.session_config());
     let mut totals = ClientTotals::default();
-    let mut op_no = 0u32;
-    while start < run.duration {
+    while let Some(start) = session.next_wake() {
         tokio::select! {
             biased;
             _ = stop.stopped() => {
@@ -115,55 +109,41 @@ pub(crate) async fn run_client(
             }
             _ = run.timer.sleep_until((run.t0 + start).into_std()) => {}
         }
-        let done =
-            run_operation(&run, client, op_no, start, &mut jitter_rng, &log, &mut stop).await;
+        let done = run_operation(&run, &mut session, &log, &mut stop).await;
         totals.operations += 1;
         totals.attempts += u64::from(done.attempts);
         if done.outcome == OpOutcome::Failed(GiveUp::Aborted) {
             totals.cut_short = true;
             break;
         }
-        op_no += 1;
-        start = done.end + Duration::from_micros(think_rng.random_range(think_lo..=think_hi));
     }
     totals
 }
 
-/// One operation, scheduled to start at `start`: attempts until the core says it is done, every
-/// attempt and the operation itself logged.
+/// The session's next operation, whose start is due now: attempts until the session says it
+/// ended, every attempt and the operation itself logged.
 pub(crate) async fn run_operation(
     run: &StrategyRun,
-    client: u32,
-    op_no: u32,
-    start: Duration,
-    jitter: &mut LabRng,
+    session: &mut ClientSession,
     log: &mpsc::Sender<Event>,
     stop: &mut StopSignal,
 ) -> OpDone {
-    let mut op = Operation::start(start, run.limits);
-    run.budget().deposit();
-    let mut due = start;
-    let mut sent_count = 0u32;
-    let (outcome, end) = loop {
-        tokio::select! {
-            biased;
-            _ = stop.stopped() => break (OpOutcome::Failed(GiveUp::Aborted), run.now()),
-            _ = run.timer.sleep_until((run.t0 + due).into_std()) => {}
-        }
-        let id = AttemptId {
-            client,
-            op: op_no,
-            attempt: op.attempt(),
-        };
-        let req = run.work.request(id);
+    let client = session.client();
+    let end = loop {
         let sent_at = Instant::now();
         let sent = sent_at.saturating_duration_since(run.t0);
-        let Some(timeout) = op.attempt_timeout(sent) else {
-            break (OpOutcome::Failed(GiveUp::Deadline), sent);
+        let wake = session.on_wake(sent, &mut *run.budget());
+        let attempt = match wake {
+            Wake::Send(attempt) => attempt,
+            Wake::Ended(end) => break end,
         };
-        sent_count += 1;
+        let req = run.work.request(AttemptId {
+            client,
+            op: attempt.id.op,
+            attempt: attempt.id.attempt,
+        });
         let result = tokio::select! {
-            r = timeout_at(sent_at + timeout, run.work.execute(req)) => {
+            r = timeout_at(sent_at + attempt.timeout, run.work.execute(req)) => {
                 Some(r.unwrap_or(AttemptResult::Timeout))
             }
             // Not at once: a request still connecting would never reach the server.
@@ -174,9 +154,9 @@ pub(crate) async fn run_operation(
             Event::Attempt(Attempt {
                 tag: run.tag.clone(),
                 client,
-                op: op_no,
-                attempt: id.attempt,
-                due_us: us(due),
+                op: attempt.id.op,
+                attempt: attempt.id.attempt,
+                due_us: us(attempt.due),
                 sent_us: us(sent),
                 end_us: us(now),
                 end,
@@ -185,7 +165,7 @@ pub(crate) async fn run_operation(
         };
         let Some(result) = result else {
             let _ = log.send(record(AttemptEnd::Aborted, None)).await;
-            break (OpOutcome::Failed(GiveUp::Aborted), now);
+            break session.abort(now).expect("an attempt was in flight");
         };
         let (end, status) = match result {
             AttemptResult::Status { code, .. } => (AttemptEnd::Status, Some(code)),
@@ -194,15 +174,25 @@ pub(crate) async fn run_operation(
         };
         // A closed log means its writer failed; that error is reported when the run ends.
         let _ = log.send(record(end, status)).await;
-        let next = {
-            let mut budget = run.budget();
-            op.on_result(now, result, &run.strategy, &mut *budget, jitter)
-        };
-        match next {
-            Next::Retry { wait } => due = now + wait,
-            Next::Done(outcome) => break (outcome, now),
+        let ended = session.on_result(now, result, &run.strategy, &mut *run.budget());
+        if let Some(end) = ended {
+            break end;
+        }
+        let due = session.next_wake().expect("a retry is due");
+        tokio::select! {
+            biased;
+            _ = stop.stopped() => break session.abort(run.now()).expect("a retry was due"),
+            _ = run.timer.sleep_until((run.t0 + due).into_std()) => {}
         }
     };
+    let OpEnd {
+        op,
+        start,
+        end,
+        attempts,
+        outcome,
+        ..
+    } = end;
     let (outcome_field, reason) = match outcome {
         OpOutcome::Success => (Outcome::Success, None),
         OpOutcome::Failed(why) => (Outcome::Failed, Some(why)),
@@ -211,17 +201,17 @@ pub(crate) async fn run_operation(
         .send(Event::Operation(OperationRecord {
             tag: run.tag.clone(),
             client,
-            op: op_no,
+            op,
             start_us: us(start),
             end_us: us(end),
-            attempts: sent_count,
+            attempts,
             outcome: outcome_field,
             reason,
         }))
         .await;
     OpDone {
         end,
-        attempts: sent_count,
+        attempts,
         outcome,
     }
 }
@@ -236,6 +226,9 @@ mod tests {
     use axum::routing::get;
     use axum::Router;
     use e03_core::budget::BudgetSpec;
+    use e03_core::rng::{stream, Stream};
+    use e03_core::session::FIRST_START_SPREAD_US;
+    use rand::Rng;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn ms(v: u64) -> Duration {
@@ -309,8 +302,8 @@ mod tests {
     async fn one_op(run: &StrategyRun) -> (OpDone, Vec<Event>) {
         let (tx, mut rx) = mpsc::channel(64);
         let (_trigger, mut stop) = stop_pair();
-        let mut jitter = stream(42, Stream::Jitter, 0);
-        let done = run_operation(run, 0, 0, run.now(), &mut jitter, &tx, &mut stop).await;
+        let mut session = ClientSession::starting_at(42, 0, run.session_config(), run.now());
+        let done = run_operation(run, &mut session, &tx, &mut stop).await;
         drop(tx);
         let mut events = Vec::new();
         while let Some(e) = rx.recv().await {
@@ -428,12 +421,12 @@ mod tests {
         let run = strategy_run(&base, "/hang/work", "A", limits(5000, 10_000));
         let (tx, mut rx) = mpsc::channel(64);
         let (trigger, mut stop) = stop_pair();
-        let mut jitter = stream(42, Stream::Jitter, 0);
+        let mut session = ClientSession::starting_at(42, 0, run.session_config(), run.now());
         tokio::spawn(async move {
             tokio::time::sleep(ms(200)).await;
             trigger.stop();
         });
-        let done = run_operation(&run, 0, 0, run.now(), &mut jitter, &tx, &mut stop).await;
+        let done = run_operation(&run, &mut session, &tx, &mut stop).await;
         drop(tx);
         assert_eq!(done.outcome, OpOutcome::Failed(GiveUp::Aborted));
         let mut events = Vec::new();

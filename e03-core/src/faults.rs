@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::rng::unit_hash;
+use crate::rng::{mix64, unit_hash};
 
 /// Probabilities and delay of E03-A's faults. All zero means no transient faults (E03-B).
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
@@ -46,9 +46,30 @@ impl FaultModel {
     }
 }
 
+/// Bits of [`request_key`]'s attempt field: attempt numbers below 256 (`E03_MAX_ATTEMPTS` is
+/// at most 100).
+pub const KEY_ATTEMPT_BITS: u32 = 8;
+/// Bits of [`request_key`]'s operation field: every `u32` operation number.
+pub const KEY_OP_BITS: u32 = 32;
+/// Bits of [`request_key`]'s client field: client numbers below 2^23 (`E03_CLIENTS` is at most
+/// 100 000). The key's top bit stays free.
+pub const KEY_CLIENT_BITS: u32 = 23;
+
 /// A request's key from the identity a client sends (client, operation, attempt).
+///
+/// Within the fields' ranges (client below 2^23, any operation, attempt below 256; every
+/// identity the swarm can send) the key is the three numbers side by side, top bit clear, so
+/// distinct identities have distinct keys. An identity outside them (only a hand-made request
+/// can carry one) gets a hash of all three with the top bit set: it never shares its key with
+/// an in-range identity, and with another out-of-range one only by a 2^-63 chance.
 pub fn request_key(client: u32, op: u32, attempt: u32) -> u64 {
-    ((client as u64) << 40) ^ ((op as u64) << 8) ^ attempt as u64
+    let (client, op, attempt) = (client as u64, op as u64, attempt as u64);
+    if client >> KEY_CLIENT_BITS == 0 && attempt >> KEY_ATTEMPT_BITS == 0 {
+        (client << (KEY_OP_BITS + KEY_ATTEMPT_BITS)) | (op << KEY_ATTEMPT_BITS) | attempt
+    } else {
+        let hash = mix64(mix64((client << 32) | op) ^ attempt);
+        (1 << 63) | (hash >> 1)
+    }
 }
 
 #[cfg(test)]
@@ -83,5 +104,17 @@ mod tests {
         assert_ne!(request_key(1, 0, 1), request_key(1, 0, 2));
         assert_ne!(request_key(1, 0, 1), request_key(2, 0, 1));
         assert_ne!(request_key(1, 1, 1), request_key(1, 2, 1));
+    }
+
+    #[test]
+    fn out_of_range_identities_no_longer_collide_with_in_range_ones() {
+        // With the XOR of overlapping fields these were equal.
+        assert_ne!(request_key(0, 1, 0), request_key(0, 0, 256));
+        assert_ne!(request_key(0, 0, 0), request_key(1 << 24, 0, 0));
+        // Keys of in-range identities are the fields side by side.
+        assert_eq!(request_key(3, 2, 1), (3 << 40) | (2 << 8) | 1);
+        assert_eq!(request_key(0, 0, 256) >> 63, 1);
+        assert_eq!(request_key(1 << 23, 0, 0) >> 63, 1);
+        assert_eq!(request_key(99_999, u32::MAX, 100) >> 63, 0);
     }
 }

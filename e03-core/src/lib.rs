@@ -20,6 +20,8 @@
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
 //! - [`budget`]: the retry budget trait and the swarm-wide token bucket.
 //! - [`operation`]: one client operation's attempt/deadline state machine.
+//! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
+//!   around [`operation`], driven live and simulated alike.
 //! - [`events`]: the JSON Lines event schema every process logs.
 //! - [`rng`]: seeded, portable random streams, one per purpose and client.
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
@@ -37,6 +39,7 @@ pub mod params;
 pub mod rng;
 pub mod scenario;
 pub mod schedule;
+pub mod session;
 pub mod strategy;
 pub mod timeline;
 

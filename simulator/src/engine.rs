@@ -1,17 +1,15 @@
 //! One simulated run: the swarm's closed-loop clients and one dependency on a virtual clock.
 //!
-//! The clients follow the live swarm's rules step by step, with the core's types:
+//! Each client is the core's [`ClientSession`], the same state machine the live swarm drives: it
+//! owns the first start offset, think times, operation numbering, budget deposits, attempt ids
+//! and fault keys. This engine only drives it on the virtual clock:
 //!
-//! - client `c` draws from `stream(seed, Think, c)` its first start offset, uniform in
-//!   `[0, 2 s)` at microsecond resolution, then after each operation a think time uniform in
-//!   `[think_min, think_max]` us; an operation starts only if its start is before the run's
-//!   length;
-//! - an operation is an [`Operation`]; its first attempt deposits into the budget; each attempt
-//!   gets `attempt_timeout(now)` and arrives at the dependency at the instant it is sent
-//!   (network latency zero) with request id = arrival sequence and fault key
-//!   `request_key(client, op, attempt)` (`op` counts the client's operations from 0);
-//! - the attempt ends at `min(answer, send + timeout)`; `on_result` (with the client's jitter
-//!   stream `stream(seed, Jitter, c)` and the run's one budget) says retry after `wait` or done.
+//! - a client's wake-up ([`ClientSession::next_wake`]) is a `StartOp` event (the next
+//!   operation's start) or a `SendAttempt` event (a retry that is due);
+//! - an attempt the session sends arrives at the dependency at that instant (network latency
+//!   zero) with request id = arrival sequence and the session's fault key;
+//! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the session
+//!   with the run's one budget.
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
 //! test's trace is another. The dependency is the core's [`DependencySchedule`]: whenever it has
@@ -20,15 +18,11 @@
 //! `Vec` indexed by request id, answers go through one reused buffer.
 
 use e03_core::budget::AnyBudget;
-use e03_core::faults::request_key;
-use e03_core::operation::Limits;
-use e03_core::rng::{stream, LabRng, Stream};
 use e03_core::schedule::Step;
+use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::{
-    Admission, AttemptResult, DependencySchedule, GiveUp, Next, OpOutcome, Operation, Params,
-    ReqId, RetryBudget, Scenario, Strategy,
+    Admission, AttemptResult, DependencySchedule, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
-use rand::Rng;
 
 use crate::queue::{Event, EventQueue, Nanos};
 use crate::service::{dur, nanos};
@@ -54,22 +48,10 @@ pub trait Observer {
     );
 }
 
-/// First start offsets are uniform in `[0, 2 s)`.
-const FIRST_START_SPAN_US: u64 = 2_000_000;
-
 /// One client of the swarm.
 #[derive(Debug)]
 struct Client {
-    /// Think times and the first start offset.
-    think: LabRng,
-    /// Retry jitter.
-    jitter: LabRng,
-    /// The operation in progress.
-    op: Option<Operation>,
-    /// Number of the operation in progress (from 0); the next one gets `op_no + 1`.
-    op_no: u32,
-    /// Operations started so far.
-    started: u32,
+    session: ClientSession,
     /// The request carrying the attempt in flight, if one is.
     in_flight: Option<ReqId>,
 }
@@ -77,10 +59,6 @@ struct Client {
 /// The whole state of one run.
 pub struct Engine<'a, O: Observer> {
     strategy: &'a Strategy,
-    limits: Limits,
-    /// Operations start only before this instant.
-    end_of_starts: Nanos,
-    think_us: (u64, u64),
     queue: EventQueue,
     service: DependencySchedule,
     clients: Vec<Client>,
@@ -104,23 +82,15 @@ impl<'a, O: Observer> Engine<'a, O> {
         let n = params.swarm.clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
         let service = DependencySchedule::new(params.service_config(scenario, seed));
-        let (tmin, tmax) = params.think_range();
-        let think_us = (tmin.as_micros() as u64, tmax.as_micros() as u64);
-        let end_of_starts = nanos(params.duration());
+        let config = SessionConfig::from_params(params);
         let mut clients = Vec::with_capacity(n as usize);
         for c in 0..n {
-            let mut think = stream(seed, Stream::Think, c);
-            let offset_us = think.random_range(0..FIRST_START_SPAN_US);
-            let start = offset_us * 1000;
-            if start < end_of_starts {
-                queue.push(start, Event::StartOp(c));
+            let session = ClientSession::new(seed, c, config);
+            if let Some(start) = session.next_wake() {
+                queue.push(nanos(start), Event::StartOp(c));
             }
             clients.push(Client {
-                think,
-                jitter: stream(seed, Stream::Jitter, c),
-                op: None,
-                op_no: 0,
-                started: 0,
+                session,
                 in_flight: None,
             });
         }
@@ -130,9 +100,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             + 1;
         Self {
             strategy,
-            limits: params.limits(),
-            end_of_starts,
-            think_us,
             queue,
             service,
             clients,
@@ -159,8 +126,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 break;
             };
             match event {
-                Event::StartOp(c) => self.start_op(t, c),
-                Event::SendAttempt(c) => self.send_attempt(t, c),
+                Event::StartOp(c) | Event::SendAttempt(c) => self.wake(t, c),
                 Event::AttemptTimeout(req) => {
                     self.attempt_ends(t, req, AttemptResult::Timeout);
                 }
@@ -170,37 +136,25 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.observer
     }
 
-    fn start_op(&mut self, t: Nanos, c: u32) {
+    /// Client `c`'s wake-up: it starts an operation and/or sends the attempt that is due.
+    fn wake(&mut self, t: Nanos, c: u32) {
         let client = &mut self.clients[c as usize];
-        client.op_no = client.started;
-        client.started += 1;
-        client.op = Some(Operation::start(dur(t), self.limits));
-        self.budget.deposit();
-        self.send_attempt(t, c);
-    }
-
-    fn send_attempt(&mut self, t: Nanos, c: u32) {
-        let client = &mut self.clients[c as usize];
-        let op = client
-            .op
-            .as_ref()
-            .expect("an attempt belongs to an operation");
-        let Some(timeout) = op.attempt_timeout(dur(t)) else {
-            // `on_result` never schedules a retry at or past the deadline; kept for safety.
-            let attempts = op.attempt().saturating_sub(1);
-            self.finish_op(t, c, attempts, OpOutcome::Failed(GiveUp::Deadline));
-            return;
+        let send = match client.session.on_wake(dur(t), &mut self.budget) {
+            Wake::Send(send) => send,
+            // Only when a retry is due at or past the deadline, which `on_result` never
+            // schedules; kept for safety.
+            Wake::Ended(end) => return self.op_ended(t, c, end),
         };
-        let attempt = op.attempt();
-        let op_no = client.op_no;
         let req = self.owner.len() as ReqId;
         self.owner.push(c);
         client.in_flight = Some(req);
         self.queue
-            .push(t + nanos(timeout), Event::AttemptTimeout(req));
-        self.observer.arrival(t, req, c, op_no, attempt);
-        let key = request_key(c, op_no, attempt);
-        let admission = self.service.arrive(dur(t), req, key, &mut self.answers);
+            .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
+        self.observer
+            .arrival(t, req, c, send.id.op, send.id.attempt);
+        let admission = self
+            .service
+            .arrive(dur(t), req, send.id.key(), &mut self.answers);
         self.observer.admission(t, req, admission);
     }
 
@@ -224,34 +178,24 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         client.in_flight = None;
         self.observer.attempt_end(t, req, result);
-        let op = client
-            .op
-            .as_mut()
-            .expect("an attempt belongs to an operation");
-        let attempts = op.attempt();
-        match op.on_result(
-            dur(t),
-            result,
-            self.strategy,
-            &mut self.budget,
-            &mut client.jitter,
-        ) {
-            Next::Retry { wait } => self.queue.push(t + nanos(wait), Event::SendAttempt(c)),
-            Next::Done(outcome) => self.finish_op(t, c, attempts, outcome),
+        let end = client
+            .session
+            .on_result(dur(t), result, self.strategy, &mut self.budget);
+        match end {
+            None => {
+                let due = client.session.next_wake().expect("a retry is due");
+                self.queue.push(nanos(due), Event::SendAttempt(c));
+            }
+            Some(end) => self.op_ended(t, c, end),
         }
     }
 
-    fn finish_op(&mut self, t: Nanos, c: u32, attempts: u32, outcome: OpOutcome) {
-        let client = &mut self.clients[c as usize];
-        let op = client.op.take().expect("an operation in progress");
-        let start = nanos(op.started_at());
-        let think_us = client.think.random_range(self.think_us.0..=self.think_us.1);
-        let next = t + think_us * 1000;
-        let op_no = client.op_no;
-        if next < self.end_of_starts {
-            self.queue.push(next, Event::StartOp(c));
+    /// An operation ended: the client's next one (if any) is scheduled, the observer told.
+    fn op_ended(&mut self, t: Nanos, c: u32, end: OpEnd) {
+        if let Some(next) = self.clients[c as usize].session.next_wake() {
+            self.queue.push(nanos(next), Event::StartOp(c));
         }
         self.observer
-            .operation(c, op_no, start, t, attempts, outcome);
+            .operation(c, end.op, nanos(end.start), t, end.attempts, end.outcome);
     }
 }

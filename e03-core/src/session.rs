@@ -1,0 +1,508 @@
+//! One closed-loop client's whole life as a state machine: when its operations start, how long
+//! it thinks, how they are numbered, when each attempt is due, what it is called on the wire
+//! and what its fault key is. The live swarm and the simulator both drive it; neither holds any
+//! of these rules itself.
+//!
+//! The shape is quinn-proto's: the session has its timers inside and no clock. The driver asks
+//! [`ClientSession::next_wake`] when it must next call in, sleeps until then (tokio's timer or
+//! an event queue), and calls [`ClientSession::on_wake`] with the time it woke. That either
+//! hands it an attempt to send ([`Wake::Send`]) or reports that the operation ended without one
+//! ([`Wake::Ended`], its deadline had passed). When the attempt's answer or timeout comes, the
+//! driver calls [`ClientSession::on_result`]; it says nothing more (a retry is due: ask
+//! `next_wake` again) or reports the ended operation. [`ClientSession::abort`] ends the session
+//! early (a stop signal).
+//!
+//! ```text
+//! session = ClientSession::new(seed, client, config)   // draws the first start offset
+//! while let Some(t) = session.next_wake() {
+//!     sleep_until(t)
+//!     match session.on_wake(now, budget) {
+//!         Wake::Send(a) => { result = send a.id with a.timeout
+//!                            if let Some(end) = session.on_result(now, result, strategy, budget)
+//!                            { log end } }
+//!         Wake::Ended(end) => log end,
+//!     }
+//! }
+//! ```
+//!
+//! Random draws, in the order the lab has always made them: `stream(seed, Think, client)` gives
+//! the first start offset (uniform in `[0, FIRST_START_SPREAD_US)` µs) and then, as each
+//! operation ends, a think time uniform in `[think_min, think_max]` µs (drawn even when the next
+//! start falls after the run's end); `stream(seed, Jitter, client)` gives retry jitter. The
+//! budget deposit of a first attempt is made when its operation starts.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::budget::RetryBudget;
+use crate::faults::request_key;
+use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
+use crate::params::Params;
+use crate::rng::{stream, LabRng, Stream};
+use crate::strategy::Strategy;
+
+/// A client's first operation starts uniformly in `[0, FIRST_START_SPREAD_US)` µs after time
+/// zero (spec section 3: "uniform 0 to 2 s after start").
+pub const FIRST_START_SPREAD_US: u64 = 2_000_000;
+
+/// What every client of a run shares: limits, run length and think times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionConfig {
+    pub limits: Limits,
+    /// Operations start only in `[0, duration)`.
+    pub duration: Duration,
+    /// Think time bounds, inclusive (drawn at microsecond resolution).
+    pub think: (Duration, Duration),
+}
+
+impl SessionConfig {
+    pub fn from_params(params: &Params) -> Self {
+        Self {
+            limits: params.limits(),
+            duration: params.duration(),
+            think: params.think_range(),
+        }
+    }
+}
+
+/// Who an attempt is: what the swarm sends in its `x-e03-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AttemptId {
+    pub client: u32,
+    /// The client's operation number, from 0.
+    pub op: u32,
+    /// From 1.
+    pub attempt: u32,
+}
+
+impl AttemptId {
+    /// The fault key of this attempt ([`request_key`]).
+    pub fn key(&self) -> u64 {
+        request_key(self.client, self.op, self.attempt)
+    }
+}
+
+/// An attempt the driver must send now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendAttempt {
+    pub id: AttemptId,
+    /// When it was due (operation start, or the end of its retry wait).
+    pub due: Duration,
+    /// Give up waiting for its answer this long after sending it (never past the deadline).
+    pub timeout: Duration,
+}
+
+/// An operation that ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpEnd {
+    pub client: u32,
+    pub op: u32,
+    pub start: Duration,
+    pub end: Duration,
+    /// Attempts sent (an aborted in-flight attempt counts).
+    pub attempts: u32,
+    pub outcome: OpOutcome,
+}
+
+/// What [`ClientSession::on_wake`] asks of the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Send this attempt now.
+    Send(SendAttempt),
+    /// The operation ended without sending (its deadline had passed).
+    Ended(OpEnd),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// Between operations; the next starts at this time, if it is before the run's end.
+    Idle(Option<Duration>),
+    /// The operation's current attempt is due at `due`, not sent yet.
+    Due { op: Operation, due: Duration },
+    /// The operation's current attempt is in flight.
+    InFlight { op: Operation },
+    /// Stopped by [`ClientSession::abort`].
+    Aborted,
+}
+
+/// One closed-loop client.
+#[derive(Debug, Clone)]
+pub struct ClientSession {
+    client: u32,
+    config: SessionConfig,
+    think_us: (u64, u64),
+    think: LabRng,
+    jitter: LabRng,
+    /// Number of the operation in progress, or of the next one when idle.
+    op_no: u32,
+    state: State,
+}
+
+impl ClientSession {
+    /// Client `client` of a run with this seed; draws its first start offset.
+    pub fn new(seed: u64, client: u32, config: SessionConfig) -> Self {
+        let mut think = stream(seed, Stream::Think, client);
+        let first = Duration::from_micros(think.random_range(0..FIRST_START_SPREAD_US));
+        Self::with_think_stream(seed, client, config, think, first)
+    }
+
+    /// A session whose first operation starts at `first` instead of a drawn offset (the think
+    /// stream starts fresh). For tests and tools that need an operation at a given time.
+    pub fn starting_at(seed: u64, client: u32, config: SessionConfig, first: Duration) -> Self {
+        let think = stream(seed, Stream::Think, client);
+        Self::with_think_stream(seed, client, config, think, first)
+    }
+
+    fn with_think_stream(
+        seed: u64,
+        client: u32,
+        config: SessionConfig,
+        think: LabRng,
+        first: Duration,
+    ) -> Self {
+        let think_us = (
+            config.think.0.as_micros() as u64,
+            config.think.1.as_micros() as u64,
+        );
+        let mut session = Self {
+            client,
+            config,
+            think_us,
+            think,
+            jitter: stream(seed, Stream::Jitter, client),
+            op_no: 0,
+            state: State::Idle(None),
+        };
+        session.state = State::Idle(session.if_in_run(first));
+        session
+    }
+
+    pub fn client(&self) -> u32 {
+        self.client
+    }
+
+    /// Number of the operation in progress, or of the next one between operations.
+    pub fn op_no(&self) -> u32 {
+        self.op_no
+    }
+
+    /// When the driver must call [`on_wake`](Self::on_wake) next: the next operation's start or
+    /// the current attempt's due time. `None` while an attempt is in flight (wait for its
+    /// result) and once the client has nothing left to do.
+    pub fn next_wake(&self) -> Option<Duration> {
+        match &self.state {
+            State::Idle(next) => *next,
+            State::Due { due, .. } => Some(*due),
+            State::InFlight { .. } | State::Aborted => None,
+        }
+    }
+
+    /// True once no operation is in progress and none will start.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Idle(None) | State::Aborted)
+    }
+
+    /// Woken at `now` (at or after [`next_wake`](Self::next_wake)). Starts the next operation
+    /// if none is in progress (at its scheduled start, with its budget deposit), then sends the
+    /// attempt that is due, or ends the operation if its deadline has passed.
+    ///
+    /// # Panics
+    /// If nothing was due (an attempt in flight, or the session finished).
+    pub fn on_wake<B: RetryBudget + ?Sized>(&mut self, now: Duration, budget: &mut B) -> Wake {
+        let (op, due) = match std::mem::replace(&mut self.state, State::Aborted) {
+            State::Idle(Some(start)) => {
+                budget.deposit();
+                (Operation::start(start, self.config.limits), start)
+            }
+            State::Due { op, due } => (op, due),
+            other => panic!("on_wake with nothing due ({other:?})"),
+        };
+        let Some(timeout) = op.attempt_timeout(now) else {
+            let attempts = op.attempt() - 1;
+            return Wake::Ended(self.finish(
+                &op,
+                now,
+                attempts,
+                OpOutcome::Failed(GiveUp::Deadline),
+            ));
+        };
+        let id = AttemptId {
+            client: self.client,
+            op: self.op_no,
+            attempt: op.attempt(),
+        };
+        self.state = State::InFlight { op };
+        Wake::Send(SendAttempt { id, due, timeout })
+    }
+
+    /// The attempt in flight ended at `now` with `result`. `None`: a retry is due at
+    /// [`next_wake`](Self::next_wake). `Some`: the operation ended.
+    ///
+    /// # Panics
+    /// If no attempt is in flight.
+    pub fn on_result<B: RetryBudget + ?Sized>(
+        &mut self,
+        now: Duration,
+        result: AttemptResult,
+        strategy: &Strategy,
+        budget: &mut B,
+    ) -> Option<OpEnd> {
+        let State::InFlight { mut op } = std::mem::replace(&mut self.state, State::Aborted) else {
+            panic!("on_result with no attempt in flight");
+        };
+        let attempts = op.attempt();
+        match op.on_result(now, result, strategy, budget, &mut self.jitter) {
+            Next::Retry { wait } => {
+                self.state = State::Due {
+                    op,
+                    due: now + wait,
+                };
+                None
+            }
+            Next::Done(outcome) => Some(self.finish(&op, now, attempts, outcome)),
+        }
+    }
+
+    /// Stops the client at `now`: the operation in progress, if any, ends as aborted (its
+    /// in-flight attempt counted as sent) and nothing more starts. No think time is drawn.
+    pub fn abort(&mut self, now: Duration) -> Option<OpEnd> {
+        let (op, attempts) = match std::mem::replace(&mut self.state, State::Aborted) {
+            State::Due { op, .. } => {
+                let sent = op.attempt() - 1;
+                (op, sent)
+            }
+            State::InFlight { op } => {
+                let sent = op.attempt();
+                (op, sent)
+            }
+            State::Idle(_) | State::Aborted => return None,
+        };
+        Some(OpEnd {
+            client: self.client,
+            op: self.op_no,
+            start: op.started_at(),
+            end: now,
+            attempts,
+            outcome: OpOutcome::Failed(GiveUp::Aborted),
+        })
+    }
+
+    /// The operation ended at `end`: think, and schedule the next one if it starts in the run.
+    fn finish(
+        &mut self,
+        op: &Operation,
+        end: Duration,
+        attempts: u32,
+        outcome: OpOutcome,
+    ) -> OpEnd {
+        let done = OpEnd {
+            client: self.client,
+            op: self.op_no,
+            start: op.started_at(),
+            end,
+            attempts,
+            outcome,
+        };
+        let think = self.think.random_range(self.think_us.0..=self.think_us.1);
+        self.op_no += 1;
+        self.state = State::Idle(self.if_in_run(end + Duration::from_micros(think)));
+        done
+    }
+
+    fn if_in_run(&self, start: Duration) -> Option<Duration> {
+        (start < self.config.duration).then_some(start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{BudgetSpec, Unlimited};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn config() -> SessionConfig {
+        SessionConfig {
+            limits: Limits {
+                max_attempts: 4,
+                attempt_timeout: ms(2000),
+                deadline: ms(5000),
+            },
+            duration: ms(30_000),
+            think: (ms(1500), ms(2500)),
+        }
+    }
+
+    fn strategy(id: &str) -> Strategy {
+        let budget = BudgetSpec {
+            cap: 10.0,
+            ratio: 0.1,
+        };
+        Strategy::standard(id, ms(200), ms(2000), budget).unwrap()
+    }
+
+    /// Counts deposits; allows every retry.
+    #[derive(Default)]
+    struct Counting {
+        deposits: u32,
+        withdrawals: u32,
+    }
+
+    impl RetryBudget for Counting {
+        fn deposit(&mut self) {
+            self.deposits += 1;
+        }
+        fn withdraw(&mut self) -> bool {
+            self.withdrawals += 1;
+            true
+        }
+    }
+
+    fn send(wake: Wake) -> SendAttempt {
+        match wake {
+            Wake::Send(a) => a,
+            Wake::Ended(end) => panic!("expected a send, the operation ended: {end:?}"),
+        }
+    }
+
+    #[test]
+    fn starts_and_thinks_follow_the_think_stream_in_order() {
+        let mut s = ClientSession::new(42, 3, config());
+        let mut draws = stream(42, Stream::Think, 3);
+        let first = Duration::from_micros(draws.random_range(0..FIRST_START_SPREAD_US));
+        assert_eq!(s.next_wake(), Some(first));
+        let mut start = first;
+        for op in 0..5u32 {
+            assert_eq!(s.op_no(), op);
+            let a = send(s.on_wake(start, &mut Unlimited));
+            assert_eq!(a.id.op, op);
+            let end = start + ms(30);
+            let done = s
+                .on_result(
+                    end,
+                    AttemptResult::status(200),
+                    &strategy("A"),
+                    &mut Unlimited,
+                )
+                .expect("a 200 ends the operation");
+            assert_eq!((done.op, done.start, done.end), (op, start, end));
+            let think = draws.random_range(1_500_000..=2_500_000u64);
+            start = end + Duration::from_micros(think);
+            assert_eq!(s.next_wake(), Some(start));
+        }
+    }
+
+    #[test]
+    fn no_operation_starts_at_or_after_the_run_end_but_the_think_is_drawn() {
+        let mut cfg = config();
+        cfg.duration = ms(2500);
+        let mut s = ClientSession::starting_at(1, 0, cfg, ms(100));
+        send(s.on_wake(ms(100), &mut Unlimited));
+        // Ends at 1 s: the next start (>= 2.5 s) falls outside the run.
+        let done = s.on_result(
+            ms(1000),
+            AttemptResult::status(200),
+            &strategy("A"),
+            &mut Unlimited,
+        );
+        assert!(done.is_some());
+        assert_eq!(s.next_wake(), None);
+        assert!(s.is_finished());
+        // The first offset is never drawn by `starting_at`: the think draw was the stream's first.
+        let mut draws = stream(1, Stream::Think, 0);
+        let _ = draws.random_range(1_500_000..=2_500_000u64);
+        assert_eq!(s.think.random::<u64>(), draws.random::<u64>());
+        // A drawn first start past the run's end means the client never starts.
+        cfg.duration = Duration::from_micros(1);
+        let late = (0..50)
+            .map(|c| ClientSession::new(7, c, cfg))
+            .filter(|s| s.next_wake().is_none())
+            .count();
+        assert!(late >= 49, "{late} of 50 clients idle in a 1 us run");
+    }
+
+    #[test]
+    fn retries_are_due_after_the_strategys_wait_and_carry_their_ids_and_keys() {
+        let mut s = ClientSession::starting_at(1, 7, config(), ms(100));
+        let mut budget = Counting::default();
+        let b = strategy("B");
+        let a1 = send(s.on_wake(ms(100), &mut budget));
+        assert_eq!(budget.deposits, 1);
+        assert_eq!(
+            a1,
+            SendAttempt {
+                id: AttemptId {
+                    client: 7,
+                    op: 0,
+                    attempt: 1
+                },
+                due: ms(100),
+                timeout: ms(2000),
+            }
+        );
+        assert_eq!(s.next_wake(), None, "nothing to wake for while in flight");
+        assert_eq!(
+            s.on_result(ms(150), AttemptResult::status(503), &b, &mut budget),
+            None
+        );
+        assert_eq!(s.next_wake(), Some(ms(350)));
+        // Woken late: sent at 360 ms, still due at 350 ms.
+        let a2 = send(s.on_wake(ms(360), &mut budget));
+        assert_eq!((a2.id.attempt, a2.due), (2, ms(350)));
+        assert_eq!(a2.id.key(), request_key(7, 0, 2));
+        assert_ne!(a2.id.key(), a1.id.key());
+        assert_eq!(budget.deposits, 1, "one deposit per operation");
+        assert_eq!(budget.withdrawals, 1);
+        let done = s
+            .on_result(ms(400), AttemptResult::status(200), &b, &mut budget)
+            .unwrap();
+        assert_eq!(done.attempts, 2);
+        assert_eq!(done.outcome, OpOutcome::Success);
+    }
+
+    #[test]
+    fn a_retry_woken_past_the_deadline_ends_unsent() {
+        let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
+        let b = strategy("B");
+        send(s.on_wake(ms(0), &mut Unlimited));
+        assert_eq!(
+            s.on_result(ms(4700), AttemptResult::Timeout, &b, &mut Unlimited),
+            None
+        );
+        // Due at 4.9 s, but the driver only wakes at 5.1 s.
+        let Wake::Ended(end) = s.on_wake(ms(5100), &mut Unlimited) else {
+            panic!("nothing may be sent past the deadline")
+        };
+        assert_eq!(end.attempts, 1);
+        assert_eq!(end.outcome, OpOutcome::Failed(GiveUp::Deadline));
+        assert_eq!(end.end, ms(5100));
+        assert_eq!(s.op_no(), 1);
+    }
+
+    #[test]
+    fn abort_counts_the_attempt_in_flight_and_stops_the_client() {
+        let b = strategy("B");
+        let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
+        assert_eq!(s.abort(ms(0)), None, "nothing in progress");
+        assert!(s.is_finished());
+
+        let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
+        send(s.on_wake(ms(0), &mut Unlimited));
+        let end = s.abort(ms(50)).unwrap();
+        assert_eq!((end.attempts, end.end), (1, ms(50)));
+        assert_eq!(end.outcome, OpOutcome::Failed(GiveUp::Aborted));
+        assert_eq!(s.next_wake(), None);
+
+        let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
+        send(s.on_wake(ms(0), &mut Unlimited));
+        s.on_result(ms(10), AttemptResult::status(503), &b, &mut Unlimited);
+        let end = s.abort(ms(20)).unwrap();
+        assert_eq!(
+            end.attempts, 1,
+            "the retry waiting for its time was not sent"
+        );
+    }
+}
