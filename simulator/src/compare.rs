@@ -7,8 +7,8 @@
 
 use std::io::Write;
 
-use analyzer::metrics::RunMetrics;
-use analyzer::ScenarioSummary;
+use e03_metrics::metrics::RunMetrics;
+use e03_metrics::ScenarioSummary;
 
 use crate::stats::{format_value, spread_of, write_table, Spread, METRICS};
 

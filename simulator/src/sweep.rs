@@ -8,11 +8,10 @@
 //! the machine's threads.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use analyzer::metrics::RunMetrics;
 use e03_core::params::spec;
 use e03_core::{ParamError, Params, Scenario, Strategy};
+use e03_metrics::metrics::RunMetrics;
 
 use crate::run::{par_map, simulate_run};
 use crate::stats::{format_spread, spread_of, unit_label, write_table, METRICS};
@@ -233,15 +232,11 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
     Ok(())
 }
 
-/// One CSV row per (grid point, strategy): the axis values, the strategy, the number of seeds,
-/// then `<figure>_mean`, `<figure>_min`, `<figure>_max` for every figure (empty if absent).
-pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
-    use anyhow::Context;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let mut out =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
+/// The sweep as CSV rows, header first: one row per (grid point, strategy) with the axis
+/// values, the strategy, the number of seeds, then `<figure>_mean`, `<figure>_min`,
+/// `<figure>_max` for every figure (empty if absent). The analyzer writes them
+/// (`analyzer::outputs::write_csv_rows`): the simulator does no file IO.
+pub fn sweep_csv_rows(r: &SweepResult) -> Vec<Vec<String>> {
     let mut header: Vec<String> = r.axes.iter().map(|a| a.name.clone()).collect();
     header.push("strategy".into());
     header.push("seeds".into());
@@ -250,7 +245,7 @@ pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
             header.push(format!("{}_{stat}", m.name));
         }
     }
-    out.write_record(&header)?;
+    let mut rows = vec![header];
     for p in &r.points {
         for s in &p.params.strategies {
             let runs: Vec<&RunMetrics> = p.runs.iter().filter(|m| m.strategy == s.id).collect();
@@ -263,12 +258,10 @@ pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
                     None => row.extend(std::iter::repeat_n(String::new(), 3)),
                 }
             }
-            out.write_record(&row)?;
+            rows.push(row);
         }
     }
-    out.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    rows
 }
 
 #[cfg(test)]
@@ -396,11 +389,10 @@ mod tests {
             7
         );
 
-        let dir = std::env::temp_dir().join(format!("e03-sweep-{}", std::process::id()));
-        let path = dir.join("sweep.csv");
-        write_sweep_csv(&path, &r).unwrap();
-        let csv = std::fs::read_to_string(&path).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        let csv: String = sweep_csv_rows(&r)
+            .iter()
+            .map(|row| row.join(",") + "\n")
+            .collect();
         let mut lines = csv.lines();
         assert!(lines
             .next()
