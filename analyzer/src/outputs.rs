@@ -96,7 +96,11 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
     md += &tables::main_table(s).markdown();
     md += "\nSuccess is the share of operations started in the freeze and degraded windows that \
            succeeded (E03-A: all operations); total and peaks count arrivals at the dependency \
-           (server log); p95/p99 are latencies of all operations, failures included.\n\n";
+           (server log); p95/p99 are latencies of all operations, failures included. With \
+           several seeds a cell reads mean (min..max) over seeds.\n\n";
+    for line in tables::conclusion(s) {
+        md += &format!("{line}\n\n");
+    }
     md += "![comparison](comparison.svg)\n\n## Arrivals at the dependency\n\n";
     md += "Per 100 ms window ([CSV](arrivals_100ms.csv)):\n\n![arrivals per 100 ms](arrivals_100ms.svg)\n\n";
     md += "Per 1 s window ([CSV](arrivals_1s.csv)): the same traffic, with the spike averaged away:\n\n![arrivals per 1 s](arrivals_1s.svg)\n\n";

@@ -94,28 +94,62 @@ pub fn spread_of<'a>(
     (!values.is_empty()).then(|| Spread::of(&values))
 }
 
-/// A value in the metric's unit: `92.9%`, `3040`, `628 ms`, `1 s`. Means of counts keep one
-/// decimal so that averages over seeds do not look like single runs.
-pub fn format_value(unit: Unit, v: f64, is_mean: bool) -> String {
+/// A value in the metric's unit, the one number format of every table: shares as percentages
+/// with one decimal (`92.9%`), counts as whole numbers (means of counts rounded, so that `2857`
+/// never stands beside `1432.0`), milliseconds whole (`628 ms`), seconds with one decimal only
+/// when a mean has one (`0.6 s`, `1 s`). `_is_mean` is kept for callers; the format no longer
+/// depends on it.
+pub fn format_value(unit: Unit, v: f64, _is_mean: bool) -> String {
     match unit {
-        Unit::Share => format!("{:.1}%", v * 100.0),
-        Unit::Count | Unit::Seconds if is_mean && v.fract() != 0.0 => format!("{v:.1}"),
-        Unit::Count | Unit::Seconds => format!("{v:.0}"),
-        Unit::Ms => format!("{v:.0}"),
+        Unit::Share | Unit::Count => bare(unit, v),
+        Unit::Ms => format!("{} ms", bare(unit, v)),
+        Unit::Seconds => format!("{} s", bare(unit, v)),
     }
 }
 
-/// `mean [min..max]`, or just the value when every run agrees.
+/// The number alone, without its unit word (`92.9%` keeps its percent sign).
+fn bare(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Share => format!("{:.1}%", v * 100.0),
+        // Halves away from zero (12.5 -> 13), not to even.
+        Unit::Count | Unit::Ms => format!("{:.0}", v.round()),
+        Unit::Seconds if v.fract() != 0.0 => format!("{v:.1}"),
+        Unit::Seconds => format!("{v:.0}"),
+    }
+}
+
+/// The one spread format of the lab: `mean (min..max)` over seeds, the unit written once after
+/// the mean (`91.0% (88.8..93.1)`, `3097 (3047..3137)`, `612 ms (359..799)`), or the value
+/// alone for a single run or when every run agrees.
 pub fn format_spread(unit: Unit, s: &Spread) -> String {
-    if s.min == s.max {
-        format_value(unit, s.mean, false)
-    } else {
-        format!(
-            "{} [{}..{}]",
-            format_value(unit, s.mean, true),
-            format_value(unit, s.min, false),
-            format_value(unit, s.max, false)
-        )
+    if s.n <= 1 || s.min == s.max {
+        return format_value(unit, s.mean, false);
+    }
+    let bound = |v: f64| bare(unit, v).trim_end_matches('%').to_string();
+    format!(
+        "{} ({}..{})",
+        format_value(unit, s.mean, true),
+        bound(s.min),
+        bound(s.max)
+    )
+}
+
+/// A difference between two means in the metric's unit: shares in percentage points
+/// (`+0.7 pts`, never an ambiguous `%`), counts whole, times with their unit.
+pub fn format_difference(unit: Unit, d: f64) -> String {
+    match unit {
+        Unit::Share => format!("{:+.1} pts", d * 100.0),
+        Unit::Count => format!("{d:+.0}"),
+        Unit::Ms => format!("{d:+.0} ms"),
+        Unit::Seconds => format!("{d:+.1} s"),
+    }
+}
+
+/// A spread's width (max - min) in the metric's unit, shares in points.
+pub fn format_width(unit: Unit, w: f64) -> String {
+    match unit {
+        Unit::Share => format!("{:.1} pts", w * 100.0),
+        _ => format_value(unit, w, false),
     }
 }
 
@@ -127,36 +161,6 @@ pub fn unit_label(unit: Unit) -> &'static str {
         Unit::Ms => "ms",
         Unit::Seconds => "s",
     }
-}
-
-/// Pads every column of `rows` to its widest cell (first column left-aligned, the others
-/// right-aligned) and writes them.
-pub fn write_table<W: std::io::Write>(w: &mut W, rows: &[Vec<String>]) -> std::io::Result<()> {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in rows {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            if c > 0 {
-                line.push_str("  ");
-                line.push_str(&" ".repeat(widths[c] - cell.chars().count()));
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(widths[c] - cell.chars().count()));
-            }
-        }
-        writeln!(w, "{}", line.trim_end())?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -178,21 +182,16 @@ mod tests {
         b.total_requests = 15;
         let s = spread_of(m, [&a, &b]).unwrap();
         assert_eq!((s.mean, s.min, s.max, s.n), (12.5, 10.0, 15.0, 2));
-        assert_eq!(format_spread(Unit::Count, &s), "12.5 [10..15]");
+        assert_eq!(format_spread(Unit::Count, &s), "13 (10..15)");
+        assert_eq!(format_difference(Unit::Share, 0.007), "+0.7 pts");
+        assert_eq!(format_difference(Unit::Count, -162.13), "-162");
+        let share = Spread::of(&[0.888, 0.931, 0.911]);
+        assert_eq!(format_spread(Unit::Share, &share), "91.0% (88.8..93.1)");
+        assert_eq!(format_value(Unit::Ms, 612.4, true), "612 ms");
+        assert_eq!(format_value(Unit::Seconds, 0.6, true), "0.6 s");
         assert_eq!(format_value(Unit::Share, 0.929, false), "92.9%");
         // E03-A has no recovery figure at all.
         let rec = METRICS.iter().find(|m| m.name == "recovery_s").unwrap();
         assert_eq!(spread_of(rec, [&a, &b]), None);
-    }
-
-    #[test]
-    fn tables_are_aligned() {
-        let rows = vec![
-            vec!["x".to_string(), "1".to_string()],
-            vec!["long".to_string(), "100".to_string()],
-        ];
-        let mut out = Vec::new();
-        write_table(&mut out, &rows).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "x       1\nlong  100\n");
     }
 }

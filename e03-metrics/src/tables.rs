@@ -1,16 +1,26 @@
 //! The comparison tables: one row per strategy (spec section 7's layout), the 100 ms series
 //! around the outage, the seed-to-seed verdicts, and the fidelity and matching lines.
 //!
-//! Every table is built once as a [`Table`] and rendered as an aligned markdown pipe table, which
-//! reads well in a terminal and renders on GitHub, so `print_tables` and `report.md` show the
-//! very same figures.
+//! Every table of the lab (the analyzer's, the simulator's sweeps and comparisons) is built as a
+//! [`Table`] and rendered by the one renderer, [`Table::markdown`]: an aligned markdown pipe
+//! table, which reads well in a terminal and renders on GitHub. Every spread over seeds is
+//! written one way, `mean (min..max)` ([`crate::stats::format_spread`]).
+//!
+//! The terminal shows what fits in [`TERMINAL_COLUMNS`] columns: the comparison split into an
+//! outcome and a load table, the fidelity as one compact row per run. `report.md` and
+//! `summary.json` carry the full detail. Under the comparison, [`conclusion`] says in plain words
+//! what the figures and the verdicts show.
 
 use std::io::Write;
 
 use e03_core::Scenario;
 
 use crate::metrics::{Fidelity, RunMetrics};
+use crate::stats::{format_difference, format_spread, format_value, format_width, Unit};
 use crate::ScenarioSummary;
+
+/// Widest line the default terminal output may print.
+pub const TERMINAL_COLUMNS: usize = 120;
 
 /// Headers and rows of cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +30,19 @@ pub struct Table {
 }
 
 impl Table {
+    /// The same table with only the columns at `cols` (in that order).
+    pub fn select(&self, cols: &[usize]) -> Table {
+        let pick = |row: &[String]| {
+            cols.iter()
+                .map(|&i| row.get(i).cloned().unwrap_or_default())
+                .collect()
+        };
+        Table {
+            headers: pick(&self.headers),
+            rows: self.rows.iter().map(|r| pick(r)).collect(),
+        }
+    }
+
     /// An aligned markdown pipe table (first column left-aligned, others right-aligned).
     pub fn markdown(&self) -> String {
         let cols = self.headers.len();
@@ -121,40 +144,21 @@ impl Verdict {
     }
 }
 
-/// A metric of the tables: name and how to read it from a run.
-type Metric = (&'static str, fn(&RunMetrics) -> f64);
+/// A metric of the tables: name, unit and how to read it from a run.
+type Metric = (&'static str, Unit, fn(&RunMetrics) -> f64);
 
-const SUCCESS: Metric = ("success_affected", |r| r.success_affected);
-const TOTAL: Metric = ("total", |r| r.total_requests as f64);
-const PEAK_100MS: Metric = ("peak_100ms", |r| r.peak_100ms as f64);
+const SUCCESS: Metric = ("success_affected", Unit::Share, |r| r.success_affected);
+const TOTAL: Metric = ("total", Unit::Count, |r| r.total_requests as f64);
+const PEAK_100MS: Metric = ("peak_100ms", Unit::Count, |r| r.peak_100ms as f64);
+const RETRIES: Metric = ("retries", Unit::Count, |r| r.retries_sent as f64);
 
 fn spread_of(s: &ScenarioSummary, strategy: &str, metric: fn(&RunMetrics) -> f64) -> Spread {
     Spread::of(&s.runs_of(strategy).map(metric).collect::<Vec<_>>())
 }
 
-fn number(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-/// One cell: the value for a single seed, else mean (min..max).
-fn cell(sp: &Spread, fmt: fn(f64) -> String) -> String {
-    if sp.n <= 1 {
-        fmt(sp.mean)
-    } else {
-        format!("{} ({}..{})", fmt(sp.mean), fmt(sp.min), fmt(sp.max))
-    }
-}
-
-fn pct(v: f64) -> String {
-    format!("{:.1}%", v * 100.0)
-}
-
-fn ms(v: f64) -> String {
-    format!("{v:.0} ms")
+/// One cell: `mean (min..max)` over seeds, the value alone for one seed.
+fn cell(sp: &Spread, unit: Unit) -> String {
+    format_spread(unit, sp)
 }
 
 /// Seeds as a short list, consecutive runs folded: `42,7,1-3`.
@@ -199,7 +203,8 @@ pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
     lines
 }
 
-/// One row per strategy, spec section 7's columns.
+/// One row per strategy, spec section 7's columns; the strategy cell is the id and its name
+/// ("C backoff + full jitter").
 pub fn main_table(s: &ScenarioSummary) -> Table {
     let success = match s.scenario {
         Scenario::E03A => "success (all ops)",
@@ -213,9 +218,9 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
         "denied",
         "peak 1 s",
         "peak 100 ms",
-        "p95",
-        "p99",
-        "recovery",
+        "p95 (ms)",
+        "p99 (ms)",
+        "recovery (s)",
     ];
     let rows = s
         .strategies()
@@ -227,23 +232,26 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
             if runs.iter().any(|r| !r.complete) {
                 name += " (incomplete)";
             }
+            if let Some(n) = s.strategy_name(id).filter(|n| !n.is_empty()) {
+                name = format!("{name} {n}");
+            }
             let recovery = if runs.iter().all(|r| r.recovery_s.is_some()) {
-                cell(&sp(|r| r.recovery_s.unwrap_or(0) as f64), |v| {
-                    format!("{} s", number(v))
-                })
+                // The unit is in the header.
+                cell(&sp(|r| r.recovery_s.unwrap_or(0) as f64), Unit::Seconds).replacen(" s", "", 1)
             } else {
                 "-".into()
             };
             vec![
                 name,
-                cell(&sp(SUCCESS.1), pct),
-                cell(&sp(TOTAL.1), number),
-                cell(&sp(|r| r.retries_sent as f64), number),
-                cell(&sp(|r| r.retries_denied as f64), number),
-                cell(&sp(|r| r.peak_1s as f64), number),
-                cell(&sp(PEAK_100MS.1), number),
-                cell(&sp(|r| r.p95_ms), ms),
-                cell(&sp(|r| r.p99_ms), ms),
+                cell(&sp(SUCCESS.2), Unit::Share),
+                cell(&sp(TOTAL.2), Unit::Count),
+                cell(&sp(RETRIES.2), Unit::Count),
+                cell(&sp(|r| r.retries_denied as f64), Unit::Count),
+                cell(&sp(|r| r.peak_1s as f64), Unit::Count),
+                cell(&sp(PEAK_100MS.2), Unit::Count),
+                // Whole milliseconds, the unit in the header.
+                cell(&sp(|r| r.p95_ms), Unit::Count),
+                cell(&sp(|r| r.p99_ms), Unit::Count),
                 recovery,
             ]
         })
@@ -252,6 +260,18 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
         headers: headers.map(String::from).to_vec(),
         rows,
     }
+}
+
+/// The terminal's half of the comparison that says how operations fared: success, p95, p99,
+/// recovery.
+pub fn outcome_table(s: &ScenarioSummary) -> Table {
+    main_table(s).select(&[0, 1, 7, 8, 9])
+}
+
+/// The terminal's half of the comparison that says what the dependency received: total,
+/// retries, denied, peak 100 ms (peak 1 s is in `report.md`: the same spike averaged away).
+pub fn load_table(s: &ScenarioSummary) -> Table {
+    main_table(s).select(&[0, 2, 3, 4, 6])
 }
 
 /// 100 ms windows shown around the outage: from half a second before the freeze to three
@@ -275,10 +295,7 @@ pub fn series_table(s: &ScenarioSummary) -> Option<Table> {
         .filter_map(|id| s.runs_of(id).find(|r| r.seed == seed))
         .collect();
     let mut headers = vec![format!("window (seed {seed})")];
-    headers.extend(
-        runs.iter()
-            .map(|r| format!("{} arrivals (retries)", r.strategy)),
-    );
+    headers.extend(runs.iter().map(|r| r.strategy.clone()));
     let rows = series_windows(s)
         .map(|k| {
             let mut row = vec![format!("{:.1} s", k as f64 / 10.0)];
@@ -312,13 +329,17 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
         if !strategies.iter().any(|x| x == a) || !strategies.iter().any(|x| x == b) {
             continue;
         }
-        for (name, f) in metrics {
+        for (name, unit, f) in metrics {
             let (sa, sb) = (spread_of(s, a, *f), spread_of(s, b, *f));
             rows.push(vec![
                 format!("{a} vs {b}"),
                 name.to_string(),
-                format!("{:+.3}", sb.mean - sa.mean),
-                format!("{:.3} / {:.3}", sa.width(), sb.width()),
+                format_difference(*unit, sb.mean - sa.mean),
+                format!(
+                    "{} / {}",
+                    format_width(*unit, sa.width()),
+                    format_width(*unit, sb.width())
+                ),
                 Verdict::of(&sa, &sb).text().to_string(),
             ]);
         }
@@ -327,7 +348,7 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
         headers: [
             "pair",
             "metric",
-            "mean difference (2nd - 1st)",
+            "difference (2nd - 1st)",
             "spreads (max - min)",
             "verdict",
         ]
@@ -335,6 +356,213 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
         .to_vec(),
         rows,
     })
+}
+
+/// How a change from `from` to `to` reads: "halves", "cuts by 40%", "raises by 12%", "keeps".
+fn change_words(from: f64, to: f64) -> String {
+    if from <= 0.0 {
+        return if to <= 0.0 { "keeps" } else { "raises" }.into();
+    }
+    let r = to / from;
+    if (0.45..=0.55).contains(&r) {
+        "halves".into()
+    } else if r < 0.95 {
+        format!("cuts by {:.0}%", (1.0 - r) * 100.0)
+    } else if r > 1.05 {
+        format!("raises by {:.0}%", (r - 1.0) * 100.0)
+    } else {
+        "keeps".into()
+    }
+}
+
+/// The verdict in brackets: "measured", "within run-to-run noise", or that one seed cannot
+/// tell.
+fn verdict_words(a: &Spread, b: &Spread) -> &'static str {
+    if a.n < 2 || b.n < 2 {
+        "one seed, no verdict"
+    } else {
+        Verdict::of(a, b).text()
+    }
+}
+
+/// The plain-language conclusion under the comparison, computed from the figures and the
+/// verdicts: what C's jitter does to B's synchronised peak and at what total, what D's budget
+/// saves in retries and costs in success. A single-seed run says its verdicts need more seeds.
+pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
+    let ids = s.strategies();
+    let has = |id: &str| ids.iter().any(|x| x == id);
+    let sp = |id: &str, m: &Metric| spread_of(s, id, m.2);
+    let mut lines = Vec::new();
+    if has("B") && has("C") {
+        let (pb, pc) = (sp("B", &PEAK_100MS), sp("C", &PEAK_100MS));
+        let (tb, tc) = (sp("B", &TOTAL), sp("C", &TOTAL));
+        let total = if tb.mean > 0.0 && ((tc.mean - tb.mean) / tb.mean).abs() < 0.03 {
+            "at the same total".to_string()
+        } else if tc.mean > tb.mean {
+            format!(
+                "with {:.0}% more requests in total",
+                (tc.mean / tb.mean.max(1.0) - 1.0) * 100.0
+            )
+        } else {
+            format!(
+                "with {:.0}% fewer requests in total",
+                (1.0 - tc.mean / tb.mean.max(1.0)) * 100.0
+            )
+        };
+        lines.push(format!(
+            "C {} B's 100 ms peak ({} -> {}, {}) {total} ({} -> {}, {}).",
+            change_words(pb.mean, pc.mean),
+            format_value(Unit::Count, pb.mean, true),
+            format_value(Unit::Count, pc.mean, true),
+            verdict_words(&pb, &pc),
+            format_value(Unit::Count, tb.mean, true),
+            format_value(Unit::Count, tc.mean, true),
+            verdict_words(&tb, &tc),
+        ));
+    }
+    if has("C") && has("D") {
+        let (rc, rd) = (sp("C", &RETRIES), sp("D", &RETRIES));
+        let (sc, sd) = (sp("C", &SUCCESS), sp("D", &SUCCESS));
+        let retries = if rc.mean > 0.0 && rd.mean < rc.mean {
+            format!(
+                "D sends {:.0}% fewer retries than C",
+                (1.0 - rd.mean / rc.mean) * 100.0
+            )
+        } else if rd.mean > rc.mean {
+            "D sends more retries than C".to_string()
+        } else {
+            "D sends as many retries as C".to_string()
+        };
+        let d = (sd.mean - sc.mean) * 100.0;
+        let what = match s.scenario {
+            Scenario::E03A => "operations",
+            Scenario::E03B => "affected operations",
+        };
+        let success = if d.abs() < 0.05 {
+            format!("succeeds as often on {what}")
+        } else if d < 0.0 {
+            format!("loses {:.1} pts of success on {what}", -d)
+        } else {
+            format!("gains {d:.1} pts of success on {what}")
+        };
+        lines.push(format!(
+            "{retries} ({} -> {}, {}) and {success} ({} -> {}, {}).",
+            format_value(Unit::Count, rc.mean, true),
+            format_value(Unit::Count, rd.mean, true),
+            verdict_words(&rc, &rd),
+            format_value(Unit::Share, sc.mean, true),
+            format_value(Unit::Share, sd.mean, true),
+            verdict_words(&sc, &sd),
+        ));
+    }
+    if let Some(a) = ids.iter().find(|x| *x == "A") {
+        let worst = ids.iter().map(|id| (id, sp(id, &PEAK_100MS).mean)).fold(
+            None,
+            |best: Option<(&String, f64)>, (id, v)| match best {
+                Some((_, b)) if b >= v => best,
+                _ => Some((id, v)),
+            },
+        );
+        if let Some((id, peak)) = worst.filter(|(id, _)| *id == a) {
+            lines.push(format!(
+                "{id}'s immediate retries give the highest 100 ms peak ({}).",
+                format_value(Unit::Count, peak, true)
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return lines;
+    }
+    if s.seeds().len() < 2 {
+        lines.push(
+            "One seed cannot tell a difference from run-to-run noise: run more seeds \
+             (--seeds 1-20) for verdicts."
+                .into(),
+        );
+    }
+    lines
+}
+
+/// Wraps `text` into lines of at most `width` characters at spaces.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line += word;
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Live only, for the terminal: one compact row per run (the full lines are in `report.md`).
+pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
+    let ms = |v: f64| format!("{v:.2} ms");
+    let rows: Vec<Vec<String>> = s
+        .runs
+        .iter()
+        .filter(|r| r.fidelity.is_some() || r.matched.is_some())
+        .map(|r| {
+            let (late, queue, answer, ratio) = match &r.fidelity {
+                Some(f) => (
+                    ms(f.lateness_p99_ms),
+                    ms(f.queueing_p99_ms),
+                    ms(f.answer_lateness_p99_ms),
+                    f.ratio.map_or("not measured".into(), |q| {
+                        format_value(Unit::Share, q, false)
+                    }),
+                ),
+                None => ("-".into(), "-".into(), "-".into(), "-".into()),
+            };
+            let matched = match &r.matched {
+                Some(m) if m.ok() => format!("{}/{} ok", m.matched, m.client_attempts),
+                Some(m) if r.complete => format!("{}/{} MISMATCH", m.matched, m.client_attempts),
+                Some(m) => format!("{}/{} incomplete", m.matched, m.client_attempts),
+                None => "-".into(),
+            };
+            vec![
+                format!("{} seed {}", r.strategy, r.seed),
+                late,
+                queue,
+                answer,
+                ratio,
+                matched,
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        headers: [
+            "run",
+            "send late p99",
+            "queueing p99",
+            "answer late p99",
+            "throughput/capacity",
+            "attempts matched",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    })
+}
+
+/// WARNING lines of the live runs (fidelity thresholds crossed).
+pub fn warning_lines(s: &ScenarioSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in &s.runs {
+        if let Some(f) = &r.fidelity {
+            for w in f.warnings() {
+                lines.push(format!("WARNING {} seed {}: {w}", r.strategy, r.seed));
+            }
+        }
+    }
+    lines
 }
 
 /// Live only: per run, send lateness, queueing outside the model, throughput while saturated,
@@ -410,13 +638,37 @@ pub fn mismatched_complete_runs(s: &ScenarioSummary) -> Vec<&RunMetrics> {
         .collect()
 }
 
-/// Prints the header, the comparison table, the series (E03-B), verdicts, fidelity and matching.
+/// Prints the header, the comparison (outcome and load tables), its conclusion, the series
+/// (E03-B), verdicts, and a compact fidelity table, all within [`TERMINAL_COLUMNS`] columns;
+/// `report.md` has the full detail.
 pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result<()> {
     for line in header_lines(s) {
-        writeln!(w, "{line}")?;
+        for l in wrap(&line, TERMINAL_COLUMNS) {
+            writeln!(w, "{l}")?;
+        }
     }
-    writeln!(w)?;
-    write!(w, "{}", main_table(s).markdown())?;
+    let many = s.seeds().len() > 1;
+    writeln!(
+        w,
+        "\nHow operations fared{}:",
+        if many {
+            " (mean (min..max) over seeds)"
+        } else {
+            ""
+        }
+    )?;
+    write!(w, "{}", outcome_table(s).markdown())?;
+    writeln!(w, "\nWhat the dependency received (arrivals, server log):")?;
+    write!(w, "{}", load_table(s).markdown())?;
+    let words = conclusion(s);
+    if !words.is_empty() {
+        writeln!(w)?;
+        for line in words {
+            for l in wrap(&line, TERMINAL_COLUMNS) {
+                writeln!(w, "{l}")?;
+            }
+        }
+    }
     if let Some(t) = series_table(s) {
         writeln!(
             w,
@@ -431,14 +683,16 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         )?;
         write!(w, "{}", t.markdown())?;
     }
-    let extra: Vec<String> = fidelity_lines(s)
-        .into_iter()
-        .chain(matched_lines(s))
-        .collect();
-    if !extra.is_empty() {
-        writeln!(w)?;
-        for line in extra {
-            writeln!(w, "{line}")?;
+    if let Some(t) = fidelity_table(s) {
+        writeln!(
+            w,
+            "\nFidelity of the live runs (p99s; full figures in report.md):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+        for line in warning_lines(s) {
+            for l in wrap(&line, TERMINAL_COLUMNS) {
+                writeln!(w, "{l}")?;
+            }
         }
     }
     Ok(())
@@ -512,5 +766,192 @@ mod tests {
             "normal not measured (0.10 s of saturation; configured 250.0 req/s), ratio not \
              measured"
         );
+    }
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    use e03_core::Params;
+
+    use super::*;
+    use crate::fidelity::Matched;
+    use crate::metrics::RunAccumulator;
+
+    /// A run with the figures the conclusion and the tables read.
+    fn run(id: &str, seed: u64, success: f64, total: u64, retries: u64, peak: u64) -> RunMetrics {
+        let mut m = RunAccumulator::new(Scenario::E03B, &Params::default(), id, seed).finish();
+        m.success_affected = success;
+        m.total_requests = total;
+        m.retries_sent = retries;
+        m.peak_100ms = peak;
+        m
+    }
+
+    fn summary(strategies: &str, runs: Vec<RunMetrics>) -> ScenarioSummary {
+        let raw = [("E03_STRATEGIES", strategies)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let params = Params::from_raw(&raw).unwrap();
+        let mut s = ScenarioSummary {
+            scenario: Scenario::E03B,
+            params,
+            simulated: true,
+            complete: true,
+            runs,
+        };
+        s.params.seeds = s.seeds();
+        s
+    }
+
+    #[test]
+    fn conclusion_reads_the_figures_and_the_verdicts() {
+        // Two seeds: C halves B's peak at the same total (peak measured, total noise); D sends
+        // 96% fewer retries and loses 26 pts of success (both measured).
+        let s = summary(
+            "B,C,D",
+            vec![
+                run("B", 1, 1.0, 3000, 220, 160),
+                run("C", 1, 1.0, 3020, 225, 80),
+                run("D", 1, 0.74, 2870, 9, 26),
+                run("B", 2, 1.0, 3040, 230, 150),
+                run("C", 2, 1.0, 3000, 215, 76),
+                run("D", 2, 0.74, 2860, 9, 24),
+            ],
+        );
+        let c = conclusion(&s);
+        assert_eq!(
+            c[0],
+            "C halves B's 100 ms peak (155 -> 78, measured) at the same total (3020 -> 3010, \
+             within run-to-run noise)."
+        );
+        assert_eq!(
+            c[1],
+            "D sends 96% fewer retries than C (220 -> 9, measured) and loses 26.0 pts of \
+             success on affected operations (100.0% -> 74.0%, measured)."
+        );
+        assert_eq!(c.len(), 2, "{c:?}");
+    }
+
+    #[test]
+    fn a_single_seed_conclusion_asks_for_more_seeds() {
+        let s = summary(
+            "A,B,C",
+            vec![
+                run("A", 42, 0.9, 3100, 250, 264),
+                run("B", 42, 1.0, 3000, 220, 160),
+                run("C", 42, 1.0, 3300, 220, 100),
+            ],
+        );
+        let c = conclusion(&s);
+        assert_eq!(
+            c[0],
+            "C cuts by 38% B's 100 ms peak (160 -> 100, one seed, no verdict) with 10% more \
+             requests in total (3000 -> 3300, one seed, no verdict)."
+        );
+        assert_eq!(
+            c[1],
+            "A's immediate retries give the highest 100 ms peak (264)."
+        );
+        assert!(c[2].starts_with("One seed cannot tell"), "{c:?}");
+        // Nothing to compare: no conclusion at all.
+        assert!(conclusion(&summary("E", vec![run("E", 1, 1.0, 1, 1, 1)])).is_empty());
+    }
+
+    #[test]
+    fn strategy_names_stand_next_to_their_letters() {
+        let s = summary("C", vec![run("C", 1, 1.0, 3000, 220, 80)]);
+        assert_eq!(main_table(&s).rows[0][0], "C backoff + full jitter");
+        assert_eq!(s.strategy_label("Z"), "Z");
+    }
+
+    /// A realistic worst case for width: six strategies, 20 seeds with wide spreads, five-digit
+    /// counts and live fidelity figures.
+    fn wide_summary() -> ScenarioSummary {
+        let mut runs = Vec::new();
+        for seed in 1..=20u64 {
+            for (i, id) in ["A", "B", "C", "D", "E", "F"].iter().enumerate() {
+                let k = seed as f64 / 20.0;
+                let mut m = run(
+                    id,
+                    seed,
+                    0.70 + 0.29 * k,
+                    3_000 + 20 * seed + i as u64,
+                    1_000 + 50 * seed,
+                    250 + 10 * seed,
+                );
+                m.retries_denied = 100 + seed;
+                m.peak_1s = 900 + seed;
+                m.p95_ms = 900.0 + 70.0 * seed as f64;
+                m.p99_ms = 1_900.0 + 100.0 * seed as f64;
+                m.recovery_s = Some(seed % 4);
+                m.complete = seed != 3;
+                m.fidelity = Some(Fidelity {
+                    lateness_p50_ms: 0.12,
+                    lateness_p99_ms: 12.5,
+                    lateness_max_ms: 130.25,
+                    queueing_samples: 12_345,
+                    queueing_p99_ms: 10.5,
+                    queueing_max_ms: 99.75,
+                    answer_lateness_p99_ms: 11.5,
+                    answer_lateness_max_ms: 140.5,
+                    saturated_s: 3.5,
+                    achieved_rps: Some(240.5),
+                    configured_rps: 250.0,
+                    degraded_saturated_s: 1.5,
+                    degraded_achieved_rps: Some(120.0),
+                    degraded_configured_rps: Some(125.0),
+                    ratio: Some(0.955),
+                });
+                m.matched = Some(Matched {
+                    client_attempts: 31_234,
+                    server_arrivals: 31_233,
+                    matched: 31_233,
+                    unmatched_client: 1,
+                    unmatched_server: 0,
+                });
+                m.arrivals_100ms = vec![1_234; 200];
+                m.retries_100ms = vec![1_000; 200];
+                runs.push(m);
+            }
+        }
+        let mut s = summary("A,B,C,D,E,F", runs);
+        s.simulated = false;
+        s.complete = false;
+        s
+    }
+
+    #[test]
+    fn terminal_tables_fit_in_120_columns() {
+        let s = wide_summary();
+        let mut out = Vec::new();
+        print_tables(&mut out, &s).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= TERMINAL_COLUMNS,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+        // Everything is there: both halves of the comparison, names, verdicts, fidelity.
+        for needle in [
+            "| A (incomplete) immediate retry",
+            "F (incomplete) decorrelated jitter",
+            "| C vs D | success_affected |",
+            "MISMATCH",
+            "WARNING A seed 1",
+            " pts",
+        ] {
+            assert!(text.contains(needle), "{needle} missing in\n{text}");
+        }
+        // One seed only: the same tables, no verdicts.
+        let mut one = s.clone();
+        one.runs.retain(|r| r.seed == 1);
+        let mut out = Vec::new();
+        print_tables(&mut out, &one).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().all(|l| l.chars().count() <= TERMINAL_COLUMNS));
+        assert!(text.contains("One seed cannot tell"), "{text}");
     }
 }

@@ -14,7 +14,9 @@ use e03_core::{ParamError, Params, Scenario, Strategy};
 use e03_metrics::metrics::RunMetrics;
 
 use crate::run::{par_map, simulate_run};
-use crate::stats::{format_spread, spread_of, unit_label, write_table, METRICS};
+use e03_metrics::tables::Table;
+
+use crate::stats::{format_spread, spread_of, unit_label, METRICS};
 
 /// What `--sweep` accepts, for errors.
 const SWEEP_ACCEPTS: &str =
@@ -181,7 +183,7 @@ fn strategy_ids(r: &SweepResult) -> Vec<String> {
 }
 
 /// One table per figure: a row per grid point, a column per strategy, each cell
-/// `mean [min..max]` over the point's seeds.
+/// `mean (min..max)` over the point's seeds.
 pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Result<()> {
     let ids = strategy_ids(r);
     let seeds = r.points.first().map_or(0, |p| p.params.seeds.len());
@@ -212,13 +214,13 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
         writeln!(w)?;
         writeln!(
             w,
-            "{} ({}; mean [min..max] over seeds)",
+            "{} ({}; mean (min..max) over seeds)",
             metric.name,
             unit_label(metric.unit)
         )?;
         let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
         header.extend(ids.iter().cloned());
-        let mut rows = vec![header];
+        let mut rows = Vec::new();
         for p in &r.points {
             let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
             row.extend(
@@ -227,7 +229,15 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
             );
             rows.push(row);
         }
-        write_table(w, &rows)?;
+        write!(
+            w,
+            "{}",
+            Table {
+                headers: header,
+                rows
+            }
+            .markdown()
+        )?;
     }
     Ok(())
 }
@@ -380,13 +390,14 @@ mod tests {
         let table = text.split("\ntotal_requests").nth(1).unwrap();
         let header = table.lines().nth(1).unwrap();
         assert!(
-            header.starts_with("E03_QUEUE") && header.trim_end().ends_with('C'),
+            header.starts_with("| E03_QUEUE") && header.trim_end().ends_with("C |"),
             "{header}"
         );
-        // Header + 6 points in the first table (up to the blank line).
+        // Header + 6 points in the first table (up to the blank line), plus the markdown
+        // separator line.
         assert_eq!(
             table.lines().skip(1).take_while(|l| !l.is_empty()).count(),
-            7
+            7 + 1
         );
 
         let csv: String = sweep_csv_rows(&r)
