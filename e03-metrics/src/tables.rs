@@ -358,20 +358,25 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
     })
 }
 
-/// How a change from `from` to `to` reads: "halves", "cuts by 40%", "raises by 12%", "keeps".
-fn change_words(from: f64, to: f64) -> String {
+/// How a change of `what` from `from` to `to` reads: "halves B's peak", "cuts B's peak by 40%",
+/// "raises B's peak by 12%", "keeps B's peak".
+fn change_words(what: &str, from: f64, to: f64) -> String {
     if from <= 0.0 {
-        return if to <= 0.0 { "keeps" } else { "raises" }.into();
+        return if to <= 0.0 {
+            format!("keeps {what}")
+        } else {
+            format!("raises {what}")
+        };
     }
     let r = to / from;
     if (0.45..=0.55).contains(&r) {
-        "halves".into()
+        format!("halves {what}")
     } else if r < 0.95 {
-        format!("cuts by {:.0}%", (1.0 - r) * 100.0)
+        format!("cuts {what} by {:.0}%", (1.0 - r) * 100.0)
     } else if r > 1.05 {
-        format!("raises by {:.0}%", (r - 1.0) * 100.0)
+        format!("raises {what} by {:.0}%", (r - 1.0) * 100.0)
     } else {
-        "keeps".into()
+        format!("keeps {what}")
     }
 }
 
@@ -410,8 +415,8 @@ pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
             )
         };
         lines.push(format!(
-            "C {} B's 100 ms peak ({} -> {}, {}) {total} ({} -> {}, {}).",
-            change_words(pb.mean, pc.mean),
+            "C {} ({} -> {}, {}) {total} ({} -> {}, {}).",
+            change_words("B's 100 ms peak", pb.mean, pc.mean),
             format_value(Unit::Count, pb.mean, true),
             format_value(Unit::Count, pc.mean, true),
             verdict_words(&pb, &pc),
@@ -846,7 +851,7 @@ mod terminal_tests {
         let c = conclusion(&s);
         assert_eq!(
             c[0],
-            "C cuts by 38% B's 100 ms peak (160 -> 100, one seed, no verdict) with 10% more \
+            "C cuts B's 100 ms peak by 38% (160 -> 100, one seed, no verdict) with 10% more \
              requests in total (3000 -> 3300, one seed, no verdict)."
         );
         assert_eq!(
