@@ -126,6 +126,10 @@ pub fn format_spread(unit: Unit, s: &Spread) -> String {
         return format_value(unit, s.mean, false);
     }
     let bound = |v: f64| bare(unit, v).trim_end_matches('%').to_string();
+    if bound(s.min) == bound(s.max) {
+        // Equal once rounded ("100.0..100.0"): the bounds would say nothing.
+        return format_value(unit, s.mean, true);
+    }
     format!(
         "{} ({}..{})",
         format_value(unit, s.mean, true),
@@ -188,6 +192,8 @@ mod tests {
         let share = Spread::of(&[0.888, 0.931, 0.911]);
         assert_eq!(format_spread(Unit::Share, &share), "91.0% (88.8..93.1)");
         assert_eq!(format_value(Unit::Ms, 612.4, true), "612 ms");
+        let rounded_equal = Spread::of(&[0.99996, 1.0]);
+        assert_eq!(format_spread(Unit::Share, &rounded_equal), "100.0%");
         assert_eq!(format_value(Unit::Seconds, 0.6, true), "0.6 s");
         assert_eq!(format_value(Unit::Share, 0.929, false), "92.9%");
         // E03-A has no recovery figure at all.

@@ -428,7 +428,9 @@ pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
     if has("C") && has("D") {
         let (rc, rd) = (sp("C", &RETRIES), sp("D", &RETRIES));
         let (sc, sd) = (sp("C", &SUCCESS), sp("D", &SUCCESS));
-        let retries = if rc.mean > 0.0 && rd.mean < rc.mean {
+        let retries = if rc.mean > 0.0 && (rd.mean / rc.mean - 1.0).abs() < 0.03 {
+            "D sends as many retries as C".to_string()
+        } else if rc.mean > 0.0 && rd.mean < rc.mean {
             format!(
                 "D sends {:.0}% fewer retries than C",
                 (1.0 - rd.mean / rc.mean) * 100.0
@@ -859,6 +861,19 @@ mod terminal_tests {
             "A's immediate retries give the highest 100 ms peak (264)."
         );
         assert!(c[2].starts_with("One seed cannot tell"), "{c:?}");
+        // Retries within 3% read as "as many".
+        let same = summary(
+            "C,D",
+            vec![
+                run("C", 1, 1.0, 3000, 184, 21),
+                run("D", 1, 1.0, 3000, 184, 21),
+            ],
+        );
+        assert!(
+            conclusion(&same)[0].starts_with("D sends as many retries as C (184 -> 184"),
+            "{:?}",
+            conclusion(&same)
+        );
         // Nothing to compare: no conclusion at all.
         assert!(conclusion(&summary("E", vec![run("E", 1, 1.0, 1, 1, 1)])).is_empty());
     }
