@@ -185,4 +185,30 @@ mod tests {
         assert!(peak.trim_end().ends_with(" 0.0% |"), "{peak}");
         assert!(!text.contains("note:"), "{text}");
     }
+
+    #[test]
+    fn six_simulated_strategies_fit_in_a_terminal() {
+        let raw = [("E03_STRATEGIES", "A,B,C,D,E,F"), ("E03_SEEDS", "1,2,3")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let p = e03_core::Params::from_raw(&raw).unwrap();
+        let sim = crate::simulate(e03_core::Scenario::E03B, &p);
+        let mut live = sim.clone();
+        live.simulated = false;
+        let mut out = Vec::new();
+        e03_metrics::print_tables(&mut out, &sim).unwrap();
+        print_comparison(&mut out, &live, &sim).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(
+            widest <= e03_metrics::tables::TERMINAL_COLUMNS,
+            "{widest} columns:\n{text}"
+        );
+        assert!(text.contains("| F decorrelated jitter"), "{text}");
+        assert!(
+            text.contains("strategy E backoff + equal jitter (3 live run(s)"),
+            "{text}"
+        );
+    }
 }
