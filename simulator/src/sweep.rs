@@ -200,6 +200,22 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
         r.points.len(),
         seeds
     )?;
+    let names: Vec<String> = ids
+        .iter()
+        .filter_map(|id| {
+            r.points
+                .iter()
+                .flat_map(|p| &p.params.strategies)
+                .find(|s| &s.id == id)
+                .map(|s| format!("{} {}", s.id, s.name))
+        })
+        .collect();
+    for line in e03_metrics::tables::wrap(
+        &format!("strategies: {}", names.join(", ")),
+        e03_metrics::tables::TERMINAL_COLUMNS,
+    ) {
+        writeln!(w, "{line}")?;
+    }
     for metric in METRICS {
         let cell = |p: &SweepPoint, id: &str| {
             spread_of(metric, p.runs.iter().filter(|m| m.strategy == id))
@@ -387,6 +403,10 @@ mod tests {
         print_sweep(&mut text, &r).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("peak_100ms"), "{text}");
+        assert!(
+            text.contains("strategies: A immediate retry, C backoff + full jitter"),
+            "{text}"
+        );
         let table = text.split("\ntotal_requests").nth(1).unwrap();
         let header = table.lines().nth(1).unwrap();
         assert!(
