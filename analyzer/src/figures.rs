@@ -78,6 +78,11 @@ fn both(
 /// What an arrivals figure shows.
 struct ArrivalsView<'a> {
     runs: Vec<&'a RunMetrics>,
+    /// "C backoff + full jitter" per run.
+    labels: Vec<String>,
+    simulated: bool,
+    /// False for a server log read alone (any client): no seed in the title.
+    seeded: bool,
     one_second: bool,
     /// Seconds shown.
     from_s: f64,
@@ -86,6 +91,43 @@ struct ArrivalsView<'a> {
     freeze: Option<(f64, f64)>,
     degraded: Option<(f64, f64)>,
     seed: u64,
+}
+
+/// Window `k` of `width_s` seconds overlaps `[from_s, to_s)`.
+fn in_view(k: usize, width_s: f64, from_s: f64, to_s: f64) -> bool {
+    let t = k as f64 * width_s;
+    t + width_s > from_s && t < to_s
+}
+
+/// The legend of one line: its label and the peak *of the plotted windows*, so that the legend
+/// never names a value the plot does not reach; the run's peak is added when it lies outside
+/// the plotted span ("C backoff + full jitter (peak 94; 120 outside the plot)").
+fn legend_text(label: &str, series: &[u64], width_s: f64, from_s: f64, to_s: f64) -> String {
+    let shown = series
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| in_view(*k, width_s, from_s, to_s))
+        .map(|(_, &n)| n)
+        .max()
+        .unwrap_or(0);
+    let all = series.iter().copied().max().unwrap_or(0);
+    if all > shown {
+        format!("{label} (peak {shown}; {all} outside the plot)")
+    } else {
+        format!("{label} (peak {shown})")
+    }
+}
+
+/// The title of an arrivals figure.
+fn arrivals_title(label: &str, seed: Option<u64>, simulated: bool) -> String {
+    let mut t = format!("Arrivals at the dependency per {label} window");
+    if let Some(seed) = seed {
+        t += &format!(" (seed {seed})");
+    }
+    if simulated {
+        t = format!("SIMULATED: {t}");
+    }
+    t
 }
 
 fn draw_arrivals<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, v: &ArrivalsView) -> DrawResult
@@ -101,10 +143,7 @@ where
             r.arrivals_100ms.clone()
         }
     };
-    let in_view = |k: usize| {
-        let t = k as f64 * width_s;
-        t + width_s > v.from_s && t < v.to_s
-    };
+    let in_view = |k: usize| in_view(k, width_s, v.from_s, v.to_s);
     let ymax = v
         .runs
         .iter()
@@ -122,10 +161,7 @@ where
     let label = if v.one_second { "1 s" } else { "100 ms" };
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!(
-                "Arrivals at the dependency per {label} window (seed {})",
-                v.seed
-            ),
+            arrivals_title(label, v.seeded.then_some(v.seed), v.simulated),
             ("sans-serif", 24),
         )
         .margin(14)
@@ -182,14 +218,12 @@ where
         chart
             .draw_series(LineSeries::new(points, c.stroke_width(2)))
             .map_err(err)?
-            .label(format!(
-                "{} (peak {})",
-                r.strategy,
-                if v.one_second {
-                    r.peak_1s
-                } else {
-                    r.peak_100ms
-                }
+            .label(legend_text(
+                &v.labels[i],
+                &series(r),
+                width_s,
+                v.from_s,
+                v.to_s,
             ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
     }
@@ -205,6 +239,17 @@ where
 
 /// `arrivals_100ms.{svg,png}` and `arrivals_1s.{svg,png}`: first seed, one line per strategy.
 pub fn write_arrivals(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
+    arrivals(dir, s, false)
+}
+
+/// The arrivals figures of a server log read alone (any client): the whole run is plotted
+/// (the client's traffic need not follow the lab's timeline; the freeze and degraded windows
+/// are still shaded), and the title names no seed.
+pub fn write_arrivals_any_client(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
+    arrivals(dir, s, true)
+}
+
+fn arrivals(dir: &Path, s: &ScenarioSummary, any_client: bool) -> Result<(), AnalyzeError> {
     let Some(&seed) = s.seeds().first() else {
         return Ok(());
     };
@@ -220,17 +265,23 @@ pub fn write_arrivals(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeErro
             timeline.freeze.map(|f| window(f.start, f.end)),
             timeline.degraded.map(|d| window(d.start, d.end)),
         ),
-        None => {
-            let last = runs
-                .iter()
-                .map(|r| r.arrivals_100ms.len())
-                .max()
-                .unwrap_or(0);
-            (0.0, (last as f64 / 10.0).ceil().max(1.0), None, None)
-        }
+        None => (0.0, 0.0, None, None),
+    };
+    let (from_s, to_s) = if any_client || timeline.incident().is_none() {
+        let last = runs
+            .iter()
+            .map(|r| r.arrivals_100ms.len())
+            .max()
+            .unwrap_or(0);
+        (0.0, (last as f64 / 10.0).ceil().max(1.0))
+    } else {
+        (from_s, to_s)
     };
     for one_second in [false, true] {
         let view = ArrivalsView {
+            labels: runs.iter().map(|r| s.strategy_label(&r.strategy)).collect(),
+            simulated: s.simulated,
+            seeded: !any_client,
             runs: runs.clone(),
             one_second,
             from_s,
@@ -254,11 +305,14 @@ pub fn write_arrivals(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeErro
     Ok(())
 }
 
-/// One panel of the comparison: a bar per strategy (mean over seeds).
+/// One panel of the comparison: a bar per strategy (mean over seeds) with its min..max over
+/// seeds when there are several.
 struct Panel {
     title: &'static str,
-    values: Vec<f64>,
+    spreads: Vec<Spread>,
     fmt: fn(f64) -> String,
+    /// A fixed top of the y axis (success: 100% in every scenario), else from the data.
+    ymax: Option<f64>,
 }
 
 fn draw_comparison<DB: DrawingBackend>(
@@ -275,7 +329,8 @@ where
     // A segmented range `0..m` has m + 1 segments: one per strategy with m = n - 1.
     let last = (ids.len() as u32).saturating_sub(1);
     for (area, panel) in root.split_evenly((2, 2)).iter().zip(panels) {
-        let ymax = panel.values.iter().copied().fold(0.0, f64::max).max(1e-9) * 1.2;
+        let top = panel.spreads.iter().map(|s| s.max).fold(0.0, f64::max);
+        let ymax = panel.ymax.unwrap_or(top.max(1e-9) * 1.2);
         let mut chart = ChartBuilder::on(area)
             .caption(panel.title, ("sans-serif", 18))
             .margin(10)
@@ -299,8 +354,8 @@ where
             .draw()
             .map_err(err)?;
         chart
-            .draw_series(panel.values.iter().enumerate().map(|(i, &v)| {
-                let i = i as u32;
+            .draw_series(panel.spreads.iter().enumerate().map(|(i, sp)| {
+                let (i, v) = (i as u32, sp.mean);
                 let mut bar = Rectangle::new(
                     [
                         (SegmentValue::Exact(i), 0.0),
@@ -313,10 +368,31 @@ where
             }))
             .map_err(err)?;
         chart
-            .draw_series(panel.values.iter().enumerate().map(|(i, &v)| {
+            .draw_series(
+                panel
+                    .spreads
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, sp)| sp.n > 1 && sp.max > sp.min)
+                    .map(|(i, sp)| {
+                        ErrorBar::new_vertical(
+                            SegmentValue::CenterOf(i as u32),
+                            sp.min,
+                            sp.mean,
+                            sp.max,
+                            BLACK.stroke_width(2),
+                            10,
+                        )
+                    }),
+            )
+            .map_err(err)?;
+        chart
+            .draw_series(panel.spreads.iter().enumerate().map(|(i, sp)| {
+                let v = sp.mean;
+                let above = if sp.n > 1 { sp.max } else { v };
                 Text::new(
                     fmt(v),
-                    (SegmentValue::CenterOf(i as u32), v + ymax * 0.02),
+                    (SegmentValue::CenterOf(i as u32), above + ymax * 0.02),
                     ("sans-serif", 14)
                         .into_font()
                         .color(&BLACK)
@@ -328,51 +404,104 @@ where
     Ok(())
 }
 
+/// The comparison figure's title: scenario, seeds (with "bars: min..max" when several),
+/// SIMULATED for the simulator's figures.
+fn comparison_title(s: &ScenarioSummary) -> String {
+    let seeds = s.seeds().len();
+    let t = format!(
+        "{}: strategies compared ({})",
+        s.scenario.title(),
+        if seeds > 1 {
+            format!("mean of {seeds} seeds, bars min..max")
+        } else {
+            "one seed".into()
+        },
+    );
+    if s.simulated {
+        format!("SIMULATED: {t}")
+    } else {
+        t
+    }
+}
+
 /// `comparison.{svg,png}`: success, total requests, peak 100 ms and p99 per strategy.
 pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
     let ids = s.strategies();
-    let mean = |f: fn(&RunMetrics) -> f64| -> Vec<f64> {
+    let spread = |f: fn(&RunMetrics) -> f64| -> Vec<Spread> {
         ids.iter()
-            .map(|id| Spread::of(&s.runs_of(id).map(f).collect::<Vec<_>>()).mean)
+            .map(|id| Spread::of(&s.runs_of(id).map(f).collect::<Vec<_>>()))
             .collect()
     };
     let panels = [
         Panel {
-            title: "success (share of operations)",
-            values: mean(|r| r.success_affected),
-            fmt: |v| format!("{:.0}%", v * 100.0),
+            title: match s.params.timeline(s.scenario).incident() {
+                None => "success of all operations",
+                Some(_) => "success of affected operations",
+            },
+            spreads: spread(|r| r.success_affected),
+            fmt: |v| format!("{:.1}%", v * 100.0),
+            ymax: Some(1.15),
         },
         Panel {
             title: "total requests (server)",
-            values: mean(|r| r.total_requests as f64),
-            fmt: |v| format!("{v:.0}"),
+            spreads: spread(|r| r.total_requests as f64),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
         },
         Panel {
             title: "peak arrivals per 100 ms",
-            values: mean(|r| r.peak_100ms as f64),
-            fmt: |v| format!("{v:.0}"),
+            spreads: spread(|r| r.peak_100ms as f64),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
         },
         Panel {
             title: "p99 latency (ms)",
-            values: mean(|r| r.p99_ms),
-            fmt: |v| format!("{v:.0}"),
+            spreads: spread(|r| r.p99_ms),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
         },
     ];
-    let seeds = s.seeds().len();
-    let title = format!(
-        "{}: strategies compared ({}{})",
-        s.scenario.title(),
-        if seeds > 1 {
-            format!("mean of {seeds} seeds")
-        } else {
-            "one seed".into()
-        },
-        if s.simulated { ", simulated" } else { "" }
-    );
+    let title = comparison_title(s);
     both(
         dir,
         "comparison",
         |r| draw_comparison(r, &ids, &panels, &title),
         |r| draw_comparison(r, &ids, &panels, &title),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legend_peak_is_the_peak_of_the_plotted_windows() {
+        // 1 s windows; the plot shows 6 s..16 s; the busiest second (120) is the run's first.
+        let mut series = vec![10u64; 30];
+        series[0] = 120;
+        series[10] = 94;
+        assert_eq!(
+            legend_text("C backoff + full jitter", &series, 1.0, 6.0, 16.0),
+            "C backoff + full jitter (peak 94; 120 outside the plot)"
+        );
+        // The whole run plotted (any client): the legend's peak is the run's.
+        assert_eq!(
+            legend_text("server", &series, 1.0, 0.0, 30.0),
+            "server (peak 120)"
+        );
+        // A window that only partly overlaps the span is plotted, so it counts.
+        assert_eq!(legend_text("A", &series, 1.0, 0.5, 5.0), "A (peak 120)");
+    }
+
+    #[test]
+    fn titles_say_simulated_and_any_client_names_no_seed() {
+        assert_eq!(
+            arrivals_title("1 s", Some(42), true),
+            "SIMULATED: Arrivals at the dependency per 1 s window (seed 42)"
+        );
+        assert_eq!(
+            arrivals_title("1 s", None, false),
+            "Arrivals at the dependency per 1 s window"
+        );
+    }
 }

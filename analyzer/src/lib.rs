@@ -3,15 +3,10 @@
 //!
 //! Map of the modules:
 //!
-//! - [`metrics`]: [`metrics::RunAccumulator`], the pure per-run accumulator of spec section 6
-//!   (no IO; the simulator feeds it directly) and [`metrics::RunMetrics`], its result.
-//! - [`fidelity`]: live-only figures: send lateness, queueing outside the model, throughput
-//!   while saturated, and client/server identity matching.
-//! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
-//!   client's and the server's identities without keeping them.
+//! - `e03-metrics` (re-exported as [`metrics`], [`fidelity`], [`tables`], [`stats`]): the pure
+//!   accumulator, spreads, verdicts, summary type and tables, shared with the simulator.
 //! - [`reader`]: streaming JSON Lines reader (truncated last line = warning, other bad lines =
 //!   error with file:line, missing `run_end` = incomplete).
-//! - [`tables`]: the comparison tables, verdicts and series, as text or markdown.
 //! - [`outputs`]: `summary.json` (atomic), the arrival CSVs and `report.md`.
 //! - [`figures`]: SVG and PNG figures (plotters).
 //! - [`cli`]: the whole command line, [`main_entry`].
@@ -25,65 +20,22 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use e03_core::control::{client_log_path, server_log_path};
-use e03_core::events::Event;
 use e03_core::{ParamError, Params, Scenario};
 
 pub mod cli;
-pub mod fidelity;
 pub mod figures;
-mod matching;
-pub mod metrics;
 pub mod outputs;
 pub mod reader;
 pub mod standalone;
-pub mod tables;
 
 pub use cli::main_entry;
-pub use metrics::{RunAccumulator, RunMetrics};
+/// The pure metrics live in `e03-metrics`; re-exported so that `analyzer::metrics::...` and
+/// `analyzer::tables::...` keep working.
+pub use e03_metrics::{
+    feed, fidelity, metrics, stats, tables, RunAccumulator, RunMetrics, ScenarioSummary,
+};
 pub use outputs::write_outputs;
 pub use tables::print_tables;
-
-/// Everything measured for one scenario: one [`RunMetrics`] per strategy and seed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScenarioSummary {
-    pub scenario: Scenario,
-    pub params: Params,
-    /// True when the figures come from the simulator, not from live traffic.
-    pub simulated: bool,
-    /// False if any run was stopped early or its logs are cut.
-    pub complete: bool,
-    pub runs: Vec<RunMetrics>,
-}
-
-impl ScenarioSummary {
-    /// Strategy ids in the order of the runs.
-    pub fn strategies(&self) -> Vec<String> {
-        let mut seen: Vec<String> = Vec::new();
-        for r in &self.runs {
-            if !seen.contains(&r.strategy) {
-                seen.push(r.strategy.clone());
-            }
-        }
-        seen
-    }
-
-    /// Seeds in the order of the runs.
-    pub fn seeds(&self) -> Vec<u64> {
-        let mut seen: Vec<u64> = Vec::new();
-        for r in &self.runs {
-            if !seen.contains(&r.seed) {
-                seen.push(r.seed);
-            }
-        }
-        seen
-    }
-
-    /// The runs of one strategy, in seed order.
-    pub fn runs_of<'a>(&'a self, strategy: &str) -> impl Iterator<Item = &'a RunMetrics> + 'a {
-        let strategy = strategy.to_string();
-        self.runs.iter().filter(move |r| r.strategy == strategy)
-    }
-}
 
 /// Why a scenario could not be analysed or written.
 #[derive(Debug, thiserror::Error)]
@@ -111,17 +63,6 @@ impl AnalyzeError {
     /// Whether the error is the input's fault (exit 2) rather than the output's (exit 1).
     pub fn is_bad_input(&self) -> bool {
         !matches!(self, AnalyzeError::Output { .. })
-    }
-}
-
-/// Hands one log record to an accumulator (the live inputs included).
-pub fn feed(acc: &mut RunAccumulator, event: &Event) {
-    match event {
-        Event::Arrival(a) => acc.arrival_event(a),
-        Event::Response(r) => acc.response(r),
-        Event::Attempt(a) => acc.attempt_event(a),
-        Event::Operation(o) => acc.operation_record(o),
-        Event::RunStart(_) | Event::RunEnd(_) => {}
     }
 }
 

@@ -5,27 +5,12 @@
 //! sees half a summary. Its runs carry every field of spec section 6 plus `complete`, `fidelity`
 //! and `matched` (null for the simulator).
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use serde::Serialize;
-
-use e03_core::Scenario;
-
 use crate::metrics::RunMetrics;
 use crate::{figures, tables, AnalyzeError, ScenarioSummary};
-
-/// The shape of `summary.json`.
-#[derive(Serialize)]
-struct SummaryFile<'a> {
-    scenario: Scenario,
-    simulated: bool,
-    complete: bool,
-    params: BTreeMap<String, String>,
-    runs: &'a [RunMetrics],
-}
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> AnalyzeError {
     AnalyzeError::Output {
@@ -49,17 +34,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AnalyzeError> {
     })
 }
 
-/// The `summary.json` text of a scenario.
-pub fn summary_json(s: &ScenarioSummary) -> String {
-    let file = SummaryFile {
-        scenario: s.scenario,
-        simulated: s.simulated,
-        complete: s.complete,
-        params: s.params.to_raw(),
-        runs: &s.runs,
-    };
-    serde_json::to_string_pretty(&file).expect("summaries always serialise") + "\n"
-}
+pub use e03_metrics::summary_json;
 
 /// Writes `arrivals_100ms.csv` or `arrivals_1s.csv`: `seed,window_start_s,<S>...,<S>_retries...`.
 pub fn write_series_csv(
@@ -121,7 +96,11 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
     md += &tables::main_table(s).markdown();
     md += "\nSuccess is the share of operations started in the freeze and degraded windows that \
            succeeded (E03-A: all operations); total and peaks count arrivals at the dependency \
-           (server log); p95/p99 are latencies of all operations, failures included.\n\n";
+           (server log); p95/p99 are latencies of all operations, failures included. With \
+           several seeds a cell reads mean (min..max) over seeds.\n\n";
+    for line in tables::conclusion(s) {
+        md += &format!("{line}\n\n");
+    }
     md += "![comparison](comparison.svg)\n\n## Arrivals at the dependency\n\n";
     md += "Per 100 ms window ([CSV](arrivals_100ms.csv)):\n\n![arrivals per 100 ms](arrivals_100ms.svg)\n\n";
     md += "Per 1 s window ([CSV](arrivals_1s.csv)): the same traffic, with the spike averaged away:\n\n![arrivals per 1 s](arrivals_1s.svg)\n\n";
@@ -159,4 +138,17 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     figures::write_comparison(dir, s)?;
     let report = dir.join("report.md");
     fs::write(&report, report_markdown(s)).map_err(|e| out_err(&report, e))
+}
+
+/// Writes rows of cells as a CSV file (the simulator's sweep table, for one), creating its
+/// directory.
+pub fn write_csv_rows(path: &Path, rows: &[Vec<String>]) -> Result<(), AnalyzeError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
+    }
+    let mut w = csv::Writer::from_path(path).map_err(|e| out_err(path, e))?;
+    for row in rows {
+        w.write_record(row).map_err(|e| out_err(path, e))?;
+    }
+    w.flush().map_err(|e| out_err(path, e))
 }

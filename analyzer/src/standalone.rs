@@ -129,5 +129,5 @@ pub fn write_load_outputs(
     write_atomic(&out.join("load.json"), json.as_bytes())?;
     write_series_csv(&out.join("arrivals_100ms.csv"), s, false)?;
     write_series_csv(&out.join("arrivals_1s.csv"), s, true)?;
-    figures::write_arrivals(out, s)
+    figures::write_arrivals_any_client(out, s)
 }

@@ -27,7 +27,10 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
         } else {
             let result = simulator::sweep(*scenario, &plan.raw, &plan.sweeps)?;
             simulator::print_sweep(&mut out, &result)?;
-            simulator::write_sweep_csv(&dir.join("sweep.csv"), &result)?;
+            analyzer::outputs::write_csv_rows(
+                &dir.join("sweep.csv"),
+                &simulator::sweep_csv_rows(&result),
+            )?;
         }
         use std::io::Write;
         writeln!(out, "results: {}", dir.display())?;

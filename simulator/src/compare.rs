@@ -1,5 +1,6 @@
 //! Live against simulated: for each strategy, every figure's mean over the seeds of each side,
-//! side by side, with the relative difference `(simulated - live) / live`.
+//! side by side, with the relative difference `(simulated - live) / live` (success in percentage
+//! points).
 //!
 //! The simulator claims to model the live lab; this table is how a user checks the claim on
 //! their machine. A difference of a few percent on totals and peaks is the expected noise of
@@ -7,10 +8,12 @@
 
 use std::io::Write;
 
-use analyzer::metrics::RunMetrics;
-use analyzer::ScenarioSummary;
+use e03_metrics::metrics::RunMetrics;
+use e03_metrics::ScenarioSummary;
 
-use crate::stats::{format_value, spread_of, write_table, Spread, METRICS};
+use e03_metrics::tables::Table;
+
+use crate::stats::{format_difference, format_value, spread_of, Spread, Unit, METRICS};
 
 /// Relative difference of `sim` to `live`, printed: `+3.2%`, `0.0%`, or `n/a` when `live` is
 /// zero and `sim` is not.
@@ -35,12 +38,24 @@ fn strategy_ids(live: &[RunMetrics], sim: &[RunMetrics]) -> Vec<String> {
     ids
 }
 
-/// The comparison of two sets of runs of one scenario; `title` heads it.
+/// The comparison of two sets of runs of one scenario; `title` heads it. Strategies are named
+/// by their id alone; [`print_comparison`] adds their names.
 pub fn print_run_comparison<W: Write>(
     w: &mut W,
     title: &str,
     live: &[RunMetrics],
     sim: &[RunMetrics],
+) -> std::io::Result<()> {
+    print_labelled_comparison(w, title, live, sim, &|id| id.to_string())
+}
+
+/// [`print_run_comparison`] with `label` naming each strategy ("C backoff + full jitter").
+fn print_labelled_comparison<W: Write>(
+    w: &mut W,
+    title: &str,
+    live: &[RunMetrics],
+    sim: &[RunMetrics],
+    label: &dyn Fn(&str) -> String,
 ) -> std::io::Result<()> {
     writeln!(w, "{title}: live vs simulated (means over seeds)")?;
     for id in strategy_ids(live, sim) {
@@ -49,16 +64,12 @@ pub fn print_run_comparison<W: Write>(
         writeln!(w)?;
         writeln!(
             w,
-            "strategy {id} ({} live run(s), {} simulated run(s))",
+            "strategy {} ({} live run(s), {} simulated run(s))",
+            label(&id),
             l.len(),
             s.len()
         )?;
-        let mut rows = vec![vec![
-            "figure".to_string(),
-            "live".to_string(),
-            "simulated".to_string(),
-            "difference".to_string(),
-        ]];
+        let mut rows = Vec::new();
         for metric in METRICS {
             let ls = spread_of(metric, l.iter().copied());
             let ss = spread_of(metric, s.iter().copied());
@@ -71,12 +82,22 @@ pub fn print_run_comparison<W: Write>(
                 })
             };
             let diff = match (ls, ss) {
+                // A share's difference in points: "+0.7 pts", never a relative "%".
+                (Some(a), Some(b)) if metric.unit == Unit::Share => {
+                    format_difference(Unit::Share, b.mean - a.mean)
+                }
                 (Some(a), Some(b)) => relative_difference(a.mean, b.mean),
                 _ => "-".to_string(),
             };
             rows.push(vec![metric.name.to_string(), show(&ls), show(&ss), diff]);
         }
-        write_table(w, &rows)?;
+        let table = Table {
+            headers: ["figure", "live", "simulated", "difference"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        };
+        write!(w, "{}", table.markdown())?;
     }
     Ok(())
 }
@@ -87,7 +108,15 @@ pub fn print_comparison<W: Write>(
     live: &ScenarioSummary,
     sim: &ScenarioSummary,
 ) -> std::io::Result<()> {
-    print_run_comparison(w, live.scenario.title(), &live.runs, &sim.runs)?;
+    let label = |id: &str| {
+        let l = live.strategy_label(id);
+        if l != id {
+            l
+        } else {
+            sim.strategy_label(id)
+        }
+    };
+    print_labelled_comparison(w, live.scenario.title(), &live.runs, &sim.runs, &label)?;
     if live.scenario != sim.scenario {
         writeln!(
             w,
@@ -146,11 +175,40 @@ mod tests {
         print_comparison(&mut out, &live, &sim).unwrap();
         let text = String::from_utf8(out).unwrap();
         let c = text.split("strategy C").nth(1).unwrap();
-        let total = c.lines().find(|l| l.starts_with("total_requests")).unwrap();
-        assert!(total.trim_end().ends_with("-50.0%"), "{total}");
+        let total = c
+            .lines()
+            .find(|l| l.starts_with("| total_requests"))
+            .unwrap();
+        assert!(total.trim_end().ends_with("-50.0% |"), "{total}");
         let a = text.split("strategy A").nth(1).unwrap();
-        let peak = a.lines().find(|l| l.starts_with("peak_100ms")).unwrap();
-        assert!(peak.trim_end().ends_with(" 0.0%"), "{peak}");
+        let peak = a.lines().find(|l| l.starts_with("| peak_100ms")).unwrap();
+        assert!(peak.trim_end().ends_with(" 0.0% |"), "{peak}");
         assert!(!text.contains("note:"), "{text}");
+    }
+
+    #[test]
+    fn six_simulated_strategies_fit_in_a_terminal() {
+        let raw = [("E03_STRATEGIES", "A,B,C,D,E,F"), ("E03_SEEDS", "1,2,3")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let p = e03_core::Params::from_raw(&raw).unwrap();
+        let sim = crate::simulate(e03_core::Scenario::E03B, &p);
+        let mut live = sim.clone();
+        live.simulated = false;
+        let mut out = Vec::new();
+        e03_metrics::print_tables(&mut out, &sim).unwrap();
+        print_comparison(&mut out, &live, &sim).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(
+            widest <= e03_metrics::tables::TERMINAL_COLUMNS,
+            "{widest} columns:\n{text}"
+        );
+        assert!(text.contains("| F decorrelated jitter"), "{text}");
+        assert!(
+            text.contains("strategy E backoff + equal jitter (3 live run(s)"),
+            "{text}"
+        );
     }
 }

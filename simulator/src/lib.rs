@@ -15,7 +15,7 @@
 //! - [`engine`]: one run: closed-loop clients exactly as the live swarm, reporting to an
 //!   [`Observer`].
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.
-//! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV.
+//! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
 //!
@@ -37,5 +37,5 @@ pub use engine::{Engine, Observer};
 pub use run::{simulate, simulate_run};
 pub use service::{replay, Decision};
 pub use sweep::{
-    parse_sweep, print_sweep, sweep, write_sweep_csv, SweepAxis, SweepPoint, SweepResult,
+    parse_sweep, print_sweep, sweep, sweep_csv_rows, SweepAxis, SweepPoint, SweepResult,
 };

@@ -8,9 +8,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use analyzer::metrics::{RunAccumulator, RunMetrics};
-use analyzer::ScenarioSummary;
 use e03_core::{GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
+use e03_metrics::metrics::{RunAccumulator, RunMetrics};
+use e03_metrics::ScenarioSummary;
 
 use crate::engine::{Engine, Observer};
 use crate::queue::Nanos;

@@ -8,14 +8,15 @@
 //! the machine's threads.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use analyzer::metrics::RunMetrics;
 use e03_core::params::spec;
 use e03_core::{ParamError, Params, Scenario, Strategy};
+use e03_metrics::metrics::RunMetrics;
 
 use crate::run::{par_map, simulate_run};
-use crate::stats::{format_spread, spread_of, unit_label, write_table, METRICS};
+use e03_metrics::tables::Table;
+
+use crate::stats::{format_spread, spread_of, unit_label, METRICS};
 
 /// What `--sweep` accepts, for errors.
 const SWEEP_ACCEPTS: &str =
@@ -182,7 +183,7 @@ fn strategy_ids(r: &SweepResult) -> Vec<String> {
 }
 
 /// One table per figure: a row per grid point, a column per strategy, each cell
-/// `mean [min..max]` over the point's seeds.
+/// `mean (min..max)` over the point's seeds.
 pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Result<()> {
     let ids = strategy_ids(r);
     let seeds = r.points.first().map_or(0, |p| p.params.seeds.len());
@@ -199,6 +200,22 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
         r.points.len(),
         seeds
     )?;
+    let names: Vec<String> = ids
+        .iter()
+        .filter_map(|id| {
+            r.points
+                .iter()
+                .flat_map(|p| &p.params.strategies)
+                .find(|s| &s.id == id)
+                .map(|s| format!("{} {}", s.id, s.name))
+        })
+        .collect();
+    for line in e03_metrics::tables::wrap(
+        &format!("strategies: {}", names.join(", ")),
+        e03_metrics::tables::TERMINAL_COLUMNS,
+    ) {
+        writeln!(w, "{line}")?;
+    }
     for metric in METRICS {
         let cell = |p: &SweepPoint, id: &str| {
             spread_of(metric, p.runs.iter().filter(|m| m.strategy == id))
@@ -213,13 +230,13 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
         writeln!(w)?;
         writeln!(
             w,
-            "{} ({}; mean [min..max] over seeds)",
+            "{} ({}; mean (min..max) over seeds)",
             metric.name,
             unit_label(metric.unit)
         )?;
         let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
         header.extend(ids.iter().cloned());
-        let mut rows = vec![header];
+        let mut rows = Vec::new();
         for p in &r.points {
             let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
             row.extend(
@@ -228,20 +245,24 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
             );
             rows.push(row);
         }
-        write_table(w, &rows)?;
+        write!(
+            w,
+            "{}",
+            Table {
+                headers: header,
+                rows
+            }
+            .markdown()
+        )?;
     }
     Ok(())
 }
 
-/// One CSV row per (grid point, strategy): the axis values, the strategy, the number of seeds,
-/// then `<figure>_mean`, `<figure>_min`, `<figure>_max` for every figure (empty if absent).
-pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
-    use anyhow::Context;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let mut out =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
+/// The sweep as CSV rows, header first: one row per (grid point, strategy) with the axis
+/// values, the strategy, the number of seeds, then `<figure>_mean`, `<figure>_min`,
+/// `<figure>_max` for every figure (empty if absent). The analyzer writes them
+/// (`analyzer::outputs::write_csv_rows`): the simulator does no file IO.
+pub fn sweep_csv_rows(r: &SweepResult) -> Vec<Vec<String>> {
     let mut header: Vec<String> = r.axes.iter().map(|a| a.name.clone()).collect();
     header.push("strategy".into());
     header.push("seeds".into());
@@ -250,7 +271,7 @@ pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
             header.push(format!("{}_{stat}", m.name));
         }
     }
-    out.write_record(&header)?;
+    let mut rows = vec![header];
     for p in &r.points {
         for s in &p.params.strategies {
             let runs: Vec<&RunMetrics> = p.runs.iter().filter(|m| m.strategy == s.id).collect();
@@ -263,12 +284,10 @@ pub fn write_sweep_csv(path: &Path, r: &SweepResult) -> anyhow::Result<()> {
                     None => row.extend(std::iter::repeat_n(String::new(), 3)),
                 }
             }
-            out.write_record(&row)?;
+            rows.push(row);
         }
     }
-    out.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    rows
 }
 
 #[cfg(test)]
@@ -384,23 +403,27 @@ mod tests {
         print_sweep(&mut text, &r).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("peak_100ms"), "{text}");
+        assert!(
+            text.contains("strategies: A immediate retry, C backoff + full jitter"),
+            "{text}"
+        );
         let table = text.split("\ntotal_requests").nth(1).unwrap();
         let header = table.lines().nth(1).unwrap();
         assert!(
-            header.starts_with("E03_QUEUE") && header.trim_end().ends_with('C'),
+            header.starts_with("| E03_QUEUE") && header.trim_end().ends_with("C |"),
             "{header}"
         );
-        // Header + 6 points in the first table (up to the blank line).
+        // Header + 6 points in the first table (up to the blank line), plus the markdown
+        // separator line.
         assert_eq!(
             table.lines().skip(1).take_while(|l| !l.is_empty()).count(),
-            7
+            7 + 1
         );
 
-        let dir = std::env::temp_dir().join(format!("e03-sweep-{}", std::process::id()));
-        let path = dir.join("sweep.csv");
-        write_sweep_csv(&path, &r).unwrap();
-        let csv = std::fs::read_to_string(&path).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        let csv: String = sweep_csv_rows(&r)
+            .iter()
+            .map(|row| row.join(",") + "\n")
+            .collect();
         let mut lines = csv.lines();
         assert!(lines
             .next()

@@ -34,10 +34,7 @@ fn same_seeds_give_the_same_summary_json_byte_for_byte() {
     let a = simulate(Scenario::E03B, &p);
     let b = simulate(Scenario::E03B, &p);
     assert_eq!(a, b);
-    let (ja, jb) = (
-        analyzer::outputs::summary_json(&a),
-        analyzer::outputs::summary_json(&b),
-    );
+    let (ja, jb) = (e03_metrics::summary_json(&a), e03_metrics::summary_json(&b));
     assert_eq!(ja, jb);
     assert!(ja.contains("\"peak_100ms\""), "{ja}");
 }

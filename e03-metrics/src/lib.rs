@@ -1,0 +1,126 @@
+//! The lab's metrics as pure computation: no files, no network, no plotting, no command line.
+//!
+//! Map of the modules:
+//!
+//! - [`metrics`]: [`RunAccumulator`], the per-run accumulator of spec section 6, fed one fact at a
+//!   time by the analyzer's log reader or directly by the simulator, and [`RunMetrics`], its
+//!   result.
+//! - [`fidelity`]: live-only figures: send lateness, queueing outside the model, throughput
+//!   while saturated, and client/server identity matching.
+//! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
+//!   client's and the server's identities without keeping them.
+//! - [`stats`]: the figures of a run as a list of named accessors with their units.
+//! - [`tables`]: spreads over seeds, verdicts, the one [`tables::Table`] renderer, every table
+//!   of the lab and the plain-language conclusion under them; printers take any `W: Write`.
+//!
+//! [`ScenarioSummary`] is everything measured for one scenario, live or simulated.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use e03_core::events::Event;
+use e03_core::{Params, Scenario};
+
+pub mod fidelity;
+mod matching;
+pub mod metrics;
+pub mod stats;
+pub mod tables;
+
+pub use metrics::{RunAccumulator, RunMetrics};
+pub use tables::print_tables;
+
+/// Everything measured for one scenario: one [`RunMetrics`] per strategy and seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioSummary {
+    pub scenario: Scenario,
+    pub params: Params,
+    /// True when the figures come from the simulator, not from live traffic.
+    pub simulated: bool,
+    /// False if any run was stopped early or its logs are cut.
+    pub complete: bool,
+    pub runs: Vec<RunMetrics>,
+}
+
+impl ScenarioSummary {
+    /// Strategy ids in the order of the runs.
+    pub fn strategies(&self) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for r in &self.runs {
+            if !seen.contains(&r.strategy) {
+                seen.push(r.strategy.clone());
+            }
+        }
+        seen
+    }
+
+    /// Seeds in the order of the runs.
+    pub fn seeds(&self) -> Vec<u64> {
+        let mut seen: Vec<u64> = Vec::new();
+        for r in &self.runs {
+            if !seen.contains(&r.seed) {
+                seen.push(r.seed);
+            }
+        }
+        seen
+    }
+
+    /// The runs of one strategy, in seed order.
+    pub fn runs_of<'a>(&'a self, strategy: &str) -> impl Iterator<Item = &'a RunMetrics> + 'a {
+        let strategy = strategy.to_string();
+        self.runs.iter().filter(move |r| r.strategy == strategy)
+    }
+
+    /// The human name of a strategy ("backoff + full jitter"), from the parameters' strategy
+    /// table; None for an id it does not know (a server log read alone).
+    pub fn strategy_name(&self, id: &str) -> Option<&str> {
+        self.params
+            .strategies
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.name.as_str())
+    }
+
+    /// The id followed by its name: "C backoff + full jitter" (the id alone if unknown).
+    pub fn strategy_label(&self, id: &str) -> String {
+        match self.strategy_name(id) {
+            Some(name) if !name.is_empty() => format!("{id} {name}"),
+            _ => id.to_string(),
+        }
+    }
+}
+
+/// The shape of `summary.json`.
+#[derive(Serialize)]
+struct SummaryFile<'a> {
+    scenario: Scenario,
+    simulated: bool,
+    complete: bool,
+    params: BTreeMap<String, String>,
+    runs: &'a [RunMetrics],
+}
+
+/// The `summary.json` text of a scenario (spec section 8): every field of spec section 6 per
+/// run plus `complete`, `fidelity` and `matched` (null for the simulator).
+pub fn summary_json(s: &ScenarioSummary) -> String {
+    let file = SummaryFile {
+        scenario: s.scenario,
+        simulated: s.simulated,
+        complete: s.complete,
+        params: s.params.to_raw(),
+        runs: &s.runs,
+    };
+    serde_json::to_string_pretty(&file).expect("summaries always serialise") + "\n"
+}
+
+/// Hands one log record to an accumulator (the live inputs included).
+pub fn feed(acc: &mut RunAccumulator, event: &Event) {
+    match event {
+        Event::Arrival(a) => acc.arrival_event(a),
+        Event::Response(r) => acc.response(r),
+        Event::Attempt(a) => acc.attempt_event(a),
+        Event::Operation(o) => acc.operation_record(o),
+        Event::RunStart(_) | Event::RunEnd(_) => {}
+    }
+}

@@ -1,0 +1,985 @@
+//! The comparison tables: one row per strategy (spec section 7's layout), the 100 ms series
+//! around the outage, the seed-to-seed verdicts, and the fidelity and matching lines.
+//!
+//! Every table of the lab (the analyzer's, the simulator's sweeps and comparisons) is built as a
+//! [`Table`] and rendered by the one renderer, [`Table::markdown`]: an aligned markdown pipe
+//! table, which reads well in a terminal and renders on GitHub. Every spread over seeds is
+//! written one way, `mean (min..max)` ([`crate::stats::format_spread`]).
+//!
+//! The terminal shows what fits in [`TERMINAL_COLUMNS`] columns: the comparison split into an
+//! outcome and a load table, the fidelity as one compact row per run. `report.md` and
+//! `summary.json` carry the full detail. Under the comparison, [`conclusion`] says in plain words
+//! what the figures and the verdicts show.
+
+use std::io::Write;
+
+use crate::metrics::{Fidelity, RunMetrics};
+use crate::stats::{format_difference, format_spread, format_value, format_width, Unit};
+use crate::ScenarioSummary;
+
+/// Widest line the default terminal output may print.
+pub const TERMINAL_COLUMNS: usize = 120;
+
+/// Headers and rows of cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// The same table with only the columns at `cols` (in that order).
+    pub fn select(&self, cols: &[usize]) -> Table {
+        let pick = |row: &[String]| {
+            cols.iter()
+                .map(|&i| row.get(i).cloned().unwrap_or_default())
+                .collect()
+        };
+        Table {
+            headers: pick(&self.headers),
+            rows: self.rows.iter().map(|r| pick(r)).collect(),
+        }
+    }
+
+    /// An aligned markdown pipe table (first column left-aligned, others right-aligned).
+    pub fn markdown(&self) -> String {
+        let cols = self.headers.len();
+        let mut width: Vec<usize> = self
+            .headers
+            .iter()
+            .map(|h| h.chars().count().max(3))
+            .collect();
+        for row in &self.rows {
+            for (i, c) in row.iter().enumerate().take(cols) {
+                width[i] = width[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut s = String::from("|");
+            for (i, w) in width.iter().enumerate() {
+                let c = cells.get(i).map(String::as_str).unwrap_or("");
+                if i == 0 {
+                    s += &format!(" {c:<w$} |");
+                } else {
+                    s += &format!(" {c:>w$} |");
+                }
+            }
+            s + "\n"
+        };
+        let mut out = line(&self.headers);
+        out += "|";
+        for (i, w) in width.iter().enumerate() {
+            out += &if i == 0 {
+                format!(":{}|", "-".repeat(w + 1))
+            } else {
+                format!("{}:|", "-".repeat(w + 1))
+            };
+        }
+        out += "\n";
+        for row in &self.rows {
+            out += &line(row);
+        }
+        out
+    }
+}
+
+/// Mean, min and max of one metric across seeds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        let n = values.len();
+        let mean = if n == 0 {
+            0.0
+        } else {
+            values.iter().sum::<f64>() / n as f64
+        };
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Spread {
+            mean,
+            min: if n == 0 { 0.0 } else { min },
+            max: if n == 0 { 0.0 } else { max },
+            n,
+        }
+    }
+
+    /// max - min across seeds.
+    pub fn width(&self) -> f64 {
+        self.max - self.min
+    }
+}
+
+/// Whether a difference between two strategies stands out of the seed-to-seed noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// |mean difference| is larger than both strategies' spreads.
+    Measured,
+    WithinNoise,
+}
+
+impl Verdict {
+    pub fn of(a: &Spread, b: &Spread) -> Verdict {
+        let diff = (a.mean - b.mean).abs();
+        if diff > a.width() && diff > b.width() {
+            Verdict::Measured
+        } else {
+            Verdict::WithinNoise
+        }
+    }
+
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Measured => "measured",
+            Verdict::WithinNoise => "within run-to-run noise",
+        }
+    }
+}
+
+/// A metric of the tables: name, unit and how to read it from a run.
+type Metric = (&'static str, Unit, fn(&RunMetrics) -> f64);
+
+const SUCCESS: Metric = ("success_affected", Unit::Share, |r| r.success_affected);
+const TOTAL: Metric = ("total", Unit::Count, |r| r.total_requests as f64);
+const PEAK_100MS: Metric = ("peak_100ms", Unit::Count, |r| r.peak_100ms as f64);
+const RETRIES: Metric = ("retries", Unit::Count, |r| r.retries_sent as f64);
+
+fn spread_of(s: &ScenarioSummary, strategy: &str, metric: fn(&RunMetrics) -> f64) -> Spread {
+    Spread::of(&s.runs_of(strategy).map(metric).collect::<Vec<_>>())
+}
+
+/// One cell: `mean (min..max)` over seeds, the value alone for one seed.
+fn cell(sp: &Spread, unit: Unit) -> String {
+    format_spread(unit, sp)
+}
+
+/// Seeds as a short list, consecutive runs folded: `42,7,1-3`.
+pub fn seed_ranges(seeds: &[u64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < seeds.len() {
+        let mut j = i;
+        while j + 1 < seeds.len() && seeds[j + 1] == seeds[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j - i >= 2 {
+            format!("{}-{}", seeds[i], seeds[j])
+        } else {
+            seeds[i..=j]
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// The lines above the tables: scenario, seeds, live or simulated, completeness.
+pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{} ({}): seeds {}, {}",
+        s.scenario.title(),
+        s.scenario.name(),
+        seed_ranges(&s.seeds()),
+        if s.simulated {
+            "SIMULATED (discrete-event model, no HTTP)"
+        } else {
+            "live HTTP run"
+        }
+    )];
+    if !s.complete {
+        lines.push("INCOMPLETE RUN: at least one run was stopped early or its logs are cut; figures cover what was logged".into());
+    }
+    lines
+}
+
+/// One row per strategy, spec section 7's columns; the strategy cell is the id and its name
+/// ("C backoff + full jitter").
+pub fn main_table(s: &ScenarioSummary) -> Table {
+    let success = match s.params.timeline(s.scenario).incident() {
+        None => "success (all ops)",
+        Some(_) => "success (affected)",
+    };
+    let headers = [
+        "strategy",
+        success,
+        "total",
+        "retries",
+        "denied",
+        "peak 1 s",
+        "peak 100 ms",
+        "p95 (ms)",
+        "p99 (ms)",
+        "recovery (s)",
+    ];
+    let rows = s
+        .strategies()
+        .iter()
+        .map(|id| {
+            let runs: Vec<&RunMetrics> = s.runs_of(id).collect();
+            let sp = |f: fn(&RunMetrics) -> f64| spread_of(s, id, f);
+            let mut name = id.clone();
+            if runs.iter().any(|r| !r.complete) {
+                name += " (incomplete)";
+            }
+            if let Some(n) = s.strategy_name(id).filter(|n| !n.is_empty()) {
+                name = format!("{name} {n}");
+            }
+            let recovery = if runs.iter().all(|r| r.recovery_s.is_some()) {
+                // The unit is in the header.
+                cell(&sp(|r| r.recovery_s.unwrap_or(0) as f64), Unit::Seconds).replacen(" s", "", 1)
+            } else {
+                "-".into()
+            };
+            vec![
+                name,
+                cell(&sp(SUCCESS.2), Unit::Share),
+                cell(&sp(TOTAL.2), Unit::Count),
+                cell(&sp(RETRIES.2), Unit::Count),
+                cell(&sp(|r| r.retries_denied as f64), Unit::Count),
+                cell(&sp(|r| r.peak_1s as f64), Unit::Count),
+                cell(&sp(PEAK_100MS.2), Unit::Count),
+                // Whole milliseconds, the unit in the header.
+                cell(&sp(|r| r.p95_ms), Unit::Count),
+                cell(&sp(|r| r.p99_ms), Unit::Count),
+                recovery,
+            ]
+        })
+        .collect();
+    Table {
+        headers: headers.map(String::from).to_vec(),
+        rows,
+    }
+}
+
+/// The terminal's half of the comparison that says how operations fared: success, p95, p99,
+/// recovery.
+pub fn outcome_table(s: &ScenarioSummary) -> Table {
+    main_table(s).select(&[0, 1, 7, 8, 9])
+}
+
+/// The terminal's half of the comparison that says what the dependency received: total,
+/// retries, denied, peak 100 ms (peak 1 s is in `report.md`: the same spike averaged away).
+pub fn load_table(s: &ScenarioSummary) -> Table {
+    main_table(s).select(&[0, 2, 3, 4, 6])
+}
+
+/// 100 ms windows shown around the outage: from half a second before the freeze to three
+/// seconds after its end (8.0 s to 13.0 s by default).
+pub fn series_windows(s: &ScenarioSummary) -> std::ops::Range<usize> {
+    match outage_edges(s) {
+        Some((start, end)) => {
+            let from = ((start - 0.5).max(0.0) * 10.0).floor() as usize;
+            let to = ((end + 3.0) * 10.0).ceil() as usize;
+            from..to.max(from)
+        }
+        None => 0..0,
+    }
+}
+
+/// Start and end (s) of the scenario's outage: its freeze, else its first down phase.
+fn outage_edges(s: &ScenarioSummary) -> Option<(f64, f64)> {
+    let t = s.params.timeline(s.scenario);
+    let freeze = t.freeze.map(|f| (f.start, f.end));
+    let (start, end) = freeze.or_else(|| t.down.first().map(|d| (d.start, d.end)))?;
+    Some((start.as_secs_f64(), end.as_secs_f64()))
+}
+
+/// E03-B: arrivals per 100 ms window around the outage, first seed, with the retry share.
+pub fn series_table(s: &ScenarioSummary) -> Option<Table> {
+    outage_edges(s)?;
+    let seed = *s.seeds().first()?;
+    let runs: Vec<&RunMetrics> = s
+        .strategies()
+        .iter()
+        .filter_map(|id| s.runs_of(id).find(|r| r.seed == seed))
+        .collect();
+    let mut headers = vec![format!("window (seed {seed})")];
+    headers.extend(runs.iter().map(|r| r.strategy.clone()));
+    let rows = series_windows(s)
+        .map(|k| {
+            let mut row = vec![format!("{:.1} s", k as f64 / 10.0)];
+            for r in &runs {
+                let n = r.arrivals_100ms.get(k).copied().unwrap_or(0);
+                let retries = r.retries_100ms.get(k).copied().unwrap_or(0);
+                row.push(if n == 0 {
+                    "0".into()
+                } else {
+                    format!("{n} ({:.0}%)", 100.0 * retries as f64 / n as f64)
+                });
+            }
+            row
+        })
+        .collect();
+    Some(Table { headers, rows })
+}
+
+/// With two seeds or more: B vs C (total, peak 100 ms) and C vs D (success, total, peak 100 ms).
+pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
+    if s.seeds().len() < 2 {
+        return None;
+    }
+    let pairs: [(&str, &str, &[Metric]); 2] = [
+        ("B", "C", &[TOTAL, PEAK_100MS]),
+        ("C", "D", &[SUCCESS, TOTAL, PEAK_100MS]),
+    ];
+    let strategies = s.strategies();
+    let mut rows = Vec::new();
+    for (a, b, metrics) in pairs {
+        if !strategies.iter().any(|x| x == a) || !strategies.iter().any(|x| x == b) {
+            continue;
+        }
+        for (name, unit, f) in metrics {
+            let (sa, sb) = (spread_of(s, a, *f), spread_of(s, b, *f));
+            rows.push(vec![
+                format!("{a} vs {b}"),
+                name.to_string(),
+                format_difference(*unit, sb.mean - sa.mean),
+                format!(
+                    "{} / {}",
+                    format_width(*unit, sa.width()),
+                    format_width(*unit, sb.width())
+                ),
+                Verdict::of(&sa, &sb).text().to_string(),
+            ]);
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        headers: [
+            "pair",
+            "metric",
+            "difference (2nd - 1st)",
+            "spreads (max - min)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    })
+}
+
+/// How a change of `what` from `from` to `to` reads: "halves B's peak", "cuts B's peak by 40%",
+/// "raises B's peak by 12%", "keeps B's peak".
+fn change_words(what: &str, from: f64, to: f64) -> String {
+    if from <= 0.0 {
+        return if to <= 0.0 {
+            format!("keeps {what}")
+        } else {
+            format!("raises {what}")
+        };
+    }
+    let r = to / from;
+    if (0.45..=0.55).contains(&r) {
+        format!("halves {what}")
+    } else if r < 0.95 {
+        format!("cuts {what} by {:.0}%", (1.0 - r) * 100.0)
+    } else if r > 1.05 {
+        format!("raises {what} by {:.0}%", (r - 1.0) * 100.0)
+    } else {
+        format!("keeps {what}")
+    }
+}
+
+/// The verdict in brackets: "measured", "within run-to-run noise", or that one seed cannot
+/// tell.
+fn verdict_words(a: &Spread, b: &Spread) -> &'static str {
+    if a.n < 2 || b.n < 2 {
+        "one seed, no verdict"
+    } else {
+        Verdict::of(a, b).text()
+    }
+}
+
+/// The plain-language conclusion under the comparison, computed from the figures and the
+/// verdicts: what C's jitter does to B's synchronised peak and at what total, what D's budget
+/// saves in retries and costs in success. A single-seed run says its verdicts need more seeds.
+pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
+    let ids = s.strategies();
+    let has = |id: &str| ids.iter().any(|x| x == id);
+    let sp = |id: &str, m: &Metric| spread_of(s, id, m.2);
+    let mut lines = Vec::new();
+    if has("B") && has("C") {
+        let (pb, pc) = (sp("B", &PEAK_100MS), sp("C", &PEAK_100MS));
+        let (tb, tc) = (sp("B", &TOTAL), sp("C", &TOTAL));
+        let total = if tb.mean > 0.0 && ((tc.mean - tb.mean) / tb.mean).abs() < 0.03 {
+            "at the same total".to_string()
+        } else if tc.mean > tb.mean {
+            format!(
+                "with {:.0}% more requests in total",
+                (tc.mean / tb.mean.max(1.0) - 1.0) * 100.0
+            )
+        } else {
+            format!(
+                "with {:.0}% fewer requests in total",
+                (1.0 - tc.mean / tb.mean.max(1.0)) * 100.0
+            )
+        };
+        lines.push(format!(
+            "C {} ({} -> {}, {}) {total} ({} -> {}, {}).",
+            change_words("B's 100 ms peak", pb.mean, pc.mean),
+            format_value(Unit::Count, pb.mean, true),
+            format_value(Unit::Count, pc.mean, true),
+            verdict_words(&pb, &pc),
+            format_value(Unit::Count, tb.mean, true),
+            format_value(Unit::Count, tc.mean, true),
+            verdict_words(&tb, &tc),
+        ));
+    }
+    if has("C") && has("D") {
+        let (rc, rd) = (sp("C", &RETRIES), sp("D", &RETRIES));
+        let (sc, sd) = (sp("C", &SUCCESS), sp("D", &SUCCESS));
+        let retries = if rc.mean > 0.0 && (rd.mean / rc.mean - 1.0).abs() < 0.03 {
+            "D sends as many retries as C".to_string()
+        } else if rc.mean > 0.0 && rd.mean < rc.mean {
+            format!(
+                "D sends {:.0}% fewer retries than C",
+                (1.0 - rd.mean / rc.mean) * 100.0
+            )
+        } else if rd.mean > rc.mean {
+            "D sends more retries than C".to_string()
+        } else {
+            "D sends as many retries as C".to_string()
+        };
+        let d = (sd.mean - sc.mean) * 100.0;
+        let what = match s.params.timeline(s.scenario).incident() {
+            None => "operations",
+            Some(_) => "affected operations",
+        };
+        let success = if d.abs() < 0.05 {
+            format!("succeeds as often on {what}")
+        } else if d < 0.0 {
+            format!("loses {:.1} pts of success on {what}", -d)
+        } else {
+            format!("gains {d:.1} pts of success on {what}")
+        };
+        lines.push(format!(
+            "{retries} ({} -> {}, {}) and {success} ({} -> {}, {}).",
+            format_value(Unit::Count, rc.mean, true),
+            format_value(Unit::Count, rd.mean, true),
+            verdict_words(&rc, &rd),
+            format_value(Unit::Share, sc.mean, true),
+            format_value(Unit::Share, sd.mean, true),
+            verdict_words(&sc, &sd),
+        ));
+    }
+    if let Some(a) = ids.iter().find(|x| *x == "A") {
+        let worst = ids.iter().map(|id| (id, sp(id, &PEAK_100MS).mean)).fold(
+            None,
+            |best: Option<(&String, f64)>, (id, v)| match best {
+                Some((_, b)) if b >= v => best,
+                _ => Some((id, v)),
+            },
+        );
+        if let Some((id, peak)) = worst.filter(|(id, _)| *id == a) {
+            lines.push(format!(
+                "{id}'s immediate retries give the highest 100 ms peak ({}).",
+                format_value(Unit::Count, peak, true)
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return lines;
+    }
+    if s.seeds().len() < 2 {
+        lines.push(
+            "One seed cannot tell a difference from run-to-run noise: run more seeds \
+             (--seeds 1-20) for verdicts."
+                .into(),
+        );
+    }
+    lines
+}
+
+/// Wraps `text` into lines of at most `width` characters at spaces.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line += word;
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Live only, for the terminal: one compact row per run (the full lines are in `report.md`).
+pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
+    let ms = |v: f64| format!("{v:.2} ms");
+    let rows: Vec<Vec<String>> = s
+        .runs
+        .iter()
+        .filter(|r| r.fidelity.is_some() || r.matched.is_some())
+        .map(|r| {
+            let (late, queue, answer, ratio) = match &r.fidelity {
+                Some(f) => (
+                    ms(f.lateness_p99_ms),
+                    ms(f.queueing_p99_ms),
+                    ms(f.answer_lateness_p99_ms),
+                    f.ratio.map_or("not measured".into(), |q| {
+                        format_value(Unit::Share, q, false)
+                    }),
+                ),
+                None => ("-".into(), "-".into(), "-".into(), "-".into()),
+            };
+            let matched = match &r.matched {
+                Some(m) if m.ok() => format!("{}/{} ok", m.matched, m.client_attempts),
+                Some(m) if r.complete => format!("{}/{} MISMATCH", m.matched, m.client_attempts),
+                Some(m) => format!("{}/{} incomplete", m.matched, m.client_attempts),
+                None => "-".into(),
+            };
+            vec![
+                format!("{} seed {}", r.strategy, r.seed),
+                late,
+                queue,
+                answer,
+                ratio,
+                matched,
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        headers: [
+            "run",
+            "send late p99",
+            "queueing p99",
+            "answer late p99",
+            "throughput/capacity",
+            "attempts matched",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    })
+}
+
+/// WARNING lines of the live runs (fidelity thresholds crossed).
+pub fn warning_lines(s: &ScenarioSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in &s.runs {
+        if let Some(f) = &r.fidelity {
+            for w in f.warnings() {
+                lines.push(format!("WARNING {} seed {}: {w}", r.strategy, r.seed));
+            }
+        }
+    }
+    lines
+}
+
+/// Live only: per run, send lateness, queueing outside the model, throughput while saturated,
+/// with a WARNING line when a threshold is crossed.
+pub fn fidelity_lines(s: &ScenarioSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in &s.runs {
+        let Some(f) = &r.fidelity else { continue };
+        let throughput = throughput_text(f);
+        lines.push(format!(
+            "fidelity {} seed {}: send lateness p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; queueing outside the model p99 {:.2} ms, max {:.2} ms ({} samples); answers after their scheduled instant p99 {:.2} ms, max {:.2} ms; throughput while saturated: {throughput}",
+            r.strategy, r.seed, f.lateness_p50_ms, f.lateness_p99_ms, f.lateness_max_ms,
+            f.queueing_p99_ms, f.queueing_max_ms, f.queueing_samples,
+            f.answer_lateness_p99_ms, f.answer_lateness_max_ms
+        ));
+        for w in f.warnings() {
+            lines.push(format!("WARNING {} seed {}: {w}", r.strategy, r.seed));
+        }
+    }
+    lines
+}
+
+/// Achieved vs configured capacity, normal and degraded, and their combined ratio.
+fn throughput_text(f: &Fidelity) -> String {
+    let phase = |name: &str, secs: f64, achieved: Option<f64>, configured: f64| match achieved {
+        Some(a) => format!(
+            "{name} achieved {a:.1} req/s vs configured {configured:.1} req/s over {secs:.1} s"
+        ),
+        None => format!(
+            "{name} not measured ({secs:.2} s of saturation; configured {configured:.1} req/s)"
+        ),
+    };
+    let mut parts = vec![phase(
+        "normal",
+        f.saturated_s,
+        f.achieved_rps,
+        f.configured_rps,
+    )];
+    if let Some(c) = f.degraded_configured_rps {
+        parts.push(phase(
+            "degraded",
+            f.degraded_saturated_s,
+            f.degraded_achieved_rps,
+            c,
+        ));
+    }
+    parts.push(match f.ratio {
+        Some(q) => format!("ratio {q:.3}"),
+        None => "ratio not measured".to_string(),
+    });
+    parts.join(", ")
+}
+
+/// Live only: per run, client attempts vs server arrivals by identity.
+pub fn matched_lines(s: &ScenarioSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    for r in &s.runs {
+        let Some(m) = &r.matched else { continue };
+        lines.push(format!(
+            "matched {} seed {}: client attempts {}, server arrivals {}, matched {}, unmatched client {}, unmatched server {}{}",
+            r.strategy, r.seed, m.client_attempts, m.server_arrivals, m.matched, m.unmatched_client, m.unmatched_server,
+            if m.ok() { "" } else if r.complete { "  <-- MISMATCH: client and server logs disagree" } else { "  (run incomplete)" }
+        ));
+    }
+    lines
+}
+
+/// Runs whose client and server logs disagree although the run completed.
+pub fn mismatched_complete_runs(s: &ScenarioSummary) -> Vec<&RunMetrics> {
+    s.runs
+        .iter()
+        .filter(|r| r.complete && r.matched.as_ref().is_some_and(|m| !m.ok()))
+        .collect()
+}
+
+/// Prints the header, the comparison (outcome and load tables), its conclusion, the series
+/// (E03-B), verdicts, and a compact fidelity table, all within [`TERMINAL_COLUMNS`] columns;
+/// `report.md` has the full detail.
+pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result<()> {
+    for line in header_lines(s) {
+        for l in wrap(&line, TERMINAL_COLUMNS) {
+            writeln!(w, "{l}")?;
+        }
+    }
+    let many = s.seeds().len() > 1;
+    writeln!(
+        w,
+        "\nHow operations fared{}:",
+        if many {
+            " (mean (min..max) over seeds)"
+        } else {
+            ""
+        }
+    )?;
+    write!(w, "{}", outcome_table(s).markdown())?;
+    writeln!(w, "\nWhat the dependency received (arrivals, server log):")?;
+    write!(w, "{}", load_table(s).markdown())?;
+    let words = conclusion(s);
+    if !words.is_empty() {
+        writeln!(w)?;
+        for line in words {
+            for l in wrap(&line, TERMINAL_COLUMNS) {
+                writeln!(w, "{l}")?;
+            }
+        }
+    }
+    if let Some(t) = series_table(s) {
+        writeln!(
+            w,
+            "\nArrivals per 100 ms window at the dependency (share of retries in brackets):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
+    if let Some(t) = verdict_table(s) {
+        writeln!(
+            w,
+            "\nSeed-to-seed verdicts (measured = |mean difference| larger than both spreads):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
+    if let Some(t) = fidelity_table(s) {
+        writeln!(
+            w,
+            "\nFidelity of the live runs (p99s; full figures in report.md):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+        for line in warning_lines(s) {
+            for l in wrap(&line, TERMINAL_COLUMNS) {
+                writeln!(w, "{l}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn seed_lists_fold_consecutive_runs() {
+        assert_eq!(seed_ranges(&[42, 7, 1, 2, 3]), "42,7,1-3");
+        assert_eq!(seed_ranges(&[1, 2]), "1,2");
+        assert_eq!(seed_ranges(&(1..=100).collect::<Vec<_>>()), "1-100");
+        assert_eq!(seed_ranges(&[]), "");
+    }
+    use super::*;
+
+    #[test]
+    fn verdict_needs_a_difference_larger_than_both_spreads() {
+        let b = Spread::of(&[100.0, 110.0]); // mean 105, spread 10
+        let c = Spread::of(&[80.0, 84.0]); // mean 82, spread 4
+        assert_eq!(Verdict::of(&b, &c), Verdict::Measured);
+        let wide = Spread::of(&[60.0, 100.0]); // mean 80, spread 40 > 25
+        assert_eq!(Verdict::of(&b, &wide), Verdict::WithinNoise);
+        // Larger than one spread only is still noise.
+        let d = Spread::of(&[96.0, 96.0]); // diff 9 < b's 10, > d's 0
+        assert_eq!(Verdict::of(&b, &d), Verdict::WithinNoise);
+        assert_eq!(Verdict::WithinNoise.text(), "within run-to-run noise");
+    }
+
+    #[test]
+    fn markdown_tables_are_aligned_pipes() {
+        let t = Table {
+            headers: vec!["s".into(), "total".into()],
+            rows: vec![vec!["A".into(), "3040".into()]],
+        };
+        assert_eq!(
+            t.markdown(),
+            "| s   | total |\n|:----|------:|\n| A   |  3040 |\n"
+        );
+    }
+
+    #[test]
+    fn throughput_text_shows_both_capacities_and_the_ratio() {
+        let mut f = Fidelity {
+            lateness_p50_ms: 0.0,
+            lateness_p99_ms: 0.0,
+            lateness_max_ms: 0.0,
+            queueing_samples: 0,
+            queueing_p99_ms: 0.0,
+            queueing_max_ms: 0.0,
+            answer_lateness_p99_ms: 0.0,
+            answer_lateness_max_ms: 0.0,
+            saturated_s: 0.1,
+            achieved_rps: None,
+            configured_rps: 250.0,
+            degraded_saturated_s: 1.5,
+            degraded_achieved_rps: Some(124.0),
+            degraded_configured_rps: Some(125.0),
+            ratio: Some(0.99),
+        };
+        assert_eq!(
+            throughput_text(&f),
+            "normal not measured (0.10 s of saturation; configured 250.0 req/s), degraded \
+             achieved 124.0 req/s vs configured 125.0 req/s over 1.5 s, ratio 0.990"
+        );
+        f.degraded_configured_rps = None;
+        f.ratio = None;
+        assert_eq!(
+            throughput_text(&f),
+            "normal not measured (0.10 s of saturation; configured 250.0 req/s), ratio not \
+             measured"
+        );
+    }
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    use e03_core::{Params, Scenario};
+
+    use super::*;
+    use crate::fidelity::Matched;
+    use crate::metrics::RunAccumulator;
+
+    /// A run with the figures the conclusion and the tables read.
+    fn run(id: &str, seed: u64, success: f64, total: u64, retries: u64, peak: u64) -> RunMetrics {
+        let mut m = RunAccumulator::new(Scenario::E03B, &Params::default(), id, seed).finish();
+        m.success_affected = success;
+        m.total_requests = total;
+        m.retries_sent = retries;
+        m.peak_100ms = peak;
+        m
+    }
+
+    fn summary(strategies: &str, runs: Vec<RunMetrics>) -> ScenarioSummary {
+        let raw = [("E03_STRATEGIES", strategies)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let params = Params::from_raw(&raw).unwrap();
+        let mut s = ScenarioSummary {
+            scenario: Scenario::E03B,
+            params,
+            simulated: true,
+            complete: true,
+            runs,
+        };
+        s.params.seeds = s.seeds();
+        s
+    }
+
+    #[test]
+    fn conclusion_reads_the_figures_and_the_verdicts() {
+        // Two seeds: C halves B's peak at the same total (peak measured, total noise); D sends
+        // 96% fewer retries and loses 26 pts of success (both measured).
+        let s = summary(
+            "B,C,D",
+            vec![
+                run("B", 1, 1.0, 3000, 220, 160),
+                run("C", 1, 1.0, 3020, 225, 80),
+                run("D", 1, 0.74, 2870, 9, 26),
+                run("B", 2, 1.0, 3040, 230, 150),
+                run("C", 2, 1.0, 3000, 215, 76),
+                run("D", 2, 0.74, 2860, 9, 24),
+            ],
+        );
+        let c = conclusion(&s);
+        assert_eq!(
+            c[0],
+            "C halves B's 100 ms peak (155 -> 78, measured) at the same total (3020 -> 3010, \
+             within run-to-run noise)."
+        );
+        assert_eq!(
+            c[1],
+            "D sends 96% fewer retries than C (220 -> 9, measured) and loses 26.0 pts of \
+             success on affected operations (100.0% -> 74.0%, measured)."
+        );
+        assert_eq!(c.len(), 2, "{c:?}");
+    }
+
+    #[test]
+    fn a_single_seed_conclusion_asks_for_more_seeds() {
+        let s = summary(
+            "A,B,C",
+            vec![
+                run("A", 42, 0.9, 3100, 250, 264),
+                run("B", 42, 1.0, 3000, 220, 160),
+                run("C", 42, 1.0, 3300, 220, 100),
+            ],
+        );
+        let c = conclusion(&s);
+        assert_eq!(
+            c[0],
+            "C cuts B's 100 ms peak by 38% (160 -> 100, one seed, no verdict) with 10% more \
+             requests in total (3000 -> 3300, one seed, no verdict)."
+        );
+        assert_eq!(
+            c[1],
+            "A's immediate retries give the highest 100 ms peak (264)."
+        );
+        assert!(c[2].starts_with("One seed cannot tell"), "{c:?}");
+        // Retries within 3% read as "as many".
+        let same = summary(
+            "C,D",
+            vec![
+                run("C", 1, 1.0, 3000, 184, 21),
+                run("D", 1, 1.0, 3000, 184, 21),
+            ],
+        );
+        assert!(
+            conclusion(&same)[0].starts_with("D sends as many retries as C (184 -> 184"),
+            "{:?}",
+            conclusion(&same)
+        );
+        // Nothing to compare: no conclusion at all.
+        assert!(conclusion(&summary("E", vec![run("E", 1, 1.0, 1, 1, 1)])).is_empty());
+    }
+
+    #[test]
+    fn strategy_names_stand_next_to_their_letters() {
+        let s = summary("C", vec![run("C", 1, 1.0, 3000, 220, 80)]);
+        assert_eq!(main_table(&s).rows[0][0], "C backoff + full jitter");
+        assert_eq!(s.strategy_label("Z"), "Z");
+    }
+
+    /// A realistic worst case for width: six strategies, 20 seeds with wide spreads, five-digit
+    /// counts and live fidelity figures.
+    fn wide_summary() -> ScenarioSummary {
+        let mut runs = Vec::new();
+        for seed in 1..=20u64 {
+            for (i, id) in ["A", "B", "C", "D", "E", "F"].iter().enumerate() {
+                let k = seed as f64 / 20.0;
+                let mut m = run(
+                    id,
+                    seed,
+                    0.70 + 0.29 * k,
+                    3_000 + 20 * seed + i as u64,
+                    1_000 + 50 * seed,
+                    250 + 10 * seed,
+                );
+                m.retries_denied = 100 + seed;
+                m.peak_1s = 900 + seed;
+                m.p95_ms = 900.0 + 70.0 * seed as f64;
+                m.p99_ms = 1_900.0 + 100.0 * seed as f64;
+                m.recovery_s = Some(seed % 4);
+                m.complete = seed != 3;
+                m.fidelity = Some(Fidelity {
+                    lateness_p50_ms: 0.12,
+                    lateness_p99_ms: 12.5,
+                    lateness_max_ms: 130.25,
+                    queueing_samples: 12_345,
+                    queueing_p99_ms: 10.5,
+                    queueing_max_ms: 99.75,
+                    answer_lateness_p99_ms: 11.5,
+                    answer_lateness_max_ms: 140.5,
+                    saturated_s: 3.5,
+                    achieved_rps: Some(240.5),
+                    configured_rps: 250.0,
+                    degraded_saturated_s: 1.5,
+                    degraded_achieved_rps: Some(120.0),
+                    degraded_configured_rps: Some(125.0),
+                    ratio: Some(0.955),
+                });
+                m.matched = Some(Matched {
+                    client_attempts: 31_234,
+                    server_arrivals: 31_233,
+                    matched: 31_233,
+                    unmatched_client: 1,
+                    unmatched_server: 0,
+                });
+                m.arrivals_100ms = vec![1_234; 200];
+                m.retries_100ms = vec![1_000; 200];
+                runs.push(m);
+            }
+        }
+        let mut s = summary("A,B,C,D,E,F", runs);
+        s.simulated = false;
+        s.complete = false;
+        s
+    }
+
+    #[test]
+    fn terminal_tables_fit_in_120_columns() {
+        let s = wide_summary();
+        let mut out = Vec::new();
+        print_tables(&mut out, &s).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= TERMINAL_COLUMNS,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+        // Everything is there: both halves of the comparison, names, verdicts, fidelity.
+        for needle in [
+            "| A (incomplete) immediate retry",
+            "F (incomplete) decorrelated jitter",
+            "| C vs D | success_affected |",
+            "MISMATCH",
+            "WARNING A seed 1",
+            " pts",
+        ] {
+            assert!(text.contains(needle), "{needle} missing in\n{text}");
+        }
+        // One seed only: the same tables, no verdicts.
+        let mut one = s.clone();
+        one.runs.retain(|r| r.seed == 1);
+        let mut out = Vec::new();
+        print_tables(&mut out, &one).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().all(|l| l.chars().count() <= TERMINAL_COLUMNS));
+        assert!(text.contains("One seed cannot tell"), "{text}");
+    }
+}
