@@ -269,12 +269,18 @@ impl Run {
 
     /// Hands answers to their handlers and logs them.
     async fn deliver(&self, out: Vec<Delivery>) {
-        for Delivery { answer: a, tx } in out {
+        // Every answer is handed over first, then logged: logging one (a channel send that may
+        // wait) never delays handing over the next.
+        let mut sent = Vec::with_capacity(out.len());
+        for Delivery { answer, tx } in out {
             let t = self.since_t0(Instant::now());
             // The handler may be gone (client timeout); the answer is logged all the same.
             if let Some(tx) = tx {
-                let _ = tx.send(a.status);
+                let _ = tx.send(answer.status);
             }
+            sent.push((t, answer));
+        }
+        for (t, a) in sent {
             self.record(
                 Event::Response(events::Response {
                     tag: self.tag.clone(),

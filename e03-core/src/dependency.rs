@@ -15,7 +15,9 @@
 //! A request whose client has given up keeps its worker until its work is done: the model never
 //! hears about client timeouts, as a real server would not.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::time::Duration;
 
 use crate::faults::{Fate, FaultModel};
@@ -87,7 +89,7 @@ pub struct DependencyModel {
     cfg: ServiceConfig,
     /// Requests on a worker now, with their fault key, so a freeze can hold them and a stale
     /// `work_done` (after the freeze released them) can be recognised.
-    in_service: HashMap<ReqId, u64>,
+    in_service: FxHashMap<ReqId, u64>,
     /// FIFO of requests waiting for a worker, with their fault keys.
     queue: VecDeque<(ReqId, u64)>,
     /// Requests held by the current freeze, answered 503 when it ends.
@@ -99,7 +101,7 @@ pub struct DependencyModel {
 impl DependencyModel {
     pub fn new(cfg: ServiceConfig) -> Self {
         Self {
-            in_service: HashMap::with_capacity(cfg.workers),
+            in_service: FxHashMap::with_capacity_and_hasher(cfg.workers, Default::default()),
             queue: VecDeque::with_capacity(cfg.queue),
             held: Vec::new(),
             frozen: false,

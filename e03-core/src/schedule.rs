@@ -35,8 +35,10 @@
 //! already ended would hold it forever).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::time::Duration;
+
+use rustc_hash::FxHashMap;
 
 use crate::dependency::{Admission, Completion, DependencyModel, ReqId, ServiceConfig};
 use crate::events::Cause;
@@ -128,7 +130,8 @@ struct Waiting {
 pub struct DependencySchedule {
     model: DependencyModel,
     due: BinaryHeap<Reverse<(Duration, Due)>>,
-    waiting: HashMap<ReqId, Waiting>,
+    /// Request ids are small sequential integers: Fx hashing is much cheaper than SipHash.
+    waiting: FxHashMap<ReqId, Waiting>,
     /// The latest instant advanced to (see the module docs).
     clock: Duration,
 }
@@ -144,7 +147,7 @@ impl DependencySchedule {
         Self {
             model: DependencyModel::new(config),
             due,
-            waiting: HashMap::new(),
+            waiting: FxHashMap::default(),
             clock: Duration::ZERO,
         }
     }
