@@ -23,6 +23,10 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_GID",
     "E03_SEQUENTIAL",
     "E03_SWARM_REPORT",
+    "E03_RUN_ID",
+    "E03_OVERWRITE",
+    "E03_HOST_RESULTS",
+    "E03_ALLOW_ROOT",
 ];
 
 /// Adds one flag per parameter to `cmd`.
@@ -72,6 +76,23 @@ pub fn unknown_env<I: IntoIterator<Item = String>>(names: I) -> Vec<String> {
         .collect()
 }
 
+/// An error and its causes on one line, `outer: cause: cause`, leaving out a cause whose text the
+/// message already holds (error types that print their source inside their own message would
+/// otherwise show it twice: `Permission denied (os error 13): Permission denied (os error 13)`).
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +112,26 @@ mod tests {
     fn typos_in_env_names_are_found() {
         let names = ["E03_WORKER", "E03_WORKERS", "E03_LISTEN", "PATH"].map(String::from);
         assert_eq!(unknown_env(names), vec!["E03_WORKER".to_string()]);
+    }
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "writing x.jsonl: {}", self.0)
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        let e = Outer(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        let text = error_chain(&e);
+        assert_eq!(text.matches("permission denied").count(), 1, "{text}");
+        assert!(text.starts_with("writing x.jsonl: "), "{text}");
     }
 }

@@ -8,6 +8,7 @@ use clap::{Arg, ArgAction, Command as Clap};
 use e03_core::cli::{raw_params, unknown_env, with_param_args};
 use e03_core::{ParamError, Params, Scenario};
 
+use crate::outdir::RunChoice;
 use crate::EXIT_USAGE;
 
 /// A validated live run.
@@ -18,6 +19,8 @@ pub struct RunPlan {
     pub out: PathBuf,
     /// One strategy at a time instead of all at once.
     pub sequential: bool,
+    /// The run directory under `out`.
+    pub choice: RunChoice,
 }
 
 /// A validated simulation (or comparison).
@@ -30,6 +33,7 @@ pub struct SimPlan {
     pub sweeps: Vec<simulator::SweepAxis>,
     pub out: PathBuf,
     pub sequential: bool,
+    pub choice: RunChoice,
 }
 
 pub enum Command {
@@ -51,7 +55,27 @@ fn out_arg() -> Arg {
         .env("E03_OUT")
         .value_name("DIR")
         .default_value("results")
-        .help("output directory; each scenario writes OUT/<scenario>/")
+        .help(
+            "output directory; each run writes OUT/<run id>/<scenario>/ and points OUT/latest at it \
+             (nothing already in OUT is deleted)",
+        )
+}
+
+fn run_id_args(cmd: Clap) -> Clap {
+    cmd.arg(
+        Arg::new("run-id")
+            .long("run-id")
+            .env("E03_RUN_ID")
+            .value_name("NAME")
+            .help("name of the run directory OUT/NAME [default: the UTC start time, 20261130-141224]"),
+    )
+    .arg(
+        Arg::new("overwrite")
+            .long("overwrite")
+            .env("E03_OVERWRITE")
+            .action(ArgAction::SetTrue)
+            .help("reuse an existing OUT/NAME of --run-id: its old logs are replaced, other files kept"),
+    )
 }
 
 fn sequential_arg() -> Arg {
@@ -70,14 +94,14 @@ fn cli() -> Clap {
              `lab analyze ...` (analyzer): the parts' own command lines.",
         )
         .subcommand_required(true)
-        .subcommand(with_param_args(
+        .subcommand(with_param_args(run_id_args(
             Clap::new("run")
                 .about("run the live experiment over loopback and print its tables")
                 .arg(scenario_arg())
                 .arg(out_arg())
                 .arg(sequential_arg()),
-        ))
-        .subcommand(with_param_args(
+        )))
+        .subcommand(with_param_args(run_id_args(
             Clap::new("simulate")
                 .about("run the same model on a virtual clock (fast, deterministic)")
                 .arg(scenario_arg())
@@ -89,14 +113,14 @@ fn cli() -> Clap {
                         .value_name("NAME=V1,V2,..")
                         .help("vary a parameter over values (repeatable: the grid of all axes)"),
                 ),
-        ))
-        .subcommand(with_param_args(
+        )))
+        .subcommand(with_param_args(run_id_args(
             Clap::new("compare")
                 .about("run live and simulated and print them side by side")
                 .arg(scenario_arg())
                 .arg(out_arg())
                 .arg(sequential_arg()),
-        ))
+        )))
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {
@@ -130,12 +154,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         .flatten()
         .copied()
         .unwrap_or(false);
+    let choice = RunChoice {
+        id: sub.get_one::<String>("run-id").cloned(),
+        overwrite: sub.get_flag("overwrite"),
+    };
+    crate::outdir::check_choice(&out, &choice, "--run-id").map_err(usage_error)?;
     match name {
         "run" => Ok(Command::Run(RunPlan {
             scenarios,
             params,
             out,
             sequential,
+            choice,
         })),
         "simulate" | "compare" => {
             let mut sweeps = Vec::new();
@@ -151,6 +181,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 sweeps,
                 out,
                 sequential,
+                choice,
             };
             Ok(if name == "simulate" {
                 Command::Simulate(plan)

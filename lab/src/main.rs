@@ -13,6 +13,7 @@
 
 mod args;
 mod live;
+mod outdir;
 mod sim;
 
 use std::ffi::OsString;
@@ -54,7 +55,7 @@ fn swarm(args: &[OsString]) -> i32 {
                 .filter(|s| out.join(s.name()).is_dir())
                 .collect();
             if let Err(e) = live::report_scenarios(&out, &existing) {
-                eprintln!("lab swarm: {e:#}");
+                eprintln!("lab swarm: {}", live::chain(&e));
             }
         }
     }

@@ -41,7 +41,7 @@ fn short_live_run_writes_a_summary_with_every_strategy() {
     );
 
     let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("e03b/summary.json")).expect("summary written"),
+        &std::fs::read_to_string(out.join("latest/e03b/summary.json")).expect("summary written"),
     )
     .expect("summary is JSON");
     assert_eq!(summary["scenario"], "e03b");
@@ -79,7 +79,7 @@ fn short_live_run_writes_a_summary_with_every_strategy() {
         "client-D-seed42.jsonl",
         "arrivals_100ms.csv",
     ] {
-        assert!(out.join("e03b").join(log).exists(), "{log} missing");
+        assert!(out.join("latest/e03b").join(log).exists(), "{log} missing");
     }
     let _ = std::fs::remove_dir_all(&out);
 }
