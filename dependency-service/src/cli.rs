@@ -215,7 +215,10 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     match rt.block_on(run(plan)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("dependency-service: {e:#}");
+            eprintln!(
+                "dependency-service: {}",
+                e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
+            );
             1
         }
     }

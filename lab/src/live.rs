@@ -164,6 +164,8 @@ fn run_group(
     };
     let mut swarm = child_command(&exe, "swarm", &params)
         .env("E03_SWARM_REPORT", "0")
+        // The lab owns this run directory; with --sequential each group adds its own logs.
+        .env("E03_OVERWRITE", "1")
         .arg("--targets")
         .arg(targets.join(","))
         .arg("--scenarios")
