@@ -92,6 +92,17 @@ fn report_error(e: &AnalyzeError) -> i32 {
 }
 
 fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
+    if !dir.is_dir() {
+        let why = if dir.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
+        return Err(Usage(format!(
+            "invalid DIR {:?}: {why} (give a scenario folder of a run, e.g. results/latest/e03b)",
+            dir.display().to_string()
+        )));
+    }
     let scenario = match scenario {
         Some(v) => parse_scenario("--scenario", v)?,
         None => {
@@ -107,12 +118,6 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
             })?
         }
     };
-    if !dir.is_dir() {
-        return Err(Usage(format!(
-            "invalid DIR {:?}: not a directory",
-            dir.display().to_string()
-        )));
-    }
     let (summary, warnings) = match analyze_dir_with_warnings(dir, scenario) {
         Ok(s) => s,
         Err(e) => return Ok(report_error(&e)),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Command};
-use e03_core::cli::{raw_params, unknown_env, with_param_args};
+use e03_core::cli::{unknown_env, with_param_args};
 use e03_core::{Params, Scenario};
 use tokio::sync::watch;
 
@@ -119,12 +119,9 @@ struct Setup {
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
 fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
     if let Some(name) = unknown_env(env_names).into_iter().next() {
-        return Err(format!(
-            "unknown environment variable {name}: not a parameter or setting of the lab \
-             (accepted: the E03_* names listed by --help)"
-        ));
+        return Err(e03_core::cli::unknown_env_message(&name));
     }
-    let params = Params::from_raw(&raw_params(m)).map_err(|e| e.to_string())?;
+    let params = e03_core::cli::params_from_matches(m).map_err(|e| e.to_string())?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let scenarios = Scenario::parse_list(&value("scenarios")).map_err(|_| {
         format!(
@@ -251,6 +248,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = match worker_threads(std::env::var_os(TOKIO_WORKER_THREADS), cores) {
@@ -461,7 +459,9 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("E03_SCENARIOS") && e.contains("e03z"), "{e}");
         let e = parse(&["cs", "--targets", T, "--strategies", "A", "--clients", "0"]).unwrap_err();
-        assert!(e.contains("E03_CLIENTS") && e.contains("\"0\""), "{e}");
+        // Named as typed: the flag, not its env var.
+        assert!(e.contains("invalid --clients=\"0\""), "{e}");
+        assert!(!e.contains("E03_CLIENTS"), "{e}");
     }
 
     #[test]
@@ -470,7 +470,8 @@ mod tests {
             .try_get_matches_from(["cs", "--targets", T, "--strategies", "A"])
             .unwrap();
         let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()]).unwrap_err();
-        assert!(e.contains("E03_CLIENT"), "{e}");
+        assert!(e.contains("E03_CLIENT:"), "{e}");
+        assert!(e.contains("did you mean E03_CLIENTS?"), "{e}");
     }
 
     #[test]

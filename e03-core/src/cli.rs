@@ -6,9 +6,11 @@
 
 use std::collections::BTreeMap;
 
+use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command};
 
 use crate::params::PARAMS;
+use crate::{ParamError, Params};
 
 /// Env vars of the lab that are not run parameters (addresses, directories, scenario).
 pub const OTHER_ENV: &[&str] = &[
@@ -76,6 +78,68 @@ pub fn unknown_env<I: IntoIterator<Item = String>>(names: I) -> Vec<String> {
         .collect()
 }
 
+/// Validates the parameters given (by flag or env var); an invalid value is reported under the
+/// name the user typed: `--clients="-5"` for a flag, `E03_CLIENTS="-5"` for an env var.
+pub fn params_from_matches(m: &ArgMatches) -> Result<Params, ParamError> {
+    Params::from_raw(&raw_params(m)).map_err(|e| match e {
+        ParamError::Invalid {
+            name,
+            value,
+            accepts,
+        } => {
+            let typed = PARAMS
+                .iter()
+                .find(|p| p.env == name)
+                .filter(|p| {
+                    m.try_contains_id(p.env).unwrap_or(false)
+                        && m.value_source(p.env) == Some(ValueSource::CommandLine)
+                })
+                .map_or(name, |p| format!("--{}", p.flag));
+            ParamError::Invalid {
+                name: typed,
+                value,
+                accepts,
+            }
+        }
+        other => other,
+    })
+}
+
+/// The known name closest to a misspelled one (`E03_CLIENT` -> `E03_CLIENTS`, `queu` ->
+/// `queue`), if one is within two edits; env names for `E03_*`, flag names otherwise.
+pub fn did_you_mean(name: &str) -> Option<String> {
+    let upper = name.to_ascii_uppercase();
+    let candidates: Vec<String> = if upper.starts_with("E03_") {
+        PARAMS
+            .iter()
+            .map(|p| p.env.to_string())
+            .chain(OTHER_ENV.iter().map(|s| s.to_string()))
+            .collect()
+    } else {
+        PARAMS.iter().map(|p| p.flag.to_string()).collect()
+    };
+    let probe = if upper.starts_with("E03_") {
+        upper
+    } else {
+        name.trim_start_matches('-').to_ascii_lowercase()
+    };
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(&probe, &c), c))
+        .filter(|(d, c)| *d <= 2 && *c != name)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The error for an `E03_*` env var that is neither a parameter nor a setting.
+pub fn unknown_env_message(name: &str) -> String {
+    let hint = did_you_mean(name).map_or(String::new(), |c| format!("did you mean {c}? "));
+    format!(
+        "unknown environment variable {name}: not a parameter or setting of the lab; {hint}\
+         (accepted: the E03_* names listed by --help)"
+    )
+}
+
 /// An error and its causes on one line, `outer: cause: cause`, leaving out a cause whose text the
 /// message already holds (error types that print their source inside their own message would
 /// otherwise show it twice: `Permission denied (os error 13): Permission denied (os error 13)`).
@@ -106,6 +170,26 @@ mod tests {
         let raw = raw_params(&m);
         assert_eq!(raw.get("E03_WORKERS").map(String::as_str), Some("12"));
         assert_eq!(raw.get("E03_SEED").map(String::as_str), Some("7"));
+    }
+
+    #[test]
+    fn a_bad_value_is_reported_under_the_name_the_user_typed() {
+        let cmd = with_param_args(Command::new("t"));
+        let m = cmd.try_get_matches_from(["t", "--clients", "-5"]).unwrap();
+        let e = params_from_matches(&m).unwrap_err().to_string();
+        assert!(e.starts_with("invalid --clients=\"-5\""), "{e}");
+        assert!(!e.contains("E03_CLIENTS"), "{e}");
+    }
+
+    #[test]
+    fn misspelled_names_get_a_suggestion() {
+        assert_eq!(did_you_mean("E03_CLIENT").as_deref(), Some("E03_CLIENTS"));
+        assert_eq!(did_you_mean("E03_WORKRES").as_deref(), Some("E03_WORKERS"));
+        assert_eq!(did_you_mean("E03_OUTT").as_deref(), Some("E03_OUT"));
+        assert_eq!(did_you_mean("queu").as_deref(), Some("queue"));
+        assert_eq!(did_you_mean("E03_SOMETHING_ELSE"), None);
+        let m = unknown_env_message("E03_CLIENT");
+        assert!(m.contains("did you mean E03_CLIENTS?"), "{m}");
     }
 
     #[test]
