@@ -158,10 +158,32 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
             log.display().to_string()
         )));
     }
-    let (summary, warnings) = match standalone::analyze_server_log(log, scenario) {
+    let (mut summary, mut warnings) = match standalone::analyze_server_log(log, scenario) {
         Ok(s) => s,
         Err(e) => return Ok(report_error(&e)),
     };
+    // A standalone `lab serve` has no end of its own: stopping it (Ctrl-C, kill) is how its run
+    // ends. A log whose only flaw is that stop is whole, not an incomplete run.
+    let standalone = crate::reader::read_run_start(log)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.scenario == "standalone");
+    if standalone
+        && warnings
+            .iter()
+            .all(|w| w.ends_with("run was stopped early"))
+    {
+        if !warnings.is_empty() {
+            println!(
+                "note: the standalone service was stopped, which is how its run ends; the log is whole"
+            );
+        }
+        warnings.clear();
+        summary.complete = true;
+        for r in &mut summary.runs {
+            r.complete = true;
+        }
+    }
     for w in &warnings {
         eprintln!("warning: {w}");
     }

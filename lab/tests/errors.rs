@@ -213,3 +213,33 @@ fn serve_resolves_names_says_which_flag_moves_a_taken_port_and_does_not_colour_a
     assert!(stderr.contains("127.0.0.1:0 for any free port"), "{stderr}");
     let _ = std::fs::remove_dir_all(&logs);
 }
+
+#[test]
+fn a_stopped_standalone_service_is_an_expected_end_not_an_incomplete_run() {
+    let logs = temp("standalone");
+    let (child, _) = serve("127.0.0.1:0", "127.0.0.1:0", &logs);
+    let log = logs.join("standalone/server-standalone.jsonl");
+    let started = std::time::Instant::now();
+    while !log.exists() && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    stop(child);
+    let out = lab()
+        .args(["analyze", "--server-log"])
+        .arg(&log)
+        .arg("--out")
+        .arg(logs.join("load"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("the standalone service was stopped, which is how its run ends"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(!stdout.contains("incomplete"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&logs);
+}
