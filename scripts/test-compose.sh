@@ -1,19 +1,54 @@
 #!/usr/bin/env bash
 # Brings the compose topology up for real through the offline path with a short run, checks that
-# results/ holds a summary with every strategy for both scenarios, that the containers ran as
-# non-root, and that `down` leaves nothing running.
+# results/<run id>/ holds a summary with every strategy for both scenarios, that the containers ran
+# as non-root, that `down` leaves nothing running, and that scripts/compose.sh stops before any
+# container starts when ./results is not writable by the container user or the uid is 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 project=e03test
 compose() { scripts/compose.sh -p "$project" -f docker-compose.yml -f docker-compose.offline.yml "$@"; }
 cleanup() { compose down --remove-orphans >/dev/null 2>&1 || true; }
-trap cleanup EXIT
+trap 'cleanup' EXIT
 
 scripts/build-static.sh
-rm -rf results/e03a results/e03b
 mkdir -p results
-# The containers run as E03_UID (non-root); let that user write the bind-mounted results.
+mode=$(stat -c '%a' results)
+# The containers run as E03_UID (non-root), which does not own results/ here.
 export E03_UID=10001 E03_GID=10001
+export E03_RUN_ID="e03test-$(date -u +%Y%m%d-%H%M%S)-$$"
+cleanup() {
+    compose down --remove-orphans >/dev/null 2>&1 || true
+    chmod "$mode" results
+    rm -rf "results/$E03_RUN_ID"
+}
+
+# Bad setups stop before any container starts, saying how to fix them.
+chmod 0755 results
+if [ "$(stat -c %u results)" != "$E03_UID" ]; then
+    set +e
+    compose up >/tmp/e03-compose-unwritable.log 2>&1
+    code=$?
+    set -e
+    if [ "$code" = 0 ] || ! grep -q "sudo chown -R 10001:10001 results" /tmp/e03-compose-unwritable.log \
+        || [ -n "$(compose ps -q)" ]; then
+        echo "test-compose: an unwritable results/ did not stop compose up with the fix (exit $code):" >&2
+        cat /tmp/e03-compose-unwritable.log >&2
+        exit 1
+    fi
+    echo "test-compose: an unwritable results/ stops before any container: $(head -1 /tmp/e03-compose-unwritable.log)"
+fi
+set +e
+E03_UID=0 compose up >/tmp/e03-compose-root.log 2>&1
+code=$?
+set -e
+if [ "$code" != 2 ] || ! grep -q "E03_ALLOW_ROOT=1" /tmp/e03-compose-root.log || [ -n "$(compose ps -q)" ]; then
+    echo "test-compose: E03_UID=0 was not refused (exit $code):" >&2
+    cat /tmp/e03-compose-root.log >&2
+    exit 1
+fi
+echo "test-compose: E03_UID=0 is refused (exit 2)"
+
+# Let the container user write the bind-mounted results for the real run.
 chmod 0777 results
 
 # A short run: 6 s of traffic per scenario with a 1 s freeze, 60 clients.
@@ -36,6 +71,11 @@ for id in A B C D; do
     grep -qE "^analyzer[-_]1 +\| \| $id +\|" /tmp/e03-compose-up.log \
         || { echo "test-compose: the compose output has no table row for $id" >&2; exit 1; }
 done
+for scenario in e03a e03b; do
+    shown="results: $(pwd)/results/$E03_RUN_ID/$scenario"
+    grep -qF "$shown" /tmp/e03-compose-up.log \
+        || { echo "test-compose: the compose output does not say \"$shown\"" >&2; exit 1; }
+done
 
 for c in $(compose ps -q); do
     user=$(docker inspect -f '{{.Config.User}}' "$c")
@@ -45,9 +85,9 @@ for c in $(compose ps -q); do
 done
 
 python3 - <<'PY'
-import json, sys
+import json, os, sys
 for scenario in ("e03a", "e03b"):
-    s = json.load(open(f"results/{scenario}/summary.json"))
+    s = json.load(open(f"results/{os.environ['E03_RUN_ID']}/{scenario}/summary.json"))
     got = sorted({r["strategy"] for r in s["runs"]})
     if got != ["A", "B", "C", "D"] or s["scenario"] != scenario:
         sys.exit(f"test-compose: {scenario} summary has strategies {got}")

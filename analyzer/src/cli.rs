@@ -92,6 +92,17 @@ fn report_error(e: &AnalyzeError) -> i32 {
 }
 
 fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
+    if !dir.is_dir() {
+        let why = if dir.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
+        return Err(Usage(format!(
+            "invalid DIR {:?}: {why} (give a scenario folder of a run, e.g. results/latest/e03b)",
+            dir.display().to_string()
+        )));
+    }
     let scenario = match scenario {
         Some(v) => parse_scenario("--scenario", v)?,
         None => {
@@ -107,12 +118,6 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
             })?
         }
     };
-    if !dir.is_dir() {
-        return Err(Usage(format!(
-            "invalid DIR {:?}: not a directory",
-            dir.display().to_string()
-        )));
-    }
     let (summary, warnings) = match analyze_dir_with_warnings(dir, scenario) {
         Ok(s) => s,
         Err(e) => return Ok(report_error(&e)),
@@ -153,10 +158,32 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
             log.display().to_string()
         )));
     }
-    let (summary, warnings) = match standalone::analyze_server_log(log, scenario) {
+    let (mut summary, mut warnings) = match standalone::analyze_server_log(log, scenario) {
         Ok(s) => s,
         Err(e) => return Ok(report_error(&e)),
     };
+    // A standalone `lab serve` has no end of its own: stopping it (Ctrl-C, kill) is how its run
+    // ends. A log whose only flaw is that stop is whole, not an incomplete run.
+    let standalone = crate::reader::read_run_start(log)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.scenario == "standalone");
+    if standalone
+        && warnings
+            .iter()
+            .all(|w| w.ends_with("run was stopped early"))
+    {
+        if !warnings.is_empty() {
+            println!(
+                "note: the standalone service was stopped, which is how its run ends; the log is whole"
+            );
+        }
+        warnings.clear();
+        summary.complete = true;
+        for r in &mut summary.runs {
+            r.complete = true;
+        }
+    }
     for w in &warnings {
         eprintln!("warning: {w}");
     }

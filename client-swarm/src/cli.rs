@@ -8,11 +8,11 @@
 //! closed with `complete: false`, dependencies told) and exits 130.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Command};
-use e03_core::cli::{raw_params, unknown_env, with_param_args};
+use e03_core::cli::{unknown_env, with_param_args};
 use e03_core::{Params, Scenario};
 use tokio::sync::watch;
 
@@ -119,12 +119,9 @@ struct Setup {
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
 fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
     if let Some(name) = unknown_env(env_names).into_iter().next() {
-        return Err(format!(
-            "unknown environment variable {name}: not a parameter or setting of the lab \
-             (accepted: the E03_* names listed by --help)"
-        ));
+        return Err(e03_core::cli::unknown_env_message(&name));
     }
-    let params = Params::from_raw(&raw_params(m)).map_err(|e| e.to_string())?;
+    let params = e03_core::cli::params_from_matches(m).map_err(|e| e.to_string())?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let scenarios = Scenario::parse_list(&value("scenarios")).map_err(|_| {
         format!(
@@ -152,6 +149,68 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         params,
         shutdown_targets: m.get_flag("shutdown-targets"),
     })
+}
+
+/// Checks, before any traffic, what would otherwise fail in the middle of a run: uid 0 in compose
+/// (refused unless `E03_ALLOW_ROOT=1`), an output directory the swarm cannot write (with the
+/// command that fixes it), and an earlier run's logs that this run would mix with (refused unless
+/// `E03_OVERWRITE=1`). `env` reads an environment variable.
+fn preflight(
+    out: &Path,
+    scenarios: &[Scenario],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    let uid = env("E03_UID").filter(|v| !v.is_empty());
+    let gid = env("E03_GID").filter(|v| !v.is_empty());
+    let on = |name: &str| env(name).is_some_and(|v| v == "1" || v == "true");
+    if uid.as_deref() == Some("0") && !on("E03_ALLOW_ROOT") {
+        return Err(
+            "E03_UID=0 runs the containers as root; keep the default non-root user and give it \
+             the results folder instead (on the host: sudo chown -R 1000:1000 results), or set \
+             E03_ALLOW_ROOT=1 to run as root on purpose"
+                .into(),
+        );
+    }
+    for scenario in scenarios {
+        let dir = out.join(scenario.name());
+        let probe = dir.join(format!(".e03-write-check-{}", std::process::id()));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&probe, b""))
+            .and_then(|()| std::fs::remove_file(&probe));
+        if let Err(e) = written {
+            let fix = match (&uid, &gid) {
+                (Some(u), g) => {
+                    let g = g.as_deref().unwrap_or(u);
+                    format!(
+                        "; the containers run as {u}:{g} (E03_UID:E03_GID); on the host, give \
+                         them the results folder: sudo chown -R {u}:{g} results"
+                    )
+                }
+                (None, _) => String::new(),
+            };
+            return Err(format!(
+                "cannot write into {} (--out): {e}{fix}",
+                dir.display()
+            ));
+        }
+        let earlier = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries.filter_map(Result::ok).any(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with("client-") && name.ends_with(".jsonl")
+                })
+            })
+            .unwrap_or(false);
+        if earlier && !on("E03_OVERWRITE") {
+            return Err(format!(
+                "{} already holds the logs of an earlier run; give this run a directory of its \
+                 own (a new --out, or E03_RUN_ID=NAME in compose; scripts/compose.sh picks one), \
+                 or set E03_OVERWRITE=1 to replace them",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The output directory and scenarios a command line asks for, parsed exactly as
@@ -189,6 +248,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = match worker_threads(std::env::var_os(TOKIO_WORKER_THREADS), cores) {
@@ -212,7 +272,13 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     runtime.block_on(async {
         let targets = setup.targets.clone();
         let shutdown_targets = setup.shutdown_targets;
-        let code = run_all(setup).await;
+        let code = match preflight(&setup.out, &setup.scenarios, &|k| std::env::var(k).ok()) {
+            Ok(()) => run_all(setup).await,
+            Err(msg) => {
+                eprintln!("client-swarm: {msg}");
+                EXIT_USAGE
+            }
+        };
         if shutdown_targets {
             for target in &targets {
                 if let Err(e) = crate::http::shutdown_target(&target.control_url).await {
@@ -268,7 +334,11 @@ async fn run_all(setup: Setup) -> i32 {
             let report = match run_swarm(plan, signalled()).await {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("client-swarm: {} seed {seed}: {e:#}", scenario.name());
+                    eprintln!(
+                        "client-swarm: {} seed {seed}: {}",
+                        scenario.name(),
+                        e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
+                    );
                     return EXIT_FAILED;
                 }
             };
@@ -389,7 +459,9 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("E03_SCENARIOS") && e.contains("e03z"), "{e}");
         let e = parse(&["cs", "--targets", T, "--strategies", "A", "--clients", "0"]).unwrap_err();
-        assert!(e.contains("E03_CLIENTS") && e.contains("\"0\""), "{e}");
+        // Named as typed: the flag, not its env var.
+        assert!(e.contains("invalid --clients=\"0\""), "{e}");
+        assert!(!e.contains("E03_CLIENTS"), "{e}");
     }
 
     #[test]
@@ -398,6 +470,45 @@ mod tests {
             .try_get_matches_from(["cs", "--targets", T, "--strategies", "A"])
             .unwrap();
         let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()]).unwrap_err();
-        assert!(e.contains("E03_CLIENT"), "{e}");
+        assert!(e.contains("E03_CLIENT:"), "{e}");
+        assert!(e.contains("did you mean E03_CLIENTS?"), "{e}");
+    }
+
+    #[test]
+    fn preflight_refuses_root_unwritable_and_mixing_before_any_traffic() {
+        use std::collections::HashMap;
+        let dir = std::env::temp_dir().join(format!("swarm-preflight-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let vars = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let check = |env: HashMap<String, String>| {
+            preflight(&dir, &[Scenario::E03B], &move |k| env.get(k).cloned())
+        };
+        let err = check(vars(&[("E03_UID", "0")])).unwrap_err();
+        assert!(
+            err.contains("E03_ALLOW_ROOT=1") && err.contains("chown"),
+            "{err}"
+        );
+        check(vars(&[("E03_UID", "0"), ("E03_ALLOW_ROOT", "1")])).unwrap();
+        assert!(dir.join("e03b").is_dir());
+
+        std::fs::write(dir.join("e03b/client-A-seed42.jsonl"), "").unwrap();
+        let err = check(vars(&[])).unwrap_err();
+        assert!(err.contains("E03_OVERWRITE=1"), "{err}");
+        check(vars(&[("E03_OVERWRITE", "1")])).unwrap();
+
+        // A file where the scenario folder should be: nothing can be written there.
+        let blocked = dir.join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let env = vars(&[("E03_UID", "1000"), ("E03_GID", "1000")]);
+        let err =
+            preflight(&blocked, &[Scenario::E03B], &move |k| env.get(k).cloned()).unwrap_err();
+        assert!(err.contains("cannot write into"), "{err}");
+        assert!(err.contains("sudo chown -R 1000:1000 results"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -51,7 +51,7 @@ async fn bad_input_exits_2_and_names_the_variable() {
         (
             &["--targets", TARGETS, "--duration-s", "-1"],
             &[],
-            "E03_DURATION_S",
+            "invalid --duration-s=\"-1\"",
         ),
         (
             &["--targets", TARGETS, "--scenarios", "x"],

@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Command};
-use e03_core::params::spec;
 use e03_core::{ParamError, Params, Scenario};
 
 use crate::server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
@@ -37,7 +36,7 @@ pub enum ConfigError {
     },
     #[error("{0}")]
     Param(String),
-    #[error("unknown environment variable {0} (not a setting of the lab; see --help)")]
+    #[error("{}", e03_core::cli::unknown_env_message(.0))]
     UnknownEnv(String),
 }
 
@@ -117,23 +116,44 @@ fn address(
     env: &'static str,
 ) -> Result<SocketAddr, ConfigError> {
     let value = setting(m, flag);
-    value.trim().parse().map_err(|_| ConfigError::Setting {
+    let bad = || ConfigError::Setting {
         flag,
         env,
-        value,
-        accepts: "an IP address and port like 0.0.0.0:8080",
-    })
+        value: value.clone(),
+        accepts: "an address and port like 0.0.0.0:8080 or localhost:8080",
+    };
+    if let Ok(addr) = value.trim().parse() {
+        return Ok(addr);
+    }
+    // A host name (`localhost:8080`): resolved, IPv4 first.
+    let addrs: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(value.trim())
+        .map_err(|_| bad())?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(bad)
 }
 
-/// Names the flag beside the env var in a parameter error.
-fn param_error(e: ParamError) -> ConfigError {
-    match &e {
-        ParamError::Invalid { name, .. } => match spec(name) {
-            Some(p) => ConfigError::Param(format!("{e} (flag --{})", p.flag)),
-            None => ConfigError::Param(e.to_string()),
-        },
-        _ => ConfigError::Param(e.to_string()),
+/// The error of a failed bind, with the flag that moves the address when it is taken.
+fn bind_error(e: std::io::Error, flag: &str, env: &str, addr: SocketAddr) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::AddrInUse {
+        anyhow::anyhow!(
+            "cannot listen on --{flag} {addr}: the address is in use (another `lab serve`?); \
+             move it with --{flag} {}:PORT, or {}:0 for any free port (env {env})",
+            addr.ip(),
+            addr.ip()
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("cannot listen on --{flag} {addr}"))
     }
+}
+
+/// A parameter error, already under the name the user typed (flag or env var).
+fn param_error(e: ParamError) -> ConfigError {
+    ConfigError::Param(e.to_string())
 }
 
 impl Plan {
@@ -169,7 +189,7 @@ impl Plan {
                 })
             }
         };
-        let params = Params::from_raw(&e03_core::cli::raw_params(m)).map_err(param_error)?;
+        let params = e03_core::cli::params_from_matches(m).map_err(param_error)?;
         Ok(Plan {
             listen,
             control_listen,
@@ -215,20 +235,29 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     match rt.block_on(run(plan)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("dependency-service: {e:#}");
+            eprintln!(
+                "dependency-service: {}",
+                e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
+            );
             1
         }
     }
 }
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
-    use anyhow::Context;
     let work = tokio::net::TcpListener::bind(plan.listen)
         .await
-        .with_context(|| format!("cannot listen on --listen {}", plan.listen))?;
+        .map_err(|e| bind_error(e, "listen", "E03_LISTEN", plan.listen))?;
     let control = tokio::net::TcpListener::bind(plan.control_listen)
         .await
-        .with_context(|| format!("cannot listen on --control-listen {}", plan.control_listen))?;
+        .map_err(|e| {
+            bind_error(
+                e,
+                "control-listen",
+                "E03_CONTROL_LISTEN",
+                plan.control_listen,
+            )
+        })?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -256,6 +285,7 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
@@ -317,18 +347,21 @@ mod tests {
     fn bad_values_name_their_flag_and_env_var() {
         assert_eq!(
             plan(&["--listen", "nowhere"], &[]).unwrap_err(),
-            "invalid --listen (env E03_LISTEN) value \"nowhere\": expected an IP address and port like 0.0.0.0:8080"
+            "invalid --listen (env E03_LISTEN) value \"nowhere\": expected an address and port like 0.0.0.0:8080 or localhost:8080"
         );
+        // A host name is resolved (IPv4 first).
+        let p = plan(&["--listen", "localhost:8080"], &[]).unwrap();
+        assert_eq!(p.listen, "127.0.0.1:8080".parse().unwrap());
         assert!(plan(&["--scenario", "all"], &[])
             .unwrap_err()
             .starts_with("invalid --scenario (env E03_SCENARIO) value \"all\""));
         assert_eq!(
             plan(&["--workers", "0"], &[]).unwrap_err(),
-            "invalid E03_WORKERS=\"0\": expected a whole number from 1 to 10000 (flag --workers)"
+            "invalid --workers=\"0\": expected a whole number from 1 to 10000"
         );
         assert!(plan(&[], &["E03_WORKER"])
             .unwrap_err()
-            .contains("E03_WORKER"));
+            .contains("unknown environment variable E03_WORKER: not a parameter or setting of the lab; did you mean E03_WORKERS?"));
         let p = plan(
             &["--scenario", "e03a", "--workers", "3"],
             &["E03_WORKERS", "PATH"],

@@ -6,9 +6,11 @@
 
 use std::collections::BTreeMap;
 
+use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command};
 
 use crate::params::PARAMS;
+use crate::{ParamError, Params};
 
 /// Env vars of the lab that are not run parameters (addresses, directories, scenario).
 pub const OTHER_ENV: &[&str] = &[
@@ -23,6 +25,10 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_GID",
     "E03_SEQUENTIAL",
     "E03_SWARM_REPORT",
+    "E03_RUN_ID",
+    "E03_OVERWRITE",
+    "E03_HOST_RESULTS",
+    "E03_ALLOW_ROOT",
 ];
 
 /// Adds one flag per parameter to `cmd`.
@@ -72,6 +78,85 @@ pub fn unknown_env<I: IntoIterator<Item = String>>(names: I) -> Vec<String> {
         .collect()
 }
 
+/// Validates the parameters given (by flag or env var); an invalid value is reported under the
+/// name the user typed: `--clients="-5"` for a flag, `E03_CLIENTS="-5"` for an env var.
+pub fn params_from_matches(m: &ArgMatches) -> Result<Params, ParamError> {
+    Params::from_raw(&raw_params(m)).map_err(|e| match e {
+        ParamError::Invalid {
+            name,
+            value,
+            accepts,
+        } => {
+            let typed = PARAMS
+                .iter()
+                .find(|p| p.env == name)
+                .filter(|p| {
+                    m.try_contains_id(p.env).unwrap_or(false)
+                        && m.value_source(p.env) == Some(ValueSource::CommandLine)
+                })
+                .map_or(name, |p| format!("--{}", p.flag));
+            ParamError::Invalid {
+                name: typed,
+                value,
+                accepts,
+            }
+        }
+        other => other,
+    })
+}
+
+/// The known name closest to a misspelled one (`E03_CLIENT` -> `E03_CLIENTS`, `queu` ->
+/// `queue`), if one is within two edits; env names for `E03_*`, flag names otherwise.
+pub fn did_you_mean(name: &str) -> Option<String> {
+    let upper = name.to_ascii_uppercase();
+    let candidates: Vec<String> = if upper.starts_with("E03_") {
+        PARAMS
+            .iter()
+            .map(|p| p.env.to_string())
+            .chain(OTHER_ENV.iter().map(|s| s.to_string()))
+            .collect()
+    } else {
+        PARAMS.iter().map(|p| p.flag.to_string()).collect()
+    };
+    let probe = if upper.starts_with("E03_") {
+        upper
+    } else {
+        name.trim_start_matches('-').to_ascii_lowercase()
+    };
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(&probe, &c), c))
+        .filter(|(d, c)| *d <= 2 && *c != name)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The error for an `E03_*` env var that is neither a parameter nor a setting.
+pub fn unknown_env_message(name: &str) -> String {
+    let hint = did_you_mean(name).map_or(String::new(), |c| format!("did you mean {c}? "));
+    format!(
+        "unknown environment variable {name}: not a parameter or setting of the lab; {hint}\
+         (accepted: the E03_* names listed by --help)"
+    )
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, leaving out a cause whose text the
+/// message already holds (error types that print their source inside their own message would
+/// otherwise show it twice: `Permission denied (os error 13): Permission denied (os error 13)`).
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,8 +173,49 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_value_is_reported_under_the_name_the_user_typed() {
+        let cmd = with_param_args(Command::new("t"));
+        let m = cmd.try_get_matches_from(["t", "--clients", "-5"]).unwrap();
+        let e = params_from_matches(&m).unwrap_err().to_string();
+        assert!(e.starts_with("invalid --clients=\"-5\""), "{e}");
+        assert!(!e.contains("E03_CLIENTS"), "{e}");
+    }
+
+    #[test]
+    fn misspelled_names_get_a_suggestion() {
+        assert_eq!(did_you_mean("E03_CLIENT").as_deref(), Some("E03_CLIENTS"));
+        assert_eq!(did_you_mean("E03_WORKRES").as_deref(), Some("E03_WORKERS"));
+        assert_eq!(did_you_mean("E03_OUTT").as_deref(), Some("E03_OUT"));
+        assert_eq!(did_you_mean("queu").as_deref(), Some("queue"));
+        assert_eq!(did_you_mean("E03_SOMETHING_ELSE"), None);
+        let m = unknown_env_message("E03_CLIENT");
+        assert!(m.contains("did you mean E03_CLIENTS?"), "{m}");
+    }
+
+    #[test]
     fn typos_in_env_names_are_found() {
         let names = ["E03_WORKER", "E03_WORKERS", "E03_LISTEN", "PATH"].map(String::from);
         assert_eq!(unknown_env(names), vec!["E03_WORKER".to_string()]);
+    }
+
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "writing x.jsonl: {}", self.0)
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        let e = Outer(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        let text = error_chain(&e);
+        assert_eq!(text.matches("permission denied").count(), 1, "{text}");
+        assert!(text.starts_with("writing x.jsonl: "), "{text}");
     }
 }

@@ -346,7 +346,14 @@ impl Params {
         }
         let seeds = match r.value("E03_SEEDS") {
             "" => vec![r.int("E03_SEED", 0, u64::MAX)?],
-            list => parse_seeds(list).ok_or_else(|| r.invalid("E03_SEEDS"))?,
+            list => parse_seeds(list).ok_or_else(|| match reversed_range(list) {
+                Some((a, b)) => ParamError::Invalid {
+                    name: "E03_SEEDS".into(),
+                    value: list.into(),
+                    accepts: format!("ranges from low to high: {a}-{b} is reversed ({b}-{a}?)"),
+                },
+                None => r.invalid("E03_SEEDS"),
+            })?,
         };
         let budget = BudgetSpec {
             cap: swarm.budget_cap,
@@ -556,6 +563,15 @@ impl Reader<'_> {
     }
 }
 
+/// The first range `a-b` of a seed list with `a > b`.
+fn reversed_range(list: &str) -> Option<(u64, u64)> {
+    list.split(',').find_map(|part| {
+        let (a, b) = part.trim().split_once('-')?;
+        let (a, b) = (a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?);
+        (a > b).then_some((a, b))
+    })
+}
+
 /// `42,7,1-3` into `[42, 7, 1, 2, 3]`; `None` if malformed, empty, repeated or too long.
 pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
     let mut seeds = Vec::new();
@@ -583,6 +599,14 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reversed_seed_range_is_named() {
+        let e = Params::from_raw(&raw(&[("E03_SEEDS", "100-1")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("100-1 is reversed (1-100?)"), "{e}");
+    }
 
     fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

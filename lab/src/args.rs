@@ -5,9 +5,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Arg, ArgAction, Command as Clap};
-use e03_core::cli::{raw_params, unknown_env, with_param_args};
+use e03_core::cli::{
+    did_you_mean, params_from_matches, raw_params, unknown_env, unknown_env_message,
+    with_param_args,
+};
 use e03_core::{ParamError, Params, Scenario};
 
+use crate::outdir::RunChoice;
 use crate::EXIT_USAGE;
 
 /// A validated live run.
@@ -18,6 +22,8 @@ pub struct RunPlan {
     pub out: PathBuf,
     /// One strategy at a time instead of all at once.
     pub sequential: bool,
+    /// The run directory under `out`.
+    pub choice: RunChoice,
 }
 
 /// A validated simulation (or comparison).
@@ -30,6 +36,7 @@ pub struct SimPlan {
     pub sweeps: Vec<simulator::SweepAxis>,
     pub out: PathBuf,
     pub sequential: bool,
+    pub choice: RunChoice,
 }
 
 pub enum Command {
@@ -51,7 +58,27 @@ fn out_arg() -> Arg {
         .env("E03_OUT")
         .value_name("DIR")
         .default_value("results")
-        .help("output directory; each scenario writes OUT/<scenario>/")
+        .help(
+            "output directory; each run writes OUT/<run id>/<scenario>/ and points OUT/latest at it \
+             (nothing already in OUT is deleted)",
+        )
+}
+
+fn run_id_args(cmd: Clap) -> Clap {
+    cmd.arg(
+        Arg::new("run-id")
+            .long("run-id")
+            .env("E03_RUN_ID")
+            .value_name("NAME")
+            .help("name of the run directory OUT/NAME [default: the UTC start time, 20261130-141224]"),
+    )
+    .arg(
+        Arg::new("overwrite")
+            .long("overwrite")
+            .env("E03_OVERWRITE")
+            .action(ArgAction::SetTrue)
+            .help("reuse an existing OUT/NAME of --run-id: its old logs are replaced, other files kept"),
+    )
 }
 
 fn sequential_arg() -> Arg {
@@ -66,18 +93,18 @@ fn cli() -> Clap {
     Clap::new("lab")
         .about("E03: when retries help and when they hurt, measured with real HTTP traffic")
         .after_help(
-            "Also: `lab serve ...` (dependency-service), `lab swarm ...` (client-swarm), \
-             `lab analyze ...` (analyzer): the parts' own command lines.",
+            "`lab SUBCOMMAND --help` describes each one. Results: OUT/<run id>/<scenario>/, \
+             with OUT/latest pointing at the newest run.",
         )
         .subcommand_required(true)
-        .subcommand(with_param_args(
+        .subcommand(with_param_args(run_id_args(
             Clap::new("run")
                 .about("run the live experiment over loopback and print its tables")
                 .arg(scenario_arg())
                 .arg(out_arg())
                 .arg(sequential_arg()),
-        ))
-        .subcommand(with_param_args(
+        )))
+        .subcommand(with_param_args(run_id_args(
             Clap::new("simulate")
                 .about("run the same model on a virtual clock (fast, deterministic)")
                 .arg(scenario_arg())
@@ -89,19 +116,97 @@ fn cli() -> Clap {
                         .value_name("NAME=V1,V2,..")
                         .help("vary a parameter over values (repeatable: the grid of all axes)"),
                 ),
-        ))
-        .subcommand(with_param_args(
+        )))
+        .subcommand(with_param_args(run_id_args(
             Clap::new("compare")
                 .about("run live and simulated and print them side by side")
                 .arg(scenario_arg())
                 .arg(out_arg())
                 .arg(sequential_arg()),
+        )))
+        // Dispatched in main before this parser; listed here for `lab --help`.
+        .subcommand(Clap::new("report").about(
+            "analyse the logs of a finished run (OUT/latest by default) and print its tables",
         ))
+        .subcommand(
+            Clap::new("serve").about(
+                "the dependency service alone (one strategy's server; any client can use it)",
+            ),
+        )
+        .subcommand(
+            Clap::new("swarm").about("the client swarm alone, against running `lab serve`s"),
+        )
+        .subcommand(
+            Clap::new("analyze")
+                .about("analyse one scenario folder, or a `lab serve` log alone (--server-log)"),
+        )
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {
     eprintln!("lab: {e}");
     EXIT_USAGE
+}
+
+/// A `--sweep` that does not parse, with a suggestion for a misspelled name.
+fn sweep_error(arg: &str, e: ParamError) -> i32 {
+    match &e {
+        ParamError::Unknown { name } => usage_error(format!(
+            "invalid --sweep {arg:?}: unknown parameter {name:?}{}",
+            did_you_mean(name).map_or(String::new(), |c| format!("; did you mean {c}?"))
+        )),
+        _ => usage_error(format!("invalid --sweep {arg:?}: {e}")),
+    }
+}
+
+/// Each value of one `--sweep NAME=V1,V2` on its own: the error names the value as typed.
+fn check_axis(
+    raw: &std::collections::BTreeMap<String, String>,
+    arg: &str,
+    axis: &simulator::SweepAxis,
+) -> Result<(), String> {
+    for value in &axis.values {
+        let mut r = raw.clone();
+        r.insert(axis.name.clone(), value.clone());
+        if let Err(ParamError::Invalid { name, accepts, .. }) = Params::from_raw(&r) {
+            if name == axis.name {
+                return Err(format!(
+                    "invalid --sweep {arg:?}: the value {value:?} is not {accepts}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every point of the sweep grid must be a valid parameter set, checked before anything runs.
+fn check_sweep(
+    raw: &std::collections::BTreeMap<String, String>,
+    sweeps: &[simulator::SweepAxis],
+) -> Result<(), String> {
+    let mut points: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+    for axis in sweeps {
+        points = points
+            .iter()
+            .flat_map(|p| {
+                axis.values.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push((axis.name.as_str(), v.as_str()));
+                    p
+                })
+            })
+            .collect();
+    }
+    for point in points {
+        let mut r = raw.clone();
+        for (name, value) in &point {
+            r.insert(name.to_string(), value.to_string());
+        }
+        if let Err(e) = Params::from_raw(&r) {
+            let at: Vec<String> = point.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            return Err(format!("--sweep {}: {e}", at.join(" ")));
+        }
+    }
+    Ok(())
 }
 
 /// Parses and validates; `Err(exit code)` after printing the reason (or help).
@@ -116,13 +221,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     };
     let typos = unknown_env(std::env::vars().map(|(k, _)| k));
     if let Some(name) = typos.first() {
-        return Err(usage_error(ParamError::Unknown { name: name.clone() }));
+        return Err(usage_error(unknown_env_message(name)));
     }
     let (name, sub) = m.subcommand().expect("subcommand required");
     let scenario = sub.get_one::<String>("scenario").expect("required");
     let scenarios = Scenario::parse_list(scenario).map_err(usage_error)?;
     let raw = raw_params(sub);
-    let params = Params::from_raw(&raw).map_err(usage_error)?;
+    let params = params_from_matches(sub).map_err(usage_error)?;
     let out = PathBuf::from(sub.get_one::<String>("out").expect("has default"));
     let sequential = sub
         .try_get_one::<bool>("sequential")
@@ -130,20 +235,29 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         .flatten()
         .copied()
         .unwrap_or(false);
+    let choice = RunChoice {
+        id: sub.get_one::<String>("run-id").cloned(),
+        overwrite: sub.get_flag("overwrite"),
+    };
+    crate::outdir::check_choice(&out, &choice, "--run-id").map_err(usage_error)?;
     match name {
         "run" => Ok(Command::Run(RunPlan {
             scenarios,
             params,
             out,
             sequential,
+            choice,
         })),
         "simulate" | "compare" => {
             let mut sweeps = Vec::new();
             if let Ok(Some(values)) = sub.try_get_many::<String>("sweep") {
                 for v in values {
-                    sweeps.push(simulator::parse_sweep(v).map_err(usage_error)?);
+                    let axis = simulator::parse_sweep(v).map_err(|e| sweep_error(v, e))?;
+                    check_axis(&raw, v, &axis).map_err(usage_error)?;
+                    sweeps.push(axis);
                 }
             }
+            check_sweep(&raw, &sweeps).map_err(usage_error)?;
             let plan = SimPlan {
                 scenarios,
                 params,
@@ -151,6 +265,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 sweeps,
                 out,
                 sequential,
+                choice,
             };
             Ok(if name == "simulate" {
                 Command::Simulate(plan)

@@ -21,27 +21,49 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::args::RunPlan;
+use crate::outdir::{self, RunDir};
 
 use crate::EXIT_STOPPED;
 
 pub fn run(plan: &RunPlan) -> i32 {
-    match run_live(plan) {
-        Ok(code) => code,
+    match outdir::claim(&plan.out, &plan.choice) {
+        Ok(run) => run_in(plan, &run),
         Err(e) => {
-            eprintln!("lab: {e:#}");
+            eprintln!("lab: {}", chain(&e));
             1
         }
     }
 }
 
+/// The live run into the run directory `run` (already claimed).
+pub fn run_in(plan: &RunPlan, run: &RunDir) -> i32 {
+    match run_live(plan, run) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lab: {}", chain(&e));
+            1
+        }
+    }
+}
+
+/// An error and its causes, each cause once.
+pub fn chain(e: &anyhow::Error) -> String {
+    e03_core::cli::error_chain(AsRef::<dyn std::error::Error + 'static>::as_ref(e))
+}
+
 /// Runs the live experiment and the analysis; the exit code says whether it is trustworthy.
-fn run_live(plan: &RunPlan) -> anyhow::Result<i32> {
+fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    eprintln!(
+        "lab: run {} writes into {}",
+        run.id,
+        outdir::shown(&run.dir)
+    );
     for scenario in &plan.scenarios {
-        clear_scenario_dir(&plan.out.join(scenario.name()))?;
+        prepare_scenario_dir(&run.dir.join(scenario.name()), plan.choice.overwrite)?;
     }
     let started = Instant::now();
     let groups: Vec<Vec<Strategy>> = if plan.sequential {
@@ -54,7 +76,7 @@ fn run_live(plan: &RunPlan) -> anyhow::Result<i32> {
         vec![plan.params.strategies.clone()]
     };
     for group in &groups {
-        run_group(plan, group, &stop)?;
+        run_group(plan, &run.dir, group, &stop)?;
         if stop.load(Ordering::SeqCst) {
             break;
         }
@@ -63,7 +85,7 @@ fn run_live(plan: &RunPlan) -> anyhow::Result<i32> {
         "lab: live traffic done in {:.1} s; analysing the logs",
         started.elapsed().as_secs_f64()
     );
-    let code = report_scenarios(&plan.out, &plan.scenarios)?;
+    let code = report_scenarios(&run.dir, &plan.scenarios)?;
     Ok(if stop.load(Ordering::SeqCst) {
         EXIT_STOPPED
     } else {
@@ -82,7 +104,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
         analyzer::print_tables(&mut std::io::stdout().lock(), &summary)?;
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
-        println!("results: {}", dir.display());
+        println!("results: {}", outdir::shown(&dir));
         if !summary.complete {
             eprintln!("lab: the run in {} is incomplete", dir.display());
             code = 1;
@@ -106,22 +128,28 @@ fn counts_match(summary: &analyzer::ScenarioSummary) -> bool {
         .all(|r| r.matched.as_ref().is_none_or(|m| m.ok()))
 }
 
-/// A scenario directory holds only the lab's own files; old logs would mix into the analysis.
-fn clear_scenario_dir(dir: &Path) -> anyhow::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
+/// Creates a scenario directory of the run; with `--overwrite`, an earlier run's logs in it are
+/// removed (they would mix into the analysis), and nothing else.
+fn prepare_scenario_dir(dir: &Path, overwrite: bool) -> anyhow::Result<()> {
+    if overwrite {
+        outdir::remove_old_logs(dir)?;
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(())
 }
 
 /// One dependency per strategy of `group`, one swarm over all scenarios and seeds.
-fn run_group(plan: &RunPlan, group: &[Strategy], stop: &AtomicBool) -> anyhow::Result<()> {
+fn run_group(
+    plan: &RunPlan,
+    out: &Path,
+    group: &[Strategy],
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating the lab binary")?;
     let mut services = Vec::new();
     let mut targets = Vec::new();
     for strategy in group {
-        let (child, work, control) = start_service(&exe, &plan.out)
+        let (child, work, control) = start_service(&exe, out)
             .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
@@ -136,12 +164,14 @@ fn run_group(plan: &RunPlan, group: &[Strategy], stop: &AtomicBool) -> anyhow::R
     };
     let mut swarm = child_command(&exe, "swarm", &params)
         .env("E03_SWARM_REPORT", "0")
+        // The lab owns this run directory; with --sequential each group adds its own logs.
+        .env("E03_OVERWRITE", "1")
         .arg("--targets")
         .arg(targets.join(","))
         .arg("--scenarios")
         .arg(&scenarios)
         .arg("--out")
-        .arg(&plan.out)
+        .arg(out)
         .stdout(Stdio::inherit())
         .spawn()
         .context("starting the client swarm")?;
@@ -239,18 +269,28 @@ fn wait_bounded(child: &mut Child, limit: Duration) {
 /// `lab report [--out DIR] [SCENARIO]`: the analysis step alone (compose's analyzer container).
 pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     let cmd = clap::Command::new("lab report")
-        .about("analyse the logs of a finished run and print the tables")
+        .bin_name("lab report")
+        .about(
+            "analyse the logs of a finished run and print its tables; the results (summary.json, \
+             CSVs, figures, report.md) are written beside the logs",
+        )
         .arg(
             clap::Arg::new("out")
                 .long("out")
                 .env("E03_OUT")
                 .default_value("results")
-                .value_name("DIR"),
+                .value_name("DIR")
+                .help(
+                    "the run directory holding <scenario>/server-*.jsonl and client-*.jsonl \
+                     (e.g. results/20261130-141224); an OUT with a `latest` link means its \
+                     latest run",
+                ),
         )
         .arg(
             clap::Arg::new("scenario")
                 .default_value("all")
-                .value_name("SCENARIO"),
+                .value_name("SCENARIO")
+                .help("e03a, e03b or all (both)"),
         );
     let m = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
@@ -267,11 +307,35 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
         }
     };
     let out = std::path::PathBuf::from(m.get_one::<String>("out").expect("default"));
-    match report_scenarios(&out, &scenarios) {
+    let Some(dir) = run_dir_of(&out, &scenarios) else {
+        eprintln!(
+            "lab report: invalid --out {:?}: no such directory {} (give the run directory a \
+             `lab run` printed, e.g. results/latest)",
+            out.display().to_string(),
+            scenarios
+                .iter()
+                .map(|s| out.join(s.name()).display().to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        );
+        return crate::EXIT_USAGE;
+    };
+    match report_scenarios(&dir, &scenarios) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("lab report: {e:#}");
+            eprintln!("lab report: {}", chain(&e));
             1
         }
     }
+}
+
+/// The run directory that holds a folder of `scenarios`: the run `out/latest` points at when
+/// `out` is an output directory the lab has run into, else `out` itself.
+fn run_dir_of(out: &Path, scenarios: &[Scenario]) -> Option<std::path::PathBuf> {
+    let holds = |d: &Path| scenarios.iter().any(|s| d.join(s.name()).is_dir());
+    let latest = out.join(outdir::LATEST);
+    if holds(&latest) {
+        return Some(latest);
+    }
+    holds(out).then(|| out.to_path_buf())
 }

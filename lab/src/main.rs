@@ -13,6 +13,7 @@
 
 mod args;
 mod live;
+mod outdir;
 mod sim;
 
 use std::ffi::OsString;
@@ -25,9 +26,9 @@ const EXIT_STOPPED: i32 = 130;
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     let code = match args.get(1).and_then(|a| a.to_str()) {
-        Some("serve") => dependency_service::main_entry(child_args("dependency-service", &args)),
+        Some("serve") => dependency_service::main_entry(child_args("lab serve", &args)),
         Some("swarm") => swarm(&args),
-        Some("analyze") => analyzer::main_entry(child_args("analyzer", &args)),
+        Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
         _ => match args::parse(args) {
             Ok(args::Command::Run(plan)) => live::run(&plan),
@@ -42,7 +43,7 @@ fn main() {
 /// `lab swarm`: the client swarm; if a signal stopped it, the analyzer still writes what the
 /// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
 fn swarm(args: &[OsString]) -> i32 {
-    let child = child_args("client-swarm", args);
+    let child = child_args("lab swarm", args);
     let code = client_swarm::main_entry(child.clone());
     // `lab run` analyses after its swarm itself and sets E03_SWARM_REPORT=0 for it.
     let report = std::env::var("E03_SWARM_REPORT").map_or(true, |v| v != "0");
@@ -54,7 +55,7 @@ fn swarm(args: &[OsString]) -> i32 {
                 .filter(|s| out.join(s.name()).is_dir())
                 .collect();
             if let Err(e) = live::report_scenarios(&out, &existing) {
-                eprintln!("lab swarm: {e:#}");
+                eprintln!("lab swarm: {}", live::chain(&e));
             }
         }
     }

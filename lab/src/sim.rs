@@ -4,21 +4,28 @@
 use anyhow::Context;
 
 use crate::args::{RunPlan, SimPlan};
+use crate::outdir;
 
 pub fn simulate(plan: &SimPlan) -> i32 {
     match simulate_inner(plan) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("lab: {e:#}");
+            eprintln!("lab: {}", crate::live::chain(&e));
             1
         }
     }
 }
 
 fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
+    let run = outdir::claim(&plan.out, &plan.choice)?;
+    eprintln!(
+        "lab: run {} writes into {}",
+        run.id,
+        outdir::shown(&run.dir)
+    );
     let mut out = std::io::stdout().lock();
     for scenario in &plan.scenarios {
-        let dir = plan.out.join("simulated").join(scenario.name());
+        let dir = run.dir.join("simulated").join(scenario.name());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         if plan.sweeps.is_empty() {
             let summary = simulator::simulate(*scenario, &plan.params);
@@ -33,7 +40,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
             )?;
         }
         use std::io::Write;
-        writeln!(out, "results: {}", dir.display())?;
+        writeln!(out, "results: {}", outdir::shown(&dir))?;
     }
     Ok(())
 }
@@ -45,14 +52,22 @@ pub fn compare(plan: &SimPlan) -> i32 {
         params: plan.params.clone(),
         out: plan.out.clone(),
         sequential: plan.sequential,
+        choice: plan.choice.clone(),
     };
-    let code = crate::live::run(&live_plan);
+    let run = match outdir::claim(&plan.out, &plan.choice) {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("lab: {}", crate::live::chain(&e));
+            return 1;
+        }
+    };
+    let code = crate::live::run_in(&live_plan, &run);
     if code != 0 {
         return code;
     }
     let mut out = std::io::stdout().lock();
     for scenario in &plan.scenarios {
-        let live = match analyzer::analyze_dir(&plan.out.join(scenario.name()), *scenario) {
+        let live = match analyzer::analyze_dir(&run.dir.join(scenario.name()), *scenario) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("lab: {e}");

@@ -41,7 +41,7 @@ fn short_live_run_writes_a_summary_with_every_strategy() {
     );
 
     let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("e03b/summary.json")).expect("summary written"),
+        &std::fs::read_to_string(out.join("latest/e03b/summary.json")).expect("summary written"),
     )
     .expect("summary is JSON");
     assert_eq!(summary["scenario"], "e03b");
@@ -79,7 +79,7 @@ fn short_live_run_writes_a_summary_with_every_strategy() {
         "client-D-seed42.jsonl",
         "arrivals_100ms.csv",
     ] {
-        assert!(out.join("e03b").join(log).exists(), "{log} missing");
+        assert!(out.join("latest/e03b").join(log).exists(), "{log} missing");
     }
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -95,7 +95,7 @@ type BadCase = (
 fn bad_parameters_stop_the_lab_before_anything_runs() {
     let out = std::env::temp_dir().join(format!("e03-lab-bad-{}", std::process::id()));
     let cases: [BadCase; 5] = [
-        (&["--workers", "0"], &[], "E03_WORKERS=\"0\""),
+        (&["--workers", "0"], &[], "--workers=\"0\""),
         (
             &[],
             &[("E03_SERVICE_MS", "fast")],
@@ -104,9 +104,9 @@ fn bad_parameters_stop_the_lab_before_anything_runs() {
         (
             &["--freeze-start-s", "9", "--freeze-end-s", "8"],
             &[],
-            "E03_FREEZE_END_S",
+            "invalid --freeze-end-s=\"8\"",
         ),
-        (&["--strategies", "A,X"], &[], "E03_STRATEGIES"),
+        (&["--strategies", "A,X"], &[], "--strategies"),
         (&[], &[("E03_WORKRES", "5")], "E03_WORKRES"),
     ];
     for (flags, env, expected) in cases {

@@ -81,7 +81,7 @@ fn sigterm_mid_run_exits_130_with_whole_logs_marked_incomplete() {
     let done = Arc::new(AtomicBool::new(false));
     let signaller = {
         let done = Arc::clone(&done);
-        let dir = out.join("e03b");
+        let dir = out.join("latest/e03b");
         std::thread::spawn(move || {
             let started = Instant::now();
             while log_count(&dir) < 8 && started.elapsed() < START_LIMIT {
@@ -113,7 +113,7 @@ fn sigterm_mid_run_exits_130_with_whole_logs_marked_incomplete() {
     );
     assert_eq!(output.status.code(), Some(130), "{context}");
 
-    let dir = out.join("e03b");
+    let dir = out.join("latest/e03b");
     let mut logs: Vec<_> = std::fs::read_dir(&dir)
         .expect("scenario dir")
         .map(|e| e.expect("dir entry").path())
