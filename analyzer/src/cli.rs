@@ -44,7 +44,8 @@ fn parse_scenario(flag: &str, value: &str) -> Result<Scenario, Usage> {
     match Scenario::parse_list(value) {
         Ok(list) if list.len() == 1 => Ok(list[0]),
         _ => Err(Usage(format!(
-            "invalid {flag} {value:?}: expected e03a or e03b"
+            "invalid {flag} {value:?}: expected one scenario: {}",
+            Scenario::known_names().join(", ")
         ))),
     }
 }
@@ -103,6 +104,7 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
             dir.display().to_string()
         )));
     }
+    crate::kept::register_kept(dir).map_err(Usage)?;
     let scenario = match scenario {
         Some(v) => parse_scenario("--scenario", v)?,
         None => {

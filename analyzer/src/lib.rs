@@ -24,6 +24,7 @@ use e03_core::{ParamError, Params, Scenario};
 
 pub mod cli;
 pub mod figures;
+pub mod kept;
 pub mod outputs;
 pub mod reader;
 pub mod standalone;

@@ -76,9 +76,12 @@ fn command() -> Command {
             Arg::new("scenarios")
                 .long("scenarios")
                 .env("E03_SCENARIOS")
-                .value_name("e03a|e03b|all")
+                .value_name("SCENARIOS")
                 .default_value("all")
-                .help("scenarios to run, in order (all: E03-A then E03-B)"),
+                .help(
+                    "scenarios to run, in order: e03a, e03b, all (the built-ins), scenario files \
+                     (FILE.toml), comma-separated",
+                ),
         )
         .arg(
             Arg::new("out")
@@ -110,8 +113,11 @@ fn command() -> Command {
 struct Setup {
     targets: Vec<Target>,
     scenarios: Vec<Scenario>,
+    /// The parameters of each scenario (same order): its file's settings under the user's values.
+    params: Vec<Params>,
+    /// The text of each scenario's file (same order), kept beside its logs.
+    definitions: Vec<String>,
     out: PathBuf,
-    params: Params,
     /// Shut every target down at the end (`--shutdown-targets`).
     shutdown_targets: bool,
 }
@@ -121,32 +127,43 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
     if let Some(name) = unknown_env(env_names).into_iter().next() {
         return Err(e03_core::cli::unknown_env_message(&name));
     }
-    let params = e03_core::cli::params_from_matches(m).map_err(|e| e.to_string())?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-    let scenarios = Scenario::parse_list(&value("scenarios")).map_err(|_| {
+    let args = crate::scenario_files::resolve(&value("scenarios")).map_err(|e| {
         format!(
-            "invalid --scenarios (E03_SCENARIOS) {:?}: expected e03a, e03b or all",
+            "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
             value("scenarios")
         )
     })?;
-    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
-    let ids: Vec<&str> = params.strategies.iter().map(|s| s.id.as_str()).collect();
-    if let Some(missing) = ids
+    let definitions = args
         .iter()
-        .find(|id| !targets.iter().any(|t| t.strategy == **id))
-    {
-        return Err(format!(
-            "invalid --targets (E03_TARGETS) {:?}: strategy {missing} of E03_STRATEGIES={} has no \
-             target; expected one entry {missing}=WORK_URL@CONTROL_URL per strategy",
-            value("targets"),
-            ids.join(",")
-        ));
+        .map(crate::scenario_files::definition_text)
+        .collect::<Result<Vec<String>, String>>()?;
+    let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
+    let params = scenarios
+        .iter()
+        .map(|s| e03_core::cli::params_for_scenario(m, *s).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<Params>, String>>()?;
+    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
+    for p in &params {
+        let ids: Vec<&str> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        if let Some(missing) = ids
+            .iter()
+            .find(|id| !targets.iter().any(|t| t.strategy == **id))
+        {
+            return Err(format!(
+                "invalid --targets (E03_TARGETS) {:?}: strategy {missing} of E03_STRATEGIES={} has \
+                 no target; expected one entry {missing}=WORK_URL@CONTROL_URL per strategy",
+                value("targets"),
+                ids.join(",")
+            ));
+        }
     }
     Ok(Setup {
         targets,
         scenarios,
-        out: PathBuf::from(value("out")),
         params,
+        definitions,
+        out: PathBuf::from(value("out")),
         shutdown_targets: m.get_flag("shutdown-targets"),
     })
 }
@@ -219,8 +236,8 @@ fn preflight(
 pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> {
     let m = command().try_get_matches_from(args).ok()?;
     let out = PathBuf::from(m.get_one::<String>("out")?);
-    let scenarios = Scenario::parse_list(m.get_one::<String>("scenarios")?).ok()?;
-    Some((out, scenarios))
+    let scenarios = crate::scenario_files::resolve(m.get_one::<String>("scenarios")?).ok()?;
+    Some((out, scenarios.into_iter().map(|a| a.scenario).collect()))
 }
 
 /// The whole CLI with its own tokio runtime; returns the exit code.
@@ -290,6 +307,15 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     })
 }
 
+/// Writes the scenario's definition beside its logs (`OUT/<scenario>/scenario.toml`), so the
+/// folder explains itself and the analyzer knows a user's scenario too.
+fn keep_definition(out: &Path, scenario: Scenario, text: &str) -> Result<(), String> {
+    let path = out
+        .join(scenario.name())
+        .join(crate::scenario_files::SCENARIO_FILE);
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 async fn run_all(setup: Setup) -> i32 {
     let (signal_tx, signal_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -307,7 +333,12 @@ async fn run_all(setup: Setup) -> i32 {
     let used: Vec<&Target> = setup
         .targets
         .iter()
-        .filter(|t| setup.params.strategy(&t.strategy).is_some())
+        .filter(|t| {
+            setup
+                .params
+                .iter()
+                .any(|p| p.strategy(&t.strategy).is_some())
+        })
         .collect();
     for target in used {
         for base in [&target.control_url, &target.work_url] {
@@ -320,12 +351,16 @@ async fn run_all(setup: Setup) -> i32 {
             }
         }
     }
-    for &scenario in &setup.scenarios {
-        for &seed in &setup.params.seeds {
+    for (i, (&scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
+        if let Err(e) = keep_definition(&setup.out, scenario, &setup.definitions[i]) {
+            eprintln!("client-swarm: {e}");
+            return EXIT_FAILED;
+        }
+        for &seed in &params.seeds {
             let plan = SwarmPlan {
                 scenario,
                 seed,
-                params: setup.params.clone(),
+                params: params.clone(),
                 targets: setup.targets.clone(),
                 out_dir: setup.out.clone(),
                 start_delay: DEFAULT_START_DELAY,
@@ -434,7 +469,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.scenarios, vec![Scenario::E03B]);
-        assert_eq!(s.params.seeds, vec![1, 2, 3]);
+        assert_eq!(s.params[0].seeds, vec![1, 2, 3]);
         assert_eq!(s.targets.len(), 2);
         assert_eq!(s.out, PathBuf::from("results"));
     }

@@ -3,12 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use e03_core::scenario::{self, ScenarioDef};
+use e03_core::scenario;
 use e03_core::Scenario;
 
-/// File name a run directory keeps its scenario's definition under, so that the directory
-/// explains itself and `lab analyze DIR` works on a user's scenario too.
-pub const SCENARIO_FILE: &str = "scenario.toml";
+pub use e03_core::control::SCENARIO_FILE;
 
 /// One scenario named on a command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,21 +77,6 @@ pub fn definition_text(arg: &ScenarioArg) -> Result<String, String> {
             .map(|(_, text)| text.to_string())
             .unwrap_or_default()),
     }
-}
-
-/// Registers the scenario kept in a run directory (`DIR/scenario.toml`), if there is one and
-/// its name is not known yet.
-pub fn register_from_dir(dir: &Path) -> Result<Option<Scenario>, String> {
-    let path = dir.join(SCENARIO_FILE);
-    if !path.is_file() {
-        return Ok(None);
-    }
-    load_file(&path).map(Some)
-}
-
-/// The definition of a scenario, for a control call to a dependency that may not know it.
-pub fn definition(s: Scenario) -> ScenarioDef {
-    s.def().clone()
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ use axum::Router;
 use e03_core::control::{
     valid_strategy_id, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
 };
-use e03_core::Params;
+use e03_core::scenario::ScenarioDef;
+use e03_core::{Params, Scenario};
 use tokio::sync::oneshot;
 
 use crate::identity::Identity;
@@ -113,8 +114,17 @@ fn bad_request(msg: String) -> Response {
 
 /// Checks a start call into a [`RunSpec`]; the error is the 400 message.
 fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
-    let req: StartRun =
+    let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("malformed start call JSON: {e}"))?;
+    // A scenario this service does not know (a user's file) comes with its data.
+    if let Some(def) = value.get("definition").filter(|d| !d.is_null()) {
+        let def: ScenarioDef = serde_json::from_value(def.clone())
+            .map_err(|e| format!("malformed scenario definition: {e}"))?;
+        def.check()?;
+        Scenario::register(def).map_err(|e| e.to_string())?;
+    }
+    let req: StartRun =
+        serde_json::from_value(value).map_err(|e| format!("malformed start call JSON: {e}"))?;
     if !valid_strategy_id(&req.strategy) {
         return Err(format!(
             "invalid strategy {:?}: expected 1 to 16 ASCII letters or digits",

@@ -81,7 +81,22 @@ pub fn unknown_env<I: IntoIterator<Item = String>>(names: I) -> Vec<String> {
 /// Validates the parameters given (by flag or env var); an invalid value is reported under the
 /// name the user typed: `--clients="-5"` for a flag, `E03_CLIENTS="-5"` for an env var.
 pub fn params_from_matches(m: &ArgMatches) -> Result<Params, ParamError> {
-    Params::from_raw(&raw_params(m)).map_err(|e| match e {
+    Params::from_raw(&raw_params(m)).map_err(|e| typed_name(m, e))
+}
+
+/// The parameters of one scenario: its file's settings under the values given by flag or env
+/// var (see [`Params::for_scenario`]); errors name what the user typed, as
+/// [`params_from_matches`] does.
+pub fn params_for_scenario(
+    m: &ArgMatches,
+    scenario: crate::Scenario,
+) -> Result<Params, ParamError> {
+    Params::for_scenario(scenario, &raw_params(m)).map_err(|e| typed_name(m, e))
+}
+
+/// An invalid value named by its flag when the user typed the flag, by its env var otherwise.
+fn typed_name(m: &ArgMatches, e: ParamError) -> ParamError {
+    match e {
         ParamError::Invalid {
             name,
             value,
@@ -102,7 +117,7 @@ pub fn params_from_matches(m: &ArgMatches) -> Result<Params, ParamError> {
             }
         }
         other => other,
-    })
+    }
 }
 
 /// The known name closest to a misspelled one (`E03_CLIENT` -> `E03_CLIENTS`, `queu` ->

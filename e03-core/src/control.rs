@@ -31,6 +31,10 @@ pub struct StartRun {
     /// Time zero of the run, wall clock, ms since the Unix epoch. Usually a little in the
     /// future so that both sides are ready when it comes.
     pub start_unix_ms: u64,
+    /// The scenario's data, for a dependency that does not know the scenario (a user's file).
+    /// The dependency registers it before it reads `scenario`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<crate::scenario::ScenarioDef>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +50,10 @@ pub struct RunCounts {
     /// Log file, relative to the service's log directory.
     pub log_file: String,
 }
+
+/// File name of the scenario definition a run keeps beside its logs, `<scenario>/scenario.toml`,
+/// so that a run folder explains itself and can be analysed without the user's file.
+pub const SCENARIO_FILE: &str = "scenario.toml";
 
 /// Whether a strategy id is safe to put in a file name.
 pub fn valid_strategy_id(id: &str) -> bool {

@@ -96,6 +96,48 @@ pub struct ScenarioDef {
     pub has_faults: bool,
 }
 
+impl ScenarioDef {
+    /// Checks a definition that did not come from [`parse`] (a control call): a path-safe name
+    /// and phases that [`parse`] would have accepted.
+    pub fn check(&self) -> Result<(), String> {
+        if !valid_name(&self.name) {
+            return Err(format!("invalid scenario name {:?}", self.name));
+        }
+        let mut end = 0.0;
+        let (mut freezes, mut degraded) = (0, 0);
+        for p in &self.phases {
+            let ok = p.start_s.is_finite()
+                && p.end_s.is_finite()
+                && p.start_s >= end
+                && p.start_s < p.end_s
+                && p.end_s <= MAX_TIME_S;
+            let kind_ok = match p.phase {
+                PhaseKind::Up => true,
+                PhaseKind::Down { status } => (400..=599).contains(&status),
+                PhaseKind::Freeze => {
+                    freezes += 1;
+                    freezes == 1
+                }
+                PhaseKind::Degraded { capacity_factor } => {
+                    degraded += 1;
+                    degraded == 1 && capacity_factor > 0.0 && capacity_factor <= 1.0
+                }
+            };
+            if !ok || !kind_ok {
+                return Err(format!(
+                    "scenario {:?}: invalid phase {p:?}: expected phases in time order within a \
+                     day, at most one freeze and one degraded",
+                    self.name
+                ));
+            }
+            end = p.end_s;
+        }
+        Params::from_raw(&self.settings)
+            .map(|_| ())
+            .map_err(|e| format!("scenario {:?}: {e}", self.name))
+    }
+}
+
 /// A scenario file that cannot be used. Its text names the file, the line and what is expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("scenario file {origin}{line}: {message}")]
@@ -749,6 +791,19 @@ mod tests {
         let fake = parse(&MINIMAL.replace("mine", "e03b"), "x.toml").unwrap();
         let e = Scenario::register(fake).unwrap_err();
         assert!(e.message.contains("already taken"), "{e}");
+    }
+
+    #[test]
+    fn parsed_definitions_pass_the_wire_check_and_bad_ones_do_not() {
+        for def in builtins() {
+            def.check().unwrap();
+        }
+        let mut bad = builtin("e03b").unwrap();
+        bad.phases.swap(0, 1);
+        assert!(bad.check().unwrap_err().contains("invalid phase"));
+        let mut bad = builtin("e03b").unwrap();
+        bad.name = "../x".into();
+        assert!(bad.check().is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Arg, ArgAction, Command as Clap};
 use e03_core::cli::{
-    did_you_mean, params_from_matches, raw_params, unknown_env, unknown_env_message,
+    did_you_mean, params_for_scenario, raw_params, unknown_env, unknown_env_message,
     with_param_args,
 };
 use e03_core::{ParamError, Params, Scenario};
@@ -18,7 +18,12 @@ use crate::EXIT_USAGE;
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     pub scenarios: Vec<Scenario>,
-    pub params: Params,
+    /// What each scenario was named by on the command line (a built-in name or a file path).
+    pub scenario_args: Vec<String>,
+    /// The parameters of each scenario (same order): its file's settings under the user's values.
+    pub params: Vec<Params>,
+    /// The values the user gave (flags and env vars), keyed by env name: what children get.
+    pub raw: std::collections::BTreeMap<String, String>,
     pub out: PathBuf,
     /// One strategy at a time instead of all at once.
     pub sequential: bool,
@@ -30,7 +35,10 @@ pub struct RunPlan {
 #[derive(Debug, Clone)]
 pub struct SimPlan {
     pub scenarios: Vec<Scenario>,
-    pub params: Params,
+    /// What each scenario was named by on the command line.
+    pub scenario_args: Vec<String>,
+    /// The parameters of each scenario (same order).
+    pub params: Vec<Params>,
     /// Raw parameters as given (sweeps vary them).
     pub raw: std::collections::BTreeMap<String, String>,
     pub sweeps: Vec<simulator::SweepAxis>,
@@ -49,7 +57,10 @@ fn scenario_arg() -> Arg {
     Arg::new("scenario")
         .required(true)
         .value_name("SCENARIO")
-        .help("e03a (transient faults), e03b (outage) or all (E03-A then E03-B)")
+        .help(
+            "e03a (transient faults), e03b (outage), all (E03-A then E03-B), or a scenario file \
+             (FILE.toml, see docs/scenarios.md); `lab list` shows the catalogue",
+        )
 }
 
 fn out_arg() -> Arg {
@@ -125,6 +136,9 @@ fn cli() -> Clap {
                 .arg(sequential_arg()),
         )))
         // Dispatched in main before this parser; listed here for `lab --help`.
+        .subcommand(Clap::new("list").about(
+            "print the scenario catalogue (built-in scenarios; scenario files given are checked)",
+        ))
         .subcommand(Clap::new("report").about(
             "analyse the logs of a finished run (OUT/latest by default) and print its tables",
         ))
@@ -182,6 +196,7 @@ fn check_axis(
 fn check_sweep(
     raw: &std::collections::BTreeMap<String, String>,
     sweeps: &[simulator::SweepAxis],
+    scenarios: &[Scenario],
 ) -> Result<(), String> {
     let mut points: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
     for axis in sweeps {
@@ -201,9 +216,16 @@ fn check_sweep(
         for (name, value) in &point {
             r.insert(name.to_string(), value.to_string());
         }
-        if let Err(e) = Params::from_raw(&r) {
-            let at: Vec<String> = point.iter().map(|(n, v)| format!("{n}={v}")).collect();
-            return Err(format!("--sweep {}: {e}", at.join(" ")));
+        for scenario in scenarios {
+            if let Err(e) = Params::for_scenario(*scenario, &r) {
+                let at: Vec<String> = point.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                let which = if scenarios.len() > 1 {
+                    format!(" ({})", scenario.name())
+                } else {
+                    String::new()
+                };
+                return Err(format!("--sweep {}{which}: {e}", at.join(" ")));
+            }
         }
     }
     Ok(())
@@ -225,9 +247,25 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     }
     let (name, sub) = m.subcommand().expect("subcommand required");
     let scenario = sub.get_one::<String>("scenario").expect("required");
-    let scenarios = Scenario::parse_list(scenario).map_err(usage_error)?;
+    let args = client_swarm::scenario_files::resolve(scenario).map_err(usage_error)?;
+    let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
+    let scenario_args: Vec<String> = args
+        .iter()
+        .map(|a| match &a.file {
+            // Children run from the same directory, but an absolute path is safer.
+            Some(f) => std::path::absolute(f)
+                .unwrap_or_else(|_| f.clone())
+                .display()
+                .to_string(),
+            None => a.scenario.name().to_string(),
+        })
+        .collect();
     let raw = raw_params(sub);
-    let params = params_from_matches(sub).map_err(usage_error)?;
+    let params = scenarios
+        .iter()
+        .map(|s| params_for_scenario(sub, *s))
+        .collect::<Result<Vec<Params>, ParamError>>()
+        .map_err(usage_error)?;
     let out = PathBuf::from(sub.get_one::<String>("out").expect("has default"));
     let sequential = sub
         .try_get_one::<bool>("sequential")
@@ -243,7 +281,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     match name {
         "run" => Ok(Command::Run(RunPlan {
             scenarios,
+            scenario_args,
             params,
+            raw,
             out,
             sequential,
             choice,
@@ -257,9 +297,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                     sweeps.push(axis);
                 }
             }
-            check_sweep(&raw, &sweeps).map_err(usage_error)?;
+            check_sweep(&raw, &sweeps, &scenarios).map_err(usage_error)?;
             let plan = SimPlan {
                 scenarios,
+                scenario_args,
                 params,
                 raw,
                 sweeps,

@@ -8,6 +8,7 @@
 //! they wrote. Ctrl-C or SIGTERM stops the children gracefully: logs are flushed and the summary is
 //! marked incomplete.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use e03_core::{Params, Scenario, Strategy};
+use e03_core::{Scenario, Strategy};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -66,14 +67,17 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
         prepare_scenario_dir(&run.dir.join(scenario.name()), plan.choice.overwrite)?;
     }
     let started = Instant::now();
+    // Every strategy of any scenario of the run (a file may choose its own), in order.
+    let mut all: Vec<Strategy> = Vec::new();
+    for s in plan.params.iter().flat_map(|p| &p.strategies) {
+        if !all.iter().any(|a| a.id == s.id) {
+            all.push(s.clone());
+        }
+    }
     let groups: Vec<Vec<Strategy>> = if plan.sequential {
-        plan.params
-            .strategies
-            .iter()
-            .map(|s| vec![s.clone()])
-            .collect()
+        all.iter().map(|s| vec![s.clone()]).collect()
     } else {
-        vec![plan.params.strategies.clone()]
+        vec![all]
     };
     for group in &groups {
         run_group(plan, &run.dir, group, &stop)?;
@@ -154,15 +158,12 @@ fn run_group(
         services.push(child);
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
     }
-    let mut params = plan.params.clone();
-    params.strategies = group.to_vec();
-    let scenarios: Vec<&str> = plan.scenarios.iter().map(|s| s.name()).collect();
-    let scenarios = if scenarios.len() == 2 {
-        "all".to_string()
-    } else {
-        scenarios[0].to_string()
-    };
-    let mut swarm = child_command(&exe, "swarm", &params)
+    // The user's own values only: each scenario's file supplies the rest in the swarm.
+    let mut raw = plan.raw.clone();
+    let ids: Vec<&str> = group.iter().map(|s| s.id.as_str()).collect();
+    raw.insert("E03_STRATEGIES".into(), ids.join(","));
+    let scenarios = plan.scenario_args.join(",");
+    let mut swarm = child_command(&exe, "swarm", &raw)
         .env("E03_SWARM_REPORT", "0")
         // The lab owns this run directory; with --sequential each group adds its own logs.
         .env("E03_OVERWRITE", "1")
@@ -188,10 +189,10 @@ fn run_group(
     Ok(())
 }
 
-/// `lab <sub>` with the run's parameters in its environment.
-fn child_command(exe: &Path, sub: &str, params: &Params) -> Command {
+/// `lab <sub>` with the parameters the user gave in its environment.
+fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.arg(sub).envs(params.to_raw());
+    cmd.arg(sub).envs(raw);
     if std::env::var_os("RUST_LOG").is_none() {
         cmd.env("RUST_LOG", "warn");
     }
@@ -200,7 +201,7 @@ fn child_command(exe: &Path, sub: &str, params: &Params) -> Command {
 
 /// Starts `lab serve` on loopback port 0 and reads the addresses it bound.
 fn start_service(exe: &Path, log_dir: &Path) -> anyhow::Result<(Child, String, String)> {
-    let mut child = child_command(exe, "serve", &Params::default())
+    let mut child = child_command(exe, "serve", &BTreeMap::new())
         .env("E03_LISTEN", "127.0.0.1:0")
         .env("E03_CONTROL_LISTEN", "127.0.0.1:0")
         .env("E03_LOG_DIR", log_dir)
@@ -290,7 +291,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             clap::Arg::new("scenario")
                 .default_value("all")
                 .value_name("SCENARIO")
-                .help("e03a, e03b or all (both)"),
+                .help("a scenario the run holds (e03a, e03b, a user scenario's name), or all: every scenario folder of the run"),
         );
     let m = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
@@ -299,14 +300,26 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             return if e.use_stderr() { crate::EXIT_USAGE } else { 0 };
         }
     };
-    let scenarios = match Scenario::parse_list(m.get_one::<String>("scenario").expect("default")) {
+    let out = std::path::PathBuf::from(m.get_one::<String>("out").expect("default"));
+    let arg = m.get_one::<String>("scenario").expect("default");
+    // The scenarios the run kept (a user's file among them), known before the argument is read.
+    let latest = out.join(outdir::LATEST);
+    let run = if latest.is_dir() { latest } else { out.clone() };
+    let kept = match analyzer::kept::scenarios_in(&run) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("lab report: {e}");
+            return crate::EXIT_USAGE;
+        }
+    };
+    let scenarios = match Scenario::parse_list(arg) {
+        Ok(_) if arg == "all" && !kept.is_empty() => kept,
         Ok(s) => s,
         Err(e) => {
             eprintln!("lab report: {e}");
             return crate::EXIT_USAGE;
         }
     };
-    let out = std::path::PathBuf::from(m.get_one::<String>("out").expect("default"));
     let Some(dir) = run_dir_of(&out, &scenarios) else {
         eprintln!(
             "lab report: invalid --out {:?}: no such directory {} (give the run directory a \

@@ -30,6 +30,7 @@ fn main() {
         Some("swarm") => swarm(&args),
         Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
+        Some("list") => list(&args),
         _ => match args::parse(args) {
             Ok(args::Command::Run(plan)) => live::run(&plan),
             Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
@@ -60,6 +61,40 @@ fn swarm(args: &[OsString]) -> i32 {
         }
     }
     code
+}
+
+/// `lab list`: the scenario catalogue, one line each (name, source, description); with a
+/// scenario file, that file's line after the built-in ones (and its errors, exit 2).
+fn list(args: &[OsString]) -> i32 {
+    let mut scenarios = e03_core::Scenario::builtins();
+    for a in args.iter().skip(2) {
+        let a = a.to_string_lossy();
+        if a == "--help" || a == "-h" {
+            println!(
+                "Usage: lab list [FILE.toml ...]\n\nPrints the scenario catalogue: every built-in \
+                 scenario, and the scenario files given (checked as `lab run` checks them)."
+            );
+            return 0;
+        }
+        match client_swarm::scenario_files::resolve(&a) {
+            Ok(found) => scenarios.extend(found.into_iter().map(|f| f.scenario)),
+            Err(e) => {
+                eprintln!("lab list: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let width = scenarios.iter().map(|s| s.name().len()).max().unwrap_or(4);
+    for s in scenarios {
+        let def = s.def();
+        let source = if def.source.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", def.source)
+        };
+        println!("{:width$}  {}{source}", s.name(), def.description);
+    }
+    0
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.

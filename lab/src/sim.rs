@@ -24,11 +24,12 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
         outdir::shown(&run.dir)
     );
     let mut out = std::io::stdout().lock();
-    for scenario in &plan.scenarios {
+    for (i, (scenario, params)) in plan.scenarios.iter().zip(&plan.params).enumerate() {
         let dir = run.dir.join("simulated").join(scenario.name());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        keep_definition(&dir, *scenario, &plan.scenario_args[i])?;
         if plan.sweeps.is_empty() {
-            let summary = simulator::simulate(*scenario, &plan.params);
+            let summary = simulator::simulate(*scenario, params);
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
         } else {
@@ -45,11 +46,30 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Keeps the scenario's definition beside a simulated run's outputs, as the swarm does beside a
+/// live run's logs.
+fn keep_definition(
+    dir: &std::path::Path,
+    scenario: e03_core::Scenario,
+    named_by: &str,
+) -> anyhow::Result<()> {
+    let file = client_swarm::scenario_files::is_file_arg(named_by).then(|| named_by.into());
+    let arg = client_swarm::scenario_files::ScenarioArg { scenario, file };
+    let text = client_swarm::scenario_files::definition_text(&arg).map_err(anyhow::Error::msg)?;
+    if !text.is_empty() {
+        let path = dir.join(e03_core::control::SCENARIO_FILE);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Live, then simulated, then both side by side.
 pub fn compare(plan: &SimPlan) -> i32 {
     let live_plan = RunPlan {
         scenarios: plan.scenarios.clone(),
+        scenario_args: plan.scenario_args.clone(),
         params: plan.params.clone(),
+        raw: plan.raw.clone(),
         out: plan.out.clone(),
         sequential: plan.sequential,
         choice: plan.choice.clone(),
@@ -66,7 +86,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         return code;
     }
     let mut out = std::io::stdout().lock();
-    for scenario in &plan.scenarios {
+    for (i, scenario) in plan.scenarios.iter().enumerate() {
         let live = match analyzer::analyze_dir(&run.dir.join(scenario.name()), *scenario) {
             Ok(s) => s,
             Err(e) => {
@@ -74,7 +94,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
                 return 1;
             }
         };
-        let sim = simulator::simulate(*scenario, &plan.params);
+        let sim = simulator::simulate(*scenario, &plan.params[i]);
         if let Err(e) = simulator::print_comparison(&mut out, &live, &sim) {
             eprintln!("lab: {e}");
             return 1;

@@ -140,7 +140,7 @@ pub fn sweep(
             let env = spec(name).map_or(name.as_str(), |s| s.env);
             raw.insert(env.to_string(), value.clone());
         }
-        let params = Params::from_raw(&raw)?;
+        let params = Params::for_scenario(scenario, &raw)?;
         points.push(SweepPoint {
             values,
             params,
