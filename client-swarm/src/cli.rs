@@ -382,24 +382,44 @@ async fn run_all(setup: Setup) -> i32 {
                 .iter()
                 .map(|r| {
                     format!(
-                        "{} ops {} attempts {} (server arrivals {})",
+                        "{} {} ops, {}/{}",
                         r.strategy, r.operations, r.attempts, r.server.arrivals
                     )
                 })
                 .collect();
-            eprintln!(
-                "client-swarm: {} seed {seed} {} in {:.1} s: {}",
+            let head = format!(
+                "client-swarm: {} seed {seed} {} in {:.1} s (attempts sent/arrived):",
                 scenario.name(),
                 if report.complete { "done" } else { "STOPPED" },
                 began.elapsed().as_secs_f64(),
-                runs.join("; ")
             );
+            eprintln!("{}", wrap_list(&head, &runs, 120));
             if !report.complete {
                 return EXIT_STOPPED;
             }
         }
     }
     EXIT_OK
+}
+
+/// `head item; item; ...`, continued on indented lines so that no line is wider than `width`
+/// (an item wider than that stands alone on its line).
+fn wrap_list(head: &str, items: &[String], width: usize) -> String {
+    let mut out = head.to_string();
+    let mut line = head.len();
+    for (i, item) in items.iter().enumerate() {
+        let sep = if i == 0 { " " } else { "; " };
+        if line + sep.len() + item.len() > width && line > 2 {
+            out.push_str(if i == 0 { "\n  " } else { ";\n  " });
+            line = 2;
+        } else {
+            out.push_str(sep);
+            line += sep.len();
+        }
+        out.push_str(item);
+        line += item.len();
+    }
+    out
 }
 
 /// Resolves on Ctrl-C or SIGTERM (never, if neither can be listened to).
@@ -478,6 +498,19 @@ mod tests {
     fn every_strategy_needs_a_target() {
         let e = parse(&["cs", "--targets", T, "--strategies", "A,C"]).unwrap_err();
         assert!(e.contains("strategy C") && e.contains("E03_TARGETS"), "{e}");
+    }
+
+    #[test]
+    fn the_done_line_wraps_within_its_width() {
+        let items: Vec<String> = (0..6).map(|i| format!("{i} 1234 ops, 3095/3095")).collect();
+        let text = wrap_list(
+            "client-swarm: e03b seed 42 done in 31.2 s (attempts sent/arrived):",
+            &items,
+            120,
+        );
+        assert!(text.lines().all(|l| l.len() <= 120), "{text}");
+        assert_eq!(text.matches("ops").count(), 6);
+        assert!(text.contains(";\n  "), "{text}");
     }
 
     #[test]
