@@ -2,6 +2,10 @@
 //! speed target: under 2 s on a 2-core machine. Criterion's throughput line is in simulated
 //! requests (arrivals at the dependency) per second.
 //!
+//! The harness is `criterion2` (a maintained fork of criterion whose library is still named
+//! `criterion`): unlike criterion 0.8 it parses its arguments without clap, so the simulator's
+//! dependency tree, dev-dependencies included, stays free of clap, csv and plotters.
+//!
 //! `cargo bench -p simulator --bench throughput`
 
 use std::collections::BTreeMap;
