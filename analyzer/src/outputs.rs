@@ -94,10 +94,15 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
     }
     md += "## Comparison\n\n";
     md += &tables::main_table(s).markdown();
-    md += "\nSuccess is the share of operations started in the freeze and degraded windows that \
-           succeeded (E03-A: all operations); total and peaks count arrivals at the dependency \
-           (server log); p95/p99 are latencies of all operations, failures included. With \
-           several seeds a cell reads mean (min..max) over seeds.\n\n";
+    md += if s.params.timeline(s.scenario).incident().is_some() {
+        "\nSuccess is the share of operations started during the incident (from the first down, \
+         freeze or degraded phase to the end of the last one) that succeeded; "
+    } else {
+        "\nSuccess is the share of all operations that succeeded (the scenario has no incident); "
+    };
+    md += "total and peaks count arrivals at the dependency (server log); p95/p99 are latencies \
+           of all operations, failures included. With several seeds a cell reads mean (min..max) \
+           over seeds.\n\n";
     for line in tables::conclusion(s) {
         md += &format!("{line}\n\n");
     }

@@ -71,8 +71,9 @@ pub struct RunMetrics {
 pub struct RunAccumulator {
     strategy: String,
     seed: u64,
-    /// `[freeze start, degraded end)` in µs: operations starting here are the affected ones
-    /// (E03-B). None for E03-A, where every operation counts.
+    /// The incident, `[first non-up phase start, last one's end)` in µs (E03-B: freeze start to
+    /// degraded end): operations starting here are the affected ones
+    /// None without an incident (E03-A), where every operation counts.
     affected: Option<(u64, u64)>,
     /// Freeze end in µs, origin of the recovery windows (E03-B only).
     freeze_end_us: Option<u64>,
