@@ -214,7 +214,7 @@ impl Run {
             return;
         }
         let key = id.fault_key().unwrap_or(seq);
-        let out = {
+        let (out, earlier) = {
             let mut st = self.lock();
             if st.ended {
                 drop(st);
@@ -223,12 +223,22 @@ impl Run {
                 return;
             }
             st.senders.insert(seq, tx);
+            let before = st.schedule.next_due();
             let mut steps = Vec::new();
             st.schedule.arrive(now, seq, key, &mut steps);
-            st.deliveries(steps)
+            // Wake the driver only if this arrival made something due earlier than what it
+            // sleeps for (the schedule's next due instant only moves earlier through arrivals):
+            // every needless wake-up costs two thread hops that delay the answers due next.
+            let earlier = match (st.schedule.next_due(), before) {
+                (Some(after), Some(before)) => after < before,
+                (after, _) => after.is_some(),
+            };
+            (st.deliveries(steps), earlier)
         };
         drop(sequencer);
-        self.wake.notify_one();
+        if earlier {
+            self.wake.notify_one();
+        }
         self.deliver(out).await;
     }
 
