@@ -123,7 +123,7 @@ fn help_lists_every_subcommand_under_the_labs_name() {
     let out = lab().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     for sub in [
-        "run", "simulate", "compare", "report", "serve", "swarm", "analyze",
+        "run", "simulate", "compare", "list", "report", "serve", "swarm", "analyze",
     ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(sub)),
@@ -146,7 +146,10 @@ fn help_lists_every_subcommand_under_the_labs_name() {
     let out = lab().args(["report", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("the run directory holding"), "{help}");
-    assert!(help.contains("e03a, e03b or all"), "{help}");
+    assert!(
+        help.contains("a scenario the run holds (e03a, e03b, a user scenario's name), or all"),
+        "{help}"
+    );
 }
 
 /// `lab serve` on the given addresses; the first stdout line (its addresses) and the child.
