@@ -97,6 +97,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             seed: plan.seed,
             params: plan.params.to_raw(),
             start_unix_ms,
+            run_dir: None,
         };
         if let Err(e) = start_run(&p.work.http, &p.control_url, &start).await {
             // Leave no dependency running a half-started swarm run.
