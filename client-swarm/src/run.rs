@@ -97,7 +97,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             seed: plan.seed,
             params: plan.params.to_raw(),
             start_unix_ms,
-            run_dir: None,
+            run_dir: plan.run_dir.clone(),
         };
         if let Err(e) = start_run(&p.work.http, &p.control_url, &start).await {
             // Leave no dependency running a half-started swarm run.
