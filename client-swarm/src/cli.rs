@@ -87,7 +87,10 @@ fn command() -> Command {
                 .env("E03_OUT")
                 .value_name("DIR")
                 .default_value("results")
-                .help("output directory (client logs go to DIR/<scenario>/client-*.jsonl)"),
+                .help(
+                    "output directory (client logs go to DIR/<scenario>/client-*.jsonl; with \
+                     --claim-run-dir to DIR/<run id>/<scenario>/)",
+                ),
         )
         .arg(
             Arg::new("claim-run-dir")
@@ -223,8 +226,8 @@ fn preflight(
         if earlier && !on("E03_OVERWRITE") {
             return Err(format!(
                 "{} already holds the logs of an earlier run; give this run a directory of its \
-                 own (a new --out, or E03_RUN_ID=NAME in compose; scripts/compose.sh picks one), \
-                 or set E03_OVERWRITE=1 to replace them",
+                 own (a new --out, or --claim-run-dir for a fresh DIR/<run id>/ as compose \
+                 does), or set E03_OVERWRITE=1 to replace them",
                 dir.display()
             ));
         }
