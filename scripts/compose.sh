@@ -6,8 +6,10 @@
 #   - uid 0 (E03_UID=0) is refused unless E03_ALLOW_ROOT=1: the containers stay non-root;
 #   - ./results must be writable by the container user E03_UID:E03_GID (default 1000:1000);
 #     if not, it says the command that fixes it;
-#   - every run gets a directory of its own, ./results/<run id>/ (E03_RUN_ID, default the UTC
-#     start time); an existing one is refused unless E03_OVERWRITE=1.
+#   - a named run (E03_RUN_ID=NAME) that already exists is refused unless E03_OVERWRITE=1.
+# Every run gets a directory of its own, ./results/<run id>/: the swarm container claims it (the
+# UTC start time unless E03_RUN_ID is set) and points ./results/latest at it, exactly as with
+# plain `docker compose up`.
 # It passes the host path of ./results to the containers (E03_HOST_RESULTS), so that the
 # results line names a folder you can open, and when the swarm or the analyzer failed it prints
 # their last log lines (Compose v1 shows only "exited with code 1").
@@ -78,14 +80,14 @@ EOF
     exit 1
 fi
 
-export E03_RUN_ID=${E03_RUN_ID:-$(date -u +%Y%m%d-%H%M%S)}
-if [ -e "results/$E03_RUN_ID" ] && [ "${E03_OVERWRITE:-0}" != 1 ]; then
+if [ -n "${E03_RUN_ID:-}" ] && [ -e "results/$E03_RUN_ID" ] && [ "${E03_OVERWRITE:-0}" != 1 ]; then
     echo "compose: results/$E03_RUN_ID already exists; choose another E03_RUN_ID, or set" \
         "E03_OVERWRITE=1 to replace its logs (other files there are kept)" >&2
     exit 2
 fi
 export E03_HOST_RESULTS=${E03_HOST_RESULTS:-$(pwd)/results}
-echo "compose: run $E03_RUN_ID writes into $E03_HOST_RESULTS/$E03_RUN_ID"
+echo "compose: this run writes into $E03_HOST_RESULTS/${E03_RUN_ID:-<run id>}/" \
+    "($E03_HOST_RESULTS/latest points at the newest run)"
 
 compose "$@"
 code=$?

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# Brings the compose topology up for real through the offline path with a short run, checks that
-# results/<run id>/ holds a summary with every strategy for both scenarios, that the containers ran
-# as non-root, that `down` leaves nothing running, and that scripts/compose.sh stops before any
-# container starts when ./results is not writable by the container user or the uid is 0.
+# Brings the compose topology up for real through the offline path with short runs, TWICE with no
+# E03_RUN_ID (once through scripts/compose.sh, once as plain `docker-compose up`, the README's
+# command), and checks that each run got a directory of its own, results/<run id>/, holding a
+# summary with every strategy for both scenarios, that each printed its results path (the host
+# path through the script, ./results/<run id>/.. with plain compose), that a user's file in
+# results/ survives, that the containers ran as non-root, that `down` leaves nothing running,
+# and that scripts/compose.sh stops before any container starts when ./results is not writable
+# by the container user or the uid is 0. It removes only what it made (its two run directories,
+# its file) and puts results/latest back as it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-project=e03test
-compose() { scripts/compose.sh -p "$project" -f docker-compose.yml -f docker-compose.offline.yml "$@"; }
+project=e03test$$
+files=(-f docker-compose.yml -f docker-compose.offline.yml)
+compose() { scripts/compose.sh -p "$project" "${files[@]}" "$@"; }
+# The plain command, without the script: Compose v2 if present, else v1.
+plain_compose() {
+    if docker compose version >/dev/null 2>&1; then
+        docker compose -p "$project" "${files[@]}" "$@"
+    else
+        docker-compose -p "$project" "${files[@]}" "$@"
+    fi
+}
 cleanup() { compose down --remove-orphans >/dev/null 2>&1 || true; }
 trap 'cleanup' EXIT
 
@@ -15,11 +29,21 @@ mkdir -p results
 mode=$(stat -c '%a' results)
 # The containers run as E03_UID (non-root), which does not own results/ here.
 export E03_UID=10001 E03_GID=10001
-export E03_RUN_ID="e03test-$(date -u +%Y%m%d-%H%M%S)-$$"
+unset E03_RUN_ID E03_OVERWRITE E03_HOST_RESULTS
+old_latest=$(readlink results/latest 2>/dev/null || true)
+user_file="results/e03test-user-file-$$.txt"
+echo "a user's notes" >"$user_file"
+runs=()
 cleanup() {
     compose down --remove-orphans >/dev/null 2>&1 || true
     chmod "$mode" results
-    rm -rf "results/$E03_RUN_ID"
+    for id in "${runs[@]}"; do rm -rf "results/$id"; done
+    rm -f "$user_file"
+    if [ -n "$old_latest" ]; then
+        ln -sfn "$old_latest" results/latest
+    elif [ -L results/latest ]; then
+        rm -f results/latest
+    fi
 }
 
 # Bad setups stop before any container starts, saying how to fix them.
@@ -54,28 +78,57 @@ chmod 0777 results
 # A short run: 6 s of traffic per scenario with a 1 s freeze, 60 clients.
 export E03_CLIENTS=60 E03_DURATION_S=6 E03_THINK_MIN_MS=300 E03_THINK_MAX_MS=600 \
     E03_FREEZE_START_S=2.5 E03_FREEZE_END_S=3.5 E03_RECOVERY_END_S=4.5
-start=$(date +%s)
 compose build
-# Plain `up`, as a user types it: it returns once every container has exited (the swarm shuts
-# the dependencies down when it is done; the analyzer exits after printing the tables).
-compose up --no-color 2>&1 | tee /tmp/e03-compose-up.log
-echo "test-compose: compose run took $(( $(date +%s) - start )) s"
-for svc in swarm analyzer; do
-    code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
-    if [ "$code" != 0 ]; then
-        echo "test-compose: $svc exited with $code" >&2
-        exit 1
+
+# One run; $1 is how it is started ("script" or "plain"). Sets run_id to the directory it made.
+one_run() {
+    local how=$1 log=/tmp/e03-compose-up-$1-$$.log start shown
+    start=$(date +%s)
+    # Plain `up`, as a user types it: it returns once every container has exited (the swarm
+    # shuts the dependencies down when it is done; the analyzer exits after printing the tables).
+    if [ "$how" = script ]; then
+        compose up --no-color 2>&1 | tee "$log"
+    else
+        plain_compose up --no-color 2>&1 | tee "$log"
     fi
-done
-for id in A B C D; do
-    grep -qE "^analyzer[-_]1 +\| \| $id +\|" /tmp/e03-compose-up.log \
-        || { echo "test-compose: the compose output has no table row for $id" >&2; exit 1; }
-done
-for scenario in e03a e03b; do
-    shown="results: $(pwd)/results/$E03_RUN_ID/$scenario"
-    grep -qF "$shown" /tmp/e03-compose-up.log \
-        || { echo "test-compose: the compose output does not say \"$shown\"" >&2; exit 1; }
-done
+    echo "test-compose: $how compose run took $(( $(date +%s) - start )) s"
+    for svc in swarm analyzer; do
+        code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
+        if [ "$code" != 0 ]; then
+            echo "test-compose: $how run: $svc exited with $code" >&2
+            exit 1
+        fi
+    done
+    run_id=$(readlink results/latest || true)
+    case "$run_id" in
+        ""|*/*|.*) echo "test-compose: $how run: results/latest is not a run id: '$run_id'" >&2; exit 1 ;;
+    esac
+    for seen in "${runs[@]}"; do
+        if [ "$seen" = "$run_id" ]; then
+            echo "test-compose: $how run reused the run directory $run_id" >&2
+            exit 1
+        fi
+    done
+    runs+=("$run_id")
+    for id in A B C D; do
+        grep -qE "^analyzer[-_]1 +\| \| $id[ |]" "$log" \
+            || { echo "test-compose: the $how compose output has no table row for $id" >&2; exit 1; }
+    done
+    for scenario in e03a e03b; do
+        if [ "$how" = script ]; then
+            shown="results: $(pwd)/results/$run_id/$scenario"
+        else
+            shown="results: ./results/$run_id/$scenario"
+        fi
+        grep -qF "$shown" "$log" \
+            || { echo "test-compose: the $how compose output does not say \"$shown\"" >&2; exit 1; }
+    done
+}
+one_run script
+first=$run_id
+one_run plain
+second=$run_id
+echo "test-compose: two runs, two directories: results/$first and results/$second"
 
 for c in $(compose ps -q); do
     user=$(docker inspect -f '{{.Config.User}}' "$c")
@@ -84,18 +137,32 @@ for c in $(compose ps -q); do
     esac
 done
 
-python3 - <<'PY'
+python3 - "$first" "$second" <<'PY'
 import json, os, sys
-for scenario in ("e03a", "e03b"):
-    s = json.load(open(f"results/{os.environ['E03_RUN_ID']}/{scenario}/summary.json"))
-    got = sorted({r["strategy"] for r in s["runs"]})
-    if got != ["A", "B", "C", "D"] or s["scenario"] != scenario:
-        sys.exit(f"test-compose: {scenario} summary has strategies {got}")
-    for r in s["runs"]:
-        if r["total_requests"] <= 0 or r["operations"] <= 0:
-            sys.exit(f"test-compose: {scenario} {r['strategy']}: empty run {r}")
-    print(f"test-compose: {scenario} summary holds strategies {got}")
+for run in sys.argv[1:]:
+    for scenario in ("e03a", "e03b"):
+        s = json.load(open(f"results/{run}/{scenario}/summary.json"))
+        got = sorted({r["strategy"] for r in s["runs"]})
+        if got != ["A", "B", "C", "D"] or s["scenario"] != scenario:
+            sys.exit(f"test-compose: {run}/{scenario} summary has strategies {got}")
+        for r in s["runs"]:
+            if r["total_requests"] <= 0 or r["operations"] <= 0:
+                sys.exit(f"test-compose: {run}/{scenario} {r['strategy']}: empty run {r}")
+        # Both sides' logs are in the run's own directory.
+        for side in ("server", "client"):
+            for strategy in got:
+                if not os.path.exists(f"results/{run}/{scenario}/{side}-{strategy}-seed42.jsonl"):
+                    sys.exit(f"test-compose: results/{run}/{scenario} has no {side} log of {strategy}")
+        print(f"test-compose: {run}/{scenario} summary holds strategies {got}")
+for stray in ("e03a", "e03b", "compose"):
+    if os.path.exists(f"results/{stray}"):
+        sys.exit(f"test-compose: a run wrote outside its run directory: results/{stray}")
 PY
+if [ "$(cat "$user_file")" != "a user's notes" ]; then
+    echo "test-compose: the user's file $user_file did not survive" >&2
+    exit 1
+fi
+echo "test-compose: the user's file in results/ survived both runs"
 
 compose down --remove-orphans
 left=$(docker ps -q --filter "label=com.docker.compose.project=$project")

@@ -17,6 +17,7 @@ use e03_core::{Params, Scenario};
 use tokio::sync::watch;
 
 use crate::http::wait_healthy;
+use crate::outdir::{self, RunChoice, RunDir};
 use crate::plan::{parse_targets, SwarmPlan, Target, DEFAULT_START_DELAY};
 use crate::run::run_swarm;
 
@@ -89,7 +90,30 @@ fn command() -> Command {
                 .env("E03_OUT")
                 .value_name("DIR")
                 .default_value("results")
-                .help("output directory (client logs go to DIR/<scenario>/client-*.jsonl)"),
+                .help(
+                    "output directory (client logs go to DIR/<scenario>/client-*.jsonl; with \
+                     --claim-run-dir to DIR/<run id>/<scenario>/)",
+                ),
+        )
+        .arg(
+            Arg::new("claim-run-dir")
+                .long("claim-run-dir")
+                .action(clap::ArgAction::SetTrue)
+                .help(
+                    "treat --out as the results root: write into OUT/<run id>/ (E03_RUN_ID, else \
+                     a fresh UTC time stamp), point OUT/latest at it and tell the dependencies \
+                     (compose)",
+                ),
+        )
+        .arg(
+            Arg::new("run-id")
+                .long("run-id")
+                .env("E03_RUN_ID")
+                .value_name("NAME")
+                .help(
+                    "with --claim-run-dir: the run directory's name; an existing one is refused \
+                     unless E03_OVERWRITE=1",
+                ),
         )
         .arg(
             Arg::new("shutdown-targets")
@@ -118,6 +142,10 @@ struct Setup {
     /// The text of each scenario's file (same order), kept beside its logs.
     definitions: Vec<String>,
     out: PathBuf,
+    /// `--claim-run-dir`: claim `out/<run id>/` first (the id from `--run-id`/`E03_RUN_ID`).
+    claim: Option<Option<String>>,
+    /// The run directory's name once claimed (sent in every `StartRun`).
+    run_dir: Option<String>,
     /// Shut every target down at the end (`--shutdown-targets`).
     shutdown_targets: bool,
 }
@@ -158,9 +186,21 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
             ));
         }
     }
+    let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
+    let claim = m.get_flag("claim-run-dir");
+    if !claim
+        && run_id.is_some()
+        && m.value_source("run-id") == Some(clap::parser::ValueSource::CommandLine)
+    {
+        return Err(
+            "--run-id needs --claim-run-dir (without it, --out is the run directory)".into(),
+        );
+    }
     Ok(Setup {
         targets,
         scenarios,
+        claim: claim.then(|| run_id.cloned()),
+        run_dir: None,
         params,
         definitions,
         out: PathBuf::from(value("out")),
@@ -177,17 +217,8 @@ fn preflight(
     scenarios: &[Scenario],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
-    let uid = env("E03_UID").filter(|v| !v.is_empty());
-    let gid = env("E03_GID").filter(|v| !v.is_empty());
+    refuse_root(env)?;
     let on = |name: &str| env(name).is_some_and(|v| v == "1" || v == "true");
-    if uid.as_deref() == Some("0") && !on("E03_ALLOW_ROOT") {
-        return Err(
-            "E03_UID=0 runs the containers as root; keep the default non-root user and give it \
-             the results folder instead (on the host: sudo chown -R 1000:1000 results), or set \
-             E03_ALLOW_ROOT=1 to run as root on purpose"
-                .into(),
-        );
-    }
     for scenario in scenarios {
         let dir = out.join(scenario.name());
         let probe = dir.join(format!(".e03-write-check-{}", std::process::id()));
@@ -195,19 +226,10 @@ fn preflight(
             .and_then(|()| std::fs::write(&probe, b""))
             .and_then(|()| std::fs::remove_file(&probe));
         if let Err(e) = written {
-            let fix = match (&uid, &gid) {
-                (Some(u), g) => {
-                    let g = g.as_deref().unwrap_or(u);
-                    format!(
-                        "; the containers run as {u}:{g} (E03_UID:E03_GID); on the host, give \
-                         them the results folder: sudo chown -R {u}:{g} results"
-                    )
-                }
-                (None, _) => String::new(),
-            };
             return Err(format!(
-                "cannot write into {} (--out): {e}{fix}",
-                dir.display()
+                "cannot write into {} (--out): {e}{}",
+                dir.display(),
+                chown_fix(env)
             ));
         }
         let earlier = std::fs::read_dir(&dir)
@@ -221,8 +243,8 @@ fn preflight(
         if earlier && !on("E03_OVERWRITE") {
             return Err(format!(
                 "{} already holds the logs of an earlier run; give this run a directory of its \
-                 own (a new --out, or E03_RUN_ID=NAME in compose; scripts/compose.sh picks one), \
-                 or set E03_OVERWRITE=1 to replace them",
+                 own (a new --out, or --claim-run-dir for a fresh DIR/<run id>/ as compose \
+                 does), or set E03_OVERWRITE=1 to replace them",
                 dir.display()
             ));
         }
@@ -230,12 +252,80 @@ fn preflight(
     Ok(())
 }
 
+/// uid 0 in compose is refused unless `E03_ALLOW_ROOT=1`.
+fn refuse_root(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    let on = |name: &str| env(name).is_some_and(|v| v == "1" || v == "true");
+    if env("E03_UID").as_deref() == Some("0") && !on("E03_ALLOW_ROOT") {
+        return Err(
+            "E03_UID=0 runs the containers as root; keep the default non-root user and give it \
+             the results folder instead (on the host: sudo chown -R 1000:1000 results), or set \
+             E03_ALLOW_ROOT=1 to run as root on purpose"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// In compose (`E03_UID` set): how to give the container user the results folder.
+fn chown_fix(env: &dyn Fn(&str) -> Option<String>) -> String {
+    let uid = env("E03_UID").filter(|v| !v.is_empty());
+    let gid = env("E03_GID").filter(|v| !v.is_empty());
+    match (&uid, &gid) {
+        (Some(u), g) => {
+            let g = g.as_deref().unwrap_or(u);
+            format!(
+                "; the containers run as {u}:{g} (E03_UID:E03_GID); on the host, give them the \
+                 results folder: sudo chown -R {u}:{g} results"
+            )
+        }
+        (None, _) => String::new(),
+    }
+}
+
+/// `--claim-run-dir`: claims `out/<id>/` (the given id, refused when it exists unless
+/// `E03_OVERWRITE=1`, whose earlier logs are then removed; else a fresh time stamp) and points
+/// `out/latest` at it. Every error is a usage error, said on one line.
+fn claim_run_dir(
+    out: &Path,
+    id: Option<String>,
+    scenarios: &[Scenario],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RunDir, String> {
+    refuse_root(env)?;
+    let choice = RunChoice {
+        id,
+        overwrite: env("E03_OVERWRITE").is_some_and(|v| v == "1" || v == "true"),
+    };
+    outdir::check_choice(out, &choice, "--run-id (E03_RUN_ID)")?;
+    let run = outdir::claim(out, &choice).map_err(|e| {
+        format!(
+            "cannot write into {} (--out): {}{}",
+            out.display(),
+            e.root_cause(),
+            chown_fix(env)
+        )
+    })?;
+    if choice.id.is_some() {
+        for scenario in scenarios {
+            outdir::remove_old_logs(&run.dir.join(scenario.name()))
+                .map_err(|e| format!("{e:#}"))?;
+        }
+    }
+    Ok(run)
+}
+
+/// The run directory this process claimed (`--claim-run-dir`), for [`out_and_scenarios`].
+static CLAIMED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
 /// The output directory and scenarios a command line asks for, parsed exactly as
 /// [`main_entry`] parses them (flags, env vars, defaults); `None` if it does not parse. The lab's
 /// `swarm` wrapper uses it to analyse what a stopped swarm logged.
 pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> {
     let m = command().try_get_matches_from(args).ok()?;
-    let out = PathBuf::from(m.get_one::<String>("out")?);
+    let out = match CLAIMED.get() {
+        Some(dir) => dir.clone(),
+        None => PathBuf::from(m.get_one::<String>("out")?),
+    };
     let scenarios = crate::scenario_files::resolve(m.get_one::<String>("scenarios")?).ok()?;
     Some((out, scenarios.into_iter().map(|a| a.scenario).collect()))
 }
@@ -252,7 +342,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     let env_names = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .collect();
-    let setup = match setup(&m, env_names) {
+    let mut setup = match setup(&m, env_names) {
         Ok(s) => s,
         Err(msg) => {
             eprintln!("client-swarm: {msg}");
@@ -289,7 +379,10 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     runtime.block_on(async {
         let targets = setup.targets.clone();
         let shutdown_targets = setup.shutdown_targets;
-        let code = match preflight(&setup.out, &setup.scenarios, &|k| std::env::var(k).ok()) {
+        let env = |k: &str| std::env::var(k).ok();
+        let checked = claim_if_asked(&mut setup, &env)
+            .and_then(|()| preflight(&setup.out, &setup.scenarios, &env));
+        let code = match checked {
             Ok(()) => run_all(setup).await,
             Err(msg) => {
                 eprintln!("client-swarm: {msg}");
@@ -314,6 +407,23 @@ fn keep_definition(out: &Path, scenario: Scenario, text: &str) -> Result<(), Str
         .join(scenario.name())
         .join(crate::scenario_files::SCENARIO_FILE);
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// With `--claim-run-dir`: claims the run directory and makes it the setup's output directory.
+fn claim_if_asked(setup: &mut Setup, env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    let Some(id) = setup.claim.take() else {
+        return Ok(());
+    };
+    let run = claim_run_dir(&setup.out, id, &setup.scenarios, env)?;
+    eprintln!(
+        "client-swarm: run {} writes into {}",
+        run.id,
+        outdir::shown(&run.dir)
+    );
+    let _ = CLAIMED.set(run.dir.clone());
+    setup.out = run.dir;
+    setup.run_dir = Some(run.id);
+    Ok(())
 }
 
 async fn run_all(setup: Setup) -> i32 {
@@ -363,6 +473,7 @@ async fn run_all(setup: Setup) -> i32 {
                 params: params.clone(),
                 targets: setup.targets.clone(),
                 out_dir: setup.out.clone(),
+                run_dir: setup.run_dir.clone(),
                 start_delay: DEFAULT_START_DELAY,
             };
             let began = std::time::Instant::now();
@@ -578,5 +689,102 @@ mod tests {
         assert!(err.contains("cannot write into"), "{err}");
         assert!(err.contains("sudo chown -R 1000:1000 results"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_swarm_claims_a_run_directory_of_its_own_under_out() {
+        use std::collections::HashMap;
+        let out = std::env::temp_dir().join(format!("swarm-claim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+            move |k: &str| map.get(k).map(|v| v.to_string())
+        };
+        let none = env(&[]);
+        let scenarios = [Scenario::E03A, Scenario::E03B];
+
+        // Two plain runs (no E03_RUN_ID): two directories, latest at the second.
+        let first = claim_run_dir(&out, None, &scenarios, &none).unwrap();
+        let second = claim_run_dir(&out, None, &scenarios, &none).unwrap();
+        assert_ne!(first.dir, second.dir);
+        assert!(first.dir.is_dir() && second.dir.is_dir());
+        assert!(
+            e03_core::control::valid_run_dir(&second.id),
+            "{}",
+            second.id
+        );
+        assert_eq!(
+            std::fs::read_link(out.join(outdir::LATEST)).unwrap(),
+            PathBuf::from(&second.id)
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+            "mine"
+        );
+
+        // A given id: used as is; again only with E03_OVERWRITE=1, which removes only the
+        // lab's logs.
+        let named = claim_run_dir(&out, Some("named".into()), &scenarios, &none).unwrap();
+        assert_eq!(named.dir, out.join("named"));
+        std::fs::create_dir_all(named.dir.join("e03b")).unwrap();
+        std::fs::write(named.dir.join("e03b/client-A-seed42.jsonl"), "").unwrap();
+        std::fs::write(named.dir.join("e03b/mine.txt"), "").unwrap();
+        let err = claim_run_dir(&out, Some("named".into()), &scenarios, &none).unwrap_err();
+        assert!(
+            err.contains("already exists") && err.contains("E03_OVERWRITE=1"),
+            "{err}"
+        );
+        assert!(named.dir.join("e03b/client-A-seed42.jsonl").exists());
+        let overwrite = env(&[("E03_OVERWRITE", "1")]);
+        claim_run_dir(&out, Some("named".into()), &scenarios, &overwrite).unwrap();
+        assert!(!named.dir.join("e03b/client-A-seed42.jsonl").exists());
+        assert!(named.dir.join("e03b/mine.txt").exists());
+
+        let err = claim_run_dir(&out, Some("../up".into()), &scenarios, &none).unwrap_err();
+        assert!(err.contains("--run-id (E03_RUN_ID)"), "{err}");
+        let root = env(&[("E03_UID", "0")]);
+        let err = claim_run_dir(&out, None, &scenarios, &root).unwrap_err();
+        assert!(err.contains("E03_ALLOW_ROOT=1"), "{err}");
+
+        // An --out that cannot be created: the fix is named.
+        let blocked = out.join("notes.txt").join("results");
+        let compose = env(&[("E03_UID", "1000"), ("E03_GID", "1000")]);
+        let err = claim_run_dir(&blocked, None, &scenarios, &compose).unwrap_err();
+        assert!(
+            err.contains("cannot write into") && err.contains("sudo chown -R 1000:1000 results"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
+    #[test]
+    fn a_run_id_without_claim_run_dir_is_a_usage_error() {
+        let err =
+            parse(&["cs", "--targets", T, "--strategies", "A,B", "--run-id", "x"]).unwrap_err();
+        assert!(err.contains("--run-id needs --claim-run-dir"), "{err}");
+        let s = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A,B",
+            "--claim-run-dir",
+            "--run-id",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(s.claim, Some(Some("x".into())));
+        let s = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A,B",
+            "--claim-run-dir",
+        ])
+        .unwrap();
+        assert_eq!(s.claim, Some(None));
     }
 }

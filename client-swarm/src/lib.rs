@@ -14,6 +14,7 @@
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
 //! - `log`: the client log: one bounded channel to one buffered writer task per file.
 //! - `stop`: the stop signal every client watches.
+//! - `outdir`: the run directory `OUT/<run id>/` and the `OUT/latest` link (shared with `lab`).
 //! - `cli`: the `client-swarm` command line ([`main_entry`]).
 
 mod cli;
@@ -21,6 +22,7 @@ mod client;
 mod error;
 mod http;
 mod log;
+pub mod outdir;
 mod plan;
 mod run;
 pub mod scenario_files;

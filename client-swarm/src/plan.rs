@@ -30,6 +30,9 @@ pub struct SwarmPlan {
     pub targets: Vec<Target>,
     /// Client logs go to `out_dir/<e03_core::control::client_log_path(..)>`.
     pub out_dir: PathBuf,
+    /// Sent in every `StartRun` (`run_dir`): the dependencies log into `<log dir>/<run_dir>/`.
+    /// `Some` when the swarm claimed `out_dir` = `OUT/<run id>` itself (compose).
+    pub run_dir: Option<String>,
     /// Time zero = now + this, so every dependency and client is ready when it comes.
     pub start_delay: Duration,
 }

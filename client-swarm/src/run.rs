@@ -98,6 +98,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             params: plan.params.to_raw(),
             start_unix_ms,
             definition: Some(plan.scenario.def().clone()),
+            run_dir: plan.run_dir.clone(),
         };
         if let Err(e) = start_run(&p.work.http, &p.control_url, &start).await {
             // Leave no dependency running a half-started swarm run.

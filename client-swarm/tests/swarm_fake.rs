@@ -40,6 +40,7 @@ async fn two_strategies_run_together_and_log_every_attempt() {
             target("Z", "http://x:1"),
         ],
         out_dir: out.clone(),
+        run_dir: None,
         start_delay: Duration::from_millis(300),
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
@@ -141,6 +142,7 @@ async fn a_stop_mid_run_aborts_in_flight_attempts_and_marks_everything_incomplet
         params: p,
         targets: vec![target("C", &url)],
         out_dir: out.clone(),
+        run_dir: None,
         start_delay: Duration::from_millis(100),
     };
     let began = std::time::Instant::now();
@@ -187,6 +189,7 @@ async fn a_strategy_without_a_target_fails_before_anything_is_sent() {
         params: params(&[("E03_STRATEGIES", "A,B")]),
         targets: vec![target("A", &url)],
         out_dir: out.clone(),
+        run_dir: None,
         start_delay: Duration::from_millis(100),
     };
     let err = run_swarm(plan, std::future::pending()).await.unwrap_err();

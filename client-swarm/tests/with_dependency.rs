@@ -77,6 +77,7 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
         params: p.clone(),
         targets,
         out_dir: out.clone(),
+        run_dir: None,
         start_delay: Duration::from_millis(500),
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();

@@ -21,7 +21,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use e03_core::control::{
-    valid_strategy_id, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
+    valid_run_dir, valid_strategy_id, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH, START_PATH,
+    STOP_PATH,
 };
 use e03_core::scenario::ScenarioDef;
 use e03_core::{Params, Scenario};
@@ -137,6 +138,12 @@ fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
             req.run
         ));
     }
+    if let Some(dir) = req.run_dir.as_deref().filter(|d| !valid_run_dir(d)) {
+        return Err(format!(
+            "invalid run_dir {dir:?}: expected one folder name of 1 to 255 ASCII letters, \
+             digits, '-', '_' or '.', not starting with '.'"
+        ));
+    }
     let params = Params::from_raw(&req.params).map_err(|e| e.to_string())?;
     let t0 = instant_at_unix_ms(req.start_unix_ms).ok_or_else(|| {
         format!(
@@ -154,6 +161,7 @@ fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
         start_unix_ms: req.start_unix_ms,
         t0,
         standalone: false,
+        run_dir: req.run_dir,
     })
 }
 

@@ -35,6 +35,8 @@ pub struct RunSpec {
     pub t0: Instant,
     /// True for the run started at process start without a control call.
     pub standalone: bool,
+    /// The run's own directory under the log directory (`StartRun::run_dir`, validated).
+    pub run_dir: Option<String>,
 }
 
 impl RunSpec {
@@ -51,15 +53,20 @@ impl RunSpec {
             start_unix_ms,
             t0: Instant::now(),
             standalone: true,
+            run_dir: None,
         }
     }
 
-    /// Log file relative to the log directory.
+    /// Log file relative to the log directory: `[<run_dir>/]<scenario>/server-..`.
     pub fn log_file(&self) -> String {
-        if self.standalone {
+        let file = if self.standalone {
             format!("{STANDALONE}/server-{STANDALONE}.jsonl")
         } else {
             control::server_log_path(self.scenario, &self.strategy, self.seed)
+        };
+        match &self.run_dir {
+            Some(dir) => format!("{dir}/{file}"),
+            None => file,
         }
     }
 }

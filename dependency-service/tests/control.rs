@@ -194,3 +194,58 @@ async fn a_shutdown_call_ends_the_run_incomplete_and_stops_serving() {
         other => panic!("last record is not run_end: {other:?}"),
     }
 }
+
+/// A start call with `run_dir`: the log goes to `<log dir>/<run_dir>/<scenario>/`; a `run_dir`
+/// that is not one safe folder name is refused with a 400 naming the field, and nothing is
+/// written outside the log directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_dir_of_a_start_call_is_one_safe_folder_under_the_log_dir() {
+    let srv = common::start("rundir", None).await;
+    let with_dir = |dir: serde_json::Value| {
+        let mut call: serde_json::Value = serde_json::from_str(&common::start_call(
+            "r-dir",
+            "A",
+            5,
+            &[],
+            common::unix_ms_now(),
+        ))
+        .unwrap();
+        call["run_dir"] = dir;
+        call.to_string()
+    };
+    for bad in ["..", "../escape", "a/b", ".hidden", "", "/tmp/x", "a b"] {
+        let (status, body) =
+            common::post(&srv.control_url(START_PATH), &with_dir(bad.into())).await;
+        assert_eq!(status, 400, "{bad:?}: {body}");
+        assert!(body.contains("invalid run_dir"), "{bad:?}: {body}");
+    }
+    assert!(!srv.log_dir.parent().unwrap().join("escape").exists());
+
+    let (status, body) = common::post(
+        &srv.control_url(START_PATH),
+        &with_dir("20261130-141224-2".into()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = common::post(&srv.control_url(STOP_PATH), STOP_COMPLETE).await;
+    assert_eq!(status, 200, "{body}");
+    let counts: RunCounts = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        counts.log_file,
+        "20261130-141224-2/e03b/server-A-seed5.jsonl"
+    );
+    let log = srv.log(&counts.log_file);
+    assert!(matches!(log.last(), Some(Event::RunEnd(end)) if end.complete));
+
+    // `null` is the same as no run_dir: straight under the log directory.
+    let (status, body) = common::post(
+        &srv.control_url(START_PATH),
+        &with_dir(serde_json::Value::Null),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = common::post(&srv.control_url(STOP_PATH), STOP_COMPLETE).await;
+    let counts: RunCounts = serde_json::from_str(&body).unwrap();
+    assert_eq!(counts.log_file, "e03b/server-A-seed5.jsonl");
+    srv.shutdown().await;
+}

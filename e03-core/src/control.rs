@@ -35,6 +35,11 @@ pub struct StartRun {
     /// The dependency registers it before it reads `scenario`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition: Option<crate::scenario::ScenarioDef>,
+    /// The run's own directory under the service's log directory (compose: the swarm's run id),
+    /// one path component ([`valid_run_dir`]); the log then goes to
+    /// `<log dir>/<run_dir>/<scenario>/server-..`. `None`: straight under the log directory.
+    #[serde(default)]
+    pub run_dir: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +63,17 @@ pub const SCENARIO_FILE: &str = "scenario.toml";
 /// Whether a strategy id is safe to put in a file name.
 pub fn valid_strategy_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 16 && id.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+/// Whether a run directory name is one safe path component: 1 to 255 ASCII letters, digits,
+/// '-', '_' or '.', not starting with '.' (so never `.`, `..` or hidden).
+pub fn valid_run_dir(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// `<scenario>/server-<strategy>-seed<seed>.jsonl`, relative to a log directory.
@@ -92,5 +108,39 @@ mod tests {
         assert!(valid_strategy_id("D"));
         assert!(!valid_strategy_id("../x"));
         assert!(!valid_strategy_id(""));
+    }
+
+    #[test]
+    fn run_dirs_are_one_safe_component() {
+        for good in [
+            "20261130-141224",
+            "20261130-141224-2",
+            "my_run.v2",
+            "compose",
+        ] {
+            assert!(valid_run_dir(good), "{good:?}");
+        }
+        let long = "a".repeat(256);
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "../x",
+            "/abs",
+            "a b",
+            "é",
+            long.as_str(),
+        ] {
+            assert!(!valid_run_dir(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_start_call_without_run_dir_still_parses() {
+        let json = r#"{"run":"r","scenario":"e03b","strategy":"A","seed":1,"params":{},"start_unix_ms":5}"#;
+        let start: StartRun = serde_json::from_str(json).unwrap();
+        assert_eq!(start.run_dir, None);
     }
 }

@@ -343,12 +343,16 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
 }
 
 /// The run directory that holds a folder of `scenarios`: the run `out/latest` points at when
-/// `out` is an output directory the lab has run into, else `out` itself.
+/// `out` is an output directory the lab has run into (named by its run id, so that the printed
+/// `results:` path stays the run's own), else `out` itself.
 fn run_dir_of(out: &Path, scenarios: &[Scenario]) -> Option<std::path::PathBuf> {
     let holds = |d: &Path| scenarios.iter().any(|s| d.join(s.name()).is_dir());
     let latest = out.join(outdir::LATEST);
     if holds(&latest) {
-        return Some(latest);
+        return Some(match std::fs::read_link(&latest) {
+            Ok(id) if id.is_relative() => out.join(id),
+            _ => latest,
+        });
     }
     holds(out).then(|| out.to_path_buf())
 }

@@ -143,3 +143,64 @@ fn a_stopped_swarm_leaves_a_summary_marked_incomplete() {
     assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Compose's flow, twice: the dependency logs under the results root, the swarm claims a fresh
+/// run directory there (no E03_RUN_ID) and tells the dependency, so each run's server and
+/// client logs land together in `ROOT/<run id>/`; `lab report --out ROOT` analyses the newest
+/// and names it by its run id; a user's file in ROOT survives.
+#[test]
+fn two_compose_style_runs_get_their_own_run_directories() {
+    let root = temp_dir("claim-run-dir");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "mine").unwrap();
+    let (mut service, target) = serve(&root);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let run = lab()
+            .args(swarm_args(&target, &root, "1"))
+            .arg("--claim-run-dir")
+            .env_remove("E03_RUN_ID")
+            .env_remove("E03_OVERWRITE")
+            .output()
+            .expect("lab swarm runs");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(0), "{stderr}");
+        let latest = std::fs::read_link(root.join("latest")).expect("latest link");
+        let id = latest.display().to_string();
+        assert!(
+            stderr.contains(&format!("run {id} writes into")),
+            "{stderr}"
+        );
+        for log in ["server-A-seed42.jsonl", "client-A-seed42.jsonl"] {
+            assert!(root.join(&id).join("e03b").join(log).exists(), "{id}/{log}");
+        }
+        ids.push(id);
+    }
+    assert_ne!(ids[0], ids[1]);
+    assert!(
+        !root.join("e03b").exists(),
+        "a log outside the run directories"
+    );
+
+    let report = lab()
+        .args(["report", "--out"])
+        .arg(&root)
+        .arg("e03b")
+        .env_remove("E03_HOST_RESULTS")
+        .output()
+        .expect("lab report runs");
+    let stdout = String::from_utf8_lossy(&report.stdout);
+    assert_eq!(report.status.code(), Some(0), "{stdout}");
+    let shown = format!("results: {}", root.join(&ids[1]).join("e03b").display());
+    assert!(stdout.contains(&shown), "{shown:?} not in {stdout}");
+    assert!(root.join(&ids[1]).join("e03b/summary.json").exists());
+    assert!(!root.join(&ids[0]).join("e03b/summary.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.txt")).unwrap(),
+        "mine"
+    );
+
+    let _ = kill(Pid::from_raw(service.id() as i32), Signal::SIGTERM);
+    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    let _ = std::fs::remove_dir_all(&root);
+}
