@@ -312,6 +312,17 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             return crate::EXIT_USAGE;
         }
     };
+    if arg == "all" && kept.is_empty() && run.is_dir() {
+        eprintln!(
+            "lab report: invalid --out {:?}: {} holds no scenario folder of a live run (simulated \
+             results are printed when they are made); give the folder of a `lab run`, e.g. \
+             {}/<run id>",
+            out.display().to_string(),
+            run.display(),
+            out.display()
+        );
+        return crate::EXIT_USAGE;
+    }
     let scenarios = match Scenario::parse_list(arg) {
         Ok(_) if arg == "all" && !kept.is_empty() => kept,
         Ok(s) => s,

@@ -246,3 +246,23 @@ fn a_stopped_standalone_service_is_an_expected_end_not_an_incomplete_run() {
     assert!(!stdout.contains("incomplete"), "{stdout}");
     let _ = std::fs::remove_dir_all(&logs);
 }
+
+#[test]
+fn report_of_a_simulated_only_run_says_what_it_needs() {
+    let out = temp("report-sim");
+    let (code, stderr) = run(lab()
+        .args(["simulate", "e03b", "--seeds", "1", "--out"])
+        .arg(&out));
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = run(lab().args(["report", "--out"]).arg(&out));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("holds no scenario folder of a live run"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("e03a or"),
+        "no guessed folder names: {stderr}"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+}
