@@ -162,10 +162,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
             value("scenarios")
         )
     })?;
-    let definitions = args
-        .iter()
-        .map(crate::scenario_files::definition_text)
-        .collect::<Result<Vec<String>, String>>()?;
+    let definitions: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
     let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
     let params = scenarios
         .iter()
@@ -400,15 +397,6 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     })
 }
 
-/// Writes the scenario's definition beside its logs (`OUT/<scenario>/scenario.toml`), so the
-/// folder explains itself and the analyzer knows a user's scenario too.
-fn keep_definition(out: &Path, scenario: Scenario, text: &str) -> Result<(), String> {
-    let path = out
-        .join(scenario.name())
-        .join(crate::scenario_files::SCENARIO_FILE);
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// With `--claim-run-dir`: claims the run directory and makes it the setup's output directory.
 fn claim_if_asked(setup: &mut Setup, env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
     let Some(id) = setup.claim.take() else {
@@ -462,7 +450,8 @@ async fn run_all(setup: Setup) -> i32 {
         }
     }
     for (i, (&scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
-        if let Err(e) = keep_definition(&setup.out, scenario, &setup.definitions[i]) {
+        let dir = setup.out.join(scenario.name());
+        if let Err(e) = crate::scenario_files::keep(&dir, &setup.definitions[i]) {
             eprintln!("client-swarm: {e}");
             return EXIT_FAILED;
         }

@@ -14,6 +14,9 @@ pub struct ScenarioArg {
     pub scenario: Scenario,
     /// The file it was read from, if it is not built in.
     pub file: Option<PathBuf>,
+    /// The definition's text (the file's, or the built-in one), read once, to keep beside the
+    /// run's outputs ([`keep`]).
+    pub text: String,
 }
 
 /// Whether a scenario argument names a file rather than a built-in scenario.
@@ -22,11 +25,26 @@ pub fn is_file_arg(value: &str) -> bool {
 }
 
 /// Reads, validates and registers one scenario file.
-pub fn load_file(path: &Path) -> Result<Scenario, String> {
+fn load_file(path: &Path) -> Result<ScenarioArg, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read scenario file {}: {e}", path.display()))?;
     let def = scenario::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
-    Scenario::register(def).map_err(|e| format!("scenario file {}: {}", path.display(), e.message))
+    let scenario = Scenario::register(def)
+        .map_err(|e| format!("scenario file {}: {}", path.display(), e.message))?;
+    Ok(ScenarioArg {
+        scenario,
+        file: Some(path.to_path_buf()),
+        text,
+    })
+}
+
+/// The text of a built-in scenario's file.
+fn builtin_text(s: Scenario) -> String {
+    scenario::BUILTIN_FILES
+        .iter()
+        .find(|(file, _)| file.trim_end_matches(".toml") == s.name())
+        .map(|(_, text)| text.to_string())
+        .unwrap_or_default()
 }
 
 /// `e03a`, `e03b`, `all`, a scenario file's path, or a comma-separated list of them (in order,
@@ -35,11 +53,7 @@ pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
     let mut out: Vec<ScenarioArg> = Vec::new();
     for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let found: Vec<ScenarioArg> = if is_file_arg(part) {
-            let path = PathBuf::from(part);
-            vec![ScenarioArg {
-                scenario: load_file(&path)?,
-                file: Some(path),
-            }]
+            vec![load_file(Path::new(part))?]
         } else {
             Scenario::parse_list(part)
                 .map_err(|e| e.to_string())?
@@ -47,6 +61,7 @@ pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
                 .map(|scenario| ScenarioArg {
                     scenario,
                     file: None,
+                    text: builtin_text(scenario),
                 })
                 .collect()
         };
@@ -66,17 +81,11 @@ pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
     Ok(out)
 }
 
-/// The text to keep beside a run's logs: the file's own text, or the built-in file.
-pub fn definition_text(arg: &ScenarioArg) -> Result<String, String> {
-    match &arg.file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read scenario file {}: {e}", path.display())),
-        None => Ok(scenario::BUILTIN_FILES
-            .iter()
-            .find(|(file, _)| file.trim_end_matches(".toml") == arg.scenario.name())
-            .map(|(_, text)| text.to_string())
-            .unwrap_or_default()),
-    }
+/// Keeps a scenario's definition in a scenario folder (`DIR/scenario.toml`), so the folder
+/// explains itself and `lab analyze` knows a user's scenario from a fresh process.
+pub fn keep(dir: &Path, text: &str) -> Result<(), String> {
+    let path = dir.join(SCENARIO_FILE);
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -97,9 +106,8 @@ mod tests {
         assert_eq!(got[0].scenario, Scenario::E03B);
         assert_eq!(got[1].scenario.name(), "swarm-file-test");
         assert_eq!(got[1].file.as_deref(), Some(file.as_path()));
-        assert!(definition_text(&got[0])
-            .unwrap()
-            .contains("name = \"e03b\""));
+        assert!(got[0].text.contains("name = \"e03b\""));
+        assert!(got[1].text.contains("swarm-file-test"));
         assert!(resolve("e03b,b").unwrap_err().contains("named twice"));
         let missing = resolve("nope/x.toml").unwrap_err();
         assert!(

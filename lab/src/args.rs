@@ -37,6 +37,8 @@ pub struct SimPlan {
     pub scenarios: Vec<Scenario>,
     /// What each scenario was named by on the command line.
     pub scenario_args: Vec<String>,
+    /// The text of each scenario's definition, kept beside its simulated outputs.
+    pub definitions: Vec<String>,
     /// The parameters of each scenario (same order).
     pub params: Vec<Params>,
     /// Raw parameters as given (sweeps vary them).
@@ -198,24 +200,9 @@ fn check_sweep(
     sweeps: &[simulator::SweepAxis],
     scenarios: &[Scenario],
 ) -> Result<(), String> {
-    let mut points: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
-    for axis in sweeps {
-        points = points
-            .iter()
-            .flat_map(|p| {
-                axis.values.iter().map(move |v| {
-                    let mut p = p.clone();
-                    p.push((axis.name.as_str(), v.as_str()));
-                    p
-                })
-            })
-            .collect();
-    }
-    for point in points {
+    for point in simulator::grid(sweeps) {
         let mut r = raw.clone();
-        for (name, value) in &point {
-            r.insert(name.to_string(), value.to_string());
-        }
+        r.extend(point.iter().cloned());
         for scenario in scenarios {
             if let Err(e) = Params::for_scenario(*scenario, &r) {
                 let at: Vec<String> = point.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -299,6 +286,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
             }
             check_sweep(&raw, &sweeps, &scenarios).map_err(usage_error)?;
             let plan = SimPlan {
+                definitions: args.iter().map(|a| a.text.clone()).collect(),
                 scenarios,
                 scenario_args,
                 params,

@@ -27,7 +27,8 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
     for (i, (scenario, params)) in plan.scenarios.iter().zip(&plan.params).enumerate() {
         let dir = run.dir.join("simulated").join(scenario.name());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        keep_definition(&dir, *scenario, &plan.scenario_args[i])?;
+        client_swarm::scenario_files::keep(&dir, &plan.definitions[i])
+            .map_err(anyhow::Error::msg)?;
         if plan.sweeps.is_empty() {
             let summary = simulator::simulate(*scenario, params);
             analyzer::print_tables(&mut out, &summary)?;
@@ -42,23 +43,6 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
         }
         use std::io::Write;
         writeln!(out, "results: {}", outdir::shown(&dir))?;
-    }
-    Ok(())
-}
-
-/// Keeps the scenario's definition beside a simulated run's outputs, as the swarm does beside a
-/// live run's logs.
-fn keep_definition(
-    dir: &std::path::Path,
-    scenario: e03_core::Scenario,
-    named_by: &str,
-) -> anyhow::Result<()> {
-    let file = client_swarm::scenario_files::is_file_arg(named_by).then(|| named_by.into());
-    let arg = client_swarm::scenario_files::ScenarioArg { scenario, file };
-    let text = client_swarm::scenario_files::definition_text(&arg).map_err(anyhow::Error::msg)?;
-    if !text.is_empty() {
-        let path = dir.join(e03_core::control::SCENARIO_FILE);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

@@ -37,5 +37,5 @@ pub use engine::{Engine, Observer};
 pub use run::{simulate, simulate_run};
 pub use service::{replay, Decision};
 pub use sweep::{
-    parse_sweep, print_sweep, sweep, sweep_csv_rows, SweepAxis, SweepPoint, SweepResult,
+    grid, parse_sweep, print_sweep, sweep, sweep_csv_rows, SweepAxis, SweepPoint, SweepResult,
 };
