@@ -83,6 +83,7 @@ fn write_run(dir: &Path, s: &str, seed: u64, n: u32, extra: u32, fail_first: boo
             end_us: t + 40_000,
             end: AttemptEnd::Status,
             status: Some(200),
+            rejection: None,
         }));
         seq += 1;
     };
@@ -322,6 +323,7 @@ fn cli_exit_codes() {
         end_us: 1,
         end: AttemptEnd::ConnectionError,
         status: None,
+        rejection: None,
     })
     .to_line();
     lines.insert(1, &extra);

@@ -17,10 +17,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e03_core::budget::AnyBudget;
-use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome, RunTag};
+use e03_core::events::{
+    us, Attempt, AttemptEnd, BreakerChange, Event, OperationRecord, Outcome, RunTag,
+};
 use e03_core::operation::Limits;
-use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
+use e03_core::policy::ClientPolicy;
+use e03_core::session::{ClientSession, OpEnd, SessionConfig, Starts, Wake};
 use e03_core::{AttemptResult, GiveUp, OpOutcome, Strategy};
 use precise_timer::PreciseTimer;
 use tokio::sync::mpsc;
@@ -37,8 +39,8 @@ pub(crate) struct StrategyRun {
     pub strategy: Strategy,
     /// Where the attempts go.
     pub work: WorkEndpoint,
-    /// The strategy's retry budget, one for the whole swarm (unlimited for A to C).
-    pub budget: Arc<Mutex<AnyBudget>>,
+    /// The strategy's retry budget and breaker, one for the whole swarm.
+    pub budget: Arc<Mutex<ClientPolicy>>,
     /// The run's time zero; every `*_us` is measured from it.
     pub t0: Instant,
     /// Seeds the clients' random streams.
@@ -48,6 +50,10 @@ pub(crate) struct StrategyRun {
     pub duration: Duration,
     /// Think time bounds, inclusive.
     pub think: (Duration, Duration),
+    /// When operations start.
+    pub starts: Starts,
+    /// Operations per client at most.
+    pub max_ops: Option<u32>,
     /// Wakes the scheduled sends at their due time (tokio's timer is 1 ms coarse).
     pub timer: PreciseTimer,
 }
@@ -63,10 +69,12 @@ impl StrategyRun {
             limits: self.limits,
             duration: self.duration,
             think: self.think,
+            starts: self.starts,
+            max_ops: self.max_ops,
         }
     }
 
-    fn budget(&self) -> std::sync::MutexGuard<'_, AnyBudget> {
+    fn budget(&self) -> std::sync::MutexGuard<'_, ClientPolicy> {
         // A client that panicked mid-update cannot leave the bucket half-written (it is two
         // floats updated together), so a poisoned lock is still usable.
         self.budget.lock().unwrap_or_else(|e| e.into_inner())
@@ -132,10 +140,32 @@ pub(crate) async fn run_operation(
     let end = loop {
         let sent_at = Instant::now();
         let sent = sent_at.saturating_duration_since(run.t0);
-        let wake = session.on_wake(sent, &mut *run.budget());
+        let (wake, changes) = {
+            let mut policy = run.budget();
+            let wake = session.on_wake(sent, &mut *policy);
+            (wake, policy.take_transitions())
+        };
+        log_breaker(run, log, changes).await;
         let attempt = match wake {
             Wake::Send(attempt) => attempt,
             Wake::Ended(end) => break end,
+            Wake::Rejected { attempt, why, end } => {
+                let _ = log
+                    .send(Event::Attempt(Attempt {
+                        tag: run.tag.clone(),
+                        client,
+                        op: attempt.id.op,
+                        attempt: attempt.id.attempt,
+                        due_us: us(attempt.due),
+                        sent_us: us(sent),
+                        end_us: us(sent),
+                        end: AttemptEnd::FailedFast,
+                        status: None,
+                        rejection: Some(why),
+                    }))
+                    .await;
+                break end;
+            }
         };
         let req = run.work.request(AttemptId {
             client,
@@ -161,11 +191,14 @@ pub(crate) async fn run_operation(
                 end_us: us(now),
                 end,
                 status,
+                rejection: None,
             })
         };
         let Some(result) = result else {
             let _ = log.send(record(AttemptEnd::Aborted, None)).await;
-            break session.abort(now).expect("an attempt was in flight");
+            break session
+                .abort(now, &mut *run.budget())
+                .expect("an attempt was in flight");
         };
         let (end, status) = match result {
             AttemptResult::Status { code, .. } => (AttemptEnd::Status, Some(code)),
@@ -174,14 +207,21 @@ pub(crate) async fn run_operation(
         };
         // A closed log means its writer failed; that error is reported when the run ends.
         let _ = log.send(record(end, status)).await;
-        let ended = session.on_result(now, result, &run.strategy, &mut *run.budget());
+        let (ended, changes) = {
+            let mut policy = run.budget();
+            let ended = session.on_result(now, result, &run.strategy, &mut *policy);
+            (ended, policy.take_transitions())
+        };
+        log_breaker(run, log, changes).await;
         if let Some(end) = ended {
             break end;
         }
         let due = session.next_wake().expect("a retry is due");
         tokio::select! {
             biased;
-            _ = stop.stopped() => break session.abort(run.now()).expect("a retry was due"),
+            _ = stop.stopped() => {
+                break session.abort(run.now(), &mut *run.budget()).expect("a retry was due")
+            }
             _ = run.timer.sleep_until((run.t0 + due).into_std()) => {}
         }
     };
@@ -213,6 +253,24 @@ pub(crate) async fn run_operation(
         end,
         attempts,
         outcome,
+    }
+}
+
+/// Logs the breaker's state changes (taken from the policy under its lock, logged after it).
+async fn log_breaker(
+    run: &StrategyRun,
+    log: &mpsc::Sender<Event>,
+    changes: Vec<e03_core::breaker::Transition>,
+) {
+    for t in changes {
+        let _ = log
+            .send(Event::Breaker(BreakerChange {
+                tag: run.tag.clone(),
+                t_us: us(t.at),
+                from: t.from,
+                to: t.to,
+            }))
+            .await;
     }
 }
 
@@ -264,10 +322,7 @@ mod tests {
     }
 
     fn strategy_run(base: &str, path: &str, strategy: &str, limits: Limits) -> StrategyRun {
-        let budget = BudgetSpec {
-            cap: 10.0,
-            ratio: 0.1,
-        };
+        let budget = BudgetSpec::token_bucket(10.0, 0.1);
         let strategy = Strategy::standard(strategy, ms(20), ms(200), budget).unwrap();
         StrategyRun {
             tag: RunTag {
@@ -275,7 +330,7 @@ mod tests {
                 seed: 42,
                 strategy: strategy.id.clone(),
             },
-            budget: Arc::new(Mutex::new(AnyBudget::from_spec(strategy.budget))),
+            budget: Arc::new(Mutex::new(ClientPolicy::new(&strategy))),
             strategy,
             work: WorkEndpoint {
                 http: build_client(4).unwrap(),
@@ -286,6 +341,8 @@ mod tests {
             limits,
             duration: ms(500),
             think: (ms(100), ms(200)),
+            starts: Starts::ClosedLoop,
+            max_ops: None,
             timer: PreciseTimer::start(),
         }
     }

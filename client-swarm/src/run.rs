@@ -19,9 +19,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use e03_core::budget::AnyBudget;
 use e03_core::control::{client_log_path, run_id, RunCounts, StartRun};
 use e03_core::events::{us, Event, RunEnd, RunStart, RunTag, Source};
+use e03_core::policy::ClientPolicy;
 use e03_core::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
@@ -185,7 +185,7 @@ async fn run_strategy(
 ) -> Result<StrategyReport, SwarmError> {
     let run = Arc::new(StrategyRun {
         tag: p.tag.clone(),
-        budget: Arc::new(Mutex::new(AnyBudget::from_spec(p.strategy.budget))),
+        budget: Arc::new(Mutex::new(ClientPolicy::new(&p.strategy))),
         strategy: p.strategy,
         work: p.work,
         t0,
@@ -193,6 +193,8 @@ async fn run_strategy(
         limits: plan.params.limits(),
         duration: plan.params.duration(),
         think: plan.params.think_range(),
+        starts: plan.params.starts(),
+        max_ops: plan.params.max_ops(),
         timer,
     });
     let mut clients = JoinSet::new();

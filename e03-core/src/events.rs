@@ -109,6 +109,10 @@ pub enum AttemptEnd {
     ConnectionError,
     /// The run was stopped (signal) while the attempt was in flight.
     Aborted,
+    /// Never sent: a policy layer refused it (an open circuit breaker, client-side
+    /// throttling; see `rejection`). It did not reach the dependency, and `sent_us` is when it
+    /// was refused.
+    FailedFast,
 }
 
 /// One attempt the swarm sent.
@@ -128,6 +132,19 @@ pub struct Attempt {
     pub end: AttemptEnd,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// Why a failed-fast attempt was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection: Option<crate::budget::Rejection>,
+}
+
+/// A strategy's circuit breaker changed state (one breaker per strategy, shared by its clients).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakerChange {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub t_us: u64,
+    pub from: crate::breaker::BreakerState,
+    pub to: crate::breaker::BreakerState,
 }
 
 /// Final outcome of an operation.
@@ -175,6 +192,7 @@ pub enum Event {
     Response(Response),
     Attempt(Attempt),
     Operation(OperationRecord),
+    Breaker(BreakerChange),
     RunEnd(RunEnd),
 }
 

@@ -18,7 +18,9 @@
 //! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
 //!   the seed and the request's identity.
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
-//! - [`budget`]: the retry budget trait and the swarm-wide token bucket.
+//! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets.
+//! - [`breaker`]: the circuit breaker.
+//! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them.
 //! - [`operation`]: one client operation's attempt/deadline state machine.
 //! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
 //!   around [`operation`], driven live and simulated alike.
@@ -27,6 +29,7 @@
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
+pub mod breaker;
 pub mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -36,6 +39,7 @@ pub mod events;
 pub mod faults;
 pub mod operation;
 pub mod params;
+pub mod policy;
 pub mod rng;
 pub mod scenario;
 pub mod schedule;

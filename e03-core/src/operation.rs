@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::budget::RetryBudget;
+use crate::budget::{AttemptClass, RetryBudget};
 use crate::strategy::Strategy;
 
 /// Attempt and deadline limits of every operation.
@@ -55,7 +55,8 @@ impl AttemptResult {
         }
     }
 
-    /// Whether the spec allows a retry after this result.
+    /// Whether E03's rule allows a retry after this result (a strategy's own rule is
+    /// [`Strategy::classify`]).
     pub fn is_retryable(&self) -> bool {
         match self {
             AttemptResult::Status { code, .. } => {
@@ -78,6 +79,9 @@ pub enum GiveUp {
     Deadline,
     /// The retry budget refused the retry.
     BudgetDenied,
+    /// A policy layer (an open circuit breaker, client-side throttling) refused to send an
+    /// attempt: it failed fast without reaching the dependency.
+    FailedFast,
     /// The run was stopped (signal) before the operation ended.
     Aborted,
 }
@@ -158,15 +162,13 @@ impl Operation {
         B: RetryBudget + ?Sized,
         R: Rng + ?Sized,
     {
-        if let AttemptResult::Status { code, .. } = result {
-            if (200..300).contains(&code) {
-                return Next::Done(OpOutcome::Success);
-            }
-        }
-        if !result.is_retryable() {
-            return Next::Done(OpOutcome::Failed(GiveUp::NotRetryable));
-        }
-        if self.attempts >= self.limits.max_attempts {
+        let cause = match strategy.classify(&result) {
+            AttemptClass::Success => return Next::Done(OpOutcome::Success),
+            AttemptClass::Permanent => return Next::Done(OpOutcome::Failed(GiveUp::NotRetryable)),
+            AttemptClass::Failure(cause) => cause,
+        };
+        let max_attempts = strategy.max_attempts.unwrap_or(self.limits.max_attempts);
+        if self.attempts >= max_attempts {
             return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
         }
         let mut wait = strategy.wait(self.attempts, self.last_wait, rng);
@@ -181,7 +183,7 @@ impl Operation {
         if now + wait >= self.deadline() {
             return Next::Done(OpOutcome::Failed(GiveUp::Deadline));
         }
-        if !budget.withdraw() {
+        if !budget.withdraw(now, cause) {
             return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
         }
         self.attempts += 1;
@@ -209,16 +211,7 @@ mod tests {
     }
 
     fn strategy(id: &str) -> Strategy {
-        Strategy::standard(
-            id,
-            ms(200),
-            ms(2000),
-            BudgetSpec {
-                cap: 10.0,
-                ratio: 0.1,
-            },
-        )
-        .unwrap()
+        Strategy::standard(id, ms(200), ms(2000), BudgetSpec::token_bucket(10.0, 0.1)).unwrap()
     }
 
     #[test]
@@ -349,10 +342,7 @@ mod tests {
 
     #[test]
     fn budget_denial_fails_the_operation_and_deadline_refusal_costs_no_token() {
-        let mut bucket = TokenBucket::new(BudgetSpec {
-            cap: 1.0,
-            ratio: 0.1,
-        });
+        let mut bucket = TokenBucket::new(1.0, 0.1);
         let mut rng = stream(1, Stream::Jitter, 0);
         let s = strategy("D");
         // Refused by the deadline first: the token stays.

@@ -144,6 +144,27 @@ pub const PARAMS: &[ParamSpec] = &[
         "longest think time"
     ),
     p!(
+        "E03_WORKLOAD",
+        "workload",
+        "closed_loop",
+        "closed_loop, group or fixed_rate",
+        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; fixed_rate: one operation per client every E03_PERIOD_MS"
+    ),
+    p!(
+        "E03_PERIOD_MS",
+        "period-ms",
+        "50",
+        "a number of milliseconds greater than 0 and at most 3600000",
+        "fixed_rate: time between a client's operation starts"
+    ),
+    p!(
+        "E03_OPS_PER_CLIENT",
+        "ops-per-client",
+        "0",
+        "a whole number from 0 to 100000000 (0: no limit)",
+        "operations per client at most"
+    ),
+    p!(
         "E03_MAX_ATTEMPTS",
         "max-attempts",
         "4",
@@ -257,6 +278,11 @@ pub struct ServiceParams {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SwarmParams {
     pub clients: u32,
+    /// `closed_loop`, `group` or `fixed_rate`.
+    pub workload: String,
+    pub period_ms: f64,
+    /// 0: no limit.
+    pub ops_per_client: u64,
     pub duration_s: f64,
     pub think_min_ms: f64,
     pub think_max_ms: f64,
@@ -317,6 +343,12 @@ impl Params {
         };
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
+            workload: match r.value("E03_WORKLOAD") {
+                w @ ("closed_loop" | "group" | "fixed_rate") => w.to_string(),
+                _ => return Err(r.invalid("E03_WORKLOAD")),
+            },
+            period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
+            ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
             duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
             think_min_ms: r.num("E03_THINK_MIN_MS", 0.0, 3_600_000.0, false)?,
             think_max_ms: r.num("E03_THINK_MAX_MS", 0.0, 3_600_000.0, false)?,
@@ -355,10 +387,7 @@ impl Params {
                 None => r.invalid("E03_SEEDS"),
             })?,
         };
-        let budget = BudgetSpec {
-            cap: swarm.budget_cap,
-            ratio: swarm.budget_ratio,
-        };
+        let budget = BudgetSpec::token_bucket(swarm.budget_cap, swarm.budget_ratio);
         let (base, cap) = (ms(swarm.backoff_base_ms), ms(swarm.backoff_cap_ms));
         let mut strategies: Vec<Strategy> = Vec::new();
         for id in r.value("E03_STRATEGIES").split(',').map(str::trim) {
@@ -394,6 +423,9 @@ impl Params {
             ("E03_SLOW_RATE", s.slow_rate.to_string()),
             ("E03_SLOW_MS", s.slow_ms.to_string()),
             ("E03_CLIENTS", w.clients.to_string()),
+            ("E03_WORKLOAD", w.workload.clone()),
+            ("E03_PERIOD_MS", w.period_ms.to_string()),
+            ("E03_OPS_PER_CLIENT", w.ops_per_client.to_string()),
             ("E03_DURATION_S", w.duration_s.to_string()),
             ("E03_THINK_MIN_MS", w.think_min_ms.to_string()),
             ("E03_THINK_MAX_MS", w.think_max_ms.to_string()),
@@ -519,6 +551,22 @@ impl Params {
 
     pub fn think_range(&self) -> (Duration, Duration) {
         (ms(self.swarm.think_min_ms), ms(self.swarm.think_max_ms))
+    }
+
+    /// When the clients' operations start (`E03_WORKLOAD`, `E03_PERIOD_MS`).
+    pub fn starts(&self) -> crate::session::Starts {
+        use crate::session::Starts;
+        match self.swarm.workload.as_str() {
+            "group" => Starts::AtZero,
+            "fixed_rate" => Starts::Every(ms(self.swarm.period_ms)),
+            _ => Starts::ClosedLoop,
+        }
+    }
+
+    /// Operations per client at most (`E03_OPS_PER_CLIENT`, 0 for no limit).
+    pub fn max_ops(&self) -> Option<u32> {
+        (self.swarm.ops_per_client > 0)
+            .then(|| self.swarm.ops_per_client.min(u32::MAX as u64) as u32)
     }
 
     pub fn strategy(&self, id: &str) -> Option<&Strategy> {

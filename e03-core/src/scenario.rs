@@ -47,7 +47,10 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("faults", "fail_rate", "E03_FAIL_RATE"),
     ("faults", "slow_rate", "E03_SLOW_RATE"),
     ("faults", "slow_ms", "E03_SLOW_MS"),
+    ("workload", "kind", "E03_WORKLOAD"),
     ("workload", "clients", "E03_CLIENTS"),
+    ("workload", "period_ms", "E03_PERIOD_MS"),
+    ("workload", "ops_per_client", "E03_OPS_PER_CLIENT"),
     ("workload", "duration_s", "E03_DURATION_S"),
     ("workload", "think_min_ms", "E03_THINK_MIN_MS"),
     ("workload", "think_max_ms", "E03_THINK_MAX_MS"),
@@ -247,19 +250,6 @@ impl ScenarioFile {
         for (section, table) in sections {
             let Some(table) = table else { continue };
             for (key, value) in table {
-                if section == "workload" && key == "kind" {
-                    match value.get_ref().as_str() {
-                        Some("closed_loop") => continue,
-                        _ => {
-                            return Err(err(
-                                value.span().start,
-                                "[workload] kind: expected \"closed_loop\" (the only workload \
-                                 so far)"
-                                    .to_string(),
-                            ))
-                        }
-                    }
-                }
                 let Some(&(_, _, env)) = FILE_KEYS
                     .iter()
                     .find(|(s, k, _)| *s == section && *k == key)
@@ -268,7 +258,6 @@ impl ScenarioFile {
                         .iter()
                         .filter(|(s, _, _)| *s == section)
                         .map(|(_, k, _)| *k)
-                        .chain((section == "workload").then_some("kind"))
                         .collect();
                     return Err(err(
                         value.span().start,

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::budget::RetryBudget;
+use crate::budget::{Rejection, RetryBudget};
 use crate::faults::request_key;
 use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
 use crate::params::Params;
@@ -46,6 +46,21 @@ use crate::strategy::Strategy;
 /// zero (spec section 3: "uniform 0 to 2 s after start").
 pub const FIRST_START_SPREAD_US: u64 = 2_000_000;
 
+/// When a client's operations start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Starts {
+    /// E03's closed loop: the first operation starts at a random offset in
+    /// `[0, FIRST_START_SPREAD_US)`, each next one a think time after the previous one ended.
+    #[default]
+    ClosedLoop,
+    /// Every client starts its first operation at time zero, then thinks between operations
+    /// (a small fixed group: seed 001's four callers, seed 003's herd and budget runs).
+    AtZero,
+    /// Operation `k` is due at `k * period` (a fixed-rate caller: seed 003's breaker run); if
+    /// the previous operation is still going then, the next starts when it ends.
+    Every(Duration),
+}
+
 /// What every client of a run shares: limits, run length and think times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionConfig {
@@ -54,6 +69,10 @@ pub struct SessionConfig {
     pub duration: Duration,
     /// Think time bounds, inclusive (drawn at microsecond resolution).
     pub think: (Duration, Duration),
+    /// When operations start.
+    pub starts: Starts,
+    /// At most this many operations per client (`None`: as many as fit in the duration).
+    pub max_ops: Option<u32>,
 }
 
 impl SessionConfig {
@@ -62,6 +81,8 @@ impl SessionConfig {
             limits: params.limits(),
             duration: params.duration(),
             think: params.think_range(),
+            starts: params.starts(),
+            max_ops: params.max_ops(),
         }
     }
 }
@@ -112,6 +133,13 @@ pub enum Wake {
     Send(SendAttempt),
     /// The operation ended without sending (its deadline had passed).
     Ended(OpEnd),
+    /// A policy layer refused the attempt (an open breaker, client-side throttling): it is not
+    /// sent, it failed fast, and the operation ended. Log the attempt as failed fast.
+    Rejected {
+        attempt: SendAttempt,
+        why: Rejection,
+        end: OpEnd,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,7 +171,12 @@ impl ClientSession {
     /// Client `client` of a run with this seed; draws its first start offset.
     pub fn new(seed: u64, client: u32, config: SessionConfig) -> Self {
         let mut think = stream(seed, Stream::Think, client);
-        let first = Duration::from_micros(think.random_range(0..FIRST_START_SPREAD_US));
+        let first = match config.starts {
+            Starts::ClosedLoop => {
+                Duration::from_micros(think.random_range(0..FIRST_START_SPREAD_US))
+            }
+            Starts::AtZero | Starts::Every(_) => Duration::ZERO,
+        };
         Self::with_think_stream(seed, client, config, think, first)
     }
 
@@ -212,7 +245,7 @@ impl ClientSession {
     pub fn on_wake<B: RetryBudget + ?Sized>(&mut self, now: Duration, budget: &mut B) -> Wake {
         let (op, due) = match std::mem::replace(&mut self.state, State::Aborted) {
             State::Idle(Some(start)) => {
-                budget.deposit();
+                budget.deposit(now);
                 (Operation::start(start, self.config.limits), start)
             }
             State::Due { op, due } => (op, due),
@@ -220,6 +253,10 @@ impl ClientSession {
         };
         let Some(timeout) = op.attempt_timeout(now) else {
             let attempts = op.attempt() - 1;
+            if attempts > 0 {
+                // A retry the budget allowed is not sent after all.
+                budget.release(now);
+            }
             return Wake::Ended(self.finish(
                 &op,
                 now,
@@ -232,8 +269,17 @@ impl ClientSession {
             op: self.op_no,
             attempt: op.attempt(),
         };
+        let attempt = SendAttempt { id, due, timeout };
+        if let Err(why) = budget.admit(now, op.attempt()) {
+            if op.attempt() > 1 {
+                budget.release(now);
+            }
+            let sent = op.attempt() - 1;
+            let end = self.finish(&op, now, sent, OpOutcome::Failed(GiveUp::FailedFast));
+            return Wake::Rejected { attempt, why, end };
+        }
         self.state = State::InFlight { op };
-        Wake::Send(SendAttempt { id, due, timeout })
+        Wake::Send(attempt)
     }
 
     /// The attempt in flight ended at `now` with `result`. `None`: a retry is due at
@@ -252,6 +298,7 @@ impl ClientSession {
             panic!("on_result with no attempt in flight");
         };
         let attempts = op.attempt();
+        budget.record(now, attempts, strategy.classify(&result));
         match op.on_result(now, result, strategy, budget, &mut self.jitter) {
             Next::Retry { wait } => {
                 self.state = State::Due {
@@ -266,10 +313,17 @@ impl ClientSession {
 
     /// Stops the client at `now`: the operation in progress, if any, ends as aborted (its
     /// in-flight attempt counted as sent) and nothing more starts. No think time is drawn.
-    pub fn abort(&mut self, now: Duration) -> Option<OpEnd> {
+    pub fn abort<B: RetryBudget + ?Sized>(
+        &mut self,
+        now: Duration,
+        budget: &mut B,
+    ) -> Option<OpEnd> {
         let (op, attempts) = match std::mem::replace(&mut self.state, State::Aborted) {
             State::Due { op, .. } => {
                 let sent = op.attempt() - 1;
+                if sent > 0 {
+                    budget.release(now);
+                }
                 (op, sent)
             }
             State::InFlight { op } => {
@@ -304,14 +358,21 @@ impl ClientSession {
             attempts,
             outcome,
         };
-        let think = self.think.random_range(self.think_us.0..=self.think_us.1);
+        let next = match self.config.starts {
+            Starts::ClosedLoop | Starts::AtZero => {
+                let think = self.think.random_range(self.think_us.0..=self.think_us.1);
+                end + Duration::from_micros(think)
+            }
+            Starts::Every(period) => (period * (self.op_no + 1)).max(end),
+        };
         self.op_no += 1;
-        self.state = State::Idle(self.if_in_run(end + Duration::from_micros(think)));
+        self.state = State::Idle(self.if_in_run(next));
         done
     }
 
     fn if_in_run(&self, start: Duration) -> Option<Duration> {
-        (start < self.config.duration).then_some(start)
+        let more = self.config.max_ops.is_none_or(|max| self.op_no < max);
+        (more && start < self.config.duration).then_some(start)
     }
 }
 
@@ -333,14 +394,13 @@ mod tests {
             },
             duration: ms(30_000),
             think: (ms(1500), ms(2500)),
+            starts: Starts::ClosedLoop,
+            max_ops: None,
         }
     }
 
     fn strategy(id: &str) -> Strategy {
-        let budget = BudgetSpec {
-            cap: 10.0,
-            ratio: 0.1,
-        };
+        let budget = BudgetSpec::token_bucket(10.0, 0.1);
         Strategy::standard(id, ms(200), ms(2000), budget).unwrap()
     }
 
@@ -352,10 +412,10 @@ mod tests {
     }
 
     impl RetryBudget for Counting {
-        fn deposit(&mut self) {
+        fn deposit(&mut self, _now: Duration) {
             self.deposits += 1;
         }
-        fn withdraw(&mut self) -> bool {
+        fn withdraw(&mut self, _now: Duration, _cause: crate::budget::RetryCause) -> bool {
             self.withdrawals += 1;
             true
         }
@@ -364,7 +424,7 @@ mod tests {
     fn send(wake: Wake) -> SendAttempt {
         match wake {
             Wake::Send(a) => a,
-            Wake::Ended(end) => panic!("expected a send, the operation ended: {end:?}"),
+            other => panic!("expected a send: {other:?}"),
         }
     }
 
@@ -486,12 +546,12 @@ mod tests {
     fn abort_counts_the_attempt_in_flight_and_stops_the_client() {
         let b = strategy("B");
         let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
-        assert_eq!(s.abort(ms(0)), None, "nothing in progress");
+        assert_eq!(s.abort(ms(0), &mut Unlimited), None, "nothing in progress");
         assert!(s.is_finished());
 
         let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
         send(s.on_wake(ms(0), &mut Unlimited));
-        let end = s.abort(ms(50)).unwrap();
+        let end = s.abort(ms(50), &mut Unlimited).unwrap();
         assert_eq!((end.attempts, end.end), (1, ms(50)));
         assert_eq!(end.outcome, OpOutcome::Failed(GiveUp::Aborted));
         assert_eq!(s.next_wake(), None);
@@ -499,7 +559,7 @@ mod tests {
         let mut s = ClientSession::starting_at(1, 0, config(), ms(0));
         send(s.on_wake(ms(0), &mut Unlimited));
         s.on_result(ms(10), AttemptResult::status(503), &b, &mut Unlimited);
-        let end = s.abort(ms(20)).unwrap();
+        let end = s.abort(ms(20), &mut Unlimited).unwrap();
         assert_eq!(
             end.attempts, 1,
             "the retry waiting for its time was not sent"

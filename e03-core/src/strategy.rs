@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::budget::BudgetSpec;
+use crate::breaker::BreakerSpec;
+use crate::budget::{AttemptClass, BudgetSpec, RetryCause};
+use crate::operation::AttemptResult;
 
 /// How the un-jittered wait grows with the retry number.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -34,6 +36,18 @@ pub enum Jitter {
     Decorrelated,
 }
 
+/// Which failed answers a strategy retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classify {
+    /// Retry 408, 425, 429, 500, 502, 503, 504, timeouts and connection errors; never a 4xx
+    /// such as 400, 401, 403, 404, 409 or 422 (seed 004's rule).
+    #[default]
+    Standard,
+    /// Retry every failure, permanent or not (the cost of not classifying).
+    Everything,
+}
+
 /// One retry strategy.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Strategy {
@@ -45,6 +59,16 @@ pub struct Strategy {
     pub jitter: Jitter,
     /// A swarm-wide retry budget, if any.
     pub budget: Option<BudgetSpec>,
+    /// A circuit breaker around every attempt, if any.
+    #[serde(default)]
+    pub breaker: Option<BreakerSpec>,
+    /// Which failures are retried.
+    #[serde(default)]
+    pub classify: Classify,
+    /// First attempt plus retries, when the strategy has its own (a library default); `None`
+    /// takes the scenario's `max_attempts`.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
 }
 
 impl Strategy {
@@ -72,7 +96,37 @@ impl Strategy {
             backoff,
             jitter,
             budget,
+            breaker: None,
+            classify: Classify::Standard,
+            max_attempts: None,
         })
+    }
+
+    /// How a policy layer sees `result`: success, a retryable failure (and why), or a
+    /// permanent one. A locally rejected attempt never gets here: it was not sent.
+    pub fn classify(&self, result: &AttemptResult) -> AttemptClass {
+        let code = match result {
+            AttemptResult::Timeout => return AttemptClass::Failure(RetryCause::Timeout),
+            AttemptResult::ConnectionError => return AttemptClass::Failure(RetryCause::Error),
+            AttemptResult::Status { code, .. } => *code,
+        };
+        if (200..300).contains(&code) {
+            return AttemptClass::Success;
+        }
+        let throttled = code == 429
+            || matches!(
+                result,
+                AttemptResult::Status {
+                    retry_after: Some(_),
+                    ..
+                }
+            );
+        let transient = matches!(code, 408 | 425 | 429 | 500 | 502 | 503 | 504);
+        match (transient, self.classify) {
+            (true, _) if throttled => AttemptClass::Failure(RetryCause::Throttled),
+            (true, _) | (false, Classify::Everything) => AttemptClass::Failure(RetryCause::Error),
+            (false, Classify::Standard) => AttemptClass::Permanent,
+        }
     }
 
     /// The wait before retry `n` (1 for the first retry). `previous` is the wait before the
@@ -115,16 +169,7 @@ mod tests {
     }
 
     fn std(id: &str) -> Strategy {
-        Strategy::standard(
-            id,
-            ms(200),
-            ms(2000),
-            BudgetSpec {
-                cap: 10.0,
-                ratio: 0.1,
-            },
-        )
-        .unwrap()
+        Strategy::standard(id, ms(200), ms(2000), BudgetSpec::token_bucket(10.0, 0.1)).unwrap()
     }
 
     #[test]
@@ -196,15 +241,8 @@ mod tests {
 
     #[test]
     fn unknown_strategy_id_is_none() {
-        assert!(Strategy::standard(
-            "Z",
-            ms(1),
-            ms(1),
-            BudgetSpec {
-                cap: 1.0,
-                ratio: 0.1
-            }
-        )
-        .is_none());
+        assert!(
+            Strategy::standard("Z", ms(1), ms(1), BudgetSpec::token_bucket(1.0, 0.1)).is_none()
+        );
     }
 }

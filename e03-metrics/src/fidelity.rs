@@ -681,6 +681,7 @@ mod tests {
             end_us: 1,
             end: AttemptEnd::Status,
             status: Some(200),
+            rejection: None,
         };
         a.attempt_event(&attempt(1, 1));
         a.attempt_event(&attempt(1, 2));
@@ -733,6 +734,7 @@ mod tests {
                 end_us: 1,
                 end: AttemptEnd::Status,
                 status: Some(200),
+                rejection: None,
             });
             if seq >= 8 {
                 answer(&mut live, seq - 8);
@@ -765,6 +767,7 @@ mod tests {
             end_us: 1,
             end: AttemptEnd::Status,
             status: Some(200),
+            rejection: None,
         };
         for i in 0..10_000u32 {
             a.attempt_event(&attempt(i % 50, i / 50));

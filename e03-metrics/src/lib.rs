@@ -121,6 +121,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Response(r) => acc.response(r),
         Event::Attempt(a) => acc.attempt_event(a),
         Event::Operation(o) => acc.operation_record(o),
+        Event::Breaker(b) => acc.breaker_change(b.t_us, b.from, b.to),
         Event::RunStart(_) | Event::RunEnd(_) => {}
     }
 }

@@ -17,7 +17,8 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use e03_core::events::{Arrival, Attempt, OperationRecord, Outcome, Response};
+use e03_core::breaker::BreakerState;
+use e03_core::events::{Arrival, Attempt, AttemptEnd, OperationRecord, Outcome, Response};
 use e03_core::{GiveUp, Params, Scenario};
 
 use crate::fidelity::LiveAccumulator;
@@ -44,6 +45,13 @@ pub struct RunMetrics {
     pub total_requests: u64,
     pub retries_sent: u64,
     pub retries_denied: u64,
+    /// Attempts a policy layer refused before sending (an open breaker, client-side
+    /// throttling): they never reached the dependency and are not in `total_requests`.
+    #[serde(default)]
+    pub failed_fast: u64,
+    /// The circuit breaker's state changes, in order (empty without a breaker).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaker: Vec<BreakerMark>,
     pub peak_1s: u64,
     pub peak_100ms: u64,
     pub p95_ms: f64,
@@ -60,10 +68,22 @@ pub struct RunMetrics {
     pub arrivals_1s: Vec<u64>,
     #[serde(skip)]
     pub retries_1s: Vec<u64>,
+    /// Every arrival at the dependency, `(t_us, attempt number)` (0 when unknown), in the order
+    /// seen: for windows other than 100 ms and 1 s (a scenario's checks).
+    #[serde(skip)]
+    pub arrivals: Vec<(u64, u32)>,
     /// From live logs only.
     pub fidelity: Option<Fidelity>,
     /// From live logs only.
     pub matched: Option<Matched>,
+}
+
+/// One state change of a strategy's circuit breaker.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BreakerMark {
+    pub t_us: u64,
+    pub from: e03_core::breaker::BreakerState,
+    pub to: e03_core::breaker::BreakerState,
 }
 
 /// Collects one run's facts; see the module docs.
@@ -84,6 +104,9 @@ pub struct RunAccumulator {
     total_requests: u64,
     retries_sent: u64,
     retries_denied: u64,
+    failed_fast: u64,
+    breaker: Vec<BreakerMark>,
+    arrivals: Vec<(u64, u32)>,
     operations: u64,
     affected_ops: u64,
     affected_ok: u64,
@@ -138,6 +161,9 @@ impl RunAccumulator {
             total_requests: 0,
             retries_sent: 0,
             retries_denied: 0,
+            failed_fast: 0,
+            breaker: Vec::new(),
+            arrivals: Vec::new(),
             operations: 0,
             affected_ops: 0,
             affected_ok: 0,
@@ -153,6 +179,7 @@ impl RunAccumulator {
     /// A request arrived at the dependency (server log). attempt = x-e03-attempt if known.
     pub fn arrival(&mut self, t_us: u64, attempt: Option<u32>) {
         self.total_requests += 1;
+        self.arrivals.push((t_us, attempt.unwrap_or(0)));
         if t_us >= MAX_T_US {
             return;
         }
@@ -173,6 +200,16 @@ impl RunAccumulator {
         }
         self.lateness
             .saturating_record(sent_us.saturating_sub(due_us));
+    }
+
+    /// A policy layer refused an attempt before it was sent (client log: end `failed_fast`).
+    pub fn failed_fast(&mut self) {
+        self.failed_fast += 1;
+    }
+
+    /// The strategy's breaker changed state.
+    pub fn breaker_change(&mut self, t_us: u64, from: BreakerState, to: BreakerState) {
+        self.breaker.push(BreakerMark { t_us, from, to });
     }
 
     /// An operation ended (client log).
@@ -217,6 +254,10 @@ impl RunAccumulator {
 
     /// A live attempt record: the counts plus its identity for matching.
     pub fn attempt_event(&mut self, a: &Attempt) {
+        if a.end == AttemptEnd::FailedFast {
+            self.failed_fast();
+            return;
+        }
         self.attempt(a.attempt, a.due_us, a.sent_us);
         self.live_mut().attempt(a);
     }
@@ -260,6 +301,8 @@ impl RunAccumulator {
             total_requests: self.total_requests,
             retries_sent: self.retries_sent,
             retries_denied: self.retries_denied,
+            failed_fast: self.failed_fast,
+            breaker: self.breaker,
             peak_1s: arrivals_1s.iter().copied().max().unwrap_or(0),
             peak_100ms: self.arrivals_100ms.iter().copied().max().unwrap_or(0),
             p95_ms: quantile_ms(&self.latency, 0.95),
@@ -272,6 +315,7 @@ impl RunAccumulator {
             retries_100ms: self.retries_100ms,
             arrivals_1s,
             retries_1s,
+            arrivals: self.arrivals,
             fidelity,
             matched,
         }

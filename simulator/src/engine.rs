@@ -17,7 +17,8 @@
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
 
-use e03_core::budget::AnyBudget;
+use e03_core::breaker::BreakerState;
+use e03_core::policy::ClientPolicy;
 use e03_core::schedule::Step;
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::{
@@ -34,6 +35,11 @@ pub trait Observer {
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32);
     /// The dependency's decision about that request.
     fn admission(&mut self, _t: Nanos, _req: ReqId, _admission: Admission) {}
+    /// Attempt `attempt` of operation `op` of `client` was refused by a policy layer (an open
+    /// breaker, client-side throttling): it failed fast and reached nothing.
+    fn failed_fast(&mut self, _t: Nanos, _client: u32, _op: u32, _attempt: u32) {}
+    /// The strategy's circuit breaker changed state.
+    fn breaker(&mut self, _t: Nanos, _from: BreakerState, _to: BreakerState) {}
     /// The attempt carried by `req` ended, as its client saw it.
     fn attempt_end(&mut self, _t: Nanos, _req: ReqId, _result: AttemptResult) {}
     /// An operation ended (`attempts` were sent).
@@ -64,8 +70,8 @@ pub struct Engine<'a, O: Observer> {
     clients: Vec<Client>,
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
-    /// One budget shared by every client of this run (strategy D's token bucket).
-    budget: AnyBudget,
+    /// One budget and breaker shared by every client of this run.
+    budget: ClientPolicy,
     /// What the dependency did at the current instant; its answers are drained to the clients.
     answers: Vec<Step>,
     observer: O,
@@ -104,7 +110,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             service,
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
-            budget: AnyBudget::from_spec(strategy.budget),
+            budget: ClientPolicy::new(strategy),
             answers: Vec::with_capacity(256),
             observer,
         }
@@ -144,10 +150,17 @@ impl<'a, O: Observer> Engine<'a, O> {
             // Only when a retry is due at or past the deadline, which `on_result` never
             // schedules; kept for safety.
             Wake::Ended(end) => return self.op_ended(t, c, end),
+            Wake::Rejected { attempt, end, .. } => {
+                self.observer
+                    .failed_fast(t, c, attempt.id.op, attempt.id.attempt);
+                self.report_breaker();
+                return self.op_ended(t, c, end);
+            }
         };
+        client.in_flight = Some(self.owner.len() as ReqId);
+        self.report_breaker();
         let req = self.owner.len() as ReqId;
         self.owner.push(c);
-        client.in_flight = Some(req);
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
         self.observer
@@ -181,12 +194,21 @@ impl<'a, O: Observer> Engine<'a, O> {
         let end = client
             .session
             .on_result(dur(t), result, self.strategy, &mut self.budget);
+        let due = client.session.next_wake();
+        self.report_breaker();
         match end {
             None => {
-                let due = client.session.next_wake().expect("a retry is due");
+                let due = due.expect("a retry is due");
                 self.queue.push(nanos(due), Event::SendAttempt(c));
             }
             Some(end) => self.op_ended(t, c, end),
+        }
+    }
+
+    /// Hands the breaker's state changes, if any, to the observer.
+    fn report_breaker(&mut self) {
+        for tr in self.budget.take_transitions() {
+            self.observer.breaker(nanos(tr.at), tr.from, tr.to);
         }
     }
 

@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use e03_core::breaker::BreakerState;
 use e03_core::{GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
 use e03_metrics::metrics::{RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
@@ -22,6 +23,14 @@ impl Observer for RunAccumulator {
         let t_us = t / 1000;
         RunAccumulator::arrival(self, t_us, Some(attempt));
         RunAccumulator::attempt(self, attempt, t_us, t_us);
+    }
+
+    fn failed_fast(&mut self, _t: Nanos, _client: u32, _op: u32, _attempt: u32) {
+        RunAccumulator::failed_fast(self);
+    }
+
+    fn breaker(&mut self, t: Nanos, from: BreakerState, to: BreakerState) {
+        RunAccumulator::breaker_change(self, t / 1000, from, to);
     }
 
     fn operation(
