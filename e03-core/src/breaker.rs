@@ -26,10 +26,20 @@ pub struct BreakerSpec {
     pub failure_ratio: f64,
     /// ... and the window holds at least this many samples.
     pub min_throughput: u32,
-    /// Samples older than this are dropped.
-    pub sampling_window: Duration,
-    /// How long it stays open before letting a probe through.
-    pub break_duration: Duration,
+    /// Samples older than this many milliseconds are dropped.
+    pub sampling_window_ms: u64,
+    /// How long it stays open before letting a probe through, in milliseconds.
+    pub break_duration_ms: u64,
+}
+
+impl BreakerSpec {
+    fn sampling_window(&self) -> Duration {
+        Duration::from_millis(self.sampling_window_ms)
+    }
+
+    fn break_duration(&self) -> Duration {
+        Duration::from_millis(self.break_duration_ms)
+    }
 }
 
 /// The three states.
@@ -95,7 +105,7 @@ impl Breaker {
     /// An attempt wants to go at `now`.
     pub fn admit(&mut self, now: Duration) -> Result<(), Rejection> {
         if self.state == BreakerState::Open
-            && now.saturating_sub(self.opened_at) >= self.spec.break_duration
+            && now.saturating_sub(self.opened_at) >= self.spec.break_duration()
         {
             self.go(now, BreakerState::HalfOpen);
             self.probing = false;
@@ -132,7 +142,7 @@ impl Breaker {
         }
         self.samples.push_back((now, failed));
         while let Some(&(at, _)) = self.samples.front() {
-            if now.saturating_sub(at) > self.spec.sampling_window {
+            if now.saturating_sub(at) > self.spec.sampling_window() {
                 self.samples.pop_front();
             } else {
                 break;
@@ -165,8 +175,8 @@ mod tests {
         let mut b = Breaker::new(BreakerSpec {
             failure_ratio: 0.5,
             min_throughput: 10,
-            sampling_window: ms(2000),
-            break_duration: ms(2000),
+            sampling_window_ms: 2000,
+            break_duration_ms: 2000,
         });
         let (mut sent, mut fast) = (0, 0);
         for k in 0..240u64 {
@@ -209,8 +219,8 @@ mod tests {
         let mut b = Breaker::new(BreakerSpec {
             failure_ratio: 0.5,
             min_throughput: 1,
-            sampling_window: ms(1000),
-            break_duration: ms(100),
+            sampling_window_ms: 1000,
+            break_duration_ms: 100,
         });
         b.admit(ms(0)).unwrap();
         b.record(ms(1), AttemptClass::Failure(RetryCause::Timeout));

@@ -171,14 +171,7 @@ impl Operation {
         if self.attempts >= max_attempts {
             return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
         }
-        let mut wait = strategy.wait(self.attempts, self.last_wait, rng);
-        if let AttemptResult::Status {
-            retry_after: Some(ra),
-            ..
-        } = result
-        {
-            wait = wait.max(ra);
-        }
+        let wait = strategy.retry_wait(self.attempts, self.last_wait, &result, rng);
         // No retry starts if its wait would cross (or reach) the deadline.
         if now + wait >= self.deadline() {
             return Next::Done(OpOutcome::Failed(GiveUp::Deadline));

