@@ -328,7 +328,8 @@ where
     let root = root.titled(title, ("sans-serif", 24)).map_err(err)?;
     // A segmented range `0..m` has m + 1 segments: one per strategy with m = n - 1.
     let last = (ids.len() as u32).saturating_sub(1);
-    for (area, panel) in root.split_evenly((2, 2)).iter().zip(panels) {
+    let cols = panels.len().div_ceil(2).max(2);
+    for (area, panel) in root.split_evenly((2, cols)).iter().zip(panels) {
         let top = panel.spreads.iter().map(|s| s.max).fold(0.0, f64::max);
         let ymax = panel.ymax.unwrap_or(top.max(1e-9) * 1.2);
         let mut chart = ChartBuilder::on(area)
@@ -424,7 +425,9 @@ fn comparison_title(s: &ScenarioSummary) -> String {
     }
 }
 
-/// `comparison.{svg,png}`: success, total requests, peak 100 ms and p99 per strategy.
+/// `comparison.{svg,png}`: success, total requests, peak 100 ms and p99 per strategy; with a
+/// budget that denied retries or a policy that failed attempts fast (the budget shoot-out), also
+/// retries denied, attempts failed fast and the recovery time.
 pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
     let ids = s.strategies();
     let spread = |f: fn(&RunMetrics) -> f64| -> Vec<Spread> {
@@ -432,7 +435,7 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
             .map(|id| Spread::of(&s.runs_of(id).map(f).collect::<Vec<_>>()))
             .collect()
     };
-    let panels = [
+    let mut panels = vec![
         Panel {
             title: match s.params.timeline(s.scenario).incident() {
                 None => "success of all operations",
@@ -461,6 +464,31 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
             ymax: None,
         },
     ];
+    // The budget shoot-out's other columns, where they say something.
+    if s.runs.iter().any(|r| r.retries_denied > 0) {
+        panels.push(Panel {
+            title: "retries denied by the budget",
+            spreads: spread(|r| r.retries_denied as f64),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
+        });
+    }
+    if s.runs.iter().any(|r| r.failed_fast > 0) {
+        panels.push(Panel {
+            title: "attempts failed fast (breaker, throttle)",
+            spreads: spread(|r| r.failed_fast as f64),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
+        });
+    }
+    if s.runs.iter().all(|r| r.recovery_s.is_some()) && panels.len() > 4 {
+        panels.push(Panel {
+            title: "recovery after the freeze (s)",
+            spreads: spread(|r| r.recovery_s.unwrap_or(0) as f64),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
+        });
+    }
     let title = comparison_title(s);
     both(
         dir,

@@ -208,7 +208,7 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
         None => "success (all ops)",
         Some(_) => "success (affected)",
     };
-    let headers = [
+    let mut headers = vec![
         "strategy",
         success,
         "total",
@@ -220,6 +220,11 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
         "p99 (ms)",
         "recovery (s)",
     ];
+    // Attempts a breaker or a throttle refused before sending: a column only where there are.
+    let failed_fast = s.runs.iter().any(|r| r.failed_fast > 0);
+    if failed_fast {
+        headers.push("failed fast");
+    }
     let rows = s
         .strategies()
         .iter()
@@ -239,7 +244,7 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
             } else {
                 "-".into()
             };
-            vec![
+            let mut row = vec![
                 name,
                 cell(&sp(SUCCESS.2), Unit::Share),
                 cell(&sp(TOTAL.2), Unit::Count),
@@ -251,11 +256,15 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
                 cell(&sp(|r| r.p95_ms), Unit::Count),
                 cell(&sp(|r| r.p99_ms), Unit::Count),
                 recovery,
-            ]
+            ];
+            if failed_fast {
+                row.push(cell(&sp(|r| r.failed_fast as f64), Unit::Count));
+            }
+            row
         })
         .collect();
     Table {
-        headers: headers.map(String::from).to_vec(),
+        headers: headers.into_iter().map(String::from).collect(),
         rows,
     }
 }
@@ -269,7 +278,12 @@ pub fn outcome_table(s: &ScenarioSummary) -> Table {
 /// The terminal's half of the comparison that says what the dependency received: total,
 /// retries, denied, peak 100 ms (peak 1 s is in `report.md`: the same spike averaged away).
 pub fn load_table(s: &ScenarioSummary) -> Table {
-    main_table(s).select(&[0, 2, 3, 4, 6])
+    let main = main_table(s);
+    if main.headers.len() > 10 {
+        main.select(&[0, 2, 3, 4, 10, 6])
+    } else {
+        main.select(&[0, 2, 3, 4, 6])
+    }
 }
 
 /// 100 ms windows shown around the outage: from half a second before the freeze to three
