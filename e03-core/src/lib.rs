@@ -18,7 +18,9 @@
 //! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
 //!   the seed and the request's identity.
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
-//! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets.
+//! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets
+//!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
+//! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
 //! - [`breaker`]: the circuit breaker.
 //! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them.
 //! - [`operation`]: one client operation's attempt/deadline state machine.
@@ -40,6 +42,7 @@ pub mod faults;
 pub mod operation;
 pub mod params;
 pub mod policy;
+pub mod presets;
 pub mod rng;
 pub mod scenario;
 pub mod schedule;

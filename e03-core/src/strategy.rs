@@ -42,10 +42,14 @@ pub enum Jitter {
     Equal,
     /// Uniform in `[base, 3 * previous wait]`, capped (AWS "decorrelated jitter").
     Decorrelated,
-    /// Polly's DecorrelatedJitterBackoffV2 (the .NET default for exponential + jitter).
+    /// Polly's DecorrelatedJitterBackoffV2 (the .NET default for exponential + jitter): the
+    /// backoff's base is the median first wait and its cap the maximum; the growth is the
+    /// formula's own (see [`polly_v2_step`]).
     PollyV2,
     /// The backoff times a factor uniform in `[1 - spread, 1 + spread]` (resilience4j's
-    /// randomized wait, gRPC's connection backoff with 0.2).
+    /// randomized wait, gRPC's connection backoff with 0.2), `spread_pct` in percent (at most
+    /// 100). As in both libraries, the factor applies after the cap, so a wait may exceed the
+    /// cap by the spread.
     Proportional { spread_pct: u32 },
 }
 
@@ -99,6 +103,11 @@ pub struct Strategy {
     /// takes the scenario's `max_attempts`.
     #[serde(default)]
     pub max_attempts: Option<u32>,
+    /// The backoff base after a throttling answer (429, or a `Retry-After`), when the strategy
+    /// has its own (the AWS SDKs' 2026 behaviour: 1 s, against 50 ms after other errors);
+    /// `None` keeps the backoff's base.
+    #[serde(default)]
+    pub throttle_base_ms: Option<u64>,
 }
 
 impl Strategy {
@@ -130,6 +139,7 @@ impl Strategy {
             classify: Classify::Standard,
             retry_after: RetryAfter::AtLeast,
             max_attempts: None,
+            throttle_base_ms: None,
         })
     }
 
@@ -142,7 +152,13 @@ impl Strategy {
         result: &AttemptResult,
         rng: &mut R,
     ) -> Duration {
-        let wait = self.wait(n, previous, rng);
+        let wait = match (self.throttle_base_ms, self.classify(result)) {
+            (Some(ms), AttemptClass::Failure(RetryCause::Throttled)) => {
+                let backoff = with_base(self.backoff, Duration::from_millis(ms));
+                self.wait_with(backoff, n, previous, rng)
+            }
+            _ => self.wait(n, previous, rng),
+        };
         let AttemptResult::Status {
             retry_after: Some(ra),
             ..
@@ -189,7 +205,18 @@ impl Strategy {
     /// The wait before retry `n` (1 for the first retry). `previous` is the wait before the
     /// previous retry (zero before the first), used by decorrelated jitter.
     pub fn wait<R: Rng + ?Sized>(&self, n: u32, previous: Duration, rng: &mut R) -> Duration {
-        let (base, cap, backoff) = match self.backoff {
+        self.wait_with(self.backoff, n, previous, rng)
+    }
+
+    /// [`wait`](Self::wait) with another backoff (the throttling base).
+    fn wait_with<R: Rng + ?Sized>(
+        &self,
+        backoff: Backoff,
+        n: u32,
+        previous: Duration,
+        rng: &mut R,
+    ) -> Duration {
+        let (base, cap, backoff) = match backoff {
             Backoff::Immediate => return Duration::ZERO,
             Backoff::Constant { wait } => (wait, wait, wait),
             Backoff::Exponential { base, cap } => {
@@ -218,10 +245,84 @@ impl Strategy {
                 let hi = previous.max(base).saturating_mul(3).min(cap);
                 uniform(rng, base.min(hi), hi)
             }
-            // Helper A: implement these two (Polly's V2 formula; the proportional factor).
-            Jitter::PollyV2 | Jitter::Proportional { .. } => backoff,
+            Jitter::PollyV2 => {
+                // The formula's state is its value at the previous retry, f(n - 2 + u'), which
+                // the previous wait alone does not give; u' is drawn afresh (see `polly_v2_step`).
+                let mut prev = if n >= 2 {
+                    polly_v2_formula(f64::from(n - 2) + rng.random::<f64>())
+                } else {
+                    0.0
+                };
+                let u = rng.random::<f64>();
+                polly_v2_step(n.saturating_sub(1), base, cap, &mut prev, u)
+            }
+            Jitter::Proportional { spread_pct } => {
+                let f = f64::from(spread_pct.min(100)) / 100.0;
+                let b = backoff.as_secs_f64();
+                uniform(
+                    rng,
+                    Duration::from_secs_f64(b * (1.0 - f)),
+                    Duration::from_secs_f64(b * (1.0 + f)),
+                )
+            }
         }
     }
+}
+
+/// `backoff` with its base (or constant wait) replaced by `base`; the cap stays.
+fn with_base(backoff: Backoff, base: Duration) -> Backoff {
+    match backoff {
+        Backoff::Immediate => Backoff::Immediate,
+        Backoff::Constant { .. } => Backoff::Constant { wait: base },
+        Backoff::Exponential { cap, .. } => Backoff::Exponential { base, cap },
+        Backoff::Geometric {
+            cap, multiplier, ..
+        } => Backoff::Geometric {
+            base,
+            cap,
+            multiplier,
+        },
+    }
+}
+
+/// Polly's smoothing factor in DecorrelatedJitterBackoffV2.
+const POLLY_P_FACTOR: f64 = 4.0;
+/// Polly's scaling so that the median waits fall near `base`, `2 base`, `4 base`, ...
+const POLLY_RP_SCALING: f64 = 1.0 / 1.4;
+
+/// The curve under Polly's DecorrelatedJitterBackoffV2: `2^t * tanh(sqrt(4 t))`.
+fn polly_v2_formula(t: f64) -> f64 {
+    2f64.powf(t) * (POLLY_P_FACTOR * t).sqrt().tanh()
+}
+
+/// One wait of Polly's DecorrelatedJitterBackoffV2 (Polly's `RetryHelper`, the formula by
+/// George Polevoy that Polly uses for exponential backoff with jitter; Polly.Contrib.WaitAndRetry
+/// has the same): for retry index `attempt` (0 for the first retry) and a uniform `u` in
+/// `[0, 1)`, `t = attempt + u`, `next = 2^t * tanh(sqrt(4 t))`, and the wait is
+/// `(next - prev) / 1.4 * median_first`, at most `max`; `prev` becomes `next`. `median_first`
+/// is the median of the first wait (Polly's `Delay`, 2 s by default).
+///
+/// `prev` is the state Polly keeps per operation. [`Strategy::wait`] only knows the previous
+/// wait, not this state, so it draws the previous step's `u` afresh: each wait has exactly
+/// Polly's distribution, but consecutive waits of one operation are independent where Polly's
+/// are (negatively) correlated. Exactness would need the operation to carry `prev`.
+pub fn polly_v2_step(
+    attempt: u32,
+    median_first: Duration,
+    max: Duration,
+    prev: &mut f64,
+    u: f64,
+) -> Duration {
+    let t = f64::from(attempt) + u;
+    let next = polly_v2_formula(t);
+    if next.is_infinite() {
+        *prev = next;
+        return max;
+    }
+    let intrinsic = next - *prev;
+    *prev = next;
+    let secs = intrinsic * POLLY_RP_SCALING * median_first.as_secs_f64();
+    Duration::from_secs_f64(secs.clamp(0.0, max.as_secs_f64()))
 }
 
 /// Uniform duration in `[lo, hi]` at microsecond resolution.
@@ -311,6 +412,176 @@ mod tests {
             let w = f.wait(2, ms(300), &mut rng);
             w >= ms(200) && w <= ms(900)
         }));
+    }
+
+    fn with(jitter: Jitter) -> Strategy {
+        Strategy { jitter, ..std("C") }
+    }
+
+    fn median(mut v: Vec<Duration>) -> Duration {
+        v.sort();
+        v[v.len() / 2]
+    }
+
+    #[test]
+    fn proportional_jitter_spreads_around_the_backoff_within_the_factor() {
+        let p = with(Jitter::Proportional { spread_pct: 20 });
+        let mut rng = stream(3, Stream::Jitter, 0);
+        for (n, b) in [(1, 200), (2, 400), (3, 800), (6, 2000)] {
+            let waits: Vec<_> = (0..1000)
+                .map(|_| p.wait(n, Duration::ZERO, &mut rng))
+                .collect();
+            let (lo, hi) = (ms(b * 8 / 10), ms(b * 12 / 10));
+            assert!(waits.iter().all(|w| *w >= lo && *w <= hi), "retry {n}");
+            assert!(
+                waits.iter().any(|w| *w < ms(b * 85 / 100)),
+                "retry {n} low end"
+            );
+            assert!(
+                waits.iter().any(|w| *w > ms(b * 115 / 100)),
+                "retry {n} high end"
+            );
+            let m = median(waits);
+            assert!(
+                m > ms(b * 95 / 100) && m < ms(b * 105 / 100),
+                "median {m:?}"
+            );
+        }
+        let none = with(Jitter::Proportional { spread_pct: 0 });
+        assert_eq!(none.wait(2, Duration::ZERO, &mut rng), ms(400));
+        let wide = with(Jitter::Proportional { spread_pct: 500 });
+        assert!((0..200).all(|_| wide.wait(1, Duration::ZERO, &mut rng) <= ms(400)));
+    }
+
+    /// Polly's V2 formula by hand: the first wait is `2^u tanh(sqrt(4u)) / 1.4 * base`.
+    #[test]
+    fn polly_v2_step_matches_the_formula() {
+        let base = ms(1000);
+        let mut prev = 0.0;
+        let w1 = polly_v2_step(0, base, ms(60_000), &mut prev, 0.5);
+        let f1 = 2f64.powf(0.5) * (2f64).sqrt().tanh();
+        assert_eq!(prev, f1);
+        assert!((w1.as_secs_f64() - f1 / 1.4).abs() < 1e-9, "{w1:?}");
+        let w2 = polly_v2_step(1, base, ms(60_000), &mut prev, 0.25);
+        let f2 = 2f64.powf(1.25) * (5f64).sqrt().tanh();
+        assert!((w2.as_secs_f64() - (f2 - f1) / 1.4).abs() < 1e-9, "{w2:?}");
+        assert_eq!(
+            polly_v2_step(1, base, ms(10), &mut 0.0, 0.9),
+            ms(10),
+            "capped"
+        );
+        assert_eq!(
+            polly_v2_step(2000, base, ms(7), &mut 0.0, 0.5),
+            ms(7),
+            "overflow"
+        );
+    }
+
+    /// Polly's exact sequence (the step chained with its state): the time from the first
+    /// failure to retry `n` has its median near `base * 2^(n-1)` (Polly's design: the 1 / 1.4
+    /// scaling puts the cumulative medians at 1, 2, 4, 8 s for a 1 s base).
+    #[test]
+    fn polly_v2_exact_sequence_has_cumulative_medians_near_base_doubling() {
+        let mut rng = stream(5, Stream::Jitter, 0);
+        let mut totals = vec![Vec::new(); 4];
+        for _ in 0..4000 {
+            let (mut prev, mut total) = (0.0, Duration::ZERO);
+            for (i, t) in totals.iter_mut().enumerate() {
+                total += polly_v2_step(i as u32, ms(1000), ms(3_600_000), &mut prev, rng.random());
+                t.push(total);
+            }
+        }
+        for (i, t) in totals.into_iter().enumerate() {
+            let expect = 1000u64 << i;
+            let m = median(t);
+            assert!(
+                m > ms(expect * 85 / 100) && m < ms(expect * 115 / 100),
+                "cumulative to retry {}: median {m:?}, design {expect} ms",
+                i + 1
+            );
+        }
+    }
+
+    /// `Strategy::wait` with Polly's jitter gives each retry's wait the exact sequence's
+    /// distribution (same median), within the cap.
+    #[test]
+    fn polly_v2_jitter_waits_have_the_exact_sequences_distribution() {
+        let p = Strategy {
+            backoff: Backoff::Exponential {
+                base: ms(1000),
+                cap: ms(60_000),
+            },
+            ..with(Jitter::PollyV2)
+        };
+        let mut rng = stream(9, Stream::Jitter, 0);
+        let mut exact = vec![Vec::new(); 4];
+        for _ in 0..4000 {
+            let mut prev = 0.0;
+            for (i, e) in exact.iter_mut().enumerate() {
+                e.push(polly_v2_step(
+                    i as u32,
+                    ms(1000),
+                    ms(60_000),
+                    &mut prev,
+                    rng.random(),
+                ));
+            }
+        }
+        for (i, e) in exact.into_iter().enumerate() {
+            let n = i as u32 + 1;
+            let waits: Vec<_> = (0..4000)
+                .map(|_| p.wait(n, Duration::ZERO, &mut rng))
+                .collect();
+            let hi = e.iter().max().copied().unwrap();
+            let (m, me) = (median(waits.clone()), median(e));
+            let ratio = m.as_secs_f64() / me.as_secs_f64();
+            assert!(
+                (0.93..1.07).contains(&ratio),
+                "retry {n}: {m:?} vs exact {me:?}"
+            );
+            // The first wait is f(u) / 1.4 with f below 2 tanh(2): under 1.378 s.
+            if n == 1 {
+                assert!(waits.iter().all(|w| *w < ms(1378)) && hi < ms(1378));
+            }
+        }
+        let capped = Strategy {
+            backoff: Backoff::Exponential {
+                base: ms(1000),
+                cap: ms(3000),
+            },
+            ..p
+        };
+        let waits: Vec<_> = (0..500)
+            .map(|_| capped.wait(6, Duration::ZERO, &mut rng))
+            .collect();
+        assert!(waits.iter().all(|w| *w <= ms(3000)) && waits.contains(&ms(3000)));
+    }
+
+    #[test]
+    fn throttle_base_applies_to_throttled_answers_only() {
+        let s = Strategy {
+            backoff: Backoff::Exponential {
+                base: ms(50),
+                cap: ms(20_000),
+            },
+            jitter: Jitter::None,
+            throttle_base_ms: Some(1000),
+            ..std("B")
+        };
+        let mut rng = stream(1, Stream::Jitter, 0);
+        let z = Duration::ZERO;
+        assert_eq!(
+            s.retry_wait(2, z, &AttemptResult::status(503), &mut rng),
+            ms(100)
+        );
+        assert_eq!(
+            s.retry_wait(2, z, &AttemptResult::status(429), &mut rng),
+            ms(2000)
+        );
+        assert_eq!(
+            s.retry_wait(1, z, &AttemptResult::Timeout, &mut rng),
+            ms(50)
+        );
     }
 
     #[test]
