@@ -330,7 +330,7 @@ mod tests {
                 seed: 42,
                 strategy: strategy.id.clone(),
             },
-            budget: Arc::new(Mutex::new(ClientPolicy::new(&strategy))),
+            budget: Arc::new(Mutex::new(ClientPolicy::new(&strategy, 42))),
             strategy,
             work: WorkEndpoint {
                 http: build_client(4).unwrap(),

@@ -185,7 +185,7 @@ async fn run_strategy(
 ) -> Result<StrategyReport, SwarmError> {
     let run = Arc::new(StrategyRun {
         tag: p.tag.clone(),
-        budget: Arc::new(Mutex::new(ClientPolicy::new(&p.strategy))),
+        budget: Arc::new(Mutex::new(ClientPolicy::new(&p.strategy, plan.seed))),
         strategy: p.strategy,
         work: p.work,
         t0,

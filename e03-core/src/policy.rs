@@ -17,9 +17,14 @@ pub struct ClientPolicy {
 }
 
 impl ClientPolicy {
-    pub fn new(strategy: &Strategy) -> Self {
+    /// The policy of `strategy` in a run with this seed (client-side throttling draws its
+    /// rejections from a stream of the seed).
+    pub fn new(strategy: &Strategy, seed: u64) -> Self {
         Self {
-            budget: AnyBudget::from_spec(strategy.budget),
+            budget: AnyBudget::from_spec_seeded(
+                strategy.budget,
+                crate::rng::mix64(seed ^ 0x7468_726f_7474_6c65),
+            ),
             breaker: strategy.breaker.map(Breaker::new),
         }
     }

@@ -409,7 +409,7 @@ mod tests {
     fn budget10_preset_gives_seed_003s_11_000_attempts() {
         let s = preset("budget10", BASE, CAP).unwrap();
         let max = s.max_attempts.unwrap();
-        let mut policy = ClientPolicy::new(&s);
+        let mut policy = ClientPolicy::new(&s, 1);
         let t = Duration::ZERO;
         let mut sent = 0;
         for _ in 0..10_000 {

@@ -110,7 +110,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             service,
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
-            budget: ClientPolicy::new(strategy),
+            budget: ClientPolicy::new(strategy, seed),
             answers: Vec::with_capacity(256),
             observer,
         }
