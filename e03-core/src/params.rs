@@ -506,7 +506,12 @@ impl Params {
                 freeze_at.is_some_and(|f| f + 1 == i && phases[f].end_s == p.start_s);
             match p.phase {
                 PhaseKind::Up => {}
-                PhaseKind::Down { status } => timeline.down.push(DownWindow { start, end, status }),
+                PhaseKind::Down { status, latency_ms } => timeline.down.push(DownWindow {
+                    start,
+                    end,
+                    status,
+                    latency: Duration::from_millis(latency_ms),
+                }),
                 PhaseKind::Freeze => {
                     timeline.freeze = Some(FreezeWindow {
                         start: secs(s.freeze_start_s),
@@ -783,7 +788,7 @@ mod tests {
     #[test]
     fn a_scenario_file_gives_its_timeline_to_the_model() {
         let text = "name = \"params-timeline\"\ntitle = \"t\"\ndescription = \"d\"\n\
-            [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\n\
+            [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\nlatency_ms = 26\n\
             [[timeline]]\nphase = \"degraded\"\nstart_s = 4\nend_s = 6\ncapacity_factor = 0.25\n";
         let def = crate::scenario::parse(text, "t.toml").unwrap();
         let sc = Scenario::register(def).unwrap();
@@ -798,7 +803,8 @@ mod tests {
             [DownWindow {
                 start: Duration::from_secs(1),
                 end: Duration::from_secs(2),
-                status: 500
+                status: 500,
+                latency: Duration::from_millis(26),
             }]
         );
         let d = t.degraded.unwrap();

@@ -39,6 +39,9 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
 const MAX_TIME_S: f64 = 86_400.0;
 
+/// Longest error latency of a `down` phase, in ms (ten minutes).
+const MAX_DOWN_LATENCY_MS: u64 = 600_000;
+
 /// Where each value of a file goes: section, key and the E03 parameter it sets.
 pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("dependency", "workers", "E03_WORKERS"),
@@ -116,7 +119,9 @@ impl ScenarioDef {
                 && p.end_s <= MAX_TIME_S;
             let kind_ok = match p.phase {
                 PhaseKind::Up => true,
-                PhaseKind::Down { status } => (400..=599).contains(&status),
+                PhaseKind::Down { status, latency_ms } => {
+                    (400..=599).contains(&status) && latency_ms <= MAX_DOWN_LATENCY_MS
+                }
                 PhaseKind::Freeze => {
                     freezes += 1;
                     freezes == 1
@@ -203,6 +208,7 @@ struct FilePhase {
     end_s: f64,
     capacity_factor: Option<f64>,
     status: Option<u16>,
+    latency_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -401,11 +407,21 @@ impl ScenarioFile {
             if p.status.is_some() && p.phase != PhaseName::Down {
                 return fail("status is only for a down phase".into());
             }
+            if p.latency_ms.is_some() && p.phase != PhaseName::Down {
+                return fail("latency_ms is only for a down phase".into());
+            }
+            let latency_ms = p.latency_ms.unwrap_or(0);
+            if latency_ms > MAX_DOWN_LATENCY_MS {
+                return fail(format!(
+                    "latency_ms = {latency_ms}: expected a whole number of milliseconds from 0 \
+                     to {MAX_DOWN_LATENCY_MS}"
+                ));
+            }
             let phase = match p.phase {
                 PhaseName::Up => PhaseKind::Up,
                 PhaseName::Freeze => PhaseKind::Freeze,
                 PhaseName::Down => match p.status.unwrap_or(503) {
-                    status @ 400..=599 => PhaseKind::Down { status },
+                    status @ 400..=599 => PhaseKind::Down { status, latency_ms },
                     other => return fail(format!("status = {other}: expected 400 to 599")),
                 },
                 PhaseName::Degraded => match p.capacity_factor {
@@ -738,6 +754,29 @@ mod tests {
             "phase = \"down\"\nstart_s = 1.0\nend_s = 2.0\nstatus = 200",
         ));
         assert!(e.message.contains("400 to 599"), "{e}");
+        let e = err(&phase(
+            "phase = \"freeze\"\nstart_s = 1.0\nend_s = 2.0\nlatency_ms = 26",
+        ));
+        assert!(
+            e.message.contains("latency_ms is only for a down phase"),
+            "{e}"
+        );
+        let e = err(&phase(
+            "phase = \"down\"\nstart_s = 1.0\nend_s = 2.0\nlatency_ms = 600001",
+        ));
+        assert!(e.message.contains("latency_ms = 600001: expected"), "{e}");
+        let ok = parse(
+            &phase("phase = \"down\"\nstart_s = 0\nend_s = 0.7\nlatency_ms = 26"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            ok.phases[0].phase,
+            PhaseKind::Down {
+                status: 503,
+                latency_ms: 26
+            }
+        );
         let e = err(&format!(
             "{MINIMAL}[[timeline]]\nphase = \"down\"\nstart_s = 1.0\nend_s = 3.0\n\
              [[timeline]]\nphase = \"freeze\"\nstart_s = 2.0\nend_s = 4.0\n"
