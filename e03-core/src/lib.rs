@@ -31,6 +31,7 @@
 
 pub mod breaker;
 pub mod budget;
+pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod control;
@@ -45,6 +46,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod session;
 pub mod strategy;
+pub mod strategy_table;
 pub mod timeline;
 
 pub use budget::{RetryBudget, TokenBucket, Unlimited};
