@@ -11,6 +11,8 @@
 //! mode = "both"                 # both | simulated | live: which runs the check applies to
 //! ```
 //!
+//! Without `published` (and without a band) the figure is only reported beside the others.
+//!
 //! Metric keys: `window_ms` and `retries_only` (peak metrics), `versus` (ratio metrics: the
 //! other strategy), `tolerance_ms` (breaker_transitions). The figures are computed from a run's
 //! metrics by `e03_metrics::checks`.
@@ -57,6 +59,8 @@ pub enum CheckMetric {
 pub enum Published {
     Number(f64),
     List(Vec<f64>),
+    /// None: the figure is only reported, beside the checked ones (no verdict).
+    None,
 }
 
 /// The accepted range of ours; every bound that is set must hold. `exact`: ours equals the
@@ -304,12 +308,8 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
     };
 
     let published = match (get("published"), &metric) {
-        (None, _) => {
-            return fail!(
-                "published",
-                "a [[check]] needs published: the source's figure".into()
-            )
-        }
+        // No published figure: a figure reported beside the checked ones, never failing.
+        (None, _) => Published::None,
         (Some(toml::Value::Array(items)), CheckMetric::BreakerTransitions { .. }) => {
             match items.iter().map(as_num).collect::<Option<Vec<f64>>>() {
                 Some(list) => Published::List(list),
@@ -348,7 +348,15 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
                 .into(),
         );
     }
-    if !is_list && band == Band::default() {
+    let reported = published == Published::None;
+    if reported && band != Band::default() {
+        return fail!(
+            "published",
+            "a band needs published: the source's figure (leave both out to report a figure)"
+                .into(),
+        );
+    }
+    if !is_list && !reported && band == Band::default() {
         return fail!(
             "published",
             "a check needs exact = true or a band (min, max, more_than, less_than)".into(),
@@ -468,6 +476,10 @@ mod tests {
         );
         let x = e("strategy = \"a\"\nmetric = \"speed\"\npublished = 1\nexact = true");
         assert!(x.message.contains("expected one of attempts"), "{x:?}");
+        let x = e("strategy = \"a\"\nmetric = \"attempts\"\nmin = 1");
+        assert!(x.message.contains("a band needs published"), "{x:?}");
+        let r = check("strategy = \"a\"\nmetric = \"attempts\"").unwrap();
+        assert_eq!(r.published, Published::None);
         let x = e("strategy = \"a\"\nmetric = \"attempts\"\npublished = 1");
         assert!(x.message.contains("needs exact = true or a band"), "{x:?}");
         let x = e("strategy = \"a\"\nmetric = \"peak_arrivals\"\npublished = 1\nexact = true");

@@ -22,6 +22,7 @@ use serde::Serialize;
 use e03_core::events::Event;
 use e03_core::{Params, Scenario};
 
+pub mod checks;
 pub mod fidelity;
 mod matching;
 pub mod metrics;

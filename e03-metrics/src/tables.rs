@@ -710,6 +710,14 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
             }
         }
     }
+    if let Some(log) = crate::checks::attempt_log_text(s) {
+        writeln!(w, "\nAttempts of each caller (attempts.txt):")?;
+        write!(w, "{log}")?;
+    }
+    if let Some(t) = crate::checks::check_table(s) {
+        writeln!(w, "\nCheck against the source's published figures:")?;
+        write!(w, "{}", t.markdown())?;
+    }
     Ok(())
 }
 
