@@ -78,9 +78,15 @@ pub fn parse_targets(value: &str) -> Result<Vec<Target>, TargetsError> {
             problem,
         };
         let (strategy, urls) = entry.split_once('=').ok_or_else(|| err("no '='"))?;
-        let strategy = strategy.trim().to_ascii_uppercase();
+        // The lab's own ids (A to F) in any case; a scenario's own ids as written.
+        let strategy = strategy.trim();
+        let strategy = if strategy.len() == 1 {
+            strategy.to_ascii_uppercase()
+        } else {
+            strategy.to_string()
+        };
         if !valid_strategy_id(&strategy) {
-            return Err(err("the strategy id must be letters and digits"));
+            return Err(err("the strategy id must be letters, digits and '-'"));
         }
         let (work, control) = urls.split_once('@').ok_or_else(|| err("no '@'"))?;
         let (work, control) = (work.trim(), control.trim());
@@ -105,6 +111,14 @@ pub fn parse_targets(value: &str) -> Result<Vec<Target>, TargetsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenarios_own_strategy_ids_keep_their_case() {
+        let t =
+            parse_targets("immediate-20ms=http://h:1@http://h:2,c=http://h:3@http://h:4").unwrap();
+        assert_eq!(t[0].strategy, "immediate-20ms");
+        assert_eq!(t[1].strategy, "C");
+    }
 
     #[test]
     fn targets_parse() {
