@@ -141,7 +141,7 @@ mod tests {
             ("A=http://x:1", "no '@'"),
             ("A=x:1@http://x:2", "work URL"),
             ("A=http://x:1@https://x:2", "control URL"),
-            ("../A=http://x:1@http://x:2", "letters and digits"),
+            ("../A=http://x:1@http://x:2", "letters, digits and '-'"),
             ("A=http://x:1@http://x:2,a=http://x:3@http://x:4", "already"),
         ] {
             let e = parse_targets(value).unwrap_err().to_string();
