@@ -154,3 +154,47 @@ fn a_failed_check_is_shown_and_exits_3() {
         "{err}"
     );
 }
+
+#[test]
+fn gateway4_runs_live_with_its_own_strategies_and_attempt_log() {
+    // Live over loopback: the scenario's own strategy ids travel to the swarm, the services
+    // and the analyzer; the DOWN answers come after their 26 ms; the checks are printed. The
+    // bands are the source's, and a loaded machine may miss one (exit 3): the shape is what is
+    // asserted here, the figures are in the report of the lab's own runs.
+    let dir = temp("live");
+    let o = lab()
+        .args(["run", "gateway4", "--seed", "3", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
+    assert_eq!(
+        check_row(&out, "accepted", "immediate-20ms")[2..],
+        ["4", "4", "exact", "PASS"]
+    );
+    assert_eq!(
+        check_row(&out, "accepted", "jitter-60ms")[2..],
+        ["4", "4", "exact", "PASS"]
+    );
+    let live = dir.join("latest/gateway4");
+    let server = std::fs::read_to_string(live.join("server-immediate-20ms-seed3.jsonl")).unwrap();
+    assert!(
+        server.contains("\"down\""),
+        "no down answers in the server log"
+    );
+    let log = std::fs::read_to_string(live.join("attempts.txt")).expect("attempts.txt");
+    assert!(
+        log.contains("  caller 4 attempt 1: straight away -> DOWN at "),
+        "{log}"
+    );
+    // Each DOWN takes at least its 26 ms.
+    let first: u64 = log
+        .lines()
+        .find(|l| l.starts_with("  caller 1 attempt 1:"))
+        .and_then(|l| l.rsplit("at ").next())
+        .and_then(|t| t.trim_end_matches("ms").parse().ok())
+        .unwrap();
+    assert!(first >= 26, "{log}");
+}
