@@ -130,6 +130,15 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
             md += &format!("- {line}\n");
         }
     }
+    if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
+        md += "\n## Attempts of each caller\n\n([attempts.txt](attempts.txt))\n\n```text\n";
+        md += &log;
+        md += "```\n";
+    }
+    if let Some(t) = e03_metrics::checks::check_table(s) {
+        md += "\n## Check against the source's published figures\n\n";
+        md += &t.markdown();
+    }
     md
 }
 
@@ -141,6 +150,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     write_series_csv(&dir.join("arrivals_1s.csv"), s, true)?;
     figures::write_arrivals(dir, s)?;
     figures::write_comparison(dir, s)?;
+    if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
+        let path = dir.join("attempts.txt");
+        fs::write(&path, log).map_err(|e| out_err(&path, e))?;
+    }
     let report = dir.join("report.md");
     fs::write(&report, report_markdown(s)).map_err(|e| out_err(&report, e))
 }

@@ -163,7 +163,13 @@ pub fn params_of(
             }
         }
     }
-    Params::from_raw(&raw).map_err(|source| AnalyzeError::Params {
+    // A known scenario (built in, or kept beside the logs and registered) may define the
+    // strategies the parameters name.
+    let params = match e03_core::Scenario::named(&start.scenario) {
+        Some(scenario) => Params::for_scenario(scenario, &raw),
+        None => Params::from_raw(&raw),
+    };
+    params.map_err(|source| AnalyzeError::Params {
         path: name.into(),
         source,
     })

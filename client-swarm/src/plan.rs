@@ -78,9 +78,15 @@ pub fn parse_targets(value: &str) -> Result<Vec<Target>, TargetsError> {
             problem,
         };
         let (strategy, urls) = entry.split_once('=').ok_or_else(|| err("no '='"))?;
-        let strategy = strategy.trim().to_ascii_uppercase();
+        // The lab's own ids (A to F) in any case; a scenario's own ids as written.
+        let strategy = strategy.trim();
+        let strategy = if strategy.len() == 1 {
+            strategy.to_ascii_uppercase()
+        } else {
+            strategy.to_string()
+        };
         if !valid_strategy_id(&strategy) {
-            return Err(err("the strategy id must be letters and digits"));
+            return Err(err("the strategy id must be letters, digits and '-'"));
         }
         let (work, control) = urls.split_once('@').ok_or_else(|| err("no '@'"))?;
         let (work, control) = (work.trim(), control.trim());
@@ -107,6 +113,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_scenarios_own_strategy_ids_keep_their_case() {
+        let t =
+            parse_targets("immediate-20ms=http://h:1@http://h:2,c=http://h:3@http://h:4").unwrap();
+        assert_eq!(t[0].strategy, "immediate-20ms");
+        assert_eq!(t[1].strategy, "C");
+    }
+
+    #[test]
     fn targets_parse() {
         let t = parse_targets(
             "A=http://127.0.0.1:1@http://127.0.0.1:2, d=http://dep-d:8080/@http://dep-d:8081",
@@ -127,7 +141,7 @@ mod tests {
             ("A=http://x:1", "no '@'"),
             ("A=x:1@http://x:2", "work URL"),
             ("A=http://x:1@https://x:2", "control URL"),
-            ("../A=http://x:1@http://x:2", "letters and digits"),
+            ("../A=http://x:1@http://x:2", "letters, digits and '-'"),
             ("A=http://x:1@http://x:2,a=http://x:3@http://x:4", "already"),
         ] {
             let e = parse_targets(value).unwrap_err().to_string();

@@ -128,7 +128,7 @@ fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
         serde_json::from_value(value).map_err(|e| format!("malformed start call JSON: {e}"))?;
     if !valid_strategy_id(&req.strategy) {
         return Err(format!(
-            "invalid strategy {:?}: expected 1 to 16 ASCII letters or digits",
+            "invalid strategy {:?}: expected 1 to 32 ASCII letters, digits or '-'",
             req.strategy
         ));
     }
@@ -144,7 +144,9 @@ fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
              digits, '-', '_' or '.', not starting with '.'"
         ));
     }
-    let params = Params::from_raw(&req.params).map_err(|e| e.to_string())?;
+    // The scenario (registered above when the call brought its definition) may define the
+    // strategies the parameters name.
+    let params = Params::for_scenario(req.scenario, &req.params).map_err(|e| e.to_string())?;
     let t0 = instant_at_unix_ms(req.start_unix_ms).ok_or_else(|| {
         format!(
             "invalid start_unix_ms {}: expected a time within {} s of the service's clock",

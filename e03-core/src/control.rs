@@ -23,7 +23,7 @@ pub const SHUTDOWN_PATH: &str = "/control/shutdown";
 pub struct StartRun {
     pub run: String,
     pub scenario: Scenario,
-    /// Strategy id the traffic will use (for the log only); letters and digits.
+    /// Strategy id the traffic will use (for the log only); letters, digits and '-'.
     pub strategy: String,
     pub seed: u64,
     /// Raw parameters (env name to value), validated by the service with `Params::from_raw`.
@@ -60,9 +60,13 @@ pub struct RunCounts {
 /// so that a run folder explains itself and can be analysed without the user's file.
 pub const SCENARIO_FILE: &str = "scenario.toml";
 
-/// Whether a strategy id is safe to put in a file name.
+/// Whether a strategy id is safe to put in a file name: 1 to 32 ASCII letters, digits or '-'
+/// (a scenario's own strategies are like `immediate-20ms`), not starting with '-'.
 pub fn valid_strategy_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 16 && id.chars().all(|c| c.is_ascii_alphanumeric())
+    !id.is_empty()
+        && id.len() <= 32
+        && !id.starts_with('-')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
 /// Whether a run directory name is one safe path component: 1 to 255 ASCII letters, digits,
@@ -108,6 +112,8 @@ mod tests {
         assert!(valid_strategy_id("D"));
         assert!(!valid_strategy_id("../x"));
         assert!(!valid_strategy_id(""));
+        assert!(valid_strategy_id("immediate-20ms"));
+        assert!(!valid_strategy_id("-x") && !valid_strategy_id("a/b"));
     }
 
     #[test]

@@ -59,8 +59,9 @@ pub enum Admission {
     Rejected,
     /// The service is frozen: it is held and answered 503 when the freeze ends.
     Held,
-    /// The service is down: answer `status` at once, no work done.
-    Refused { status: u16 },
+    /// The service is down: answer `status` after `latency` (zero: at once), no work done, no
+    /// worker or queue place taken.
+    Refused { status: u16, latency: Duration },
 }
 
 /// How a request whose work is done is answered.
@@ -131,7 +132,14 @@ impl DependencyModel {
         match self.cfg.timeline.phase(now) {
             _ if self.frozen => {}
             Phase::Frozen => {}
-            Phase::Down(status) => return Admission::Refused { status },
+            Phase::Down(status) => {
+                let latency = self
+                    .cfg
+                    .timeline
+                    .down_at(now)
+                    .map_or(Duration::ZERO, |d| d.latency);
+                return Admission::Refused { status, latency };
+            }
             Phase::Normal | Phase::Degraded => {
                 return self.admit(now, id, key);
             }
@@ -237,13 +245,20 @@ mod tests {
             start: ms(1000),
             end: ms(2000),
             status: 500,
+            latency: Duration::ZERO,
         });
         let mut m = DependencyModel::new(c);
         assert_eq!(
             m.arrive(ms(999), 0, 0),
             Admission::Start { service: ms(40) }
         );
-        assert_eq!(m.arrive(ms(1000), 1, 1), Admission::Refused { status: 500 });
+        assert_eq!(
+            m.arrive(ms(1000), 1, 1),
+            Admission::Refused {
+                status: 500,
+                latency: Duration::ZERO
+            }
+        );
         assert_eq!(m.queued(), 0, "a refused request takes no queue slot");
         assert_eq!(
             m.arrive(ms(2000), 2, 2),

@@ -9,7 +9,7 @@
 //!
 //! - [`params`]: the run parameters (spec sections 2 to 5), read from env-style maps or flags and
 //!   validated once into typed values; every error names the parameter and what it accepts.
-//! - [`timeline`]: the freeze window and the degraded window after it.
+//! - [`timeline`]: the freeze window, the degraded window after it and the down windows.
 //! - [`dependency`]: the dependency's capacity model (workers, bounded queue, freeze, degraded
 //!   service time, transient faults) as a state machine.
 //! - [`schedule`]: the dependency's whole schedule (the model, its due instants, freeze edges,
@@ -18,6 +18,10 @@
 //! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
 //!   the seed and the request's identity.
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
+//! - [`strategy_table`]: a strategy written as a `[[strategy]]` table, and how a run's strategy
+//!   ids are resolved (A to F, the presets, then a scenario's own).
+//! - [`scenario`]: scenarios as data (TOML files: timeline, faults, workload, policies, checks).
+//! - [`checks`]: a scenario's `[[check]]` tables: which figure, the published value, the band.
 //! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets
 //!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
@@ -33,6 +37,7 @@
 
 pub mod breaker;
 pub mod budget;
+pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod control;
@@ -48,6 +53,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod session;
 pub mod strategy;
+pub mod strategy_table;
 pub mod timeline;
 
 pub use budget::{RetryBudget, TokenBucket, Unlimited};

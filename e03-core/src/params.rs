@@ -14,6 +14,7 @@ use crate::dependency::ServiceConfig;
 use crate::faults::FaultModel;
 use crate::operation::Limits;
 use crate::strategy::Strategy;
+use crate::strategy_table::{accepted_ids, resolve_id, StrategySpec};
 use crate::timeline::{DegradedWindow, DownWindow, FreezeWindow, PhaseKind, Timeline};
 
 pub use crate::scenario::Scenario;
@@ -231,7 +232,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_STRATEGIES",
         "strategies",
         "A,B,C,D",
-        "a comma-separated list of strategy ids from A,B,C,D,E,F without repeats",
+        "a comma-separated list of strategy ids from A,B,C,D,E,F,grpc,aws-standard,aws-2026,finagle,tower,envoy,sre-adaptive,polly-breaker,retry-everything,budget10 without repeats",
         "strategies of the run"
     ),
 ];
@@ -322,6 +323,15 @@ impl Params {
     /// Validates raw values keyed by env var name; missing keys take their default. Keys that
     /// are not parameters are an error (a typo must not silently run the defaults).
     pub fn from_raw(raw: &BTreeMap<String, String>) -> Result<Params, ParamError> {
+        Params::from_raw_with(raw, &[])
+    }
+
+    /// [`Params::from_raw`] where `E03_STRATEGIES` may also name the strategies `own` defines
+    /// (a scenario's `[[strategy]]` tables; see [`crate::strategy_table::resolve_id`]).
+    pub fn from_raw_with(
+        raw: &BTreeMap<String, String>,
+        own: &[StrategySpec],
+    ) -> Result<Params, ParamError> {
         if let Some(bad) = raw
             .keys()
             .find(|k| !PARAMS.iter().any(|p| p.env == k.as_str()))
@@ -390,11 +400,15 @@ impl Params {
         let budget = BudgetSpec::token_bucket(swarm.budget_cap, swarm.budget_ratio);
         let (base, cap) = (ms(swarm.backoff_base_ms), ms(swarm.backoff_cap_ms));
         let mut strategies: Vec<Strategy> = Vec::new();
+        let bad_strategies = || ParamError::Invalid {
+            name: "E03_STRATEGIES".into(),
+            value: r.value("E03_STRATEGIES").to_string(),
+            accepts: accepted_ids(own),
+        };
         for id in r.value("E03_STRATEGIES").split(',').map(str::trim) {
-            let s = Strategy::standard(&id.to_ascii_uppercase(), base, cap, budget)
-                .ok_or_else(|| r.invalid("E03_STRATEGIES"))?;
+            let s = resolve_id(id, base, cap, budget, own).ok_or_else(bad_strategies)?;
             if strategies.iter().any(|x| x.id == s.id) {
-                return Err(r.invalid("E03_STRATEGIES"));
+                return Err(bad_strategies());
             }
             strategies.push(s);
         }
@@ -463,9 +477,10 @@ impl Params {
         scenario: Scenario,
         raw: &BTreeMap<String, String>,
     ) -> Result<Params, ParamError> {
-        let mut all = scenario.def().settings.clone();
+        let def = scenario.def();
+        let mut all = def.settings.clone();
         all.extend(raw.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Params::from_raw(&all)
+        Params::from_raw_with(&all, &def.strategies)
     }
 
     /// The dependency's configuration for one scenario and seed: the scenario's timeline of
@@ -506,7 +521,12 @@ impl Params {
                 freeze_at.is_some_and(|f| f + 1 == i && phases[f].end_s == p.start_s);
             match p.phase {
                 PhaseKind::Up => {}
-                PhaseKind::Down { status } => timeline.down.push(DownWindow { start, end, status }),
+                PhaseKind::Down { status, latency_ms } => timeline.down.push(DownWindow {
+                    start,
+                    end,
+                    status,
+                    latency: Duration::from_millis(latency_ms),
+                }),
                 PhaseKind::Freeze => {
                     timeline.freeze = Some(FreezeWindow {
                         start: secs(s.freeze_start_s),
@@ -758,8 +778,8 @@ mod tests {
         );
         assert!(e.ends_with("all, or a scenario file (NAME.toml)"), "{e}");
         assert_eq!(
-            Scenario::parse_list("all").unwrap(),
-            vec![Scenario::E03A, Scenario::E03B]
+            Scenario::parse_list("all").unwrap()[..2],
+            [Scenario::E03A, Scenario::E03B]
         );
     }
 
@@ -783,7 +803,7 @@ mod tests {
     #[test]
     fn a_scenario_file_gives_its_timeline_to_the_model() {
         let text = "name = \"params-timeline\"\ntitle = \"t\"\ndescription = \"d\"\n\
-            [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\n\
+            [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\nlatency_ms = 26\n\
             [[timeline]]\nphase = \"degraded\"\nstart_s = 4\nend_s = 6\ncapacity_factor = 0.25\n";
         let def = crate::scenario::parse(text, "t.toml").unwrap();
         let sc = Scenario::register(def).unwrap();
@@ -798,7 +818,8 @@ mod tests {
             [DownWindow {
                 start: Duration::from_secs(1),
                 end: Duration::from_secs(2),
-                status: 500
+                status: 500,
+                latency: Duration::from_millis(26),
             }]
         );
         let d = t.degraded.unwrap();

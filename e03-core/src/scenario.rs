@@ -27,17 +27,26 @@ use std::sync::{Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::checks::{parse_check_table, CheckSpec};
 use crate::params::{ParamError, Params};
+use crate::strategy_table::{parse_strategy_table, StrategySpec};
 use crate::timeline::{PhaseKind, PhaseWindow};
 
 /// The built-in scenarios: file name and text, compiled in.
 pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ("e03a.toml", include_str!("../scenarios/e03a.toml")),
     ("e03b.toml", include_str!("../scenarios/e03b.toml")),
+    ("gateway4.toml", include_str!("../scenarios/gateway4.toml")),
+    ("breaker.toml", include_str!("../scenarios/breaker.toml")),
+    ("herd.toml", include_str!("../scenarios/herd.toml")),
+    ("budget.toml", include_str!("../scenarios/budget.toml")),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
 const MAX_TIME_S: f64 = 86_400.0;
+
+/// Longest error latency of a `down` phase, in ms (ten minutes).
+const MAX_DOWN_LATENCY_MS: u64 = 600_000;
 
 /// Where each value of a file goes: section, key and the E03 parameter it sets.
 pub const FILE_KEYS: &[(&str, &str, &str)] = &[
@@ -97,6 +106,13 @@ pub struct ScenarioDef {
     pub settings: BTreeMap<String, String>,
     /// The file has a `[faults]` table: `E03_FAIL_RATE`, `E03_SLOW_RATE` and `E03_SLOW_MS` apply.
     pub has_faults: bool,
+    /// The strategies the file defines (`[[strategy]]` tables), named by id in
+    /// `[policy] strategies` or `E03_STRATEGIES` like A to F.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strategies: Vec<StrategySpec>,
+    /// The file's checks against its source's figures (`[[check]]` tables).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckSpec>,
 }
 
 impl ScenarioDef {
@@ -116,7 +132,9 @@ impl ScenarioDef {
                 && p.end_s <= MAX_TIME_S;
             let kind_ok = match p.phase {
                 PhaseKind::Up => true,
-                PhaseKind::Down { status } => (400..=599).contains(&status),
+                PhaseKind::Down { status, latency_ms } => {
+                    (400..=599).contains(&status) && latency_ms <= MAX_DOWN_LATENCY_MS
+                }
                 PhaseKind::Freeze => {
                     freezes += 1;
                     freezes == 1
@@ -135,7 +153,7 @@ impl ScenarioDef {
             }
             end = p.end_s;
         }
-        Params::from_raw(&self.settings)
+        Params::from_raw_with(&self.settings, &self.strategies)
             .map(|_| ())
             .map_err(|e| format!("scenario {:?}: {e}", self.name))
     }
@@ -192,6 +210,10 @@ pub struct ScenarioFile {
     workload: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
     policy: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    strategy: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    #[serde(default)]
+    check: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
 }
 
 /// One `[[timeline]]` entry as written.
@@ -203,6 +225,7 @@ struct FilePhase {
     end_s: f64,
     capacity_factor: Option<f64>,
     status: Option<u16>,
+    latency_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -321,8 +344,35 @@ impl ScenarioFile {
             }
         }
 
+        // The file's own strategies, each table checked, ids unique.
+        let mut strategies: Vec<StrategySpec> = Vec::new();
+        for t in &self.strategy {
+            let spec = parse_strategy_table(t.get_ref(), t.span().start).map_err(|e| {
+                ScenarioError::at(
+                    origin,
+                    text,
+                    e.offset,
+                    format!("[[strategy]] {}", e.message),
+                )
+            })?;
+            if strategies.iter().any(|s| s.id == spec.id) {
+                let offset = t.get_ref().get("id").map(|v| v.span().start);
+                return Err(ScenarioError::at(
+                    origin,
+                    text,
+                    offset,
+                    format!(
+                        "[[strategy]] id = {:?} is defined twice: expected each id once",
+                        spec.id
+                    ),
+                ));
+            }
+            strategies.push(spec);
+        }
+
         // One validation for every value: the parameter table's own rules.
-        if let Err(e) = Params::from_raw(&settings) {
+        let validated = Params::from_raw_with(&settings, &strategies);
+        if let Err(e) = validated {
             let (offset, message) = match &e {
                 ParamError::Invalid {
                     name,
@@ -340,6 +390,39 @@ impl ScenarioFile {
             return Err(ScenarioError::at(origin, text, offset, message));
         }
 
+        // The checks, each naming strategies the scenario runs.
+        let run_ids: Vec<String> = validated
+            .map(|p| p.strategies.into_iter().map(|s| s.id).collect())
+            .unwrap_or_default();
+        let mut checks = Vec::new();
+        for t in &self.check {
+            let spec = parse_check_table(t.get_ref(), t.span().start).map_err(|e| {
+                ScenarioError::at(origin, text, e.offset, format!("[[check]] {}", e.message))
+            })?;
+            if let Some(id) = spec
+                .strategies()
+                .into_iter()
+                .find(|id| !run_ids.iter().any(|r| r == id))
+            {
+                let key = if id == spec.strategy {
+                    "strategy"
+                } else {
+                    "versus"
+                };
+                let offset = t.get_ref().get(key).map(|v| v.span().start);
+                return Err(ScenarioError::at(
+                    origin,
+                    text,
+                    offset,
+                    format!(
+                        "[[check]] {key} = {id:?}: expected a strategy the scenario runs ({})",
+                        run_ids.join(", ")
+                    ),
+                ));
+            }
+            checks.push(spec);
+        }
+
         Ok(ScenarioDef {
             name: name.clone(),
             title: self.title,
@@ -348,6 +431,8 @@ impl ScenarioFile {
             phases,
             settings,
             has_faults: self.faults.is_some(),
+            strategies,
+            checks,
         })
     }
 
@@ -401,11 +486,21 @@ impl ScenarioFile {
             if p.status.is_some() && p.phase != PhaseName::Down {
                 return fail("status is only for a down phase".into());
             }
+            if p.latency_ms.is_some() && p.phase != PhaseName::Down {
+                return fail("latency_ms is only for a down phase".into());
+            }
+            let latency_ms = p.latency_ms.unwrap_or(0);
+            if latency_ms > MAX_DOWN_LATENCY_MS {
+                return fail(format!(
+                    "latency_ms = {latency_ms}: expected a whole number of milliseconds from 0 \
+                     to {MAX_DOWN_LATENCY_MS}"
+                ));
+            }
             let phase = match p.phase {
                 PhaseName::Up => PhaseKind::Up,
                 PhaseName::Freeze => PhaseKind::Freeze,
                 PhaseName::Down => match p.status.unwrap_or(503) {
-                    status @ 400..=599 => PhaseKind::Down { status },
+                    status @ 400..=599 => PhaseKind::Down { status, latency_ms },
                     other => return fail(format!("status = {other}: expected 400 to 599")),
                 },
                 PhaseName::Degraded => match p.capacity_factor {
@@ -629,7 +724,10 @@ mod tests {
     fn builtins_parse_and_carry_e03_defaults() {
         let all = builtins();
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["e03a", "e03b"]);
+        assert_eq!(
+            names,
+            ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"]
+        );
         let b = builtin("e03b").unwrap();
         assert_eq!(b.settings["E03_FREEZE_START_S"], "8.5");
         assert_eq!(b.settings["E03_FREEZE_END_S"], "10");
@@ -646,8 +744,8 @@ mod tests {
 
     #[test]
     fn builtin_values_are_the_parameter_defaults() {
-        // The built-in files repeat the parameter table's defaults; they must not drift apart.
-        for def in builtins() {
+        // E03's own files repeat the parameter table's defaults; they must not drift apart.
+        for def in builtins().into_iter().take(2) {
             for (env, value) in &def.settings {
                 let default = crate::params::spec(env).unwrap().default;
                 let same = match (value.parse::<f64>(), default.parse::<f64>()) {
@@ -738,6 +836,29 @@ mod tests {
             "phase = \"down\"\nstart_s = 1.0\nend_s = 2.0\nstatus = 200",
         ));
         assert!(e.message.contains("400 to 599"), "{e}");
+        let e = err(&phase(
+            "phase = \"freeze\"\nstart_s = 1.0\nend_s = 2.0\nlatency_ms = 26",
+        ));
+        assert!(
+            e.message.contains("latency_ms is only for a down phase"),
+            "{e}"
+        );
+        let e = err(&phase(
+            "phase = \"down\"\nstart_s = 1.0\nend_s = 2.0\nlatency_ms = 600001",
+        ));
+        assert!(e.message.contains("latency_ms = 600001: expected"), "{e}");
+        let ok = parse(
+            &phase("phase = \"down\"\nstart_s = 0\nend_s = 0.7\nlatency_ms = 26"),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            ok.phases[0].phase,
+            PhaseKind::Down {
+                status: 503,
+                latency_ms: 26
+            }
+        );
         let e = err(&format!(
             "{MINIMAL}[[timeline]]\nphase = \"down\"\nstart_s = 1.0\nend_s = 3.0\n\
              [[timeline]]\nphase = \"freeze\"\nstart_s = 2.0\nend_s = 4.0\n"
@@ -758,9 +879,12 @@ mod tests {
 
     #[test]
     fn handles_compare_by_name_and_find_their_data() {
-        assert_eq!(Scenario::builtins(), [Scenario::E03A, Scenario::E03B]);
+        assert_eq!(Scenario::builtins()[..2], [Scenario::E03A, Scenario::E03B]);
         assert_eq!(Scenario::E03B.title(), "E03-B outage");
-        assert_eq!(Scenario::parse_list("all").unwrap().len(), 2);
+        assert_eq!(
+            Scenario::parse_list("all").unwrap().len(),
+            BUILTIN_FILES.len()
+        );
         assert_eq!(Scenario::parse_list("E03-B").unwrap(), [Scenario::E03B]);
         let json = serde_json::to_string(&Scenario::E03A).unwrap();
         assert_eq!(json, "\"e03a\"");
@@ -793,6 +917,70 @@ mod tests {
         let mut bad = builtin("e03b").unwrap();
         bad.name = "../x".into();
         assert!(bad.check().is_err());
+    }
+
+    #[test]
+    fn seed_scenarios_define_their_strategies_and_checks() {
+        let g = builtin("gateway4").unwrap();
+        assert_eq!(g.strategies.len(), 2);
+        assert_eq!(g.checks.len(), 8);
+        assert_eq!(
+            g.phases[0].phase,
+            PhaseKind::Down {
+                status: 503,
+                latency_ms: 26
+            }
+        );
+        let p =
+            Params::for_scenario(Scenario::named("gateway4").unwrap(), &BTreeMap::new()).unwrap();
+        let ids: Vec<&str> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["immediate-20ms", "jitter-60ms"]);
+        let b = builtin("breaker").unwrap();
+        assert!(b.strategies[0].breaker.is_some());
+        assert_eq!(
+            builtin("herd").unwrap().settings["E03_STRATEGIES"],
+            "B,C,E,F"
+        );
+        // The definition travels as JSON (control call) and comes back the same.
+        let json = serde_json::to_string(&g).unwrap();
+        assert_eq!(serde_json::from_str::<ScenarioDef>(&json).unwrap(), g);
+        g.check().unwrap();
+    }
+
+    #[test]
+    fn strategy_and_check_tables_are_checked_with_their_line() {
+        let e = err(&format!(
+            "{MINIMAL}[policy]\nstrategies = [\"mine\"]\n[[strategy]]\nid = \"mine\"\n\
+             backoff = \"constant\"\nwait_ms = \"x\"\n"
+        ));
+        assert_eq!(e.line(), Some(9), "{e}");
+        assert!(
+            e.message
+                .starts_with("[[strategy]] wait_ms = \"x\": expected"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{MINIMAL}[policy]\nstrategies = [\"A\", \"other\"]\n[[strategy]]\nid = \"mine\"\n\
+             backoff = \"none\"\n"
+        ));
+        assert_eq!(e.line(), Some(5), "{e}");
+        assert!(e.message.contains("A,B,C,D,E,F,grpc,"), "{e}");
+        assert!(e.message.contains(",budget10,mine without repeats"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[strategy]]\nid = \"x\"\nbackoff = \"none\"\n\
+             [[strategy]]\nid = \"x\"\nbackoff = \"none\"\n"
+        ));
+        assert!(e.message.contains("defined twice"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[check]]\nstrategy = \"Z\"\nmetric = \"attempts\"\npublished = 1\n\
+             exact = true\n"
+        ));
+        assert_eq!(e.line(), Some(5), "{e}");
+        assert!(
+            e.message
+                .contains("expected a strategy the scenario runs (A, B, C, D)"),
+            "{e}"
+        );
     }
 
     #[test]

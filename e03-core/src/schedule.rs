@@ -82,6 +82,8 @@ enum Due {
     WorkDone(ReqId),
     /// This request's late answer (E03-A slow fate), with its status, is due.
     LateAnswer(ReqId, u16),
+    /// This request's error answer from a down phase with an error latency is due.
+    DownAnswer(ReqId, u16),
 }
 
 impl Due {
@@ -215,14 +217,28 @@ impl DependencySchedule {
                 admit: None,
                 immediate: false,
             })),
-            Admission::Refused { status } => out.push(Step::Answer(Answer {
-                req,
-                at: now,
-                status,
-                cause: Cause::Down,
-                admit: None,
-                immediate: false,
-            })),
+            Admission::Refused { status, latency } if latency.is_zero() => {
+                out.push(Step::Answer(Answer {
+                    req,
+                    at: now,
+                    status,
+                    cause: Cause::Down,
+                    admit: None,
+                    immediate: false,
+                }))
+            }
+            Admission::Refused { status, latency } => {
+                // Answered later, without a worker or a queue place.
+                self.waiting.insert(
+                    req,
+                    Waiting {
+                        admit: None,
+                        immediate: false,
+                    },
+                );
+                self.due
+                    .push(Reverse((now + latency, Due::DownAnswer(req, status))));
+            }
         }
         admission
     }
@@ -272,6 +288,7 @@ impl DependencySchedule {
                 }
             }
             Due::LateAnswer(req, status) => self.answer(t, req, status, Cause::Slow, out),
+            Due::DownAnswer(req, status) => self.answer(t, req, status, Cause::Down, out),
         }
     }
 
@@ -409,18 +426,78 @@ mod tests {
             start: ms(100),
             end: ms(200),
             status: 502,
+            latency: Duration::ZERO,
         });
         let mut s = DependencySchedule::new(cfg);
         let mut out = Vec::new();
         assert_eq!(
             s.arrive(ms(150), 0, 0, &mut out),
-            Admission::Refused { status: 502 }
+            Admission::Refused {
+                status: 502,
+                latency: Duration::ZERO
+            }
         );
         let [Step::Answer(a)] = out.as_slice() else {
             panic!("{out:?}")
         };
         assert_eq!((a.at, a.status, a.cause), (ms(150), 502, Cause::Down));
         assert_eq!(s.waiting(), 0);
+    }
+
+    #[test]
+    fn a_down_phase_with_latency_answers_later_without_a_worker() {
+        let mut cfg = Params::default().service_config(crate::Scenario::E03A, 1);
+        cfg.faults = Default::default();
+        cfg.workers = 1;
+        cfg.queue = 0;
+        cfg.timeline.down.push(crate::timeline::DownWindow {
+            start: ms(100),
+            end: ms(200),
+            status: 503,
+            latency: ms(26),
+        });
+        let mut s = DependencySchedule::new(cfg);
+        let mut out = Vec::new();
+        // Three requests at once while down: none takes the one worker, none is rejected full.
+        for id in 0..3 {
+            let adm = s.arrive(ms(150), id, id, &mut out);
+            assert_eq!(
+                adm,
+                Admission::Refused {
+                    status: 503,
+                    latency: ms(26)
+                }
+            );
+        }
+        assert!(out.is_empty(), "nothing answered at arrival: {out:?}");
+        assert_eq!(s.waiting(), 3);
+        assert_eq!(s.next_due(), Some(ms(176)));
+        s.advance(ms(175), &mut out);
+        assert!(out.is_empty());
+        s.advance(ms(176), &mut out);
+        let got = answers(&out);
+        assert_eq!(got.len(), 3);
+        for (i, a) in got.iter().enumerate() {
+            assert_eq!(
+                (a.req, a.at, a.status, a.cause, a.admit),
+                (i as ReqId, ms(176), 503, Cause::Down, None)
+            );
+        }
+        // An answer due after the window ends still comes; the next arrival is served.
+        out.clear();
+        s.arrive(ms(190), 9, 9, &mut out);
+        assert_eq!(
+            s.arrive(ms(200), 10, 10, &mut out),
+            Admission::Start { service: ms(40) }
+        );
+        s.advance(ms(216), &mut out);
+        assert_eq!(
+            answers(&out)
+                .iter()
+                .map(|a| (a.req, a.at))
+                .collect::<Vec<_>>(),
+            [(9, ms(216))]
+        );
     }
 
     #[test]

@@ -23,13 +23,18 @@ pub struct DegradedWindow {
     pub capacity_factor: f64,
 }
 
-/// While down the service answers every request at once with `status` and does no work.
+/// While down the service answers every request with `status`, `latency` after it arrived (at
+/// once by default), and does no work: no worker, no queue place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DownWindow {
     pub start: Duration,
     pub end: Duration,
     /// 400 to 599; 503 unless the scenario says otherwise.
     pub status: u16,
+    /// How long the error answer takes (a gateway that is down still takes a round trip to say
+    /// so). Zero: at once.
+    #[serde(default)]
+    pub latency: Duration,
 }
 
 /// What the dependency is doing at a given moment.
@@ -54,7 +59,7 @@ pub struct Timeline {
 
 impl Timeline {
     pub fn phase(&self, now: Duration) -> Phase {
-        if let Some(d) = self.down.iter().find(|d| now >= d.start && now < d.end) {
+        if let Some(d) = self.down_at(now) {
             return Phase::Down(d.status);
         }
         if let Some(f) = self.freeze {
@@ -68,6 +73,11 @@ impl Timeline {
             }
         }
         Phase::Normal
+    }
+
+    /// The down window `now` falls in, if any.
+    pub fn down_at(&self, now: Duration) -> Option<&DownWindow> {
+        self.down.iter().find(|d| now >= d.start && now < d.end)
     }
 
     /// The incident: from the start of the first window that is not normal service to the end
@@ -98,8 +108,13 @@ impl Timeline {
 pub enum PhaseKind {
     /// Serves normally.
     Up,
-    /// Answers every request at once with `status`, doing no work.
-    Down { status: u16 },
+    /// Answers every request with `status`, `latency_ms` after its arrival (0: at once), doing
+    /// no work.
+    Down {
+        status: u16,
+        #[serde(default)]
+        latency_ms: u64,
+    },
     /// Holds everything and answers 503 at the phase's end (E03-B). At most one per scenario.
     Freeze,
     /// Capacity times `capacity_factor`, in (0, 1]: service time is divided by it. At most one
@@ -138,6 +153,7 @@ mod tests {
                 start: ms(2000),
                 end: ms(3000),
                 status: 500,
+                latency: Duration::ZERO,
             }],
         }
     }

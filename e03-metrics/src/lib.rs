@@ -9,6 +9,8 @@
 //!   while saturated, and client/server identity matching.
 //! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
 //!   client's and the server's identities without keeping them.
+//! - [`checks`]: a scenario's `[[check]]` tables evaluated on its runs (ours beside the published
+//!   figure, PASS or FAIL), and the per-caller attempt log of a small run.
 //! - [`stats`]: the figures of a run as a list of named accessors with their units.
 //! - [`tables`]: spreads over seeds, verdicts, the one [`tables::Table`] renderer, every table
 //!   of the lab and the plain-language conclusion under them; printers take any `W: Write`.
@@ -22,6 +24,7 @@ use serde::Serialize;
 use e03_core::events::Event;
 use e03_core::{Params, Scenario};
 
+pub mod checks;
 pub mod fidelity;
 mod matching;
 pub mod metrics;

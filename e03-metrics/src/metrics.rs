@@ -72,10 +72,46 @@ pub struct RunMetrics {
     /// seen: for windows other than 100 ms and 1 s (a scenario's checks).
     #[serde(skip)]
     pub arrivals: Vec<(u64, u32)>,
+    /// Operations that succeeded.
+    #[serde(default)]
+    pub succeeded: u64,
+    /// Every attempt of a small run (at most [`ATTEMPT_LOG_MAX`] attempts; empty for a larger
+    /// one), in the order sent: the per-caller attempt log and the retry waits of the checks.
+    #[serde(skip)]
+    pub attempt_log: Vec<AttemptLine>,
     /// From live logs only.
     pub fidelity: Option<Fidelity>,
     /// From live logs only.
     pub matched: Option<Matched>,
+}
+
+/// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
+pub const ATTEMPT_LOG_MAX: usize = 2000;
+
+/// How one attempt ended, for the attempt log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnd {
+    Status(u16),
+    Timeout,
+    ConnectionError,
+    /// Refused by a policy layer before sending.
+    FailedFast,
+    /// Not answered before the run ended.
+    Unanswered,
+}
+
+/// One attempt of a small run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptLine {
+    pub client: u32,
+    pub op: u32,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// When it left (or was refused), µs after time zero.
+    pub sent_us: u64,
+    /// When its answer came, µs after time zero.
+    pub end_us: u64,
+    pub end: LineEnd,
 }
 
 /// One state change of a strategy's circuit breaker.
@@ -110,6 +146,12 @@ pub struct RunAccumulator {
     operations: u64,
     affected_ops: u64,
     affected_ok: u64,
+    succeeded: u64,
+    /// The attempt log (see [`RunMetrics::attempt_log`]), with the index of each simulated
+    /// attempt still waiting for its answer, by request id.
+    attempt_log: Vec<AttemptLine>,
+    attempt_log_full: bool,
+    in_flight: std::collections::HashMap<u64, usize>,
     /// Latency of every operation, µs.
     latency: Histogram<u64>,
     /// Client send lateness (sent - due), µs: a fidelity input, cheap enough to always keep.
@@ -167,6 +209,10 @@ impl RunAccumulator {
             operations: 0,
             affected_ops: 0,
             affected_ok: 0,
+            succeeded: 0,
+            attempt_log: Vec::new(),
+            attempt_log_full: false,
+            in_flight: std::collections::HashMap::new(),
             latency: histogram(),
             lateness: histogram(),
             recovery_windows: Vec::new(),
@@ -212,9 +258,49 @@ impl RunAccumulator {
         self.breaker.push(BreakerMark { t_us, from, to });
     }
 
+    /// One attempt for the attempt log (live: from the client log, whole).
+    pub fn attempt_line(&mut self, line: AttemptLine) {
+        if self.attempt_log_full {
+            return;
+        }
+        if self.attempt_log.len() >= ATTEMPT_LOG_MAX {
+            // A large run: keep no log at all rather than a misleading part of one.
+            self.attempt_log_full = true;
+            self.attempt_log = Vec::new();
+            self.in_flight = Default::default();
+            return;
+        }
+        self.attempt_log.push(line);
+    }
+
+    /// A simulated attempt left (request `req`); its end comes by [`Self::attempt_answered`].
+    pub fn attempt_sent(&mut self, req: u64, client: u32, op: u32, attempt: u32, t_us: u64) {
+        self.attempt_line(AttemptLine {
+            client,
+            op,
+            attempt,
+            sent_us: t_us,
+            end_us: t_us,
+            end: LineEnd::Unanswered,
+        });
+        if !self.attempt_log_full {
+            self.in_flight.insert(req, self.attempt_log.len() - 1);
+        }
+    }
+
+    /// A simulated attempt (request `req`) ended at `t_us`.
+    pub fn attempt_answered(&mut self, req: u64, t_us: u64, end: LineEnd) {
+        if let Some(i) = self.in_flight.remove(&req) {
+            let line = &mut self.attempt_log[i];
+            line.end_us = t_us;
+            line.end = end;
+        }
+    }
+
     /// An operation ended (client log).
     pub fn operation(&mut self, start_us: u64, end_us: u64, success: bool, reason: Option<GiveUp>) {
         self.operations += 1;
+        self.succeeded += u64::from(success);
         if reason == Some(GiveUp::BudgetDenied) {
             self.retries_denied += 1;
         }
@@ -254,6 +340,20 @@ impl RunAccumulator {
 
     /// A live attempt record: the counts plus its identity for matching.
     pub fn attempt_event(&mut self, a: &Attempt) {
+        self.attempt_line(AttemptLine {
+            client: a.client,
+            op: a.op,
+            attempt: a.attempt,
+            sent_us: a.sent_us,
+            end_us: a.end_us,
+            end: match a.end {
+                AttemptEnd::Status => a.status.map_or(LineEnd::Unanswered, LineEnd::Status),
+                AttemptEnd::Timeout => LineEnd::Timeout,
+                AttemptEnd::ConnectionError => LineEnd::ConnectionError,
+                AttemptEnd::Aborted => LineEnd::Unanswered,
+                AttemptEnd::FailedFast => LineEnd::FailedFast,
+            },
+        });
         if a.end == AttemptEnd::FailedFast {
             self.failed_fast();
             return;
@@ -316,6 +416,8 @@ impl RunAccumulator {
             arrivals_1s,
             retries_1s,
             arrivals: self.arrivals,
+            succeeded: self.succeeded,
+            attempt_log: self.attempt_log,
             fidelity,
             matched,
         }

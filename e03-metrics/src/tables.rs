@@ -286,14 +286,18 @@ pub fn load_table(s: &ScenarioSummary) -> Table {
     }
 }
 
+/// Most 100 ms windows the series table shows (15 s): an outage that lasts the whole run (the
+/// `budget` scenario's hour) is shown from its start, not row by row to its end.
+pub const SERIES_MAX_WINDOWS: usize = 150;
+
 /// 100 ms windows shown around the outage: from half a second before the freeze to three
-/// seconds after its end (8.0 s to 13.0 s by default).
+/// seconds after its end (8.0 s to 13.0 s by default), at most [`SERIES_MAX_WINDOWS`].
 pub fn series_windows(s: &ScenarioSummary) -> std::ops::Range<usize> {
     match outage_edges(s) {
         Some((start, end)) => {
             let from = ((start - 0.5).max(0.0) * 10.0).floor() as usize;
             let to = ((end + 3.0) * 10.0).ceil() as usize;
-            from..to.max(from)
+            from..to.max(from).min(from + SERIES_MAX_WINDOWS)
         }
         None => 0..0,
     }
@@ -724,6 +728,14 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
             }
         }
     }
+    if let Some(log) = crate::checks::attempt_log_text(s) {
+        writeln!(w, "\nAttempts of each caller (attempts.txt):")?;
+        write!(w, "{log}")?;
+    }
+    if let Some(t) = crate::checks::check_table(s) {
+        writeln!(w, "\nCheck against the source's published figures:")?;
+        write!(w, "{}", t.markdown())?;
+    }
     Ok(())
 }
 
@@ -831,6 +843,26 @@ mod terminal_tests {
         };
         s.params.seeds = s.seeds();
         s
+    }
+
+    #[test]
+    fn an_outage_as_long_as_the_run_shows_at_most_the_series_cap() {
+        // E03-B's freeze moved to cover an hour: the table stops after 15 s of windows.
+        let raw = [
+            ("E03_FREEZE_START_S", "1"),
+            ("E03_FREEZE_END_S", "3600"),
+            ("E03_RECOVERY_END_S", "3600"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut s = summary("A", vec![run("A", 1, 1.0, 10, 0, 1)]);
+        s.params = Params::from_raw(&raw).unwrap();
+        let w = series_windows(&s);
+        assert_eq!((w.start, w.end), (5, 5 + SERIES_MAX_WINDOWS));
+        // E03-B itself is far below the cap: 8.0 s to 13.0 s.
+        let e03b = summary("A", vec![run("A", 1, 1.0, 10, 0, 1)]);
+        assert_eq!(series_windows(&e03b), 80..130);
     }
 
     #[test]

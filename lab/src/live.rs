@@ -98,7 +98,9 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
 }
 
 /// Analyses each scenario's logs under `out`, prints the tables and writes the results.
-/// Exit code 0 when every run is complete and its counts match, 1 otherwise.
+/// Exit code 0 when every run is complete, its counts match and its checks pass; 1 when a run
+/// is incomplete or its counts do not match; 3 when the runs are sound but a check against the
+/// source's figures failed ([`CHECK_FAILED`]).
 pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i32> {
     let mut code = 0;
     for scenario in scenarios {
@@ -120,9 +122,21 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             );
             code = 1;
         }
+        if e03_metrics::checks::any_failed(&summary) {
+            eprintln!(
+                "lab: {}: a check against the source's figures FAILED (see the check table)",
+                scenario.name()
+            );
+            if code == 0 {
+                code = CHECK_FAILED;
+            }
+        }
     }
     Ok(code)
 }
+
+/// Exit code of a run whose figures are sound but fail a check against the source's figures.
+pub const CHECK_FAILED: i32 = 3;
 
 /// True when every run's client attempts and server arrivals matched one to one.
 fn counts_match(summary: &analyzer::ScenarioSummary) -> bool {

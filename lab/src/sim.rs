@@ -6,9 +6,12 @@ use anyhow::Context;
 use crate::args::{RunPlan, SimPlan};
 use crate::outdir;
 
+/// Exit code 0, 1 on an error, or [`crate::live::CHECK_FAILED`] when a scenario's check
+/// against its source's figures failed.
 pub fn simulate(plan: &SimPlan) -> i32 {
     match simulate_inner(plan) {
-        Ok(()) => 0,
+        Ok(true) => 0,
+        Ok(false) => crate::live::CHECK_FAILED,
         Err(e) => {
             eprintln!("lab: {}", crate::live::chain(&e));
             1
@@ -16,7 +19,9 @@ pub fn simulate(plan: &SimPlan) -> i32 {
     }
 }
 
-fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
+/// Ok(false) when a check failed.
+fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
+    let mut passed = true;
     let run = outdir::claim(&plan.out, &plan.choice)?;
     eprintln!(
         "lab: run {} writes into {}",
@@ -33,6 +38,13 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
             let summary = simulator::simulate(*scenario, params);
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
+            if e03_metrics::checks::any_failed(&summary) {
+                eprintln!(
+                    "lab: {}: a check against the source's figures FAILED (see the check table)",
+                    scenario.name()
+                );
+                passed = false;
+            }
         } else {
             let result = simulator::sweep(*scenario, &plan.raw, &plan.sweeps)?;
             simulator::print_sweep(&mut out, &result)?;
@@ -44,7 +56,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<()> {
         use std::io::Write;
         writeln!(out, "results: {}", outdir::shown(&dir))?;
     }
-    Ok(())
+    Ok(passed)
 }
 
 /// Live, then simulated, then both side by side.

@@ -75,7 +75,11 @@ fn list_shows_the_builtin_catalogue() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(names, ["e03a", "e03b"], "{out}");
+    assert_eq!(
+        names,
+        ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"],
+        "{out}"
+    );
     assert!(out.contains("freezes from 8.5 s to 10 s"), "{out}");
 }
 

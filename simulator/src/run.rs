@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use e03_core::breaker::BreakerState;
-use e03_core::{GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
-use e03_metrics::metrics::{RunAccumulator, RunMetrics};
+use e03_core::{AttemptResult, GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
+use e03_metrics::metrics::{AttemptLine, LineEnd, RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
 
 use crate::engine::{Engine, Observer};
@@ -19,14 +19,36 @@ use crate::queue::Nanos;
 /// The analyzer's accumulator observes a simulated run exactly as it reads a live one: every
 /// attempt arrives at the instant it is sent (due = sent, no network), times in microseconds.
 impl Observer for RunAccumulator {
-    fn arrival(&mut self, t: Nanos, _req: ReqId, _client: u32, _op: u32, attempt: u32) {
+    fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
         let t_us = t / 1000;
         RunAccumulator::arrival(self, t_us, Some(attempt));
         RunAccumulator::attempt(self, attempt, t_us, t_us);
+        RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
     }
 
-    fn failed_fast(&mut self, _t: Nanos, _client: u32, _op: u32, _attempt: u32) {
+    fn attempt_end(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
+        let end = match result {
+            AttemptResult::Status { code, .. } => LineEnd::Status(code),
+            AttemptResult::Timeout => LineEnd::Timeout,
+            AttemptResult::ConnectionError => LineEnd::ConnectionError,
+        };
+        RunAccumulator::attempt_answered(self, req, t / 1000, end);
+    }
+
+    fn failed_fast(&mut self, t: Nanos, client: u32, op: u32, attempt: u32) {
         RunAccumulator::failed_fast(self);
+        let t_us = t / 1000;
+        RunAccumulator::attempt_line(
+            self,
+            AttemptLine {
+                client,
+                op,
+                attempt,
+                sent_us: t_us,
+                end_us: t_us,
+                end: LineEnd::FailedFast,
+            },
+        );
     }
 
     fn breaker(&mut self, t: Nanos, from: BreakerState, to: BreakerState) {

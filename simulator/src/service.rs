@@ -188,7 +188,9 @@ mod tests {
                     req,
                     status: 503,
                 }),
-                Admission::Refused { status } => h.out.push(Decision::Answered { t, req, status }),
+                Admission::Refused { status, .. } => {
+                    h.out.push(Decision::Answered { t, req, status })
+                }
                 Admission::Queued | Admission::Held => {}
             }
         }

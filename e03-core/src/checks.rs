@@ -1,0 +1,505 @@
+//! Checks as data: a scenario's `[[check]]` tables, each comparing one figure of a run with the
+//! figure its source published.
+//!
+//! ```toml
+//! [[check]]
+//! strategy = "immediate-20ms"   # a strategy of the run
+//! metric = "attempts"           # see CheckMetric
+//! published = 64                # the source's figure (a list for breaker_transitions, seconds)
+//! min = 56                      # a band: any of min, max, more_than, less_than; or exact = true
+//! max = 76
+//! mode = "both"                 # both | simulated | live: which runs the check applies to
+//! ```
+//!
+//! Without `published` (and without a band) the figure is only reported beside the others.
+//!
+//! Metric keys: `window_ms` and `retries_only` (peak metrics), `versus` (ratio metrics: the
+//! other strategy), `tolerance_ms` (breaker_transitions). The figures are computed from a run's
+//! metrics by `e03_metrics::checks`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::strategy_table::TableError;
+
+/// What a check measures in one run of one strategy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CheckMetric {
+    /// Attempts that reached the dependency.
+    Attempts,
+    /// Operations that succeeded.
+    Accepted,
+    /// Attempts a policy layer (an open breaker) refused before sending.
+    FailedFast,
+    /// The most arrivals in one window of `window_ms` (aligned to time zero); retries only
+    /// (attempt number above 1) or all.
+    PeakArrivals { window_ms: u64, retries_only: bool },
+    /// The breaker's state changes, their times in seconds, each within `tolerance_ms` of the
+    /// published one (and as many).
+    BreakerTransitions { tolerance_ms: f64 },
+    /// How many different waits (whole ms) came before retries (a jitter that does something
+    /// gives more than one).
+    DistinctWaits,
+    /// This strategy's attempts divided by those of `versus`.
+    AttemptsRatio { versus: String },
+    /// This strategy's peak arrivals per `window_ms` divided by those of `versus`.
+    PeakRatio {
+        versus: String,
+        window_ms: u64,
+        retries_only: bool,
+    },
+}
+
+/// The published figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Published {
+    Number(f64),
+    List(Vec<f64>),
+    /// None: the figure is only reported, beside the checked ones (no verdict).
+    None,
+}
+
+/// The accepted range of ours; every bound that is set must hold. `exact`: ours equals the
+/// published figure.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Band {
+    pub exact: bool,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub more_than: Option<f64>,
+    pub less_than: Option<f64>,
+}
+
+impl Band {
+    /// Whether `ours` is inside (for a number; the published figure for `exact`).
+    pub fn holds(&self, ours: f64, published: f64) -> bool {
+        (!self.exact || ours == published)
+            && self.min.is_none_or(|m| ours >= m)
+            && self.max.is_none_or(|m| ours <= m)
+            && self.more_than.is_none_or(|m| ours > m)
+            && self.less_than.is_none_or(|m| ours < m)
+    }
+
+    /// The band as text: `exact`, `56..76`, `>= 2`, `> 1`, ...
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.exact {
+            parts.push("exact".to_string());
+        }
+        match (self.min, self.max) {
+            (Some(lo), Some(hi)) => parts.push(format!("{lo}..{hi}")),
+            (Some(lo), None) => parts.push(format!(">= {lo}")),
+            (None, Some(hi)) => parts.push(format!("<= {hi}")),
+            (None, None) => {}
+        }
+        if let Some(v) = self.more_than {
+            parts.push(format!("> {v}"));
+        }
+        if let Some(v) = self.less_than {
+            parts.push(format!("< {v}"));
+        }
+        parts.join(", ")
+    }
+}
+
+/// Which runs a check applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckMode {
+    #[default]
+    Both,
+    Simulated,
+    Live,
+}
+
+impl CheckMode {
+    pub fn applies(self, live: bool) -> bool {
+        match self {
+            CheckMode::Both => true,
+            CheckMode::Simulated => !live,
+            CheckMode::Live => live,
+        }
+    }
+}
+
+/// One check of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckSpec {
+    pub strategy: String,
+    pub metric: CheckMetric,
+    pub published: Published,
+    #[serde(default)]
+    pub band: Band,
+    #[serde(default)]
+    pub mode: CheckMode,
+}
+
+impl CheckSpec {
+    /// The metric's name as written in the file, with its parameters.
+    pub fn metric_label(&self) -> String {
+        match &self.metric {
+            CheckMetric::Attempts => "attempts".into(),
+            CheckMetric::Accepted => "accepted".into(),
+            CheckMetric::FailedFast => "failed fast".into(),
+            CheckMetric::PeakArrivals {
+                window_ms,
+                retries_only,
+            } => format!(
+                "peak {} per {window_ms} ms",
+                if *retries_only { "retries" } else { "arrivals" }
+            ),
+            CheckMetric::BreakerTransitions { .. } => "breaker transitions (s)".into(),
+            CheckMetric::DistinctWaits => "distinct retry waits".into(),
+            CheckMetric::AttemptsRatio { versus } => format!("attempts / {versus}'s"),
+            CheckMetric::PeakRatio {
+                versus, window_ms, ..
+            } => format!("peak per {window_ms} ms / {versus}'s"),
+        }
+    }
+}
+
+/// The keys a `[[check]]` table takes.
+pub const CHECK_KEYS: &[&str] = &[
+    "strategy",
+    "metric",
+    "published",
+    "exact",
+    "min",
+    "max",
+    "more_than",
+    "less_than",
+    "window_ms",
+    "retries_only",
+    "versus",
+    "tolerance_ms",
+    "mode",
+];
+
+const METRICS: &str = "one of attempts, accepted, failed_fast, peak_arrivals, \
+                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio";
+
+type Table = BTreeMap<String, Spanned<toml::Value>>;
+
+/// Reads one `[[check]]` table (`at`: where it starts). The strategy ids are checked against
+/// the run's strategies later, by the scenario.
+pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableError> {
+    macro_rules! fail {
+        ($key:expr, $message:expr $(,)?) => {
+            fail_at(table, at, $key, $message)
+        };
+    }
+    if let Some((key, _)) = table
+        .iter()
+        .find(|(k, _)| !CHECK_KEYS.contains(&k.as_str()))
+    {
+        return fail!(
+            key,
+            format!(
+                "unknown key `{key}` in [[check]]: expected one of {}",
+                CHECK_KEYS.join(", ")
+            ),
+        );
+    }
+    let get = |key: &str| table.get(key).map(|v| v.get_ref());
+    let as_num = |v: &toml::Value| match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) if f.is_finite() => Some(*f),
+        _ => None,
+    };
+    let number = |key: &str| -> Result<Option<f64>, TableError> {
+        match get(key) {
+            None => Ok(None),
+            Some(v) => match as_num(v) {
+                Some(n) => Ok(Some(n)),
+                None => fail!(key, format!("{key} = {v}: expected a number")),
+            },
+        }
+    };
+    let string = |key: &str| -> Result<Option<String>, TableError> {
+        match get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => fail!(key, format!("{key} = {v}: expected a string")),
+        }
+    };
+    let boolean = |key: &str| -> Result<bool, TableError> {
+        match get(key) {
+            None => Ok(false),
+            Some(toml::Value::Boolean(b)) => Ok(*b),
+            Some(v) => fail!(key, format!("{key} = {v}: expected true or false")),
+        }
+    };
+    let only = |key: &str, what: &str| -> Result<(), TableError> {
+        match get(key) {
+            Some(_) => fail!(key, format!("{key} is only for {what}")),
+            None => Ok(()),
+        }
+    };
+
+    let Some(strategy) = string("strategy")? else {
+        return fail!(
+            "strategy",
+            "a [[check]] needs strategy: a strategy id of the run".into()
+        );
+    };
+    let window = || -> Result<u64, TableError> {
+        match get("window_ms") {
+            Some(toml::Value::Integer(i)) if (1..=3_600_000).contains(i) => Ok(*i as u64),
+            Some(v) => fail!(
+                "window_ms",
+                format!("window_ms = {v}: expected a whole number of ms from 1 to 3600000"),
+            ),
+            None => fail!("metric", "this metric needs window_ms".into()),
+        }
+    };
+    let versus = || -> Result<String, TableError> {
+        match string("versus")? {
+            Some(v) => Ok(v),
+            None => fail!(
+                "metric",
+                "a ratio needs versus: the other strategy's id".into()
+            ),
+        }
+    };
+    let Some(name) = string("metric")? else {
+        return fail!("metric", format!("a [[check]] needs metric: {METRICS}"));
+    };
+    let peak = matches!(name.as_str(), "peak_arrivals" | "peak_ratio");
+    if !peak {
+        only("window_ms", "peak_arrivals and peak_ratio")?;
+        only("retries_only", "peak_arrivals and peak_ratio")?;
+    }
+    if !matches!(name.as_str(), "attempts_ratio" | "peak_ratio") {
+        only("versus", "attempts_ratio and peak_ratio")?;
+    }
+    if name != "breaker_transitions" {
+        only("tolerance_ms", "breaker_transitions")?;
+    }
+    let metric = match name.as_str() {
+        "attempts" => CheckMetric::Attempts,
+        "accepted" => CheckMetric::Accepted,
+        "failed_fast" => CheckMetric::FailedFast,
+        "distinct_waits" => CheckMetric::DistinctWaits,
+        "peak_arrivals" => CheckMetric::PeakArrivals {
+            window_ms: window()?,
+            retries_only: boolean("retries_only")?,
+        },
+        "attempts_ratio" => CheckMetric::AttemptsRatio { versus: versus()? },
+        "peak_ratio" => CheckMetric::PeakRatio {
+            versus: versus()?,
+            window_ms: window()?,
+            retries_only: boolean("retries_only")?,
+        },
+        "breaker_transitions" => match number("tolerance_ms")? {
+            Some(t) if t >= 0.0 => CheckMetric::BreakerTransitions { tolerance_ms: t },
+            Some(t) => {
+                return fail!(
+                    "tolerance_ms",
+                    format!("tolerance_ms = {t}: expected 0 or more"),
+                )
+            }
+            None => CheckMetric::BreakerTransitions { tolerance_ms: 0.0 },
+        },
+        other => return fail!("metric", format!("metric = {other:?}: expected {METRICS}")),
+    };
+
+    let published = match (get("published"), &metric) {
+        // No published figure: a figure reported beside the checked ones, never failing.
+        (None, _) => Published::None,
+        (Some(toml::Value::Array(items)), CheckMetric::BreakerTransitions { .. }) => {
+            match items.iter().map(as_num).collect::<Option<Vec<f64>>>() {
+                Some(list) => Published::List(list),
+                None => {
+                    return fail!(
+                        "published",
+                        "published: expected a list of times in seconds".into(),
+                    )
+                }
+            }
+        }
+        (Some(v), CheckMetric::BreakerTransitions { .. }) => {
+            return fail!(
+                "published",
+                format!("published = {v}: expected a list of times in seconds"),
+            )
+        }
+        (Some(v), _) => match as_num(v) {
+            Some(n) => Published::Number(n),
+            None => return fail!("published", format!("published = {v}: expected a number")),
+        },
+    };
+
+    let band = Band {
+        exact: boolean("exact")?,
+        min: number("min")?,
+        max: number("max")?,
+        more_than: number("more_than")?,
+        less_than: number("less_than")?,
+    };
+    let is_list = matches!(metric, CheckMetric::BreakerTransitions { .. });
+    if is_list && band != Band::default() {
+        return fail!(
+            "metric",
+            "breaker_transitions takes tolerance_ms, not exact, min, max, more_than or less_than"
+                .into(),
+        );
+    }
+    let reported = published == Published::None;
+    if reported && band != Band::default() {
+        return fail!(
+            "published",
+            "a band needs published: the source's figure (leave both out to report a figure)"
+                .into(),
+        );
+    }
+    if !is_list && !reported && band == Band::default() {
+        return fail!(
+            "published",
+            "a check needs exact = true or a band (min, max, more_than, less_than)".into(),
+        );
+    }
+    if let (Some(lo), Some(hi)) = (band.min, band.max) {
+        if hi < lo {
+            return fail!("max", format!("max = {hi}: expected at least min ({lo})"));
+        }
+    }
+    let mode = match string("mode")?.as_deref() {
+        None | Some("both") => CheckMode::Both,
+        Some("simulated") => CheckMode::Simulated,
+        Some("live") => CheckMode::Live,
+        Some(other) => {
+            return fail!(
+                "mode",
+                format!("mode = {other:?}: expected both, simulated or live"),
+            )
+        }
+    };
+    Ok(CheckSpec {
+        strategy,
+        metric,
+        published,
+        band,
+        mode,
+    })
+}
+
+impl CheckSpec {
+    /// The strategy ids this check reads.
+    pub fn strategies(&self) -> Vec<&str> {
+        let mut ids = vec![self.strategy.as_str()];
+        match &self.metric {
+            CheckMetric::AttemptsRatio { versus } | CheckMetric::PeakRatio { versus, .. } => {
+                ids.push(versus)
+            }
+            _ => {}
+        }
+        ids
+    }
+}
+
+/// An error about `key` of a table that starts at `at`, placed at the key's value if present.
+pub(crate) fn fail_at<T>(
+    table: &BTreeMap<String, Spanned<toml::Value>>,
+    at: usize,
+    key: &str,
+    message: String,
+) -> Result<T, TableError> {
+    Err(TableError {
+        key: key.to_string(),
+        offset: Some(table.get(key).map_or(at, |v| v.span().start)),
+        message,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<CheckSpec, TableError> {
+        #[derive(Deserialize)]
+        struct F {
+            check: Spanned<Table>,
+        }
+        let f: F = toml::from_str(&format!("[check]\n{text}")).unwrap();
+        parse_check_table(f.check.get_ref(), f.check.span().start)
+    }
+
+    #[test]
+    fn checks_parse_with_their_band() {
+        let c = check(
+            "strategy = \"B\"\nmetric = \"peak_arrivals\"\nwindow_ms = 10\nretries_only = true\n\
+             published = 1000\nexact = true\nmode = \"simulated\"",
+        )
+        .unwrap();
+        assert_eq!(
+            c.metric,
+            CheckMetric::PeakArrivals {
+                window_ms: 10,
+                retries_only: true
+            }
+        );
+        assert_eq!(c.published, Published::Number(1000.0));
+        assert!(c.band.exact && c.mode == CheckMode::Simulated);
+        assert!(c.band.holds(1000.0, 1000.0) && !c.band.holds(999.0, 1000.0));
+
+        let c = check(
+            "strategy = \"a\"\nmetric = \"attempts_ratio\"\nversus = \"b\"\npublished = 2.6\nmin = 2",
+        )
+        .unwrap();
+        assert_eq!(c.strategies(), ["a", "b"]);
+        assert!(c.band.holds(2.0, 2.6) && !c.band.holds(1.9, 2.6));
+        assert_eq!(c.band.describe(), ">= 2");
+
+        let c = check(
+            "strategy = \"a\"\nmetric = \"breaker_transitions\"\npublished = [0.45, 2.45]\n\
+             tolerance_ms = 10",
+        )
+        .unwrap();
+        assert_eq!(c.published, Published::List(vec![0.45, 2.45]));
+        let b = Band {
+            more_than: Some(1.0),
+            ..Band::default()
+        };
+        assert!(!b.holds(1.0, 0.0) && b.holds(1.01, 0.0));
+    }
+
+    #[test]
+    fn bad_checks_name_their_key() {
+        let e = |t: &str| check(t).unwrap_err();
+        assert_eq!(
+            e("metric = \"attempts\"\npublished = 1\nexact = true").key,
+            "strategy"
+        );
+        let x = e("strategy = \"a\"\nmetric = \"speed\"\npublished = 1\nexact = true");
+        assert!(x.message.contains("expected one of attempts"), "{x:?}");
+        let x = e("strategy = \"a\"\nmetric = \"attempts\"\nmin = 1");
+        assert!(x.message.contains("a band needs published"), "{x:?}");
+        let r = check("strategy = \"a\"\nmetric = \"attempts\"").unwrap();
+        assert_eq!(r.published, Published::None);
+        let x = e("strategy = \"a\"\nmetric = \"attempts\"\npublished = 1");
+        assert!(x.message.contains("needs exact = true or a band"), "{x:?}");
+        let x = e("strategy = \"a\"\nmetric = \"peak_arrivals\"\npublished = 1\nexact = true");
+        assert!(x.message.contains("needs window_ms"), "{x:?}");
+        let x = e(
+            "strategy = \"a\"\nmetric = \"attempts\"\nwindow_ms = 5\npublished = 1\nexact = true",
+        );
+        assert_eq!(x.key, "window_ms");
+        let x = e("strategy = \"a\"\nmetric = \"attempts_ratio\"\npublished = 1\nmin = 1");
+        assert!(x.message.contains("needs versus"), "{x:?}");
+        let x = e("strategy = \"a\"\nmetric = \"attempts\"\npublished = 1\nmin = 5\nmax = 4");
+        assert_eq!(x.key, "max");
+        let x = e(
+            "strategy = \"a\"\nmetric = \"attempts\"\npublished = 1\nexact = true\nmode = \"x\"",
+        );
+        assert_eq!(x.key, "mode");
+        let x =
+            e("strategy = \"a\"\nmetric = \"attempts\"\npublished = 1\nexact = true\ncolour = 1");
+        assert!(x.message.contains("unknown key `colour`"), "{x:?}");
+        let x = e("strategy = \"a\"\nmetric = \"breaker_transitions\"\npublished = 1");
+        assert!(x.message.contains("list of times"), "{x:?}");
+    }
+}

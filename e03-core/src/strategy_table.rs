@@ -1,0 +1,593 @@
+//! Strategies written as data: one `[[strategy]]` table of a scenario file (or of a standalone
+//! policy file), and how a run's strategy ids are resolved.
+//!
+//! A table is flat; every key is checked, and an error names the key and what it accepts:
+//!
+//! ```toml
+//! [[strategy]]
+//! id = "immediate-20ms"     # lowercase letters, digits and '-'; A to F are the lab's own
+//! name = "retry every 20 ms"
+//! backoff = "constant"      # none | constant | exponential | geometric
+//! wait_ms = 20              # constant only
+//! # base_ms, cap_ms: exponential and geometric (default: the run's E03_BACKOFF_BASE_MS and
+//! # E03_BACKOFF_CAP_MS); multiplier: geometric only
+//! jitter = "none"           # none | full | equal | decorrelated | polly | proportional
+//! # spread_pct: proportional only (default 20)
+//! max_attempts = 100        # optional: else the run's E03_MAX_ATTEMPTS
+//! classify = "standard"     # standard | everything
+//! budget = { kind = "token_bucket", cap = 10, ratio = 0.1 }
+//! breaker = { failure_ratio = 0.5, min_throughput = 10, sampling_window_ms = 2000, break_duration_ms = 2000 }
+//! ```
+//!
+//! The table is kept as a [`StrategySpec`] (base and cap may be left to the run), and becomes a
+//! [`Strategy`] only when a run's parameters are known ([`StrategySpec::resolve`]), so
+//! `E03_BACKOFF_BASE_MS` still moves a file's exponential strategy that does not set `base_ms`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::breaker::BreakerSpec;
+use crate::budget::BudgetSpec;
+use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
+
+/// The backoff of a strategy table; `None` base or cap take the run's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BackoffSpec {
+    None,
+    Constant {
+        wait_ms: f64,
+    },
+    Exponential {
+        base_ms: Option<f64>,
+        cap_ms: Option<f64>,
+    },
+    Geometric {
+        base_ms: Option<f64>,
+        cap_ms: Option<f64>,
+        multiplier: f64,
+    },
+}
+
+/// One strategy as a file defines it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategySpec {
+    pub id: String,
+    pub name: String,
+    pub backoff: BackoffSpec,
+    pub jitter: Jitter,
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub classify: Classify,
+    #[serde(default)]
+    pub budget: Option<BudgetSpec>,
+    #[serde(default)]
+    pub breaker: Option<BreakerSpec>,
+}
+
+/// What is wrong with a strategy table: the key (empty for the table as a whole), where its
+/// value starts in the file's text (if known) and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableError {
+    pub key: String,
+    pub offset: Option<usize>,
+    pub message: String,
+}
+
+/// The keys a `[[strategy]]` table takes.
+pub const STRATEGY_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "backoff",
+    "wait_ms",
+    "base_ms",
+    "cap_ms",
+    "multiplier",
+    "jitter",
+    "spread_pct",
+    "max_attempts",
+    "classify",
+    "budget",
+    "breaker",
+];
+
+const BREAKER_KEYS: &[&str] = &[
+    "failure_ratio",
+    "min_throughput",
+    "sampling_window_ms",
+    "break_duration_ms",
+];
+
+/// Ids the lab defines itself (strategies A to F); a table may not take them.
+pub const RESERVED_IDS: &[&str] = &["a", "b", "c", "d", "e", "f"];
+
+/// Whether `id` is a valid id for a strategy table: 1 to 32 characters from a-z, 0-9 and '-',
+/// starting with a letter or digit, and neither one of A to F nor a preset's name.
+pub fn valid_table_id(id: &str) -> bool {
+    if crate::presets::names().iter().any(|(n, _)| *n == id) {
+        return false;
+    }
+    (1..=32).contains(&id.len())
+        && !id.starts_with('-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !RESERVED_IDS.contains(&id)
+}
+
+type Table = BTreeMap<String, Spanned<toml::Value>>;
+
+/// Reads one `[[strategy]]` table. `at` is where the table starts (for errors about a missing
+/// key). Every key is checked; the first problem is returned.
+pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, TableError> {
+    macro_rules! fail {
+        ($key:expr, $message:expr $(,)?) => {
+            fail_at(table, at, $key, $message)
+        };
+    }
+    if let Some((key, _)) = table
+        .iter()
+        .find(|(k, _)| !STRATEGY_KEYS.contains(&k.as_str()))
+    {
+        return fail!(
+            key,
+            format!(
+                "unknown key `{key}` in [[strategy]]: expected one of {}",
+                STRATEGY_KEYS.join(", ")
+            ),
+        );
+    }
+    let get = |key: &str| table.get(key).map(|v| v.get_ref());
+    let string = |key: &str, accepts: &str| -> Result<Option<String>, TableError> {
+        match get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => fail!(key, format!("{key} = {other}: expected {accepts}")),
+        }
+    };
+    let number = |key: &str, lo: f64, hi: f64, accepts: &str| -> Result<Option<f64>, TableError> {
+        let v = match get(key) {
+            None => return Ok(None),
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(toml::Value::Float(f)) => *f,
+            Some(other) => return fail!(key, format!("{key} = {other}: expected {accepts}")),
+        };
+        if v.is_finite() && (lo..=hi).contains(&v) {
+            Ok(Some(v))
+        } else {
+            fail!(key, format!("{key} = {v}: expected {accepts}"))
+        }
+    };
+    let whole = |key: &str, lo: i64, hi: i64| -> Result<Option<i64>, TableError> {
+        match get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(i)) if (lo..=hi).contains(i) => Ok(Some(*i)),
+            Some(other) => fail!(
+                key,
+                format!("{key} = {other}: expected a whole number from {lo} to {hi}"),
+            ),
+        }
+    };
+    let only_for = |key: &str, kinds: &str| -> Result<(), TableError> {
+        match get(key) {
+            Some(_) => fail!(key, format!("{key} is only for {kinds}")),
+            None => Ok(()),
+        }
+    };
+
+    const ID: &str = "1 to 32 characters from a-z, 0-9 and '-' (A to F and the presets' names, like grpc, are the lab's own)";
+    let Some(id) = string("id", ID)? else {
+        return fail!("id", format!("a [[strategy]] needs an id: {ID}"));
+    };
+    if !valid_table_id(&id) {
+        return fail!("id", format!("id = {id:?}: expected {ID}"));
+    }
+    let name = string("name", "a string")?.unwrap_or_else(|| id.clone());
+
+    const MS: &str = "milliseconds from 0 to 3600000";
+    const BACKOFF: &str = "one of none, constant, exponential, geometric";
+    let backoff = match string("backoff", BACKOFF)?.as_deref() {
+        None => {
+            return fail!(
+                "backoff",
+                format!("a [[strategy]] needs a backoff: {BACKOFF}")
+            )
+        }
+        Some("none") => {
+            for key in ["wait_ms", "base_ms", "cap_ms", "multiplier"] {
+                only_for(key, "another backoff")?;
+            }
+            BackoffSpec::None
+        }
+        Some("constant") => {
+            for key in ["base_ms", "cap_ms", "multiplier"] {
+                only_for(key, "backoff = \"exponential\" or \"geometric\"")?;
+            }
+            let Some(wait_ms) = number("wait_ms", 0.0, 3_600_000.0, MS)? else {
+                return fail!(
+                    "backoff",
+                    format!("backoff = \"constant\" needs wait_ms: {MS}")
+                );
+            };
+            BackoffSpec::Constant { wait_ms }
+        }
+        Some(kind @ ("exponential" | "geometric")) => {
+            only_for("wait_ms", "backoff = \"constant\"")?;
+            let base_ms = number("base_ms", 0.0, 600_000.0, "milliseconds from 0 to 600000")?;
+            let cap_ms = number("cap_ms", 0.0, 3_600_000.0, MS)?;
+            if let (Some(b), Some(c)) = (base_ms, cap_ms) {
+                if c < b {
+                    return fail!("cap_ms", format!("cap_ms = {c}: expected at least base_ms"));
+                }
+            }
+            if kind == "exponential" {
+                only_for("multiplier", "backoff = \"geometric\"")?;
+                BackoffSpec::Exponential { base_ms, cap_ms }
+            } else {
+                const MUL: &str = "a number from 1 to 100";
+                let Some(multiplier) = number("multiplier", 1.0, 100.0, MUL)? else {
+                    return fail!(
+                        "backoff",
+                        format!("backoff = \"geometric\" needs multiplier: {MUL}"),
+                    );
+                };
+                BackoffSpec::Geometric {
+                    base_ms,
+                    cap_ms,
+                    multiplier,
+                }
+            }
+        }
+        Some(other) => {
+            return fail!(
+                "backoff",
+                format!("backoff = {other:?}: expected {BACKOFF}")
+            )
+        }
+    };
+
+    const JITTER: &str = "one of none, full, equal, decorrelated, polly, proportional";
+    let jitter = match string("jitter", JITTER)?.as_deref().unwrap_or("none") {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        "decorrelated" => Jitter::Decorrelated,
+        "polly" => Jitter::PollyV2,
+        "proportional" => Jitter::Proportional {
+            spread_pct: whole("spread_pct", 0, 100)?.unwrap_or(20) as u32,
+        },
+        other => return fail!("jitter", format!("jitter = {other:?}: expected {JITTER}")),
+    };
+    if !matches!(jitter, Jitter::Proportional { .. }) {
+        only_for("spread_pct", "jitter = \"proportional\"")?;
+    }
+    if matches!(backoff, BackoffSpec::None) && jitter != Jitter::None {
+        return fail!(
+            "jitter",
+            "jitter needs a backoff to spread: expected jitter = \"none\" with backoff = \"none\""
+                .into(),
+        );
+    }
+
+    let max_attempts = whole("max_attempts", 1, 100)?.map(|n| n as u32);
+    const CLASSIFY: &str = "standard or everything";
+    let classify = match string("classify", CLASSIFY)?.as_deref() {
+        None | Some("standard") => Classify::Standard,
+        Some("everything") => Classify::Everything,
+        Some(other) => {
+            return fail!(
+                "classify",
+                format!("classify = {other:?}: expected {CLASSIFY}")
+            )
+        }
+    };
+
+    let budget = match get("budget") {
+        None => None,
+        Some(v) => match v.clone().try_into::<BudgetSpec>() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                return fail!(
+                    "budget",
+                    format!(
+                        "budget = {v}: {}: expected a table like {{ kind = \"token_bucket\", \
+                         cap = 10, ratio = 0.1 }}",
+                        e.message().trim()
+                    ),
+                )
+            }
+        },
+    };
+    let breaker = match get("breaker") {
+        None => None,
+        Some(v) => Some(breaker_table(v).or_else(|message| fail!("breaker", message))?),
+    };
+
+    Ok(StrategySpec {
+        id,
+        name,
+        backoff,
+        jitter,
+        max_attempts,
+        classify,
+        budget,
+        breaker,
+    })
+}
+
+/// A `breaker = { ... }` value, every key checked.
+fn breaker_table(v: &toml::Value) -> Result<BreakerSpec, String> {
+    let toml::Value::Table(t) = v else {
+        return Err(format!(
+            "breaker = {v}: expected a table with {}",
+            BREAKER_KEYS.join(", ")
+        ));
+    };
+    if let Some(key) = t.keys().find(|k| !BREAKER_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key `{key}` in breaker: expected {}",
+            BREAKER_KEYS.join(", ")
+        ));
+    }
+    let num = |key: &str| match t.get(key) {
+        Some(toml::Value::Integer(i)) => Some(*i as f64),
+        Some(toml::Value::Float(f)) => Some(*f),
+        _ => None,
+    };
+    let ratio = num("failure_ratio")
+        .filter(|r| *r > 0.0 && *r <= 1.0)
+        .ok_or("breaker failure_ratio: expected a fraction greater than 0 and at most 1")?;
+    let int = |key: &str, lo: i64, hi: i64| match t.get(key) {
+        Some(toml::Value::Integer(i)) if (lo..=hi).contains(i) => Ok(*i as u64),
+        _ => Err(format!(
+            "breaker {key}: expected a whole number from {lo} to {hi}"
+        )),
+    };
+    Ok(BreakerSpec {
+        failure_ratio: ratio,
+        min_throughput: int("min_throughput", 1, 1_000_000)? as u32,
+        sampling_window_ms: int("sampling_window_ms", 1, 86_400_000)?,
+        break_duration_ms: int("break_duration_ms", 1, 86_400_000)?,
+    })
+}
+
+impl StrategySpec {
+    /// The strategy for a run whose backoff base and cap are `base` and `cap` (used where the
+    /// table leaves them out).
+    pub fn resolve(&self, base: Duration, cap: Duration) -> Strategy {
+        let ms = |v: f64| Duration::from_secs_f64(v / 1000.0);
+        let backoff = match self.backoff {
+            BackoffSpec::None => Backoff::Immediate,
+            BackoffSpec::Constant { wait_ms } => Backoff::Constant { wait: ms(wait_ms) },
+            BackoffSpec::Exponential { base_ms, cap_ms } => Backoff::Exponential {
+                base: base_ms.map_or(base, ms),
+                cap: cap_ms.map_or(cap, ms),
+            },
+            BackoffSpec::Geometric {
+                base_ms,
+                cap_ms,
+                multiplier,
+            } => Backoff::Geometric {
+                base: base_ms.map_or(base, ms),
+                cap: cap_ms.map_or(cap, ms),
+                multiplier,
+            },
+        };
+        Strategy {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            backoff,
+            jitter: self.jitter,
+            budget: self.budget,
+            breaker: self.breaker,
+            classify: self.classify,
+            retry_after: RetryAfter::AtLeast,
+            max_attempts: self.max_attempts,
+            throttle_base_ms: None,
+        }
+    }
+}
+
+/// The strategy a run's `E03_STRATEGIES` id stands for: the lab's A to F first (any case), then
+/// the zoo's presets, then the scenario's own `[[strategy]]` tables (`own`). `None`: unknown.
+pub fn resolve_id(
+    id: &str,
+    base: Duration,
+    cap: Duration,
+    budget: BudgetSpec,
+    own: &[StrategySpec],
+) -> Option<Strategy> {
+    if let Some(s) = Strategy::standard(&id.to_ascii_uppercase(), base, cap, budget) {
+        return Some(s);
+    }
+    if let Some(s) = crate::presets::preset(id, base, cap) {
+        return Some(s);
+    }
+    own.iter()
+        .find(|s| s.id == id)
+        .map(|s| s.resolve(base, cap))
+}
+
+/// What `E03_STRATEGIES` accepts, given a scenario's own strategies (for error messages).
+pub fn accepted_ids(own: &[StrategySpec]) -> String {
+    let mut ids: Vec<String> = ["A", "B", "C", "D", "E", "F"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    ids.extend(crate::presets::names().iter().map(|(n, _)| n.to_string()));
+    ids.extend(own.iter().map(|s| s.id.clone()));
+    format!(
+        "a comma-separated list of strategy ids from {} without repeats",
+        ids.join(",")
+    )
+}
+
+/// An error about `key` of a table that starts at `at`, placed at the key's value if present.
+pub(crate) fn fail_at<T>(
+    table: &BTreeMap<String, Spanned<toml::Value>>,
+    at: usize,
+    key: &str,
+    message: String,
+) -> Result<T, TableError> {
+    Err(TableError {
+        key: key.to_string(),
+        offset: Some(table.get(key).map_or(at, |v| v.span().start)),
+        message,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Result<StrategySpec, TableError> {
+        #[derive(Deserialize)]
+        struct F {
+            strategy: Spanned<Table>,
+        }
+        let f: F = toml::from_str(&format!("[strategy]\n{text}")).unwrap();
+        parse_strategy_table(f.strategy.get_ref(), f.strategy.span().start)
+    }
+
+    fn err(text: &str) -> TableError {
+        table(text).unwrap_err()
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_full_table_resolves_to_its_strategy() {
+        let s = table(
+            "id = \"immediate-20ms\"\nname = \"retry every 20 ms\"\nbackoff = \"constant\"\n\
+             wait_ms = 20\nmax_attempts = 100\nclassify = \"everything\"\n\
+             budget = { kind = \"token_bucket\", cap = 10, ratio = 0.1 }\n\
+             breaker = { failure_ratio = 0.5, min_throughput = 10, sampling_window_ms = 2000, \
+             break_duration_ms = 2000 }",
+        )
+        .unwrap();
+        let r = s.resolve(200 * MS, 2000 * MS);
+        assert_eq!(r.id, "immediate-20ms");
+        assert_eq!(r.name, "retry every 20 ms");
+        assert_eq!(r.backoff, Backoff::Constant { wait: 20 * MS });
+        assert_eq!(r.max_attempts, Some(100));
+        assert_eq!(r.classify, Classify::Everything);
+        assert_eq!(r.budget, Some(BudgetSpec::token_bucket(10.0, 0.1)));
+        let b = r.breaker.unwrap();
+        assert_eq!((b.min_throughput, b.break_duration_ms), (10, 2000));
+    }
+
+    #[test]
+    fn exponential_takes_the_runs_base_and_cap_unless_set() {
+        let s = table("id = \"x\"\nbackoff = \"exponential\"\nbase_ms = 60\njitter = \"full\"")
+            .unwrap();
+        let r = s.resolve(200 * MS, 2000 * MS);
+        assert_eq!(
+            r.backoff,
+            Backoff::Exponential {
+                base: 60 * MS,
+                cap: 2000 * MS
+            }
+        );
+        assert_eq!(r.jitter, Jitter::Full);
+        assert_eq!(r.name, "x", "the name defaults to the id");
+        let g = table(
+            "id = \"g\"\nbackoff = \"geometric\"\nmultiplier = 1.6\njitter = \"proportional\"",
+        )
+        .unwrap()
+        .resolve(100 * MS, 900 * MS);
+        assert_eq!(
+            g.backoff,
+            Backoff::Geometric {
+                base: 100 * MS,
+                cap: 900 * MS,
+                multiplier: 1.6
+            }
+        );
+        assert_eq!(g.jitter, Jitter::Proportional { spread_pct: 20 });
+    }
+
+    #[test]
+    fn every_key_is_checked_and_named() {
+        let e = err("id = \"x\"\nbackoff = \"none\"\ncolour = 1");
+        assert_eq!(e.key, "colour");
+        assert!(e.message.contains("expected one of id, name"), "{e:?}");
+        assert!(err("id = \"C\"\nbackoff = \"none\"")
+            .message
+            .contains("A to F"));
+        assert!(err("id = \"c\"\nbackoff = \"none\"")
+            .message
+            .contains("A to F"));
+        assert!(err("id = \"a b\"\nbackoff = \"none\"")
+            .message
+            .contains("expected 1 to 32"));
+        assert_eq!(err("backoff = \"none\"").key, "id");
+        assert!(err("id = \"x\"").message.contains("needs a backoff"));
+        let e = err("id = \"x\"\nbackoff = \"linear\"");
+        assert!(
+            e.message.contains("expected one of none, constant"),
+            "{e:?}"
+        );
+        assert!(err("id = \"x\"\nbackoff = \"constant\"")
+            .message
+            .contains("needs wait_ms"));
+        let e = err("id = \"x\"\nbackoff = \"constant\"\nwait_ms = 20\nbase_ms = 3");
+        assert_eq!(e.key, "base_ms");
+        let e = err("id = \"x\"\nbackoff = \"exponential\"\nmultiplier = 2");
+        assert_eq!(e.key, "multiplier");
+        let e = err("id = \"x\"\nbackoff = \"exponential\"\nbase_ms = 100\ncap_ms = 50");
+        assert_eq!(e.key, "cap_ms");
+        let e = err("id = \"x\"\nbackoff = \"constant\"\nwait_ms = -1");
+        assert!(
+            e.message.contains("wait_ms = -1: expected milliseconds"),
+            "{e:?}"
+        );
+        let e = err("id = \"x\"\nbackoff = \"exponential\"\njitter = \"wild\"");
+        assert!(e.message.contains("expected one of none, full"), "{e:?}");
+        let e = err("id = \"x\"\nbackoff = \"none\"\njitter = \"full\"");
+        assert_eq!(e.key, "jitter");
+        let e = err("id = \"x\"\nbackoff = \"exponential\"\nspread_pct = 5");
+        assert_eq!(e.key, "spread_pct");
+        let e = err("id = \"x\"\nbackoff = \"none\"\nmax_attempts = 0");
+        assert!(e.message.contains("from 1 to 100"), "{e:?}");
+        let e = err("id = \"x\"\nbackoff = \"none\"\nclassify = \"some\"");
+        assert_eq!(e.key, "classify");
+        let e = err("id = \"x\"\nbackoff = \"none\"\nbudget = { kind = \"jar\" }");
+        assert_eq!(e.key, "budget");
+        let e = err("id = \"x\"\nbackoff = \"none\"\nbreaker = { failure_ratio = 0.5 }");
+        assert!(e.message.contains("min_throughput"), "{e:?}");
+        let e = err(
+            "id = \"x\"\nbackoff = \"none\"\nbreaker = { failure_ratio = 0.5, min_throughput = 1, \
+             sampling_window_ms = 1, break_duration_ms = 1, half_open = 2 }",
+        );
+        assert!(e.message.contains("unknown key `half_open`"), "{e:?}");
+        let e = err("id = \"x\"\nbackoff = \"none\"\nbreaker = { failure_ratio = 1.5 }");
+        assert!(e.message.contains("failure_ratio"), "{e:?}");
+    }
+
+    #[test]
+    fn ids_resolve_a_to_f_first_then_the_scenarios_own() {
+        let own = [table("id = \"mine\"\nbackoff = \"constant\"\nwait_ms = 5").unwrap()];
+        let budget = BudgetSpec::token_bucket(10.0, 0.1);
+        let c = resolve_id("c", MS, MS, budget, &own).unwrap();
+        assert_eq!(c.id, "C");
+        let m = resolve_id("mine", MS, MS, budget, &own).unwrap();
+        assert_eq!(m.backoff, Backoff::Constant { wait: 5 * MS });
+        assert!(resolve_id("nope", MS, MS, budget, &own).is_none());
+        // The presets come after A to F, a scenario's own after the presets.
+        let g = resolve_id("grpc", MS, MS, budget, &own).unwrap();
+        assert_eq!((g.id.as_str(), g.max_attempts), ("grpc", Some(5)));
+        assert!(accepted_ids(&own).contains("A,B,C,D,E,F,grpc,"));
+        assert!(accepted_ids(&own).ends_with(",budget10,mine without repeats"));
+        // The parameter's documented list is the same, so --help says what is accepted.
+        assert_eq!(
+            crate::params::spec("E03_STRATEGIES").unwrap().accepts,
+            accepted_ids(&[])
+        );
+        // A table may not take a preset's name (it would never be reached).
+        assert!(!valid_table_id("grpc") && valid_table_id("grpc2"));
+    }
+}
