@@ -56,6 +56,17 @@ fn both(
     draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
     draw_png: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> DrawResult,
 ) -> Result<(), AnalyzeError> {
+    both_sized(dir, stem, SIZE, draw_svg, draw_png)
+}
+
+/// [`both`] on a canvas of `size` pixels.
+fn both_sized(
+    dir: &Path,
+    stem: &str,
+    size: (u32, u32),
+    draw_svg: impl Fn(&DrawingArea<SVGBackend, Shift>) -> DrawResult,
+    draw_png: impl Fn(&DrawingArea<BitMapBackend, Shift>) -> DrawResult,
+) -> Result<(), AnalyzeError> {
     register();
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
@@ -64,12 +75,12 @@ fn both(
         message,
     };
     {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
         draw_svg(&root)
             .and_then(|_| root.present().map_err(err))
             .map_err(|m| fail(&svg, m))?;
     }
-    let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+    let root = BitMapBackend::new(&png, size).into_drawing_area();
     draw_png(&root)
         .and_then(|_| root.present().map_err(err))
         .map_err(|m| fail(&png, m))
@@ -315,6 +326,12 @@ struct Panel {
     ymax: Option<f64>,
 }
 
+/// Rows and columns of the comparison's panels: 2 x 2 for E03's four, 3 wide beyond.
+fn grid(panels: usize) -> (usize, usize) {
+    let cols = if panels <= 4 { 2 } else { 3 };
+    (panels.div_ceil(cols).max(2), cols)
+}
+
 fn draw_comparison<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     ids: &[String],
@@ -328,8 +345,7 @@ where
     let root = root.titled(title, ("sans-serif", 24)).map_err(err)?;
     // A segmented range `0..m` has m + 1 segments: one per strategy with m = n - 1.
     let last = (ids.len() as u32).saturating_sub(1);
-    let cols = panels.len().div_ceil(2).max(2);
-    for (area, panel) in root.split_evenly((2, cols)).iter().zip(panels) {
+    for (area, panel) in root.split_evenly(grid(panels.len())).iter().zip(panels) {
         let top = panel.spreads.iter().map(|s| s.max).fold(0.0, f64::max);
         let ymax = panel.ymax.unwrap_or(top.max(1e-9) * 1.2);
         let mut chart = ChartBuilder::on(area)
@@ -485,14 +501,18 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
         panels.push(Panel {
             title: "recovery after the freeze (s)",
             spreads: spread(|r| r.recovery_s.unwrap_or(0) as f64),
-            fmt: |v| format!("{:.0}", v.round()),
+            fmt: |v| format!("{v:.1}"),
             ymax: None,
         });
     }
     let title = comparison_title(s);
-    both(
+    // About 70 px per bar, so ids like aws-standard stay readable in the budget shoot-out.
+    let (rows, cols) = grid(panels.len());
+    let width = SIZE.0.max(cols as u32 * (ids.len() as u32 * 70 + 90));
+    both_sized(
         dir,
         "comparison",
+        (width, SIZE.1 / 2 * rows as u32),
         |r| draw_comparison(r, &ids, &panels, &title),
         |r| draw_comparison(r, &ids, &panels, &title),
     )
