@@ -17,6 +17,7 @@ mod outdir;
 mod sim;
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 /// Exit code for bad input (flags, env vars).
 const EXIT_USAGE: i32 = 2;
@@ -72,7 +73,9 @@ fn list(args: &[OsString]) -> i32 {
         if a == "--help" || a == "-h" {
             println!(
                 "Usage: lab list [FILE.toml ...]\n\nPrints the scenario catalogue: every built-in \
-                 scenario, and the scenario files given (checked as `lab run` checks them)."
+                 scenario, and the scenario files given (checked as `lab run` checks them); then \
+                 the strategies --strategies accepts besides a scenario's own: A to F and the \
+                 presets of well-known libraries."
             );
             return 0;
         }
@@ -93,6 +96,22 @@ fn list(args: &[OsString]) -> i32 {
             format!(" [{}]", def.source)
         };
         println!("{:width$}  {}{source}", s.name(), def.description);
+    }
+    println!("\nStrategies (--strategies; a scenario file may define its own with [[strategy]]):");
+    let (base, cap) = (Duration::from_millis(200), Duration::from_millis(2000));
+    let budget = e03_core::budget::BudgetSpec::token_bucket(10.0, 0.1);
+    let lab: Vec<(String, String)> = ["A", "B", "C", "D", "E", "F"]
+        .iter()
+        .filter_map(|id| e03_core::Strategy::standard(id, base, cap, budget))
+        .map(|s| (s.id, format!("{} (E03)", s.name)))
+        .collect();
+    let presets = e03_core::presets::names()
+        .iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()));
+    let all: Vec<(String, String)> = lab.into_iter().chain(presets).collect();
+    let width = all.iter().map(|(n, _)| n.len()).max().unwrap_or(4);
+    for (name, what) in all {
+        println!("{name:width$}  {what}");
     }
     0
 }

@@ -71,16 +71,33 @@ fn list_shows_the_builtin_catalogue() {
     let o = lab().arg("list").output().unwrap();
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0));
-    let names: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
+    let (catalogue, strategies) = out.split_once("\nStrategies").expect("two parts");
+    let first_words = |part: &str| -> Vec<String> {
+        part.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(String::from)
+            .collect()
+    };
     assert_eq!(
-        names,
+        first_words(catalogue),
         ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"],
         "{out}"
     );
     assert!(out.contains("freezes from 8.5 s to 10 s"), "{out}");
+    // Then every strategy --strategies accepts: A to F, then the presets with their sources.
+    let ids = first_words(strategies);
+    assert_eq!(ids[1..7], ["A", "B", "C", "D", "E", "F"], "{out}");
+    for preset in [
+        "grpc",
+        "aws-standard",
+        "aws-2026",
+        "finagle",
+        "envoy",
+        "sre-adaptive",
+    ] {
+        assert!(ids.iter().any(|i| i == preset), "{preset} missing: {out}");
+    }
+    assert!(strategies.contains("proposal A6"), "{out}");
 }
 
 #[test]
