@@ -1,6 +1,6 @@
 //! The scenario a run folder keeps beside its logs (`<scenario>/scenario.toml`, written by the
 //! swarm), so that a folder of a user's scenario can be analysed after the run, by a process
-//! that never saw the user's file.
+//! that never saw the user's file; likewise a user's policy file (`<scenario>/policies.toml`).
 
 use std::path::Path;
 
@@ -9,9 +9,20 @@ use e03_core::Scenario;
 
 pub use e03_core::control::SCENARIO_FILE;
 
+/// A user's policy file, kept beside a scenario's logs by the swarm (`lab --policies`).
+pub const POLICIES_FILE: &str = "policies.toml";
+
 /// Makes the scenario kept in `dir` known to this process, if `dir` keeps one whose name is not
 /// known yet (a known name, a built-in one among them, keeps its known definition).
 pub fn register_kept(dir: &Path) -> Result<(), String> {
+    // A user's policy file kept beside the logs: its strategies first, the scenario may name them.
+    let policies = dir.join(POLICIES_FILE);
+    if let Ok(text) = std::fs::read_to_string(&policies) {
+        let specs =
+            e03_core::strategy_table::parse_policy_file(&text, &policies.display().to_string())
+                .map_err(|e| e.to_string())?;
+        e03_core::strategy_table::register_policies(specs)?;
+    }
     let path = dir.join(SCENARIO_FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(());

@@ -148,6 +148,8 @@ struct Setup {
     run_dir: Option<String>,
     /// Shut every target down at the end (`--shutdown-targets`).
     shutdown_targets: bool,
+    /// The text of the user's policy file (`E03_POLICIES`), kept beside the logs.
+    policies: Option<String>,
 }
 
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
@@ -155,6 +157,8 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
     if let Some(name) = unknown_env(env_names).into_iter().next() {
         return Err(e03_core::cli::unknown_env_message(&name));
     }
+    // A user's strategies first: a scenario (file) may name them.
+    let policies = crate::scenario_files::load_policies_from_env()?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let args = crate::scenario_files::resolve(&value("scenarios")).map_err(|e| {
         format!(
@@ -202,6 +206,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         definitions,
         out: PathBuf::from(value("out")),
         shutdown_targets: m.get_flag("shutdown-targets"),
+        policies,
     })
 }
 
@@ -454,6 +459,12 @@ async fn run_all(setup: Setup) -> i32 {
         if let Err(e) = crate::scenario_files::keep(&dir, &setup.definitions[i]) {
             eprintln!("client-swarm: {e}");
             return EXIT_FAILED;
+        }
+        if let Some(text) = &setup.policies {
+            if let Err(e) = crate::scenario_files::keep_policies(&dir, text) {
+                eprintln!("client-swarm: {e}");
+                return EXIT_FAILED;
+            }
         }
         for &seed in &params.seeds {
             let plan = SwarmPlan {

@@ -81,6 +81,41 @@ pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
     Ok(out)
 }
 
+/// The env var that names a user's policy file.
+pub const POLICIES_ENV: &str = "E03_POLICIES";
+
+/// The name of a policy file's kept copy in a scenario folder.
+pub const POLICIES_FILE: &str = "policies.toml";
+
+/// Reads, checks and registers a user's policy file (`[[strategy]]` tables, see
+/// `e03_core::strategy_table`); returns its text to keep. Errors name the file, line and key.
+pub fn load_policies(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "invalid {POLICIES_ENV}={:?} (--policies): cannot read it: {e} (expected a TOML file \
+             of [[strategy]] tables)",
+            path.display()
+        )
+    })?;
+    e03_core::strategy_table::register_policy_file(&text, &path.display().to_string())?;
+    Ok(text)
+}
+
+/// The policy file `E03_POLICIES` names, loaded; `None` when it is unset or empty.
+pub fn load_policies_from_env() -> Result<Option<String>, String> {
+    match std::env::var_os(POLICIES_ENV) {
+        Some(v) if !v.is_empty() => load_policies(Path::new(&v)).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Keeps a policy file's text in a scenario folder (`policies.toml`), as [`keep`] keeps the
+/// scenario, so the folder can be analysed without the original file.
+pub fn keep_policies(dir: &Path, text: &str) -> Result<(), String> {
+    let path = dir.join(POLICIES_FILE);
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 /// Keeps a scenario's definition in a scenario folder (`DIR/scenario.toml`), so the folder
 /// explains itself and `lab analyze` knows a user's scenario from a fresh process.
 pub fn keep(dir: &Path, text: &str) -> Result<(), String> {

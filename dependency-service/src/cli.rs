@@ -213,6 +213,25 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     if let Some(("health", sub)) = m.subcommand() {
         return health(&setting(sub, "url"));
     }
+    // A user's policy file (E03_POLICIES): its strategies must be known before a control call
+    // names them.
+    if let Some(path) = std::env::var_os("E03_POLICIES").filter(|p| !p.is_empty()) {
+        let path = std::path::PathBuf::from(path);
+        let loaded = std::fs::read_to_string(&path)
+            .map_err(|e| {
+                format!(
+                    "invalid E03_POLICIES={:?}: cannot read it: {e}",
+                    path.display()
+                )
+            })
+            .and_then(|text| {
+                e03_core::strategy_table::register_policy_file(&text, &path.display().to_string())
+            });
+        if let Err(e) = loaded {
+            eprintln!("dependency-service: {e}");
+            return 2;
+        }
+    }
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     let plan = match Plan::from_matches(&m, env_names) {
         Ok(plan) => plan,

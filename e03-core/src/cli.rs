@@ -29,6 +29,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_OVERWRITE",
     "E03_HOST_RESULTS",
     "E03_ALLOW_ROOT",
+    "E03_POLICIES",
 ];
 
 /// Adds one flag per parameter to `cmd`.

@@ -24,6 +24,7 @@
 //! `E03_BACKOFF_BASE_MS` still moves a file's exponential strategy that does not set `base_ms`.
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -393,7 +394,8 @@ impl StrategySpec {
 }
 
 /// The strategy a run's `E03_STRATEGIES` id stands for: the lab's A to F first (any case), then
-/// the zoo's presets, then the scenario's own `[[strategy]]` tables (`own`). `None`: unknown.
+/// the zoo's presets, then a user's policy file ([`register_policies`]), then the scenario's own
+/// `[[strategy]]` tables (`own`). `None`: unknown.
 pub fn resolve_id(
     id: &str,
     base: Duration,
@@ -407,9 +409,133 @@ pub fn resolve_id(
     if let Some(s) = crate::presets::preset(id, base, cap) {
         return Some(s);
     }
+    if let Some(s) = registered().iter().find(|s| s.id == id) {
+        return Some(s.resolve(base, cap));
+    }
     own.iter()
         .find(|s| s.id == id)
         .map(|s| s.resolve(base, cap))
+}
+
+/// The strategies of a user's policy file, known to this process.
+fn user_policies() -> &'static Mutex<Vec<StrategySpec>> {
+    static USER: OnceLock<Mutex<Vec<StrategySpec>>> = OnceLock::new();
+    USER.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn registered() -> Vec<StrategySpec> {
+    user_policies()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// Makes a policy file's strategies known to this process (the core does no IO: a binary reads
+/// the file, [`parse_policy_file`] checks it). Registering the same definition twice is a no-op;
+/// another definition under a registered id is refused.
+pub fn register_policies(specs: Vec<StrategySpec>) -> Result<(), String> {
+    let mut known = user_policies().lock().unwrap_or_else(|e| e.into_inner());
+    for spec in specs {
+        match known.iter().find(|k| k.id == spec.id) {
+            Some(k) if *k == spec => {}
+            Some(_) => {
+                return Err(format!(
+                    "strategy id {:?} is defined twice by policy files: expected each id once",
+                    spec.id
+                ))
+            }
+            None => known.push(spec),
+        }
+    }
+    Ok(())
+}
+
+/// A policy file that cannot be used: its text names the file, the line and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy file {origin}{line}: {message}")]
+pub struct PolicyFileError {
+    pub origin: String,
+    /// `:LINE` when the error has a place in the file, else empty.
+    line: String,
+    pub message: String,
+}
+
+impl PolicyFileError {
+    fn at(origin: &str, text: &str, offset: Option<usize>, message: String) -> Self {
+        let line = offset
+            .map(|o| format!(":{}", text[..o.min(text.len())].matches('\n').count() + 1))
+            .unwrap_or_default();
+        Self {
+            origin: origin.to_string(),
+            line,
+            message,
+        }
+    }
+
+    /// The line the error points at, if any.
+    pub fn line(&self) -> Option<usize> {
+        self.line.trim_start_matches(':').parse().ok()
+    }
+}
+
+/// Checks a policy file's text ([`parse_policy_file`]) and registers its strategies
+/// ([`register_policies`]): what every process does with `E03_POLICIES` once it has read it.
+pub fn register_policy_file(text: &str, origin: &str) -> Result<(), String> {
+    let specs = parse_policy_file(text, origin).map_err(|e| e.to_string())?;
+    register_policies(specs)
+}
+
+/// The raw form of a policy file: `[[strategy]]` tables and nothing else.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    strategy: Vec<Spanned<Table>>,
+}
+
+/// Reads a user's policy file (`E03_POLICIES`, `--policies`): `[[strategy]]` tables in the
+/// format of a scenario file's, each checked, ids unique. `origin` names the file in errors.
+pub fn parse_policy_file(text: &str, origin: &str) -> Result<Vec<StrategySpec>, PolicyFileError> {
+    let file: PolicyFile = toml::from_str(text).map_err(|e| {
+        let message = format!(
+            "{} (a policy file holds only [[strategy]] tables, see docs/scenarios.md)",
+            e.message().trim()
+        );
+        PolicyFileError::at(origin, text, e.span().map(|s| s.start), message)
+    })?;
+    if file.strategy.is_empty() {
+        return Err(PolicyFileError::at(
+            origin,
+            text,
+            None,
+            "no [[strategy]] table: expected at least one".to_string(),
+        ));
+    }
+    let mut specs: Vec<StrategySpec> = Vec::new();
+    for t in &file.strategy {
+        let spec = parse_strategy_table(t.get_ref(), t.span().start).map_err(|e| {
+            PolicyFileError::at(
+                origin,
+                text,
+                e.offset,
+                format!("[[strategy]] {}", e.message),
+            )
+        })?;
+        if specs.iter().any(|s| s.id == spec.id) {
+            let offset = t.get_ref().get("id").map(|v| v.span().start);
+            return Err(PolicyFileError::at(
+                origin,
+                text,
+                offset,
+                format!(
+                    "[[strategy]] id = {:?} is defined twice: expected each id once",
+                    spec.id
+                ),
+            ));
+        }
+        specs.push(spec);
+    }
+    Ok(specs)
 }
 
 /// What `E03_STRATEGIES` accepts, given a scenario's own strategies (for error messages).
@@ -419,6 +545,7 @@ pub fn accepted_ids(own: &[StrategySpec]) -> String {
         .map(|s| s.to_string())
         .collect();
     ids.extend(crate::presets::names().iter().map(|(n, _)| n.to_string()));
+    ids.extend(registered().into_iter().map(|s| s.id));
     ids.extend(own.iter().map(|s| s.id.clone()));
     format!(
         "a comma-separated list of strategy ids from {} without repeats",
@@ -589,5 +716,40 @@ mod tests {
         );
         // A table may not take a preset's name (it would never be reached).
         assert!(!valid_table_id("grpc") && valid_table_id("grpc2"));
+    }
+
+    #[test]
+    fn a_policy_file_holds_strategy_tables_and_its_errors_name_file_line_and_key() {
+        let good = "# mine\n[[strategy]]\nid = \"mine\"\nbackoff = \"constant\"\nwait_ms = 5\n\
+                    [[strategy]]\nid = \"capped\"\nbackoff = \"exponential\"\njitter = \"full\"\n\
+                    budget = { kind = \"grpc\" }\n";
+        let specs = parse_policy_file(good, "p.toml").unwrap();
+        let ids: Vec<&str> = specs.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["mine", "capped"]);
+        assert_eq!(specs[1].budget, Some(BudgetSpec::grpc()));
+
+        let err = |text: &str| parse_policy_file(text, "p.toml").unwrap_err();
+        let e = err("[[strategy]]\nid = \"x\"\nbackoff = \"constant\"\nwait_ms = \"soon\"\n");
+        assert_eq!(e.line(), Some(4), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("policy file p.toml:4: [[strategy]] wait_ms"),
+            "{e}"
+        );
+        let e = err("[[strategy]]\nid = \"x\"\nbackoff = \"sometimes\"\n");
+        assert!(
+            e.to_string()
+                .contains("none | constant | exponential | geometric")
+                || e.to_string().contains("none, constant"),
+            "{e}"
+        );
+        let e = err("[policy]\nstrategies = [\"A\"]\n");
+        assert!(e.to_string().contains("only [[strategy]] tables"), "{e}");
+        let e = err("");
+        assert!(e.to_string().contains("no [[strategy]] table"), "{e}");
+        let e = err("[[strategy]]\nid = \"grpc\"\nbackoff = \"none\"\n");
+        assert_eq!(e.line(), Some(2), "a preset's name is the lab's own: {e}");
+        let e = err("[[strategy]]\nid = \"x\"\nbackoff = \"none\"\n[[strategy]]\nid = \"x\"\nbackoff = \"none\"\n");
+        assert!(e.to_string().contains("defined twice"), "{e}");
     }
 }

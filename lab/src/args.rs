@@ -29,6 +29,8 @@ pub struct RunPlan {
     pub sequential: bool,
     /// The run directory under `out`.
     pub choice: RunChoice,
+    /// The user's policy file (`--policies`, `E03_POLICIES`), absolute: the children read it too.
+    pub policies: Option<(PathBuf, String)>,
 }
 
 /// A validated simulation (or comparison).
@@ -47,6 +49,8 @@ pub struct SimPlan {
     pub out: PathBuf,
     pub sequential: bool,
     pub choice: RunChoice,
+    /// The user's policy file and its text, kept beside the outputs.
+    pub policies: Option<(PathBuf, String)>,
 }
 
 pub enum Command {
@@ -94,6 +98,17 @@ fn run_id_args(cmd: Clap) -> Clap {
     )
 }
 
+fn policies_arg() -> Arg {
+    Arg::new("policies")
+        .long("policies")
+        .env("E03_POLICIES")
+        .value_name("FILE.toml")
+        .help(
+            "a policy file: [[strategy]] tables (as in a scenario file, see docs/scenarios.md) \
+             defining strategies --strategies can name beside A to F and the presets",
+        )
+}
+
 fn sequential_arg() -> Arg {
     Arg::new("sequential")
         .long("sequential")
@@ -114,6 +129,7 @@ fn cli() -> Clap {
             Clap::new("run")
                 .about("run the live experiment over loopback and print its tables")
                 .arg(scenario_arg())
+                .arg(policies_arg())
                 .arg(out_arg())
                 .arg(sequential_arg()),
         )))
@@ -121,6 +137,7 @@ fn cli() -> Clap {
             Clap::new("simulate")
                 .about("run the same model on a virtual clock (fast, deterministic)")
                 .arg(scenario_arg())
+                .arg(policies_arg())
                 .arg(out_arg())
                 .arg(
                     Arg::new("sweep")
@@ -134,6 +151,7 @@ fn cli() -> Clap {
             Clap::new("compare")
                 .about("run live and simulated and print them side by side")
                 .arg(scenario_arg())
+                .arg(policies_arg())
                 .arg(out_arg())
                 .arg(sequential_arg()),
         )))
@@ -233,6 +251,15 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         return Err(usage_error(unknown_env_message(name)));
     }
     let (name, sub) = m.subcommand().expect("subcommand required");
+    // A user's strategies first: a scenario file may name them.
+    let policies = match sub.get_one::<String>("policies").filter(|p| !p.is_empty()) {
+        Some(p) => {
+            let path = std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
+            let text = client_swarm::scenario_files::load_policies(&path).map_err(usage_error)?;
+            Some((path, text))
+        }
+        None => None,
+    };
     let scenario = sub.get_one::<String>("scenario").expect("required");
     let args = client_swarm::scenario_files::resolve(scenario).map_err(usage_error)?;
     let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
@@ -274,6 +301,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
             out,
             sequential,
             choice,
+            policies,
         })),
         "simulate" | "compare" => {
             let mut sweeps = Vec::new();
@@ -295,6 +323,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 out,
                 sequential,
                 choice,
+                policies,
             };
             Ok(if name == "simulate" {
                 Command::Simulate(plan)

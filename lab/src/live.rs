@@ -167,7 +167,7 @@ fn run_group(
     let mut services = Vec::new();
     let mut targets = Vec::new();
     for strategy in group {
-        let (child, work, control) = start_service(&exe, out)
+        let (child, work, control) = start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0))
             .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
@@ -177,6 +177,9 @@ fn run_group(
     let ids: Vec<&str> = group.iter().map(|s| s.id.as_str()).collect();
     raw.insert("E03_STRATEGIES".into(), ids.join(","));
     let scenarios = plan.scenario_args.join(",");
+    if let Some((path, _)) = &plan.policies {
+        raw.insert("E03_POLICIES".into(), path.display().to_string());
+    }
     let mut swarm = child_command(&exe, "swarm", &raw)
         .env("E03_SWARM_REPORT", "0")
         // The lab owns this run directory; with --sequential each group adds its own logs.
@@ -214,8 +217,16 @@ fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Comma
 }
 
 /// Starts `lab serve` on loopback port 0 and reads the addresses it bound.
-fn start_service(exe: &Path, log_dir: &Path) -> anyhow::Result<(Child, String, String)> {
-    let mut child = child_command(exe, "serve", &BTreeMap::new())
+fn start_service(
+    exe: &Path,
+    log_dir: &Path,
+    policies: Option<&std::path::PathBuf>,
+) -> anyhow::Result<(Child, String, String)> {
+    let mut raw = BTreeMap::new();
+    if let Some(path) = policies {
+        raw.insert("E03_POLICIES".to_string(), path.display().to_string());
+    }
+    let mut child = child_command(exe, "serve", &raw)
         .env("E03_LISTEN", "127.0.0.1:0")
         .env("E03_CONTROL_LISTEN", "127.0.0.1:0")
         .env("E03_LOG_DIR", log_dir)

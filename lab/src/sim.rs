@@ -34,6 +34,9 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         client_swarm::scenario_files::keep(&dir, &plan.definitions[i])
             .map_err(anyhow::Error::msg)?;
+        if let Some((_, text)) = &plan.policies {
+            client_swarm::scenario_files::keep_policies(&dir, text).map_err(anyhow::Error::msg)?;
+        }
         if plan.sweeps.is_empty() {
             let summary = simulator::simulate(*scenario, params);
             analyzer::print_tables(&mut out, &summary)?;
@@ -69,6 +72,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         out: plan.out.clone(),
         sequential: plan.sequential,
         choice: plan.choice.clone(),
+        policies: plan.policies.clone(),
     };
     let run = match outdir::claim(&plan.out, &plan.choice) {
         Ok(run) => run,
