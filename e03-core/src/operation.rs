@@ -112,6 +112,9 @@ pub struct Operation {
     attempts: u32,
     /// The wait before the latest retry (decorrelated jitter grows from it).
     last_wait: Duration,
+    /// Polly's DecorrelatedJitterBackoffV2 state (its formula's value at the latest retry), as
+    /// `f64` bits (the operation stays `Eq`).
+    polly: u64,
 }
 
 impl Operation {
@@ -122,6 +125,7 @@ impl Operation {
             start: now,
             attempts: 1,
             last_wait: Duration::ZERO,
+            polly: 0f64.to_bits(),
         }
     }
 
@@ -171,7 +175,8 @@ impl Operation {
         if self.attempts >= max_attempts {
             return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
         }
-        let wait = strategy.retry_wait(self.attempts, self.last_wait, &result, rng);
+        let mut polly = f64::from_bits(self.polly);
+        let wait = strategy.retry_wait(self.attempts, self.last_wait, &mut polly, &result, rng);
         // No retry starts if its wait would cross (or reach) the deadline.
         if now + wait >= self.deadline() {
             return Next::Done(OpOutcome::Failed(GiveUp::Deadline));
@@ -181,6 +186,7 @@ impl Operation {
         }
         self.attempts += 1;
         self.last_wait = wait;
+        self.polly = polly.to_bits();
         Next::Retry { wait }
     }
 }
@@ -218,6 +224,44 @@ mod tests {
             &mut stream(1, Stream::Jitter, 0),
         );
         assert_eq!(next, Next::Done(OpOutcome::Success));
+    }
+
+    /// Polly's DecorrelatedJitterBackoffV2: an operation's waits are the formula's chained
+    /// sequence (each step from the previous one's state), not independent draws.
+    #[test]
+    fn polly_v2_waits_chain_the_operations_state() {
+        let mut s = strategy("C");
+        s.jitter = crate::strategy::Jitter::PollyV2;
+        s.backoff = crate::strategy::Backoff::Exponential {
+            base: ms(1000),
+            cap: ms(600_000),
+        };
+        let limits = Limits {
+            max_attempts: 5,
+            attempt_timeout: ms(1000),
+            deadline: ms(3_600_000),
+        };
+        let mut op = Operation::start(ms(0), limits);
+        let mut rng = stream(9, Stream::Jitter, 0);
+        let mut same = stream(9, Stream::Jitter, 0);
+        let mut prev = 0.0;
+        for i in 0..4u32 {
+            let expected = crate::strategy::polly_v2_step(
+                i,
+                ms(1000),
+                ms(600_000),
+                &mut prev,
+                rand::Rng::random(&mut same),
+            );
+            let next = op.on_result(
+                ms(0),
+                AttemptResult::status(503),
+                &s,
+                &mut Unlimited,
+                &mut rng,
+            );
+            assert_eq!(next, Next::Retry { wait: expected }, "retry {}", i + 1);
+        }
     }
 
     #[test]

@@ -145,20 +145,24 @@ impl Strategy {
 
     /// The wait before retry `n` after `result` (whose `Retry-After`, if any, is applied by the
     /// strategy's [`RetryAfter`] rule).
+    ///
+    /// `polly` is the operation's state of Polly's DecorrelatedJitterBackoffV2 (0 before its
+    /// first retry; see [`polly_v2_step`]), so consecutive waits are Polly's exact sequence.
     pub fn retry_wait<R: Rng + ?Sized>(
         &self,
         n: u32,
         previous: Duration,
+        polly: &mut f64,
         result: &AttemptResult,
         rng: &mut R,
     ) -> Duration {
-        let wait = match (self.throttle_base_ms, self.classify(result)) {
+        let backoff = match (self.throttle_base_ms, self.classify(result)) {
             (Some(ms), AttemptClass::Failure(RetryCause::Throttled)) => {
-                let backoff = with_base(self.backoff, Duration::from_millis(ms));
-                self.wait_with(backoff, n, previous, rng)
+                with_base(self.backoff, Duration::from_millis(ms))
             }
-            _ => self.wait(n, previous, rng),
+            _ => self.backoff,
         };
+        let wait = self.wait_with(backoff, n, previous, Some(polly), rng);
         let AttemptResult::Status {
             retry_after: Some(ra),
             ..
@@ -205,15 +209,17 @@ impl Strategy {
     /// The wait before retry `n` (1 for the first retry). `previous` is the wait before the
     /// previous retry (zero before the first), used by decorrelated jitter.
     pub fn wait<R: Rng + ?Sized>(&self, n: u32, previous: Duration, rng: &mut R) -> Duration {
-        self.wait_with(self.backoff, n, previous, rng)
+        self.wait_with(self.backoff, n, previous, None, rng)
     }
 
-    /// [`wait`](Self::wait) with another backoff (the throttling base).
+    /// [`wait`](Self::wait) with another backoff (the throttling base) and, when the operation
+    /// keeps it, Polly's formula state.
     fn wait_with<R: Rng + ?Sized>(
         &self,
         backoff: Backoff,
         n: u32,
         previous: Duration,
+        polly: Option<&mut f64>,
         rng: &mut R,
     ) -> Duration {
         let (base, cap, backoff) = match backoff {
@@ -245,17 +251,21 @@ impl Strategy {
                 let hi = previous.max(base).saturating_mul(3).min(cap);
                 uniform(rng, base.min(hi), hi)
             }
-            Jitter::PollyV2 => {
-                // The formula's state is its value at the previous retry, f(n - 2 + u'), which
-                // the previous wait alone does not give; u' is drawn afresh (see `polly_v2_step`).
-                let mut prev = if n >= 2 {
-                    polly_v2_formula(f64::from(n - 2) + rng.random::<f64>())
-                } else {
-                    0.0
-                };
-                let u = rng.random::<f64>();
-                polly_v2_step(n.saturating_sub(1), base, cap, &mut prev, u)
-            }
+            Jitter::PollyV2 => match polly {
+                // The operation's own state: Polly's exact sequence.
+                Some(prev) => polly_v2_step(n.saturating_sub(1), base, cap, prev, rng.random()),
+                // Without it (a single wait asked for), the formula's state at the previous
+                // retry, f(n - 2 + u'), is drawn afresh: the wait has Polly's distribution.
+                None => {
+                    let mut prev = if n >= 2 {
+                        polly_v2_formula(f64::from(n - 2) + rng.random::<f64>())
+                    } else {
+                        0.0
+                    };
+                    let u = rng.random::<f64>();
+                    polly_v2_step(n.saturating_sub(1), base, cap, &mut prev, u)
+                }
+            },
             Jitter::Proportional { spread_pct } => {
                 let f = f64::from(spread_pct.min(100)) / 100.0;
                 let b = backoff.as_secs_f64();
@@ -302,10 +312,10 @@ fn polly_v2_formula(t: f64) -> f64 {
 /// `(next - prev) / 1.4 * median_first`, at most `max`; `prev` becomes `next`. `median_first`
 /// is the median of the first wait (Polly's `Delay`, 2 s by default).
 ///
-/// `prev` is the state Polly keeps per operation. [`Strategy::wait`] only knows the previous
-/// wait, not this state, so it draws the previous step's `u` afresh: each wait has exactly
-/// Polly's distribution, but consecutive waits of one operation are independent where Polly's
-/// are (negatively) correlated. Exactness would need the operation to carry `prev`.
+/// `prev` is the state Polly keeps per operation; the lab's [`crate::Operation`] keeps it too
+/// and passes it to [`Strategy::retry_wait`], so an operation's waits are Polly's sequence.
+/// [`Strategy::wait`] alone (one wait, no operation) draws the previous step's `u` afresh: that
+/// wait has Polly's distribution.
 pub fn polly_v2_step(
     attempt: u32,
     median_first: Duration,
@@ -571,15 +581,15 @@ mod tests {
         let mut rng = stream(1, Stream::Jitter, 0);
         let z = Duration::ZERO;
         assert_eq!(
-            s.retry_wait(2, z, &AttemptResult::status(503), &mut rng),
+            s.retry_wait(2, z, &mut 0.0, &AttemptResult::status(503), &mut rng),
             ms(100)
         );
         assert_eq!(
-            s.retry_wait(2, z, &AttemptResult::status(429), &mut rng),
+            s.retry_wait(2, z, &mut 0.0, &AttemptResult::status(429), &mut rng),
             ms(2000)
         );
         assert_eq!(
-            s.retry_wait(1, z, &AttemptResult::Timeout, &mut rng),
+            s.retry_wait(1, z, &mut 0.0, &AttemptResult::Timeout, &mut rng),
             ms(50)
         );
     }
