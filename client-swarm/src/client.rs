@@ -22,7 +22,7 @@ use e03_core::events::{
 };
 use e03_core::operation::Limits;
 use e03_core::policy::ClientPolicy;
-use e03_core::session::{ClientSession, OpEnd, SessionConfig, Starts, Wake};
+use e03_core::session::{ClientSession, OpEnd, SendAttempt, SessionConfig, Starts, Wake};
 use e03_core::{AttemptResult, GiveUp, OpOutcome, Strategy};
 use precise_timer::PreciseTimer;
 use tokio::sync::mpsc;
@@ -150,20 +150,9 @@ pub(crate) async fn run_operation(
             Wake::Send(attempt) => attempt,
             Wake::Ended(end) => break end,
             Wake::Rejected { attempt, why, end } => {
-                let _ = log
-                    .send(Event::Attempt(Attempt {
-                        tag: run.tag.clone(),
-                        client,
-                        op: attempt.id.op,
-                        attempt: attempt.id.attempt,
-                        due_us: us(attempt.due),
-                        sent_us: us(sent),
-                        end_us: us(sent),
-                        end: AttemptEnd::FailedFast,
-                        status: None,
-                        rejection: Some(why),
-                    }))
-                    .await;
+                let mut record = attempt_record(run, &attempt, sent, sent, AttemptEnd::FailedFast);
+                record.rejection = Some(why);
+                let _ = log.send(Event::Attempt(record)).await;
                 break end;
             }
         };
@@ -182,16 +171,8 @@ pub(crate) async fn run_operation(
         let now = run.now();
         let record = |end: AttemptEnd, status: Option<u16>| {
             Event::Attempt(Attempt {
-                tag: run.tag.clone(),
-                client,
-                op: attempt.id.op,
-                attempt: attempt.id.attempt,
-                due_us: us(attempt.due),
-                sent_us: us(sent),
-                end_us: us(now),
-                end,
                 status,
-                rejection: None,
+                ..attempt_record(run, &attempt, sent, now, end)
             })
         };
         let Some(result) = result else {
@@ -253,6 +234,28 @@ pub(crate) async fn run_operation(
         end,
         attempts,
         outcome,
+    }
+}
+
+/// The log record of `attempt`, sent (or refused) at `sent`, ended at `ended` with `end`.
+fn attempt_record(
+    run: &StrategyRun,
+    attempt: &SendAttempt,
+    sent: Duration,
+    ended: Duration,
+    end: AttemptEnd,
+) -> Attempt {
+    Attempt {
+        tag: run.tag.clone(),
+        client: attempt.id.client,
+        op: attempt.id.op,
+        attempt: attempt.id.attempt,
+        due_us: us(attempt.due),
+        sent_us: us(sent),
+        end_us: us(ended),
+        end,
+        status: None,
+        rejection: None,
     }
 }
 

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::strategy_table::TableError;
+use crate::strategy_table::{fail_at, TableError};
 
 /// What a check measures in one run of one strategy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -399,20 +399,6 @@ impl CheckSpec {
         }
         ids
     }
-}
-
-/// An error about `key` of a table that starts at `at`, placed at the key's value if present.
-pub(crate) fn fail_at<T>(
-    table: &BTreeMap<String, Spanned<toml::Value>>,
-    at: usize,
-    key: &str,
-    message: String,
-) -> Result<T, TableError> {
-    Err(TableError {
-        key: key.to_string(),
-        offset: Some(table.get(key).map_or(at, |v| v.span().start)),
-        message,
-    })
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use toml::Spanned;
 
 use crate::checks::{parse_check_table, CheckSpec};
 use crate::params::{ParamError, Params};
-use crate::strategy_table::{parse_strategy_table, StrategySpec};
+use crate::strategy_table::{parse_strategy_tables, StrategySpec};
 use crate::timeline::{PhaseKind, PhaseWindow};
 
 /// The built-in scenarios: file name and text, compiled in.
@@ -188,7 +188,8 @@ impl ScenarioError {
     }
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
+/// The 1-based line of byte `offset` in `text`.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
@@ -345,30 +346,8 @@ impl ScenarioFile {
         }
 
         // The file's own strategies, each table checked, ids unique.
-        let mut strategies: Vec<StrategySpec> = Vec::new();
-        for t in &self.strategy {
-            let spec = parse_strategy_table(t.get_ref(), t.span().start).map_err(|e| {
-                ScenarioError::at(
-                    origin,
-                    text,
-                    e.offset,
-                    format!("[[strategy]] {}", e.message),
-                )
-            })?;
-            if strategies.iter().any(|s| s.id == spec.id) {
-                let offset = t.get_ref().get("id").map(|v| v.span().start);
-                return Err(ScenarioError::at(
-                    origin,
-                    text,
-                    offset,
-                    format!(
-                        "[[strategy]] id = {:?} is defined twice: expected each id once",
-                        spec.id
-                    ),
-                ));
-            }
-            strategies.push(spec);
-        }
+        let strategies = parse_strategy_tables(&self.strategy)
+            .map_err(|e| ScenarioError::at(origin, text, e.offset, e.message))?;
 
         // One validation for every value: the parameter table's own rules.
         let validated = Params::from_raw_with(&settings, &strategies);

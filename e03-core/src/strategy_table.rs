@@ -120,7 +120,8 @@ pub fn valid_table_id(id: &str) -> bool {
         && !RESERVED_IDS.contains(&id)
 }
 
-type Table = BTreeMap<String, Spanned<toml::Value>>;
+/// One TOML table with the position of every value.
+pub type Table = BTreeMap<String, Spanned<toml::Value>>;
 
 /// Reads one `[[strategy]]` table. `at` is where the table starts (for errors about a missing
 /// key). Every key is checked; the first problem is returned.
@@ -463,7 +464,7 @@ pub struct PolicyFileError {
 impl PolicyFileError {
     fn at(origin: &str, text: &str, offset: Option<usize>, message: String) -> Self {
         let line = offset
-            .map(|o| format!(":{}", text[..o.min(text.len())].matches('\n').count() + 1))
+            .map(|o| format!(":{}", crate::scenario::line_of(text, o)))
             .unwrap_or_default();
         Self {
             origin: origin.to_string(),
@@ -511,27 +512,29 @@ pub fn parse_policy_file(text: &str, origin: &str) -> Result<Vec<StrategySpec>, 
             "no [[strategy]] table: expected at least one".to_string(),
         ));
     }
+    parse_strategy_tables(&file.strategy)
+        .map_err(|e| PolicyFileError::at(origin, text, e.offset, e.message))
+}
+
+/// Reads a file's `[[strategy]]` tables (a scenario file's or a policy file's): each table
+/// checked, each id once. The error's message starts with `[[strategy]]`.
+pub fn parse_strategy_tables(tables: &[Spanned<Table>]) -> Result<Vec<StrategySpec>, TableError> {
     let mut specs: Vec<StrategySpec> = Vec::new();
-    for t in &file.strategy {
-        let spec = parse_strategy_table(t.get_ref(), t.span().start).map_err(|e| {
-            PolicyFileError::at(
-                origin,
-                text,
-                e.offset,
-                format!("[[strategy]] {}", e.message),
-            )
+    for t in tables {
+        let spec = parse_strategy_table(t.get_ref(), t.span().start).map_err(|e| TableError {
+            message: format!("[[strategy]] {}", e.message),
+            ..e
         })?;
         if specs.iter().any(|s| s.id == spec.id) {
-            let offset = t.get_ref().get("id").map(|v| v.span().start);
-            return Err(PolicyFileError::at(
-                origin,
-                text,
-                offset,
+            return fail_at(
+                t.get_ref(),
+                t.span().start,
+                "id",
                 format!(
                     "[[strategy]] id = {:?} is defined twice: expected each id once",
                     spec.id
                 ),
-            ));
+            );
         }
         specs.push(spec);
     }

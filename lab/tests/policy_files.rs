@@ -6,22 +6,11 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Output;
 
-use common::lab;
+use common::{lab, text};
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("e03-lab-pol-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    common::temp("pol", name)
 }
 
 /// A constant-wait policy with Envoy's budget, named `steady-50`.

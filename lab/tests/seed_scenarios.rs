@@ -9,10 +9,7 @@ use std::path::PathBuf;
 use common::lab;
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("e03-lab-seeds-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::temp("seeds", name)
 }
 
 /// `lab simulate NAME --seed 42`: its stdout, after asserting exit 0.
