@@ -8,6 +8,8 @@
 //! - `lab compare e03b --seed 42`: live and simulated side by side.
 //! - `lab serve`, `lab swarm`, `lab analyze`: the three parts' own command lines; `run` starts
 //!   its children through them, so `cargo run --release -- run ...` needs no other binary.
+//! - `lab replica ratelimit`: seed 002's published table beside a port of its own simulation,
+//!   PASS per cell (exit 0 when all pass, 3 otherwise).
 //! - `lab report --out DIR [SCENARIO]`: analyse the logs a swarm left in DIR and print the
 //!   tables (the compose analyzer container runs this).
 
@@ -32,6 +34,7 @@ fn main() {
         Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
         Some("list") => list(&args),
+        Some("replica") => replica(&args),
         _ => match args::parse(args) {
             Ok(args::Command::Run(plan)) => live::run(&plan),
             Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
@@ -40,6 +43,65 @@ fn main() {
         },
     };
     std::process::exit(code);
+}
+
+/// Exit code of `lab replica` when a published cell is not reproduced.
+const EXIT_REPLICA_MISMATCH: i32 = 3;
+
+/// `lab replica ratelimit`: every published figure of seed 002 beside the replica's
+/// ([`simulator::replica002`]), PASS or FAIL per cell; exit 0 when every cell passes, 3 otherwise.
+fn replica(args: &[OsString]) -> i32 {
+    let rest: Vec<String> = args
+        .iter()
+        .skip(2)
+        .map(|a| a.to_string_lossy().into())
+        .collect();
+    match rest
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["ratelimit"] => {}
+        ["--help"] | ["-h"] => {
+            println!(
+                "Usage: lab replica ratelimit\n\nRuns a port of seed 002's own rate-limit \
+                 simulation (its generator, tokenizer and 160 tickets) and prints every figure \
+                 the seed publishes beside ours, PASS per cell. Exit 0 when all pass, 3 otherwise."
+            );
+            return 0;
+        }
+        _ => {
+            eprintln!(
+                "lab replica: expected `lab replica ratelimit` (the only replica), got {rest:?}"
+            );
+            return EXIT_USAGE;
+        }
+    }
+    let cells = simulator::replica002::cells();
+    let width = cells.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    println!(
+        "{:<width$}  {:>9}  {:>9}  check  where in the seed",
+        "figure", "published", "ours"
+    );
+    for c in &cells {
+        let mark = if c.pass() { "PASS" } else { "FAIL" };
+        println!(
+            "{:<width$}  {:>9}  {:>9}  {mark}   {}",
+            c.name, c.published, c.ours, c.source
+        );
+    }
+    let failed = cells.iter().filter(|c| !c.pass()).count();
+    println!(
+        "{} of {} cells reproduced",
+        cells.len() - failed,
+        cells.len()
+    );
+    if failed == 0 {
+        0
+    } else {
+        EXIT_REPLICA_MISMATCH
+    }
 }
 
 /// `lab swarm`: the client swarm; if a signal stopped it, the analyzer still writes what the

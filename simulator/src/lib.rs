@@ -18,6 +18,7 @@
 //! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
+//! - [`replica002`]: a port of seed 002's own rate-limit simulation, checked against its table.
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
 //! is due, sent and arrived at one instant); request ids are arrival numbers; an attempt whose
@@ -27,6 +28,7 @@
 pub mod compare;
 pub mod engine;
 pub mod queue;
+pub mod replica002;
 pub mod run;
 pub mod service;
 pub mod stats;
