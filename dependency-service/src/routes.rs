@@ -28,6 +28,8 @@ use e03_core::scenario::ScenarioDef;
 use e03_core::{Params, Scenario};
 use tokio::sync::oneshot;
 
+use crate::run::Status;
+
 use crate::identity::Identity;
 use crate::service::{instant_at_unix_ms, RunSpec, Service, MAX_START_OFFSET};
 
@@ -90,19 +92,44 @@ async fn work(State(svc): State<Arc<Service>>, headers: HeaderMap) -> Response {
     // The arrival is stamped, logged and decided in its own task (see `Run::arrive`).
     tokio::spawn(run.arrive(id, tx));
     match rx.await {
-        Ok(400) => text(
+        Ok(status) => reply(status),
+        // The run ended while this request waited.
+        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "run ended".into()),
+    }
+}
+
+/// The HTTP answer to a decided request; a `Retry-After` header when the model gave one (a 429
+/// of a rate-limited phase).
+fn reply(Status { code, retry_after }: Status) -> Response {
+    match (code, retry_after) {
+        (400, _) => text(
             StatusCode::BAD_REQUEST,
             "malformed x-e03-client, x-e03-op or x-e03-attempt header: expected a whole number"
                 .into(),
         ),
-        Ok(200) => text(StatusCode::OK, "ok".into()),
-        Ok(code) => {
+        (200, _) => text(StatusCode::OK, "ok".into()),
+        (code, wait) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-            text(status, "unavailable".into())
+            match wait {
+                Some(wait) => (
+                    status,
+                    [(header::RETRY_AFTER, retry_after_value(wait))],
+                    "rate limited",
+                )
+                    .into_response(),
+                None => text(status, "unavailable".into()),
+            }
         }
-        // The run ended while this request waited.
-        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "run ended".into()),
     }
+}
+
+/// A `Retry-After` value in seconds with millisecond decimals, rounded up to the millisecond so a
+/// client that honours it never comes back before the window admits again ("0.250"). HTTP
+/// specifies whole seconds; the lab's steps are 100 ms, so it sends fractions, which the swarm
+/// reads.
+pub(crate) fn retry_after_value(wait: std::time::Duration) -> String {
+    let ms = wait.as_nanos().div_ceil(1_000_000);
+    format!("{}.{:03}", ms / 1000, ms % 1000)
 }
 
 fn text(status: StatusCode, body: String) -> Response {
@@ -239,6 +266,23 @@ mod tests {
             .await
             .unwrap();
         (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    #[test]
+    fn a_rate_limited_answer_is_429_with_retry_after_in_seconds_rounded_up_to_the_ms() {
+        use std::time::Duration;
+        let res = reply(Status {
+            code: 429,
+            retry_after: Some(Duration::from_millis(250)),
+        });
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "0.250");
+        assert_eq!(retry_after_value(Duration::from_nanos(1_000_001)), "0.002");
+        assert_eq!(retry_after_value(Duration::from_millis(3000)), "3.000");
+        assert_eq!(retry_after_value(Duration::ZERO), "0.000");
+        let res = reply(Status::code(503));
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(res.headers().get(header::RETRY_AFTER).is_none());
     }
 
     #[tokio::test]

@@ -37,8 +37,23 @@ use tokio::time::Instant;
 use crate::identity::Identity;
 use crate::log_sink::{LogError, LogSink};
 
-/// Status sent to a waiting handler. 400 means "malformed identity headers".
-pub type Status = u16;
+/// The answer sent to a waiting handler: its HTTP status (400 means "malformed identity
+/// headers") and, for a 429 of a rate-limited phase, its `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    pub code: u16,
+    pub retry_after: Option<std::time::Duration>,
+}
+
+impl Status {
+    /// A status without `Retry-After`.
+    pub fn code(code: u16) -> Self {
+        Status {
+            code,
+            retry_after: None,
+        }
+    }
+}
 
 /// The run's schedule and where each waiting request's answer goes.
 struct RunState {
@@ -210,7 +225,7 @@ impl Run {
         .await;
         if id.malformed {
             drop(sequencer);
-            let _ = tx.send(400);
+            let _ = tx.send(Status::code(400));
             return;
         }
         let key = id.fault_key().unwrap_or(seq);
@@ -219,7 +234,7 @@ impl Run {
             if st.ended {
                 drop(st);
                 drop(sequencer);
-                let _ = tx.send(503);
+                let _ = tx.send(Status::code(503));
                 return;
             }
             st.senders.insert(seq, tx);
@@ -286,7 +301,10 @@ impl Run {
             let t = self.since_t0(Instant::now());
             // The handler may be gone (client timeout); the answer is logged all the same.
             if let Some(tx) = tx {
-                let _ = tx.send(answer.status);
+                let _ = tx.send(Status {
+                    code: answer.status,
+                    retry_after: answer.retry_after,
+                });
             }
             sent.push((t, answer));
         }

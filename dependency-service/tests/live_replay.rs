@@ -203,7 +203,9 @@ fn replayed_fates(params: &Params, arrivals_us: &[u64]) -> Vec<Fate> {
                         Kind::Started
                     }
                     Admission::Queued => Kind::Queued,
-                    Admission::Rejected | Admission::Refused { .. } => Kind::Rejected,
+                    Admission::Rejected
+                    | Admission::Refused { .. }
+                    | Admission::Throttled { .. } => Kind::Rejected,
                     Admission::Held => Kind::Held,
                 };
                 fates[at(req)] = Some(Fate {

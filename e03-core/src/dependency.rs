@@ -1,6 +1,7 @@
 //! The dependency's capacity model: a bounded worker pool, a bounded FIFO queue, a freeze that
 //! holds everything and releases it as 503 at its end, a degraded window with a longer service
-//! time, and (E03-A) transient faults.
+//! time, (E03-A) transient faults, and rate-limited windows that answer 429 with a
+//! `Retry-After` (seed 002).
 //!
 //! The model is a state machine driven by its caller:
 //!
@@ -21,7 +22,7 @@ use rustc_hash::FxHashMap;
 use std::time::Duration;
 
 use crate::faults::{Fate, FaultModel};
-use crate::timeline::{Phase, Timeline};
+use crate::timeline::{Phase, RateLimitWindow, Timeline};
 
 /// The service's own number for a request, in arrival order from 0.
 pub type ReqId = u64;
@@ -62,6 +63,9 @@ pub enum Admission {
     /// The service is down: answer `status` after `latency` (zero: at once), no work done, no
     /// worker or queue place taken.
     Refused { status: u16, latency: Duration },
+    /// The service is rate limited and this request is over the limit: answer 429 at once with
+    /// this `Retry-After`; no work done, no worker or queue place taken.
+    Throttled { retry_after: Duration },
 }
 
 /// How a request whose work is done is answered.
@@ -97,6 +101,47 @@ pub struct DependencyModel {
     held: Vec<ReqId>,
     /// True between `freeze_begins` and `freeze_ends`.
     frozen: bool,
+    /// The sliding window of the current rate-limited phase.
+    limiter: SlidingWindow,
+}
+
+/// The instants of the requests counted in a rate-limited phase's sliding window, oldest first.
+#[derive(Debug, Default)]
+struct SlidingWindow {
+    /// Index of the rate-limited window these instants belong to (a new phase starts empty).
+    phase: Option<usize>,
+    counted: VecDeque<Duration>,
+}
+
+impl SlidingWindow {
+    /// Decides about a request at `now` under `limit` (phase `phase`): `None` admits it,
+    /// `Some(retry_after)` rejects it.
+    fn check(&mut self, phase: usize, limit: &RateLimitWindow, now: Duration) -> Option<Duration> {
+        if self.phase != Some(phase) {
+            self.phase = Some(phase);
+            self.counted.clear();
+        }
+        // A request at `t` counts in `[t, t + window)`.
+        while self
+            .counted
+            .front()
+            .is_some_and(|&t| t + limit.window <= now)
+        {
+            self.counted.pop_front();
+        }
+        let calls = limit.calls as usize;
+        if self.counted.len() < calls {
+            self.counted.push_back(now);
+            return None;
+        }
+        if limit.count_rejected {
+            self.counted.push_back(now);
+        }
+        // The window admits again once at most `calls - 1` counted requests remain in it: when
+        // the (len - calls + 1)-th oldest leaves.
+        let leaves = self.counted[self.counted.len() - calls] + limit.window;
+        Some(limit.retry_after.unwrap_or(leaves - now))
+    }
 }
 
 impl DependencyModel {
@@ -106,6 +151,7 @@ impl DependencyModel {
             queue: VecDeque::with_capacity(cfg.queue),
             held: Vec::new(),
             frozen: false,
+            limiter: SlidingWindow::default(),
             cfg,
         }
     }
@@ -129,6 +175,12 @@ impl DependencyModel {
     /// A request arrives at `now`. `key` identifies it for its fault fate (see
     /// [`crate::faults::request_key`]); a caller without client identity may pass `id`.
     pub fn arrive(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
+        if let Some((i, limit)) = self.cfg.timeline.rate_limit_at(now) {
+            let limit = *limit;
+            if let Some(retry_after) = self.limiter.check(i, &limit, now) {
+                return Admission::Throttled { retry_after };
+            }
+        }
         match self.cfg.timeline.phase(now) {
             _ if self.frozen => {}
             Phase::Frozen => {}
@@ -232,6 +284,7 @@ mod tests {
                     capacity_factor: 0.5,
                 }),
                 down: Vec::new(),
+                rate_limited: Vec::new(),
             },
             faults: FaultModel::default(),
             seed: 42,
@@ -265,6 +318,93 @@ mod tests {
             Admission::Queued,
             "up again at its end"
         );
+    }
+
+    fn limited(
+        calls: u32,
+        window_ms: u64,
+        count_rejected: bool,
+        retry_after_ms: Option<u64>,
+    ) -> DependencyModel {
+        let mut c = cfg(100, 100);
+        c.timeline = Timeline::default();
+        c.timeline.rate_limited.push(RateLimitWindow {
+            start: ms(1000),
+            end: ms(5000),
+            calls,
+            window: ms(window_ms),
+            count_rejected,
+            retry_after: retry_after_ms.map(ms),
+        });
+        DependencyModel::new(c)
+    }
+
+    fn throttled(m: &mut DependencyModel, at: u64, id: ReqId) -> Option<Duration> {
+        match m.arrive(ms(at), id, id) {
+            Admission::Throttled { retry_after } => Some(retry_after),
+            Admission::Start { .. } => None,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sliding_window_admits_calls_per_window_and_says_when_it_admits_again() {
+        // 3 calls per 300 ms, rejected calls not counted.
+        let mut m = limited(3, 300, false, None);
+        assert_eq!(
+            throttled(&mut m, 999, 0),
+            None,
+            "before the phase: no limit"
+        );
+        assert_eq!(throttled(&mut m, 1000, 1), None);
+        assert_eq!(throttled(&mut m, 1100, 2), None);
+        assert_eq!(throttled(&mut m, 1200, 3), None);
+        // The 4th in [1000, 1300): the 1000 ms call leaves at 1300.
+        assert_eq!(throttled(&mut m, 1250, 4), Some(ms(50)));
+        assert_eq!(m.busy_workers(), 4, "the rejected call took no worker");
+        assert_eq!(throttled(&mut m, 1299, 5), Some(ms(1)));
+        // Half-open: at 1300 the first call has left, and the rejections did not count.
+        assert_eq!(throttled(&mut m, 1300, 6), None);
+        assert_eq!(
+            throttled(&mut m, 1300, 7),
+            Some(ms(100)),
+            "1100 leaves at 1400"
+        );
+        // After the phase: no limit.
+        for id in 10..20 {
+            assert_eq!(throttled(&mut m, 5000, id), None);
+        }
+    }
+
+    #[test]
+    fn counting_rejected_calls_keeps_a_busy_client_locked_out() {
+        // The same arrivals as above, rejected calls counted (the seed's endpoint).
+        let mut m = limited(3, 300, true, None);
+        for (at, id) in [(1000, 1), (1100, 2), (1200, 3)] {
+            assert_eq!(throttled(&mut m, at, id), None);
+        }
+        // Counted: 1000, 1100, 1200 and this one. Admission needs at most 2 counted in the
+        // window: the 2nd oldest (1100) must leave, at 1400 (not 1300 as when not counted).
+        assert_eq!(throttled(&mut m, 1250, 4), Some(ms(150)));
+        // Counted: 1000, 1100, 1200, 1250, 1299: the 3rd oldest (1200) leaves at 1500.
+        assert_eq!(throttled(&mut m, 1299, 5), Some(ms(201)));
+        // At 1300 only 1000 has left; not counting rejections, this call was admitted.
+        assert_eq!(throttled(&mut m, 1300, 6), Some(ms(250)));
+        // At 1549: 1250, 1299, 1300 remain; with this one, 1299 must leave (1599).
+        assert_eq!(throttled(&mut m, 1549, 7), Some(ms(50)));
+        assert_eq!(
+            throttled(&mut m, 1599, 8),
+            None,
+            "1300 and 1549 remain: 2 < 3"
+        );
+    }
+
+    #[test]
+    fn a_fixed_retry_after_is_sent_as_written() {
+        let mut m = limited(1, 1000, true, Some(250));
+        assert_eq!(throttled(&mut m, 1000, 0), None);
+        assert_eq!(throttled(&mut m, 1001, 1), Some(ms(250)));
+        assert_eq!(throttled(&mut m, 1999, 2), Some(ms(250)));
     }
 
     #[test]

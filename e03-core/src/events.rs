@@ -79,6 +79,8 @@ pub enum Cause {
     Freeze,
     /// The dependency is down (a `down` phase): its status at once, no work done.
     Down,
+    /// Over the limit of a `rate_limited` phase: 429 with `Retry-After` at once, no work done.
+    RateLimited,
 }
 
 /// The dependency answered a request.

@@ -15,7 +15,9 @@ use crate::faults::FaultModel;
 use crate::operation::Limits;
 use crate::strategy::Strategy;
 use crate::strategy_table::{accepted_ids, resolve_id, StrategySpec};
-use crate::timeline::{DegradedWindow, DownWindow, FreezeWindow, PhaseKind, Timeline};
+use crate::timeline::{
+    DegradedWindow, DownWindow, FreezeWindow, PhaseKind, RateLimitWindow, Timeline,
+};
 
 pub use crate::scenario::Scenario;
 
@@ -526,6 +528,19 @@ impl Params {
                     end,
                     status,
                     latency: Duration::from_millis(latency_ms),
+                }),
+                PhaseKind::RateLimited {
+                    calls,
+                    window_ms,
+                    count_rejected,
+                    retry_after_ms,
+                } => timeline.rate_limited.push(RateLimitWindow {
+                    start,
+                    end,
+                    calls,
+                    window: Duration::from_millis(window_ms),
+                    count_rejected,
+                    retry_after: retry_after_ms.map(Duration::from_millis),
                 }),
                 PhaseKind::Freeze => {
                     timeline.freeze = Some(FreezeWindow {

@@ -47,6 +47,10 @@ const MAX_TIME_S: f64 = 86_400.0;
 
 /// Longest error latency of a `down` phase, in ms (ten minutes).
 const MAX_DOWN_LATENCY_MS: u64 = 600_000;
+/// Longest sliding window of a `rate_limited` phase: one hour.
+const MAX_RATE_WINDOW_MS: u64 = 3_600_000;
+/// Longest fixed `Retry-After` of a `rate_limited` phase: one hour (the swarm honours no more).
+const MAX_RETRY_AFTER_MS: u64 = 3_600_000;
 
 /// Where each value of a file goes: section, key and the E03 parameter it sets.
 pub const FILE_KEYS: &[(&str, &str, &str)] = &[
@@ -143,6 +147,16 @@ impl ScenarioDef {
                     degraded += 1;
                     degraded == 1 && capacity_factor > 0.0 && capacity_factor <= 1.0
                 }
+                PhaseKind::RateLimited {
+                    calls,
+                    window_ms,
+                    retry_after_ms,
+                    ..
+                } => {
+                    calls >= 1
+                        && (1..=MAX_RATE_WINDOW_MS).contains(&window_ms)
+                        && retry_after_ms.is_none_or(|r| r <= MAX_RETRY_AFTER_MS)
+                }
             };
             if !ok || !kind_ok {
                 return Err(format!(
@@ -227,6 +241,10 @@ struct FilePhase {
     capacity_factor: Option<f64>,
     status: Option<u16>,
     latency_ms: Option<u64>,
+    calls: Option<u32>,
+    window_ms: Option<u64>,
+    count_rejected: Option<bool>,
+    retry_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -236,6 +254,7 @@ enum PhaseName {
     Down,
     Freeze,
     Degraded,
+    RateLimited,
 }
 
 /// Parses and validates a scenario file's text. `origin` names the file in errors.
@@ -468,6 +487,18 @@ impl ScenarioFile {
             if p.latency_ms.is_some() && p.phase != PhaseName::Down {
                 return fail("latency_ms is only for a down phase".into());
             }
+            let rate_keys = [
+                ("calls", p.calls.is_some()),
+                ("window_ms", p.window_ms.is_some()),
+                ("count_rejected", p.count_rejected.is_some()),
+                ("retry_after_ms", p.retry_after_ms.is_some()),
+            ];
+            if let Some((key, _)) = rate_keys
+                .iter()
+                .find(|(_, set)| *set && p.phase != PhaseName::RateLimited)
+            {
+                return fail(format!("{key} is only for a rate_limited phase"));
+            }
             let latency_ms = p.latency_ms.unwrap_or(0);
             if latency_ms > MAX_DOWN_LATENCY_MS {
                 return fail(format!(
@@ -476,6 +507,39 @@ impl ScenarioFile {
                 ));
             }
             let phase = match p.phase {
+                PhaseName::RateLimited => {
+                    let calls = match p.calls {
+                        Some(c) if c >= 1 => c,
+                        other => {
+                            return fail(format!(
+                                "calls = {other:?}: expected calls, a whole number of requests \
+                                 per window, at least 1"
+                            ))
+                        }
+                    };
+                    let window_ms = match p.window_ms {
+                        Some(w) if (1..=MAX_RATE_WINDOW_MS).contains(&w) => w,
+                        other => {
+                            return fail(format!(
+                                "window_ms = {other:?}: expected window_ms, the sliding \
+                                 window in milliseconds, from 1 to {MAX_RATE_WINDOW_MS}"
+                            ))
+                        }
+                    };
+                    if let Some(r) = p.retry_after_ms.filter(|&r| r > MAX_RETRY_AFTER_MS) {
+                        return fail(format!(
+                            "retry_after_ms = {r}: expected milliseconds from 0 to \
+                             {MAX_RETRY_AFTER_MS}, or no key (the time until the window admits \
+                             again)"
+                        ));
+                    }
+                    PhaseKind::RateLimited {
+                        calls,
+                        window_ms,
+                        count_rejected: p.count_rejected.unwrap_or(true),
+                        retry_after_ms: p.retry_after_ms,
+                    }
+                }
                 PhaseName::Up => PhaseKind::Up,
                 PhaseName::Freeze => PhaseKind::Freeze,
                 PhaseName::Down => match p.status.unwrap_or(503) {
@@ -845,6 +909,85 @@ mod tests {
         ));
         assert_eq!(e.line(), Some(8), "{e}");
         assert!(e.message.contains("not overlapping"), "{e}");
+    }
+
+    #[test]
+    fn a_rate_limited_phase_parses_with_its_defaults_and_reaches_the_timeline() {
+        use std::time::Duration;
+        let text = format!(
+            "{MINIMAL}[[timeline]]\nphase = \"rate_limited\"\nstart_s = 1\nend_s = 9\n\
+             calls = 24\nwindow_ms = 300\n\
+             [[timeline]]\nphase = \"rate_limited\"\nstart_s = 9\nend_s = 10\n\
+             calls = 2\nwindow_ms = 100\ncount_rejected = false\nretry_after_ms = 250\n"
+        );
+        let def = parse(&text, "x.toml").unwrap();
+        assert_eq!(
+            def.phases[0].phase,
+            PhaseKind::RateLimited {
+                calls: 24,
+                window_ms: 300,
+                count_rejected: true,
+                retry_after_ms: None
+            }
+        );
+        assert_eq!(
+            def.phases[1].phase,
+            PhaseKind::RateLimited {
+                calls: 2,
+                window_ms: 100,
+                count_rejected: false,
+                retry_after_ms: Some(250)
+            }
+        );
+        assert!(def.check().is_ok());
+        let scenario = Scenario::register(def).unwrap();
+        let t = Params::default().timeline(scenario);
+        assert_eq!(t.rate_limited.len(), 2);
+        let r = t.rate_limited[1];
+        assert_eq!(
+            (
+                r.start,
+                r.end,
+                r.calls,
+                r.window,
+                r.count_rejected,
+                r.retry_after
+            ),
+            (
+                Duration::from_secs(9),
+                Duration::from_secs(10),
+                2,
+                Duration::from_millis(100),
+                false,
+                Some(Duration::from_millis(250))
+            )
+        );
+    }
+
+    #[test]
+    fn a_rate_limited_phase_names_its_bad_keys() {
+        let rl = |extra: &str| {
+            format!(
+                "{MINIMAL}[[timeline]]\nphase = \"rate_limited\"\nstart_s = 1\nend_s = 2\n{extra}"
+            )
+        };
+        let e = err(&rl("window_ms = 300\n"));
+        assert!(e.message.contains("calls = None: expected calls"), "{e}");
+        let e = err(&rl("calls = 0\nwindow_ms = 300\n"));
+        assert!(e.message.contains("at least 1"), "{e}");
+        let e = err(&rl("calls = 24\n"));
+        assert!(e.message.contains("expected window_ms"), "{e}");
+        let e = err(&rl(
+            "calls = 24\nwindow_ms = 300\nretry_after_ms = 3600001\n",
+        ));
+        assert!(e.message.contains("retry_after_ms = 3600001"), "{e}");
+        let e = err(&format!(
+            "{MINIMAL}[[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\ncalls = 3\n"
+        ));
+        assert!(
+            e.message.contains("calls is only for a rate_limited phase"),
+            "{e}"
+        );
     }
 
     #[test]

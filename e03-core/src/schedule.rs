@@ -104,6 +104,8 @@ pub struct Answer {
     pub admit: Option<Duration>,
     /// A worker was free when it arrived.
     pub immediate: bool,
+    /// The `Retry-After` to send with it (a 429 of a rate-limited phase); `None`: no header.
+    pub retry_after: Option<Duration>,
 }
 
 /// What the schedule did, in the order it did it.
@@ -216,6 +218,7 @@ impl DependencySchedule {
                 cause: Cause::Full,
                 admit: None,
                 immediate: false,
+                retry_after: None,
             })),
             Admission::Refused { status, latency } if latency.is_zero() => {
                 out.push(Step::Answer(Answer {
@@ -225,8 +228,18 @@ impl DependencySchedule {
                     cause: Cause::Down,
                     admit: None,
                     immediate: false,
+                    retry_after: None,
                 }))
             }
+            Admission::Throttled { retry_after } => out.push(Step::Answer(Answer {
+                req,
+                at: now,
+                status: 429,
+                cause: Cause::RateLimited,
+                admit: None,
+                immediate: false,
+                retry_after: Some(retry_after),
+            })),
             Admission::Refused { status, latency } => {
                 // Answered later, without a worker or a queue place.
                 self.waiting.insert(
@@ -301,6 +314,7 @@ impl DependencySchedule {
                 cause,
                 admit: w.admit,
                 immediate: w.immediate,
+                retry_after: None,
             }));
         }
     }
@@ -416,6 +430,53 @@ mod tests {
             (2, 503, Cause::Full)
         );
         assert_eq!((out[0].admit, out[0].at), (None, ms(1)));
+    }
+
+    #[test]
+    fn a_rate_limited_phase_answers_429_with_retry_after_at_once() {
+        let mut cfg = Params::default().service_config(crate::Scenario::E03A, 1);
+        cfg.faults = Default::default();
+        cfg.timeline
+            .rate_limited
+            .push(crate::timeline::RateLimitWindow {
+                start: ms(0),
+                end: ms(1000),
+                calls: 2,
+                window: ms(300),
+                count_rejected: true,
+                retry_after: None,
+            });
+        let mut s = DependencySchedule::new(cfg);
+        let mut out = Vec::new();
+        assert!(matches!(
+            s.arrive(ms(0), 0, 0, &mut out),
+            Admission::Start { .. }
+        ));
+        assert!(matches!(
+            s.arrive(ms(10), 1, 1, &mut out),
+            Admission::Start { .. }
+        ));
+        assert!(out.is_empty());
+        // Counted: 0, 10 and this one; the window admits again when 10 leaves, at 310 ms.
+        assert_eq!(
+            s.arrive(ms(20), 2, 2, &mut out),
+            Admission::Throttled {
+                retry_after: ms(290)
+            }
+        );
+        let [Step::Answer(a)] = out.as_slice() else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            (a.req, a.at, a.status, a.cause, a.admit, a.retry_after),
+            (2, ms(20), 429, Cause::RateLimited, None, Some(ms(290)))
+        );
+        assert_eq!(s.waiting(), 2, "the rejected request is not waiting");
+        // Admitted requests are served as usual.
+        out.clear();
+        s.advance(ms(50), &mut out);
+        let done: Vec<_> = answers(&out).iter().map(|a| (a.req, a.status)).collect();
+        assert_eq!(done, [(0, 200), (1, 200)]);
     }
 
     #[test]
@@ -639,6 +700,7 @@ mod tests {
                 cause: Cause::Slow,
                 admit: Some(ms(admit)),
                 immediate: admit == 0,
+                retry_after: None,
             })
         };
         // At 80 ms the ends of work (of 2 and 3, which start 4 and 0) come before the late

@@ -3,7 +3,8 @@
 //! Times are offsets from the run's time zero; every window is half-open `[start, end)`. A
 //! scenario file describes its timeline as a list of phases ([`PhaseWindow`]); the model's
 //! [`Timeline`] holds at most one freeze and one degraded window (E03-B: the degraded window
-//! follows the freeze, `[freeze end, recovery end)`) and any number of down windows.
+//! follows the freeze, `[freeze end, recovery end)`) and any number of down and rate-limited
+//! windows.
 
 use std::time::Duration;
 
@@ -37,6 +38,27 @@ pub struct DownWindow {
     pub latency: Duration,
 }
 
+/// While rate limited the service admits at most `calls` requests in any sliding window of
+/// `window` (a request at `t` counts in `[t, t + window)`); a request over the limit is answered
+/// 429 at once with a `Retry-After`, does no work and takes no worker or queue place. Admitted
+/// requests are served as usual (workers, queue, faults). Seed 002's endpoint: 24 calls per 3
+/// steps, rejected calls included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RateLimitWindow {
+    pub start: Duration,
+    pub end: Duration,
+    /// Requests admitted per sliding window, at least 1.
+    pub calls: u32,
+    /// The sliding window's length, positive.
+    pub window: Duration,
+    /// Rejected requests count toward the window too (the seed's endpoint does so: each
+    /// rejection makes the next one likelier). `false`: only admitted requests count.
+    pub count_rejected: bool,
+    /// The `Retry-After` sent with a 429: this fixed value, or (`None`) the time until the window
+    /// admits a request again, counted as if no other request arrived meanwhile.
+    pub retry_after: Option<Duration>,
+}
+
 /// What the dependency is doing at a given moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -55,6 +77,9 @@ pub struct Timeline {
     /// Down windows, in time order, not overlapping the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub down: Vec<DownWindow>,
+    /// Rate-limited windows, in time order, not overlapping the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_limited: Vec<RateLimitWindow>,
 }
 
 impl Timeline {
@@ -80,6 +105,14 @@ impl Timeline {
         self.down.iter().find(|d| now >= d.start && now < d.end)
     }
 
+    /// The rate-limited window `now` falls in, if any, with its index.
+    pub fn rate_limit_at(&self, now: Duration) -> Option<(usize, &RateLimitWindow)> {
+        self.rate_limited
+            .iter()
+            .enumerate()
+            .find(|(_, r)| now >= r.start && now < r.end)
+    }
+
     /// The incident: from the start of the first window that is not normal service to the end
     /// of the last one (E03-B: freeze start to recovery end). `None` when the dependency is up
     /// all the time. Operations that overlap it are the "affected" ones of the metrics.
@@ -87,9 +120,11 @@ impl Timeline {
         let starts = self.freeze.map(|f| f.start).into_iter();
         let starts = starts.chain(self.degraded.map(|d| d.start));
         let starts = starts.chain(self.down.iter().map(|d| d.start));
+        let starts = starts.chain(self.rate_limited.iter().map(|r| r.start));
         let ends = self.freeze.map(|f| f.end).into_iter();
         let ends = ends.chain(self.degraded.map(|d| d.end));
         let ends = ends.chain(self.down.iter().map(|d| d.end));
+        let ends = ends.chain(self.rate_limited.iter().map(|r| r.end));
         Some((starts.min()?, ends.max()?))
     }
 
@@ -120,6 +155,16 @@ pub enum PhaseKind {
     /// Capacity times `capacity_factor`, in (0, 1]: service time is divided by it. At most one
     /// per scenario.
     Degraded { capacity_factor: f64 },
+    /// At most `calls` requests per sliding `window_ms`; over it, 429 at once with a
+    /// `Retry-After` of `retry_after_ms` or (absent) the time until the window admits again.
+    /// `count_rejected`: rejected requests count toward the window (default true).
+    RateLimited {
+        calls: u32,
+        window_ms: u64,
+        count_rejected: bool,
+        #[serde(default)]
+        retry_after_ms: Option<u64>,
+    },
 }
 
 /// One phase of a scenario's timeline, half-open `[start_s, end_s)` in seconds after time zero.
@@ -155,6 +200,7 @@ mod tests {
                 status: 500,
                 latency: Duration::ZERO,
             }],
+            rate_limited: Vec::new(),
         }
     }
 

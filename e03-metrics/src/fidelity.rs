@@ -293,7 +293,7 @@ impl LiveAccumulator {
         let scheduled = match r.cause {
             Cause::Ok | Cause::Fault => Some(done),
             Cause::Slow => Some(done.saturating_add(self.cfg.faults.slow_delay.as_micros() as u64)),
-            Cause::Full | Cause::Freeze | Cause::Down => None,
+            Cause::Full | Cause::Freeze | Cause::Down | Cause::RateLimited => None,
         };
         if let Some(at) = scheduled {
             self.answer_late

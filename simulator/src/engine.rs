@@ -177,7 +177,11 @@ impl<'a, O: Observer> Engine<'a, O> {
         // indexing (rather than draining) keeps the buffer's allocation for the next instant.
         for i in 0..self.answers.len() {
             if let Step::Answer(a) = self.answers[i] {
-                self.attempt_ends(t, a.req, AttemptResult::status(a.status));
+                let result = AttemptResult::Status {
+                    code: a.status,
+                    retry_after: a.retry_after,
+                };
+                self.attempt_ends(t, a.req, result);
             }
         }
         self.answers.clear();

@@ -191,6 +191,11 @@ mod tests {
                 Admission::Refused { status, .. } => {
                     h.out.push(Decision::Answered { t, req, status })
                 }
+                Admission::Throttled { .. } => h.out.push(Decision::Answered {
+                    t,
+                    req,
+                    status: 429,
+                }),
                 Admission::Queued | Admission::Held => {}
             }
         }
