@@ -965,6 +965,25 @@ mod tests {
     }
 
     #[test]
+    fn the_ratelimit_example_parses_with_the_seed_limit() {
+        let def = parse(
+            include_str!("../../examples/ratelimit.toml"),
+            "examples/ratelimit.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            def.phases[0].phase,
+            PhaseKind::RateLimited {
+                calls: 24,
+                window_ms: 300,
+                count_rejected: true,
+                retry_after_ms: None
+            }
+        );
+        assert!(def.check().is_ok());
+    }
+
+    #[test]
     fn a_rate_limited_phase_names_its_bad_keys() {
         let rl = |extra: &str| {
             format!(
