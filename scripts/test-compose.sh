@@ -4,7 +4,8 @@
 # command), and checks that each run got a directory of its own, results/<run id>/, holding a
 # summary with every strategy for both scenarios, that each printed its results path (the host
 # path through the script, ./results/<run id>/.. with plain compose), that a user's file in
-# results/ survives, that the containers ran as non-root, that `down` leaves nothing running,
+# results/ survives, that the containers ran as non-root with a read-only root filesystem, no
+# capabilities and no-new-privileges, that `down` leaves nothing running,
 # and that scripts/compose.sh stops before any container starts when ./results is not writable
 # by the container user or the uid is 0. It removes only what it made (its two run directories,
 # its file) and puts results/latest back as it was.
@@ -130,12 +131,38 @@ one_run plain
 second=$run_id
 echo "test-compose: two runs, two directories: results/$first and results/$second"
 
-for c in $(compose ps -q); do
+containers=$(compose ps -q)
+checked=0
+for c in $containers; do
     user=$(docker inspect -f '{{.Config.User}}' "$c")
     case "$user" in
         ""|0|0:*|root|root:*) echo "test-compose: container $c ran as root ($user)" >&2; exit 1 ;;
     esac
+    # Hardening: read-only root filesystem, every capability dropped, no-new-privileges.
+    name=$(docker inspect -f '{{.Name}}' "$c")
+    ro=$(docker inspect -f '{{.HostConfig.ReadonlyRootfs}}' "$c")
+    capdrop=$(docker inspect -f '{{join .HostConfig.CapDrop ","}}' "$c")
+    capadd=$(docker inspect -f '{{join .HostConfig.CapAdd ","}}' "$c")
+    secopt=$(docker inspect -f '{{join .HostConfig.SecurityOpt ","}}' "$c")
+    if [ "$ro" != true ]; then
+        echo "test-compose: container $name has a writable root filesystem (ReadonlyRootfs=$ro)" >&2
+        exit 1
+    fi
+    if [ "$capdrop" != ALL ] || [ -n "$capadd" ]; then
+        echo "test-compose: container $name does not drop every capability (CapDrop=$capdrop CapAdd=$capadd)" >&2
+        exit 1
+    fi
+    case ",$secopt," in
+        *,no-new-privileges:true,*|*,no-new-privileges,*) ;;
+        *) echo "test-compose: container $name lacks no-new-privileges (SecurityOpt=$secopt)" >&2; exit 1 ;;
+    esac
+    checked=$((checked + 1))
 done
+if [ "$checked" -lt 6 ]; then
+    echo "test-compose: expected 6 containers to inspect, found $checked" >&2
+    exit 1
+fi
+echo "test-compose: $checked containers ran non-root, read-only, with no capabilities and no-new-privileges"
 
 python3 - "$first" "$second" <<'PY'
 import json, os, sys

@@ -116,6 +116,16 @@ fn command() -> Command {
                 ),
         )
         .arg(
+            Arg::new("metrics-listen")
+                .long("metrics-listen")
+                .env("E03_METRICS_LISTEN")
+                .value_name("IP:PORT")
+                .help(
+                    "serve Prometheus metrics at http://IP:PORT/metrics while the swarm runs \
+                     (port 0: any free port, printed); off when not given",
+                ),
+        )
+        .arg(
             Arg::new("shutdown-targets")
                 .long("shutdown-targets")
                 .action(clap::ArgAction::SetTrue)
@@ -150,6 +160,8 @@ struct Setup {
     shutdown_targets: bool,
     /// The text of the user's policy file (`E03_POLICIES`), kept beside the logs.
     policies: Option<String>,
+    /// `--metrics-listen`: where to serve `GET /metrics` (off when `None`).
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
@@ -187,6 +199,15 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
             ));
         }
     }
+    let metrics_listen = match m.get_one::<String>("metrics-listen").map(|v| v.trim()) {
+        None | Some("") => None,
+        Some(v) => Some(v.parse::<std::net::SocketAddr>().map_err(|_| {
+            format!(
+                "invalid --metrics-listen (E03_METRICS_LISTEN) {v:?}: expected IP:PORT, \
+                 for example 127.0.0.1:9464 (port 0: any free port)"
+            )
+        })?),
+    };
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
     if !claim
@@ -207,6 +228,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         out: PathBuf::from(value("out")),
         shutdown_targets: m.get_flag("shutdown-targets"),
         policies,
+        metrics_listen,
     })
 }
 
@@ -381,6 +403,27 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     runtime.block_on(async {
         let targets = setup.targets.clone();
         let shutdown_targets = setup.shutdown_targets;
+        if let Some(addr) = setup.metrics_listen {
+            let listener = match tokio::net::TcpListener::bind(addr).await {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!(
+                        "client-swarm: cannot listen on --metrics-listen (E03_METRICS_LISTEN) \
+                         {addr}: {e}"
+                    );
+                    return EXIT_USAGE;
+                }
+            };
+            match listener.local_addr() {
+                Ok(bound) => eprintln!("client-swarm: metrics at http://{bound}/metrics"),
+                Err(e) => eprintln!("client-swarm: metrics listener: {e}"),
+            }
+            tokio::spawn(async move {
+                if let Err(e) = crate::metrics::serve_metrics(listener).await {
+                    tracing::error!("metrics listener failed: {e}");
+                }
+            });
+        }
         let env = |k: &str| std::env::var(k).ok();
         let checked = claim_if_asked(&mut setup, &env)
             .and_then(|()| preflight(&setup.out, &setup.scenarios, &env));
@@ -603,6 +646,42 @@ mod tests {
         assert_eq!(s.params[0].seeds, vec![1, 2, 3]);
         assert_eq!(s.targets.len(), 2);
         assert_eq!(s.out, PathBuf::from("results"));
+    }
+
+    #[test]
+    fn the_metrics_address_is_off_by_default_and_checked() {
+        assert_eq!(
+            parse(&["cs", "--targets", T, "--strategies", "A,B"])
+                .unwrap()
+                .metrics_listen,
+            None
+        );
+        let s = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A,B",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        assert_eq!(s.metrics_listen, Some("127.0.0.1:0".parse().unwrap()));
+        let e = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A,B",
+            "--metrics-listen",
+            "localhost",
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("--metrics-listen (E03_METRICS_LISTEN) \"localhost\"")
+                && e.contains("IP:PORT"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
 use crate::http::{AttemptId, WorkEndpoint};
+use crate::metrics::metrics;
 use crate::stop::StopSignal;
 
 /// What every client of one strategy shares during one run.
@@ -153,6 +154,15 @@ pub(crate) async fn run_operation(
                 let mut record = attempt_record(run, &attempt, sent, sent, AttemptEnd::FailedFast);
                 record.rejection = Some(why);
                 let _ = log.send(Event::Attempt(record)).await;
+                let m = metrics();
+                m.attempt(
+                    &run.tag.strategy,
+                    attempt.id.attempt,
+                    AttemptEnd::FailedFast,
+                    None,
+                    None,
+                );
+                m.failed_fast(&run.tag.strategy, why);
                 break end;
             }
         };
@@ -177,6 +187,13 @@ pub(crate) async fn run_operation(
         };
         let Some(result) = result else {
             let _ = log.send(record(AttemptEnd::Aborted, None)).await;
+            metrics().attempt(
+                &run.tag.strategy,
+                attempt.id.attempt,
+                AttemptEnd::Aborted,
+                None,
+                Some(now.saturating_sub(sent)),
+            );
             break session
                 .abort(now, &mut *run.budget())
                 .expect("an attempt was in flight");
@@ -188,6 +205,13 @@ pub(crate) async fn run_operation(
         };
         // A closed log means its writer failed; that error is reported when the run ends.
         let _ = log.send(record(end, status)).await;
+        metrics().attempt(
+            &run.tag.strategy,
+            attempt.id.attempt,
+            end,
+            status,
+            Some(now.saturating_sub(sent)),
+        );
         let (ended, changes) = {
             let mut policy = run.budget();
             let ended = session.on_result(now, result, &run.strategy, &mut *policy);
@@ -214,6 +238,7 @@ pub(crate) async fn run_operation(
         outcome,
         ..
     } = end;
+    metrics().operation(&run.tag.strategy, outcome);
     let (outcome_field, reason) = match outcome {
         OpOutcome::Success => (Outcome::Success, None),
         OpOutcome::Failed(why) => (Outcome::Failed, Some(why)),
@@ -266,6 +291,7 @@ async fn log_breaker(
     changes: Vec<e03_core::breaker::Transition>,
 ) {
     for t in changes {
+        metrics().breaker(&run.tag.strategy, t.to);
         let _ = log
             .send(Event::Breaker(BreakerChange {
                 tag: run.tag.clone(),

@@ -13,6 +13,7 @@
 //! - `client`: one closed-loop client and the operation loop shared by every strategy.
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
 //! - `log`: the client log: one bounded channel to one buffered writer task per file.
+//! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
 //! - `stop`: the stop signal every client watches.
 //! - `outdir`: the run directory `OUT/<run id>/` and the `OUT/latest` link (shared with `lab`).
 //! - `cli`: the `client-swarm` command line ([`main_entry`]).
@@ -22,6 +23,7 @@ mod client;
 mod error;
 mod http;
 mod log;
+mod metrics;
 pub mod outdir;
 mod plan;
 mod run;
@@ -31,6 +33,7 @@ mod stop;
 pub use cli::{main_entry, out_and_scenarios, shutdown_signal};
 pub use error::SwarmError;
 pub use http::wait_healthy;
+pub use metrics::{serve_metrics, METRICS_PATH};
 pub use plan::{
     parse_targets, StrategyReport, SwarmPlan, SwarmReport, Target, TargetsError,
     DEFAULT_START_DELAY,

@@ -11,12 +11,14 @@
 //! - `run`: one live run: a thin driver of the core's `DependencySchedule` (the model and its
 //!   due instants in logical time), woken by the precise timer; its answers and log records.
 //! - `identity`: the `x-e03-*` headers of an attempt.
+//! - `metrics`: the Prometheus metrics served at `GET /metrics` on the work listener.
 //! - `log_sink`: one bounded channel to one writer thread; never drops a record.
 //! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
 
 mod cli;
 mod identity;
 mod log_sink;
+mod metrics;
 mod routes;
 mod run;
 mod server;

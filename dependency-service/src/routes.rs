@@ -34,6 +34,8 @@ use crate::identity::Identity;
 use crate::service::{instant_at_unix_ms, RunSpec, Service, MAX_START_OFFSET};
 
 pub const WORK_PATH: &str = "/work";
+/// Prometheus metrics (text format), on the work listener.
+pub const METRICS_PATH: &str = "/metrics";
 /// Largest request body the work endpoint accepts (it needs none).
 pub const WORK_BODY_LIMIT: u64 = 1024;
 /// Largest control call body.
@@ -45,6 +47,7 @@ pub fn work_router(svc: Arc<Service>) -> Router {
     Router::new()
         .route(WORK_PATH, get(work))
         .route(HEALTH_PATH, get(health))
+        .route(METRICS_PATH, get(metrics))
         .layer(middleware::from_fn(limit_work_body))
         .with_state(svc)
 }
@@ -83,7 +86,30 @@ async fn limit_work_body(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// `GET /metrics`: the Prometheus text exposition (see `crate::metrics`).
+async fn metrics(State(svc): State<Arc<Service>>) -> Response {
+    let body = svc.metrics_text();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /work`, counted in the HTTP server metrics (duration by status, requests in flight).
 async fn work(State(svc): State<Arc<Service>>, headers: HeaderMap) -> Response {
+    let started = std::time::Instant::now();
+    let _active = svc.metrics.request_started();
+    let response = answer_work(&svc, headers).await;
+    svc.metrics
+        .request_done(response.status().as_u16(), started.elapsed());
+    response
+}
+
+async fn answer_work(svc: &Arc<Service>, headers: HeaderMap) -> Response {
     let Some(run) = svc.current_run() else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
     };

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use e03_core::control::RunCounts;
 use e03_core::dependency::ServiceConfig;
-use e03_core::events::{self, Arrival, Event, RunEnd, RunStart, RunTag, Source};
+use e03_core::events::{self, Arrival, Cause, Event, RunEnd, RunStart, RunTag, Source};
 use e03_core::schedule::{Answer, Step};
 use e03_core::{DependencySchedule, ReqId};
 use precise_timer::PreciseTimer;
@@ -36,6 +36,7 @@ use tokio::time::Instant;
 
 use crate::identity::Identity;
 use crate::log_sink::{LogError, LogSink};
+use crate::metrics::{Metrics, ModelState};
 
 /// The answer sent to a waiting handler: its HTTP status (400 means "malformed identity
 /// headers") and, for a 429 of a rate-limited phase, its `Retry-After`.
@@ -98,6 +99,8 @@ pub struct RunSetup {
     /// Log file, absolute (or relative to the working directory) and relative to the log dir.
     pub log_path: std::path::PathBuf,
     pub log_file: String,
+    /// The service's metrics, which this run adds to.
+    pub metrics: Arc<Metrics>,
 }
 
 /// One live run.
@@ -118,6 +121,7 @@ pub struct Run {
     /// True while the run's log takes records; see the module docs.
     gate: RwLock<bool>,
     log: LogSink,
+    metrics: Arc<Metrics>,
     arrivals: AtomicU64,
     responses: AtomicU64,
     /// Records written to this run's log, `run_start` included.
@@ -128,7 +132,7 @@ pub struct Run {
 #[derive(Clone, Copy)]
 enum Kind {
     Arrival,
-    Response,
+    Response(Cause),
     Other,
 }
 
@@ -151,6 +155,7 @@ impl Run {
             timer: PreciseTimer::start(),
             gate: RwLock::new(true),
             log,
+            metrics: setup.metrics,
             arrivals: AtomicU64::new(0),
             responses: AtomicU64::new(0),
             records: AtomicU64::new(0),
@@ -240,7 +245,8 @@ impl Run {
             st.senders.insert(seq, tx);
             let before = st.schedule.next_due();
             let mut steps = Vec::new();
-            st.schedule.arrive(now, seq, key, &mut steps);
+            let admission = st.schedule.arrive(now, seq, key, &mut steps);
+            self.metrics.admission(admission);
             // Wake the driver only if this arrival made something due earlier than what it
             // sleeps for (the schedule's next due instant only moves earlier through arrivals):
             // every needless wake-up costs two thread hops that delay the answers due next.
@@ -319,7 +325,7 @@ impl Run {
                     admit_us: a.admit.map(events::us),
                     immediate: a.immediate,
                 }),
-                Kind::Response,
+                Kind::Response(a.cause),
             )
             .await;
         }
@@ -333,12 +339,30 @@ impl Run {
         }
         self.records.fetch_add(1, Ordering::SeqCst);
         match kind {
-            Kind::Arrival => self.arrivals.fetch_add(1, Ordering::SeqCst),
-            Kind::Response => self.responses.fetch_add(1, Ordering::SeqCst),
-            Kind::Other => 0,
-        };
+            Kind::Arrival => {
+                self.arrivals.fetch_add(1, Ordering::SeqCst);
+                self.metrics.arrival();
+            }
+            Kind::Response(cause) => {
+                self.responses.fetch_add(1, Ordering::SeqCst);
+                self.metrics.response(cause);
+            }
+            Kind::Other => {}
+        }
         self.log.line(event.to_line()).await;
         drop(open);
+    }
+
+    /// The model's state now, for the gauges of `/metrics`.
+    pub fn model_state(&self) -> ModelState {
+        let now = self.since_t0(Instant::now());
+        let st = self.lock();
+        let model = st.schedule.model();
+        ModelState {
+            queued: model.queued(),
+            busy_workers: model.busy_workers(),
+            phase: model.config().timeline.phase(now),
+        }
     }
 
     /// Ends the run: `run_end` is written, the log flushed and closed, waiting requests are

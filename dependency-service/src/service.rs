@@ -14,6 +14,7 @@ use e03_core::{Params, Scenario};
 use tokio::time::Instant;
 
 use crate::log_sink::{LogError, LogSink};
+use crate::metrics::Metrics;
 use crate::run::{Run, RunSetup};
 
 /// Strategy id and log file of a run started without a control call.
@@ -79,6 +80,8 @@ pub struct Service {
     control: tokio::sync::Mutex<()>,
     /// Woken by `POST /control/shutdown`; `serve` treats it like a signal.
     pub shutdown_requested: tokio::sync::Notify,
+    /// Served at `GET /metrics`; every run adds to them.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Service {
@@ -89,6 +92,7 @@ impl Service {
             current: Mutex::new(None),
             control: tokio::sync::Mutex::new(()),
             shutdown_requested: tokio::sync::Notify::new(),
+            metrics: Arc::new(Metrics::new()),
         }
     }
 
@@ -126,11 +130,18 @@ impl Service {
             params,
             log_path: self.log_dir.join(&log_file),
             log_file,
+            metrics: self.metrics.clone(),
         };
         let run = Run::start(setup, self.log.clone()).await?;
         tracing::info!(run = %run.tag().run, "run started");
         *self.slot() = Some(run.clone());
         Ok(run)
+    }
+
+    /// The text exposition of the service's metrics (`GET /metrics`).
+    pub fn metrics_text(&self) -> String {
+        let state = self.current_run().map(|run| run.model_state());
+        self.metrics.encode(state)
     }
 
     /// Ends the current run; `None` when there is none.

@@ -30,6 +30,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_HOST_RESULTS",
     "E03_ALLOW_ROOT",
     "E03_POLICIES",
+    "E03_METRICS_LISTEN",
 ];
 
 /// Adds one flag per parameter to `cmd`.

@@ -1,0 +1,278 @@
+//! `GET /metrics` of a live run: a short E03-B run of the real swarm (strategies A and D, 30
+//! clients, a 0.5 s freeze) against two real dependency services on port 0, with the swarm's
+//! metrics served on port 0. At the end, both expositions must parse line by line as the
+//! Prometheus text format, and the counters must agree with the logs: the dependency's arrivals
+//! with its server log, the swarm's attempts by strategy, attempt number and outcome, its
+//! operations by outcome and reason and its budget denials with the client log.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use client_swarm::{run_swarm, serve_metrics, SwarmPlan, Target};
+use common::{params, read_log, temp_dir};
+use dependency_service::{serve, ServiceOptions};
+use e03_core::events::{AttemptEnd, Event, Outcome};
+use e03_core::{GiveUp, Scenario};
+
+/// One sample: name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// Parses the text exposition strictly: comments must be `# HELP`, `# TYPE`, `# UNIT` or
+/// `# EOF` (last); every other line must be `name{label="value",..} number`.
+fn parse(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix('#') {
+            let word = rest.split_whitespace().next().unwrap_or("");
+            assert!(
+                ["HELP", "TYPE", "UNIT", "EOF"].contains(&word),
+                "bad comment line {line:?}"
+            );
+            continue;
+        }
+        let (head, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value in {line:?}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|e| panic!("bad value in {line:?}: {e}"));
+        let (name, labels) = match head.split_once('{') {
+            None => (head, BTreeMap::new()),
+            Some((name, rest)) => {
+                let body = rest
+                    .strip_suffix('}')
+                    .unwrap_or_else(|| panic!("unclosed labels in {line:?}"));
+                let mut labels = BTreeMap::new();
+                for pair in body.split(',').filter(|p| !p.is_empty()) {
+                    let (k, v) = pair
+                        .split_once('=')
+                        .unwrap_or_else(|| panic!("bad label {pair:?} in {line:?}"));
+                    let v = v
+                        .strip_prefix('"')
+                        .and_then(|v| v.strip_suffix('"'))
+                        .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
+                    labels.insert(k.to_string(), v.to_string());
+                }
+                (name, labels)
+            }
+        };
+        let valid_name = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+        assert!(valid_name, "bad metric name in {line:?}");
+        samples.push((name.to_string(), labels, value));
+    }
+    assert!(text.trim_end().ends_with("# EOF"), "no # EOF at the end");
+    samples
+}
+
+/// The sum of `name` over the samples whose labels include every pair of `want`.
+fn value(samples: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, labels, _)| {
+            n == name
+                && want
+                    .iter()
+                    .all(|(k, v)| labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|(_, _, v)| *v)
+        .sum()
+}
+
+async fn scrape(url: &str) -> Vec<Sample> {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let res = client.get(url).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200, "{url}");
+    parse(&res.text().await.unwrap())
+}
+
+/// Starts a dependency service on two port-0 listeners; returns its target.
+async fn dependency(strategy: &str, log_dir: &std::path::Path) -> Target {
+    let work = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (w, c) = (work.local_addr().unwrap(), control.local_addr().unwrap());
+    let opts = ServiceOptions {
+        log_dir: log_dir.to_path_buf(),
+        standalone: None,
+    };
+    tokio::spawn(serve(work, control, opts, std::future::pending()));
+    Target {
+        strategy: strategy.into(),
+        work_url: format!("http://{w}"),
+        control_url: format!("http://{c}"),
+    }
+}
+
+fn reason_name(why: GiveUp) -> &'static str {
+    match why {
+        GiveUp::NotRetryable => "not_retryable",
+        GiveUp::AttemptsExhausted => "attempts_exhausted",
+        GiveUp::Deadline => "deadline",
+        GiveUp::BudgetDenied => "budget_denied",
+        GiveUp::FailedFast => "failed_fast",
+        GiveUp::Aborted => "aborted",
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swarm_and_dependency_metrics_agree_with_the_logs() {
+    let out = temp_dir("metrics-live");
+    let server_logs = out.join("server");
+    let targets = vec![
+        dependency("A", &server_logs).await,
+        dependency("D", &server_logs).await,
+    ];
+    for t in &targets {
+        client_swarm::wait_healthy(&t.control_url, 20, Duration::from_millis(100))
+            .await
+            .unwrap();
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let swarm_metrics = format!("http://{}/metrics", listener.local_addr().unwrap());
+    tokio::spawn(serve_metrics(listener));
+    let work_urls: BTreeMap<String, String> = targets
+        .iter()
+        .map(|t| (t.strategy.clone(), t.work_url.clone()))
+        .collect();
+    let plan = SwarmPlan {
+        scenario: Scenario::E03B,
+        seed: 42,
+        params: params(&[
+            ("E03_STRATEGIES", "A,D"),
+            ("E03_CLIENTS", "30"),
+            ("E03_DURATION_S", "3"),
+            ("E03_THINK_MIN_MS", "200"),
+            ("E03_THINK_MAX_MS", "400"),
+            ("E03_FREEZE_START_S", "1.0"),
+            ("E03_FREEZE_END_S", "1.5"),
+            ("E03_RECOVERY_END_S", "2.0"),
+        ]),
+        targets,
+        out_dir: out.clone(),
+        run_dir: None,
+        start_delay: Duration::from_millis(500),
+    };
+    let report = run_swarm(plan, std::future::pending()).await.unwrap();
+    assert!(report.complete);
+    let swarm = scrape(&swarm_metrics).await;
+
+    for r in &report.runs {
+        let s = r.strategy.as_str();
+        let client = read_log(&out.join(format!("e03b/client-{s}-seed42.jsonl")));
+        let server = read_log(&server_logs.join(format!("e03b/server-{s}-seed42.jsonl")));
+        // The dependency: arrivals as logged (the run was stopped, so every record is in).
+        let dep = scrape(&format!("{}/metrics", work_urls[s])).await;
+        let arrivals = server
+            .iter()
+            .filter(|e| matches!(e, Event::Arrival(_)))
+            .count();
+        assert!(arrivals > 0);
+        assert_eq!(
+            value(&dep, "e03_dependency_arrivals_total", &[]),
+            arrivals as f64,
+            "strategy {s}: dependency arrivals"
+        );
+        assert_eq!(value(&dep, "e03_dependency_run_active", &[]), 0.0);
+
+        // The swarm: attempts by attempt number and outcome, as logged.
+        let mut by_outcome: BTreeMap<(u32, String), u64> = BTreeMap::new();
+        let mut sent = 0u64;
+        for e in &client {
+            if let Event::Attempt(a) = e {
+                let outcome = match (a.end, a.status) {
+                    (AttemptEnd::Status, Some(code)) => code.to_string(),
+                    (AttemptEnd::Timeout, _) => "timeout".into(),
+                    (AttemptEnd::ConnectionError, _) => "connection_error".into(),
+                    (AttemptEnd::FailedFast, _) => "failed_fast".into(),
+                    (AttemptEnd::Aborted, _) => "aborted".into(),
+                    (AttemptEnd::Status, None) => "status".into(),
+                };
+                if a.end != AttemptEnd::FailedFast {
+                    sent += 1;
+                }
+                *by_outcome.entry((a.attempt, outcome)).or_default() += 1;
+            }
+        }
+        assert!(
+            by_outcome.keys().any(|(_, o)| o == "503"),
+            "strategy {s}: no 503"
+        );
+        assert!(
+            by_outcome.keys().any(|(n, _)| *n > 1),
+            "strategy {s}: no retry"
+        );
+        for ((attempt, outcome), n) in &by_outcome {
+            let attempt = attempt.to_string();
+            assert_eq!(
+                value(
+                    &swarm,
+                    "e03_swarm_attempts_total",
+                    &[("strategy", s), ("attempt", &attempt), ("outcome", outcome)]
+                ),
+                *n as f64,
+                "strategy {s}: attempt {attempt} outcome {outcome}"
+            );
+        }
+        let total: u64 = by_outcome.values().sum();
+        assert_eq!(
+            value(&swarm, "e03_swarm_attempts_total", &[("strategy", s)]),
+            total as f64
+        );
+        assert_eq!(
+            sent, arrivals as u64,
+            "strategy {s}: every attempt sent arrived"
+        );
+        assert_eq!(
+            value(
+                &swarm,
+                "http_client_request_duration_seconds_count",
+                &[("strategy", s)]
+            ),
+            sent as f64
+        );
+
+        // Operations by outcome and reason, and the budget's denials.
+        let mut ops: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+        for e in &client {
+            if let Event::Operation(o) = e {
+                let outcome = match o.outcome {
+                    Outcome::Success => "success",
+                    Outcome::Failed => "failed",
+                };
+                *ops.entry((outcome, o.reason.map_or("", reason_name)))
+                    .or_default() += 1;
+            }
+        }
+        for ((outcome, reason), n) in &ops {
+            assert_eq!(
+                value(
+                    &swarm,
+                    "e03_swarm_operations_total",
+                    &[("strategy", s), ("outcome", outcome), ("reason", reason)]
+                ),
+                *n as f64,
+                "strategy {s}: operations {outcome} {reason}"
+            );
+        }
+        assert_eq!(
+            value(&swarm, "e03_swarm_operations_total", &[("strategy", s)]),
+            r.operations as f64
+        );
+        let denied = ops.get(&("failed", "budget_denied")).copied().unwrap_or(0);
+        assert_eq!(
+            value(
+                &swarm,
+                "e03_swarm_retries_denied_by_budget_total",
+                &[("strategy", s)]
+            ),
+            denied as f64,
+            "strategy {s}: budget denials"
+        );
+    }
+    std::fs::remove_dir_all(out).unwrap();
+}

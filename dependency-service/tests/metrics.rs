@@ -1,0 +1,253 @@
+//! `GET /metrics` on a live run: a standalone E03-B run with 2 workers, a queue of 3 and a
+//! freeze from 0.4 s to 0.6 s takes bursts of concurrent `GET /work` (some start, some queue,
+//! some are refused, some are held by the freeze). `/metrics` is scraped during the freeze and
+//! at the end; every sample line must parse as the Prometheus text format, and at the end the
+//! counters must agree with the server's own log: arrivals, answers by cause, admissions, and the
+//! request duration histogram's count by status with the statuses the client saw.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use e03_core::events::{Cause, Event};
+use e03_core::Scenario;
+use tokio::time::Instant;
+
+const PARAMS: &[(&str, &str)] = &[
+    ("E03_WORKERS", "2"),
+    ("E03_QUEUE", "3"),
+    ("E03_SERVICE_MS", "50"),
+    ("E03_FREEZE_START_S", "0.4"),
+    ("E03_FREEZE_END_S", "0.6"),
+    ("E03_RECOVERY_END_S", "0.8"),
+];
+
+/// (ms after start, requests sent together).
+const BURSTS: &[(u64, usize)] = &[(100, 8), (250, 3), (450, 4), (900, 3)];
+
+/// One sample: name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// Parses the text exposition strictly: comments must be `# HELP`, `# TYPE`, `# UNIT` or
+/// `# EOF`; every other line must be `name{label="value",..} number`.
+fn parse(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix('#') {
+            let word = rest.split_whitespace().next().unwrap_or("");
+            assert!(
+                ["HELP", "TYPE", "UNIT", "EOF"].contains(&word),
+                "bad comment line {line:?}"
+            );
+            continue;
+        }
+        let (head, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value in {line:?}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|e| panic!("bad value in {line:?}: {e}"));
+        let (name, labels) = match head.split_once('{') {
+            None => (head, BTreeMap::new()),
+            Some((name, rest)) => {
+                let body = rest
+                    .strip_suffix('}')
+                    .unwrap_or_else(|| panic!("unclosed labels in {line:?}"));
+                let mut labels = BTreeMap::new();
+                for pair in body.split(',').filter(|p| !p.is_empty()) {
+                    let (k, v) = pair
+                        .split_once('=')
+                        .unwrap_or_else(|| panic!("bad label {pair:?} in {line:?}"));
+                    let v = v
+                        .strip_prefix('"')
+                        .and_then(|v| v.strip_suffix('"'))
+                        .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
+                    labels.insert(k.to_string(), v.to_string());
+                }
+                (name, labels)
+            }
+        };
+        let valid_name = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+        assert!(valid_name, "bad metric name in {line:?}");
+        samples.push((name.to_string(), labels, value));
+    }
+    assert!(text.trim_end().ends_with("# EOF"), "no # EOF at the end");
+    samples
+}
+
+/// The value of `name` whose labels include every pair of `want`; 0 when there is none.
+fn value(samples: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, labels, _)| {
+            n == name
+                && want
+                    .iter()
+                    .all(|(k, v)| labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|(_, _, v)| *v)
+        .sum()
+}
+
+async fn scrape(url: &str) -> Vec<Sample> {
+    let res = common::client().get(url).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let ctype = res.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ctype.contains("openmetrics-text"), "{ctype}");
+    parse(&res.text().await.unwrap())
+}
+
+fn cause_name(c: Cause) -> &'static str {
+    match c {
+        Cause::Ok => "ok",
+        Cause::Fault => "fault",
+        Cause::Slow => "slow",
+        Cause::Full => "full",
+        Cause::Freeze => "freeze",
+        Cause::Down => "down",
+        Cause::RateLimited => "rate_limited",
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_parse_and_agree_with_the_log() {
+    let start = Instant::now();
+    let server = common::start("metrics", Some((Scenario::E03B, PARAMS))).await;
+    let work = server.work_url("/work");
+    let metrics_url = server.work_url("/metrics");
+    let client = common::client();
+    let mut calls = Vec::new();
+    let mut during_freeze = None;
+    for &(at_ms, n) in BURSTS {
+        tokio::time::sleep_until(start + Duration::from_millis(at_ms)).await;
+        for _ in 0..n {
+            let (client, url) = (client.clone(), work.clone());
+            calls.push(tokio::spawn(async move {
+                client.get(url).send().await.unwrap().status().as_u16()
+            }));
+        }
+        if at_ms == 450 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            during_freeze = Some(scrape(&metrics_url).await);
+        }
+    }
+    let mut seen: BTreeMap<u16, u64> = BTreeMap::new();
+    for call in calls {
+        *seen.entry(call.await.unwrap()).or_default() += 1;
+    }
+    let sent: usize = BURSTS.iter().map(|b| b.1).sum();
+
+    // During the freeze: the phase gauge says so, and the held requests are in flight.
+    let frozen = during_freeze.unwrap();
+    assert_eq!(
+        value(&frozen, "e03_dependency_phase", &[("phase", "frozen")]),
+        1.0
+    );
+    assert_eq!(
+        value(&frozen, "e03_dependency_phase", &[("phase", "normal")]),
+        0.0
+    );
+    assert_eq!(value(&frozen, "e03_dependency_run_active", &[]), 1.0);
+    assert!(value(&frozen, "http_server_active_requests", &[]) >= 4.0);
+
+    // An answer is handed over before it is logged: wait until every answer is counted.
+    let mut samples = scrape(&metrics_url).await;
+    for _ in 0..100 {
+        if value(&samples, "e03_dependency_responses_total", &[]) >= sent as f64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        samples = scrape(&metrics_url).await;
+    }
+    let log_dir = server.shutdown().await;
+    let log = common::read_log(&log_dir.join(common::STANDALONE_LOG));
+
+    let arrivals = log
+        .iter()
+        .filter(|e| matches!(e, Event::Arrival(_)))
+        .count();
+    assert_eq!(arrivals, sent);
+    assert_eq!(
+        value(&samples, "e03_dependency_arrivals_total", &[]),
+        arrivals as f64
+    );
+    let mut by_cause: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in &log {
+        if let Event::Response(r) = e {
+            *by_cause.entry(cause_name(r.cause)).or_default() += 1;
+        }
+    }
+    for cause in ["ok", "full", "freeze", "fault", "slow", "down"] {
+        assert_eq!(
+            value(
+                &samples,
+                "e03_dependency_responses_total",
+                &[("cause", cause)]
+            ),
+            by_cause.get(cause).copied().unwrap_or(0) as f64,
+            "responses with cause {cause}"
+        );
+    }
+    // Every kind of admission happened, and the decisions add up to the arrivals.
+    for (decision, cause) in [
+        ("admitted", "none"),
+        ("queued", "none"),
+        ("held", "none"),
+        ("refused", "full"),
+    ] {
+        assert!(
+            value(
+                &samples,
+                "e03_dependency_admissions_total",
+                &[("decision", decision), ("cause", cause)]
+            ) > 0.0,
+            "no {decision} admission"
+        );
+    }
+    assert_eq!(
+        value(&samples, "e03_dependency_admissions_total", &[]),
+        arrivals as f64
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "e03_dependency_admissions_total",
+            &[("decision", "held")]
+        ),
+        by_cause["freeze"] as f64
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "e03_dependency_admissions_total",
+            &[("decision", "refused")]
+        ),
+        by_cause["full"] as f64
+    );
+    // The duration histogram counted every answer the client saw, by status.
+    for (status, n) in &seen {
+        let code = status.to_string();
+        assert_eq!(
+            value(
+                &samples,
+                "http_server_request_duration_seconds_count",
+                &[("http_response_status_code", code.as_str())]
+            ),
+            *n as f64,
+            "requests answered {status}"
+        );
+    }
+    assert_eq!(value(&samples, "http_server_active_requests", &[]), 0.0);
+    assert_eq!(value(&samples, "e03_dependency_queue_depth", &[]), 0.0);
+    assert_eq!(value(&samples, "e03_dependency_busy_workers", &[]), 0.0);
+    assert_eq!(
+        value(&samples, "e03_dependency_phase", &[("phase", "normal")]),
+        1.0
+    );
+    let _ = std::fs::remove_dir_all(&log_dir);
+}
