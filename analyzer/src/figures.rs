@@ -523,6 +523,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_comparison_grid_grows_a_column_beyond_e03s_four_panels() {
+        assert_eq!(grid(4), (2, 2));
+        // The budget shoot-out: success, total, peak, p99, denied, failed fast, recovery.
+        assert_eq!(grid(7), (3, 3));
+        assert_eq!(grid(5), (2, 3));
+    }
+
+    #[test]
     fn legend_peak_is_the_peak_of_the_plotted_windows() {
         // 1 s windows; the plot shows 6 s..16 s; the busiest second (120) is the run's first.
         let mut series = vec![10u64; 30];

@@ -418,8 +418,10 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                 Ok(bound) => eprintln!("client-swarm: metrics at http://{bound}/metrics"),
                 Err(e) => eprintln!("client-swarm: metrics listener: {e}"),
             }
+            // Called here, not in the task: collecting starts before any client runs.
+            let serving = crate::metrics::serve_metrics(listener);
             tokio::spawn(async move {
-                if let Err(e) = crate::metrics::serve_metrics(listener).await {
+                if let Err(e) = serving.await {
                     tracing::error!("metrics listener failed: {e}");
                 }
             });

@@ -154,15 +154,16 @@ pub(crate) async fn run_operation(
                 let mut record = attempt_record(run, &attempt, sent, sent, AttemptEnd::FailedFast);
                 record.rejection = Some(why);
                 let _ = log.send(Event::Attempt(record)).await;
-                let m = metrics();
-                m.attempt(
-                    &run.tag.strategy,
-                    attempt.id.attempt,
-                    AttemptEnd::FailedFast,
-                    None,
-                    None,
-                );
-                m.failed_fast(&run.tag.strategy, why);
+                if let Some(m) = metrics() {
+                    m.attempt(
+                        &run.tag.strategy,
+                        attempt.id.attempt,
+                        AttemptEnd::FailedFast,
+                        None,
+                        None,
+                    );
+                    m.failed_fast(&run.tag.strategy, why);
+                }
                 break end;
             }
         };
@@ -187,13 +188,15 @@ pub(crate) async fn run_operation(
         };
         let Some(result) = result else {
             let _ = log.send(record(AttemptEnd::Aborted, None)).await;
-            metrics().attempt(
-                &run.tag.strategy,
-                attempt.id.attempt,
-                AttemptEnd::Aborted,
-                None,
-                Some(now.saturating_sub(sent)),
-            );
+            if let Some(m) = metrics() {
+                m.attempt(
+                    &run.tag.strategy,
+                    attempt.id.attempt,
+                    AttemptEnd::Aborted,
+                    None,
+                    Some(now.saturating_sub(sent)),
+                );
+            }
             break session
                 .abort(now, &mut *run.budget())
                 .expect("an attempt was in flight");
@@ -205,13 +208,15 @@ pub(crate) async fn run_operation(
         };
         // A closed log means its writer failed; that error is reported when the run ends.
         let _ = log.send(record(end, status)).await;
-        metrics().attempt(
-            &run.tag.strategy,
-            attempt.id.attempt,
-            end,
-            status,
-            Some(now.saturating_sub(sent)),
-        );
+        if let Some(m) = metrics() {
+            m.attempt(
+                &run.tag.strategy,
+                attempt.id.attempt,
+                end,
+                status,
+                Some(now.saturating_sub(sent)),
+            );
+        }
         let (ended, changes) = {
             let mut policy = run.budget();
             let ended = session.on_result(now, result, &run.strategy, &mut *policy);
@@ -238,7 +243,9 @@ pub(crate) async fn run_operation(
         outcome,
         ..
     } = end;
-    metrics().operation(&run.tag.strategy, outcome);
+    if let Some(m) = metrics() {
+        m.operation(&run.tag.strategy, outcome);
+    }
     let (outcome_field, reason) = match outcome {
         OpOutcome::Success => (Outcome::Success, None),
         OpOutcome::Failed(why) => (Outcome::Failed, Some(why)),
@@ -291,7 +298,9 @@ async fn log_breaker(
     changes: Vec<e03_core::breaker::Transition>,
 ) {
     for t in changes {
-        metrics().breaker(&run.tag.strategy, t.to);
+        if let Some(m) = metrics() {
+            m.breaker(&run.tag.strategy, t.to);
+        }
         let _ = log
             .send(Event::Breaker(BreakerChange {
                 tag: run.tag.clone(),

@@ -8,10 +8,12 @@
 //! and a `strategy` label. Counters count over every run of the process (every scenario and
 //! seed).
 //!
-//! Cost: every metric is updated after an attempt ended (never between a timer's wake-up and the
+//! Cost: nothing is updated unless the metrics are served; then every metric is updated after
+//! an attempt ended (never between a timer's wake-up and the
 //! send), with atomics; each update looks its labelled series up in its family (a read lock) and
 //! the histogram takes its own short lock per observation.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -278,13 +280,22 @@ impl SwarmMetrics {
 
 static METRICS: LazyLock<SwarmMetrics> = LazyLock::new(SwarmMetrics::new);
 
-/// The process's swarm metrics.
-pub fn metrics() -> &'static SwarmMetrics {
-    &METRICS
+/// Whether anything serves the metrics: until [`serve_metrics`] is called the client loop
+/// updates nothing (the default, `--metrics-listen` unset, costs one relaxed load an attempt).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// The process's swarm metrics, once [`serve_metrics`] serves them; `None` before.
+pub fn metrics() -> Option<&'static SwarmMetrics> {
+    ENABLED.load(Ordering::Relaxed).then(|| &*METRICS)
 }
 
-/// Serves `GET /metrics` on `listener` until the process ends.
-pub async fn serve_metrics(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+/// Serves `GET /metrics` on `listener` until the process ends. The metrics are collected from
+/// this call on (before the returned future first runs), so a run started after it is counted
+/// whole.
+pub fn serve_metrics(
+    listener: tokio::net::TcpListener,
+) -> impl std::future::Future<Output = std::io::Result<()>> {
+    ENABLED.store(true, Ordering::Relaxed);
     let app = Router::new().route(
         METRICS_PATH,
         get(|| async {
@@ -293,12 +304,12 @@ pub async fn serve_metrics(listener: tokio::net::TcpListener) -> std::io::Result
                     header::CONTENT_TYPE,
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",
                 )],
-                metrics().encode(),
+                METRICS.encode(),
             )
                 .into_response()
         }),
     );
-    axum::serve(listener, app).await
+    async move { axum::serve(listener, app).await }
 }
 
 #[cfg(test)]

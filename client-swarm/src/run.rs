@@ -197,15 +197,16 @@ async fn run_strategy(
         max_ops: plan.params.max_ops(),
         timer,
     });
-    let m = crate::metrics::metrics();
-    m.strategy_started(&run.tag.strategy);
-    let breaker = run
-        .budget
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .breaker_state();
-    if let Some(state) = breaker {
-        m.breaker(&run.tag.strategy, state);
+    if let Some(m) = crate::metrics::metrics() {
+        m.strategy_started(&run.tag.strategy);
+        let breaker = run
+            .budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .breaker_state();
+        if let Some(state) = breaker {
+            m.breaker(&run.tag.strategy, state);
+        }
     }
     let mut clients = JoinSet::new();
     for c in 0..plan.params.swarm.clients {

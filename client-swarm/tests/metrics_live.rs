@@ -6,106 +6,23 @@
 //! operations by outcome and reason and its budget denials with the client log.
 
 mod common;
+#[path = "../../dependency-service/tests/support/prometheus_text.rs"]
+mod prometheus_text;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use client_swarm::{run_swarm, serve_metrics, SwarmPlan, Target};
-use common::{params, read_log, temp_dir};
-use dependency_service::{serve, ServiceOptions};
+use client_swarm::{run_swarm, serve_metrics, SwarmPlan};
+use common::{dependency, params, read_log, temp_dir};
 use e03_core::events::{AttemptEnd, Event, Outcome};
 use e03_core::{GiveUp, Scenario};
-
-/// One sample: name, labels, value.
-type Sample = (String, BTreeMap<String, String>, f64);
-
-/// Parses the text exposition strictly: comments must be `# HELP`, `# TYPE`, `# UNIT` or
-/// `# EOF` (last); every other line must be `name{label="value",..} number`.
-fn parse(text: &str) -> Vec<Sample> {
-    let mut samples = Vec::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix('#') {
-            let word = rest.split_whitespace().next().unwrap_or("");
-            assert!(
-                ["HELP", "TYPE", "UNIT", "EOF"].contains(&word),
-                "bad comment line {line:?}"
-            );
-            continue;
-        }
-        let (head, value) = line
-            .rsplit_once(' ')
-            .unwrap_or_else(|| panic!("no value in {line:?}"));
-        let value: f64 = value
-            .parse()
-            .unwrap_or_else(|e| panic!("bad value in {line:?}: {e}"));
-        let (name, labels) = match head.split_once('{') {
-            None => (head, BTreeMap::new()),
-            Some((name, rest)) => {
-                let body = rest
-                    .strip_suffix('}')
-                    .unwrap_or_else(|| panic!("unclosed labels in {line:?}"));
-                let mut labels = BTreeMap::new();
-                for pair in body.split(',').filter(|p| !p.is_empty()) {
-                    let (k, v) = pair
-                        .split_once('=')
-                        .unwrap_or_else(|| panic!("bad label {pair:?} in {line:?}"));
-                    let v = v
-                        .strip_prefix('"')
-                        .and_then(|v| v.strip_suffix('"'))
-                        .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
-                    labels.insert(k.to_string(), v.to_string());
-                }
-                (name, labels)
-            }
-        };
-        let valid_name = !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
-        assert!(valid_name, "bad metric name in {line:?}");
-        samples.push((name.to_string(), labels, value));
-    }
-    assert!(text.trim_end().ends_with("# EOF"), "no # EOF at the end");
-    samples
-}
-
-/// The sum of `name` over the samples whose labels include every pair of `want`.
-fn value(samples: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
-    samples
-        .iter()
-        .filter(|(n, labels, _)| {
-            n == name
-                && want
-                    .iter()
-                    .all(|(k, v)| labels.get(*k).map(String::as_str) == Some(*v))
-        })
-        .map(|(_, _, v)| *v)
-        .sum()
-}
+use prometheus_text::{parse, value, Sample};
 
 async fn scrape(url: &str) -> Vec<Sample> {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let res = client.get(url).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 200, "{url}");
     parse(&res.text().await.unwrap())
-}
-
-/// Starts a dependency service on two port-0 listeners; returns its target.
-async fn dependency(strategy: &str, log_dir: &std::path::Path) -> Target {
-    let work = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (w, c) = (work.local_addr().unwrap(), control.local_addr().unwrap());
-    let opts = ServiceOptions {
-        log_dir: log_dir.to_path_buf(),
-        standalone: None,
-    };
-    tokio::spawn(serve(work, control, opts, std::future::pending()));
-    Target {
-        strategy: strategy.into(),
-        work_url: format!("http://{w}"),
-        control_url: format!("http://{c}"),
-    }
 }
 
 fn reason_name(why: GiveUp) -> &'static str {

@@ -7,28 +7,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use client_swarm::{run_swarm, SwarmPlan, Target};
-use common::{params, read_log, temp_dir};
-use dependency_service::{serve, ServiceOptions};
+use client_swarm::{run_swarm, SwarmPlan};
+use common::{dependency, params, read_log, temp_dir};
 use e03_core::events::{Attempt, Event, OperationRecord};
 use e03_core::{GiveUp, Scenario};
-
-/// Starts a dependency service on two port-0 listeners; returns its target.
-async fn dependency(strategy: &str, log_dir: &std::path::Path) -> Target {
-    let work = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (w, c) = (work.local_addr().unwrap(), control.local_addr().unwrap());
-    let opts = ServiceOptions {
-        log_dir: log_dir.to_path_buf(),
-        standalone: None,
-    };
-    tokio::spawn(serve(work, control, opts, std::future::pending()));
-    Target {
-        strategy: strategy.into(),
-        work_url: format!("http://{w}"),
-        control_url: format!("http://{c}"),
-    }
-}
 
 fn attempts(log: &[Event]) -> Vec<&Attempt> {
     log.iter()

@@ -846,6 +846,35 @@ mod terminal_tests {
     }
 
     #[test]
+    fn a_failed_fast_column_appears_only_where_a_policy_refused_attempts() {
+        let plain = summary(
+            "C,D",
+            vec![run("C", 1, 1.0, 10, 0, 1), run("D", 1, 1.0, 9, 0, 1)],
+        );
+        assert!(!main_table(&plain)
+            .headers
+            .iter()
+            .any(|h| h == "failed fast"));
+        let mut breaker = run("D", 1, 0.5, 9, 0, 1);
+        breaker.failed_fast = 117;
+        let s = summary("C,D", vec![run("C", 1, 1.0, 10, 0, 1), breaker]);
+        let load = load_table(&s);
+        assert_eq!(
+            load.headers,
+            [
+                "strategy",
+                "total",
+                "retries",
+                "denied",
+                "failed fast",
+                "peak 100 ms"
+            ]
+        );
+        assert_eq!(load.rows[0][4], "0");
+        assert_eq!(load.rows[1][4], "117");
+    }
+
+    #[test]
     fn an_outage_as_long_as_the_run_shows_at_most_the_series_cap() {
         // E03-B's freeze moved to cover an hour: the table stops after 15 s of windows.
         let raw = [

@@ -1,4 +1,5 @@
-//! Test helpers: a tiny fake dependency (work, control and health on one port) and log readers.
+//! Test helpers: a tiny fake dependency (work, control and health on one port), the real
+//! dependency service on port 0, and log readers.
 #![allow(dead_code)] // each test file uses a different part
 
 use std::path::Path;
@@ -87,4 +88,26 @@ pub fn params(pairs: &[(&str, &str)]) -> e03_core::Params {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     e03_core::Params::from_raw(&raw).unwrap()
+}
+
+/// Starts a real dependency service on two port-0 listeners; returns its target.
+pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target {
+    let work = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (w, c) = (work.local_addr().unwrap(), control.local_addr().unwrap());
+    let opts = dependency_service::ServiceOptions {
+        log_dir: log_dir.to_path_buf(),
+        standalone: None,
+    };
+    tokio::spawn(dependency_service::serve(
+        work,
+        control,
+        opts,
+        std::future::pending(),
+    ));
+    client_swarm::Target {
+        strategy: strategy.into(),
+        work_url: format!("http://{w}"),
+        control_url: format!("http://{c}"),
+    }
 }
