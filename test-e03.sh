@@ -3,9 +3,14 @@
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings)
 #   2. cargo test --workspace: unit tests, integration tests on loopback port 0, and a short live
 #      run of the whole pipeline (lab run) over loopback
-#   3. the compose topology for real, through the offline path (static binary, FROM scratch
-#      images), when a Docker engine answers; skipped, and said so, when none does.
-# Env: E03_TEST_DOCKER=0 skips step 3 on purpose.
+#   3. the /metrics expositions of that live run parsed by a real Prometheus parser (Python's
+#      prometheus_client, installed from PyPI into target/), their counters checked against the
+#      logs, and the Grafana dashboard's metric names checked against them
+#   4. the compose topology for real, when a Docker engine answers (skipped, and said so, when
+#      none does): the offline path (static binary, FROM scratch images), then the standard
+#      Dockerfile built with the legacy builder (local stand-ins for its base images when they
+#      cannot be pulled, vendored crates) and its default topology run.
+# Env: E03_TEST_DOCKER=0 skips step 4 on purpose.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -23,8 +28,18 @@ step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace"
-cargo test --workspace --locked 2>&1 | tee /tmp/e03-cargo-test.log
+# The live metrics test also writes what it scraped, and what the logs say, for step 3.
+metrics_dump=$(mktemp -d /tmp/e03-metrics.XXXXXX)
+E03_TEST_METRICS_DUMP="$metrics_dump" cargo test --workspace --locked 2>&1 | tee /tmp/e03-cargo-test.log
 grep -q '^test result: ok' /tmp/e03-cargo-test.log || { echo "test-e03: no test ran" >&2; exit 1; }
+
+step "/metrics with a real Prometheus parser (Python prometheus_client, from PyPI)"
+pydeps=target/e03-python
+if ! PYTHONPATH="$pydeps" python3 -c 'import prometheus_client' 2>/dev/null; then
+    python3 -m pip install --quiet --disable-pip-version-check --target "$pydeps" 'prometheus-client==0.21.1'
+fi
+PYTHONPATH="$pydeps" python3 scripts/check-metrics.py "$metrics_dump" docker/observe/grafana/dashboards/e03.json
+rm -rf "$metrics_dump"
 
 step "compose topology (offline path)"
 if [ "${E03_TEST_DOCKER:-1}" = "0" ]; then

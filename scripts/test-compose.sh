@@ -7,8 +7,10 @@
 # results/ survives, that the containers ran as non-root with a read-only root filesystem, no
 # capabilities and no-new-privileges, that `down` leaves nothing running,
 # and that scripts/compose.sh stops before any container starts when ./results is not writable
-# by the container user or the uid is 0. It removes only what it made (its two run directories,
-# its file) and puts results/latest back as it was.
+# by the container user or the uid is 0, and that the swarm printed a progress line every second.
+# Then it builds the standard Dockerfile with the legacy builder (scripts/build-standard-image.sh)
+# and runs the default topology with that image once. It removes only what it made (its run
+# directories, its file) and puts results/latest back as it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 project=e03test$$
@@ -191,10 +193,67 @@ if [ "$(cat "$user_file")" != "a user's notes" ]; then
 fi
 echo "test-compose: the user's file in results/ survived both runs"
 
+# Progress: the swarm printed a line at least every 2 s of traffic (6 s per scenario).
+for scenario in e03a e03b; do
+    n=$(grep -c "progress $scenario seed 42: " /tmp/e03-compose-up-script-$$.log || true)
+    if [ "$n" -lt 3 ]; then
+        echo "test-compose: the swarm printed $n progress lines for $scenario (expected one a second)" >&2
+        exit 1
+    fi
+done
+echo "test-compose: the swarm printed a progress line every second: $(grep -m1 "progress e03b seed 42: " /tmp/e03-compose-up-script-$$.log)"
+
 compose down --remove-orphans
 left=$(docker ps -q --filter "label=com.docker.compose.project=$project")
 if [ -n "$left" ]; then
     echo "test-compose: containers still running after down: $left" >&2
     exit 1
 fi
-echo "test-compose: 1 passed, 0 failed"
+
+# The standard Dockerfile, as a user's `docker compose up --build` builds it, but with the legacy
+# builder (this machine has no BuildKit) from local stand-ins of its base images and vendored
+# crates (scripts/build-standard-image.sh says which). Then the default topology,
+# docker-compose.yml alone, runs once with that image.
+scripts/build-standard-image.sh
+std_project=e03std$$
+std_compose() { docker-compose -p "$std_project" -f docker-compose.yml "$@"; }
+cleanup_std() { std_compose down --remove-orphans >/dev/null 2>&1 || true; cleanup; }
+trap 'cleanup_std' EXIT
+std_log=/tmp/e03-compose-up-standard-$$.log
+start=$(date +%s)
+std_compose up --no-color 2>&1 | tee "$std_log"
+echo "test-compose: standard-image compose run took $(( $(date +%s) - start )) s"
+for svc in swarm analyzer; do
+    code=$(docker inspect -f '{{.State.ExitCode}}' "$(std_compose ps -q "$svc")")
+    if [ "$code" != 0 ]; then
+        echo "test-compose: standard image: $svc exited with $code" >&2
+        exit 1
+    fi
+done
+for c in $(std_compose ps -q); do
+    image=$(docker inspect -f '{{.Config.Image}}' "$c")
+    if [ "$image" != e03-lab:latest ]; then
+        echo "test-compose: standard run: container $c ran $image" >&2
+        exit 1
+    fi
+done
+if [ "$(docker image inspect -f '{{.Id}}' e03-lab:latest)" != "$(docker image inspect -f '{{.Id}}' e03-lab:standard)" ]; then
+    echo "test-compose: e03-lab:latest is not the image the standard Dockerfile built" >&2
+    exit 1
+fi
+std_run=$(readlink results/latest || true)
+case "$std_run" in
+    ""|*/*|.*) echo "test-compose: standard run: results/latest is not a run id: '$std_run'" >&2; exit 1 ;;
+esac
+runs+=("$std_run")
+for id in A B C D; do
+    grep -qE "^analyzer[-_]1 +\| \| $id[ |]" "$std_log" \
+        || { echo "test-compose: the standard-image compose output has no table row for $id" >&2; exit 1; }
+done
+for scenario in e03a e03b; do
+    [ -s "results/$std_run/$scenario/summary.json" ] \
+        || { echo "test-compose: the standard run wrote no results/$std_run/$scenario/summary.json" >&2; exit 1; }
+done
+echo "test-compose: the standard Dockerfile's image ran the default topology: results/$std_run"
+std_compose down --remove-orphans
+echo "test-compose: 2 passed, 0 failed (offline path, standard Dockerfile)"

@@ -126,6 +126,16 @@ fn command() -> Command {
                 ),
         )
         .arg(
+            Arg::new("progress")
+                .long("progress")
+                .env("E03_PROGRESS")
+                .value_name("MODE")
+                .help(
+                    "progress once a second on stderr while traffic runs: auto (a bar on a \
+                     terminal, lines otherwise), bar, lines or off [default: auto]",
+                ),
+        )
+        .arg(
             Arg::new("shutdown-targets")
                 .long("shutdown-targets")
                 .action(clap::ArgAction::SetTrue)
@@ -162,6 +172,8 @@ struct Setup {
     policies: Option<String>,
     /// `--metrics-listen`: where to serve `GET /metrics` (off when `None`).
     metrics_listen: Option<std::net::SocketAddr>,
+    /// `--progress`: how the progress of a run is shown.
+    progress: crate::progress::ProgressMode,
 }
 
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
@@ -208,6 +220,9 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
             )
         })?),
     };
+    let progress = m
+        .get_one::<String>("progress")
+        .map_or(Ok(crate::progress::ProgressMode::Auto), |v| v.parse())?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
     if !claim
@@ -229,6 +244,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         shutdown_targets: m.get_flag("shutdown-targets"),
         policies,
         metrics_listen,
+        progress,
     })
 }
 
@@ -400,6 +416,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
             return EXIT_FAILED;
         }
     };
+    crate::progress::set_mode(setup.progress);
     runtime.block_on(async {
         let targets = setup.targets.clone();
         let shutdown_targets = setup.shutdown_targets;
@@ -684,6 +701,22 @@ mod tests {
                 && e.contains("IP:PORT"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_progress_mode_is_auto_by_default_and_checked() {
+        use crate::progress::ProgressMode;
+        let base = ["cs", "--targets", T, "--strategies", "A,B"];
+        assert_eq!(parse(&base).unwrap().progress, ProgressMode::Auto);
+        let with = |v: &'static str| {
+            let mut a = base.to_vec();
+            a.extend(["--progress", v]);
+            parse(&a)
+        };
+        assert_eq!(with("lines").unwrap().progress, ProgressMode::Lines);
+        assert_eq!(with("off").unwrap().progress, ProgressMode::Off);
+        let e = with("fancy").unwrap_err();
+        assert!(e.contains("--progress (E03_PROGRESS) \"fancy\""), "{e}");
     }
 
     #[test]

@@ -206,6 +206,7 @@ pub(crate) async fn run_operation(
             AttemptResult::Timeout => (AttemptEnd::Timeout, None),
             AttemptResult::ConnectionError => (AttemptEnd::ConnectionError, None),
         };
+        crate::progress::attempt_ended(status);
         // A closed log means its writer failed; that error is reported when the run ends.
         let _ = log.send(record(end, status)).await;
         if let Some(m) = metrics() {
@@ -217,11 +218,14 @@ pub(crate) async fn run_operation(
                 Some(now.saturating_sub(sent)),
             );
         }
-        let (ended, changes) = {
+        let (ended, changes, tokens) = {
             let mut policy = run.budget();
             let ended = session.on_result(now, result, &run.strategy, &mut *policy);
-            (ended, policy.take_transitions())
+            (ended, policy.take_transitions(), policy.budget_tokens())
         };
+        if let (Some(m), Some(tokens)) = (metrics(), tokens) {
+            m.budget_tokens(&run.tag.strategy, tokens);
+        }
         log_breaker(run, log, changes).await;
         if let Some(end) = ended {
             break end;
@@ -243,6 +247,7 @@ pub(crate) async fn run_operation(
         outcome,
         ..
     } = end;
+    crate::progress::operation_ended();
     if let Some(m) = metrics() {
         m.operation(&run.tag.strategy, outcome);
     }

@@ -14,6 +14,7 @@
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
 //! - `log`: the client log: one bounded channel to one buffered writer task per file.
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
+//! - `progress`: the once-a-second progress line (or bar) on stderr (`--progress`).
 //! - `stop`: the stop signal every client watches.
 //! - `outdir`: the run directory `OUT/<run id>/` and the `OUT/latest` link (shared with `lab`).
 //! - `cli`: the `client-swarm` command line ([`main_entry`]).
@@ -26,6 +27,7 @@ mod log;
 mod metrics;
 pub mod outdir;
 mod plan;
+pub mod progress;
 mod run;
 pub mod scenario_files;
 mod stop;

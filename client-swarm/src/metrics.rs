@@ -81,6 +81,7 @@ pub struct SwarmMetrics {
     failed_fast: Family<ReasonLabels, Counter>,
     operations: Family<OperationLabels, Counter>,
     breaker: Family<StrategyLabel, Gauge>,
+    budget_tokens: Family<StrategyLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     duration: Family<ClientDurationLabels, Histogram, fn() -> Histogram>,
 }
 
@@ -163,6 +164,14 @@ impl SwarmMetrics {
              with a breaker)",
             breaker.clone(),
         );
+        let budget_tokens =
+            Family::<StrategyLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "e03_swarm_budget_tokens",
+            "Tokens in the strategy's retry budget after the last attempt ended (token bucket, \
+             gRPC, AWS quota, Finagle/tower balance in retries; only budgets that keep tokens)",
+            budget_tokens.clone(),
+        );
         let duration =
             Family::<ClientDurationLabels, Histogram, fn() -> Histogram>::new_with_constructor(
                 new_histogram,
@@ -180,6 +189,7 @@ impl SwarmMetrics {
             failed_fast,
             operations,
             breaker,
+            budget_tokens,
             duration,
         }
     }
@@ -260,6 +270,15 @@ impl SwarmMetrics {
                 strategy: strategy.to_string(),
             })
             .set(breaker_value(state));
+    }
+
+    /// The strategy's retry budget holds `tokens` now.
+    pub fn budget_tokens(&self, strategy: &str, tokens: f64) {
+        self.budget_tokens
+            .get_or_create(&StrategyLabel {
+                strategy: strategy.to_string(),
+            })
+            .set(tokens);
     }
 
     /// A strategy starts a run: its budget denials start at zero in the exposition.

@@ -108,6 +108,14 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             return Err(e);
         }
     }
+    let ticker = crate::progress::Ticker::start(
+        crate::progress::RunInfo {
+            label: format!("{} seed {}", plan.scenario.name(), plan.seed),
+            duration: plan.params.duration(),
+            timeline: plan.params.timeline(plan.scenario),
+        },
+        t0,
+    );
     let mut runs = JoinSet::new();
     for (i, p) in prepared.into_iter().enumerate() {
         let (plan, stop) = (plan.clone(), stop.clone());
@@ -123,6 +131,9 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
                 first_error.get_or_insert(e);
             }
         }
+    }
+    if let Some(ticker) = ticker {
+        ticker.finish();
     }
     if let Some(e) = first_error {
         return Err(e);
@@ -206,6 +217,14 @@ async fn run_strategy(
             .breaker_state();
         if let Some(state) = breaker {
             m.breaker(&run.tag.strategy, state);
+        }
+        let tokens = run
+            .budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .budget_tokens();
+        if let Some(tokens) = tokens {
+            m.budget_tokens(&run.tag.strategy, tokens);
         }
     }
     let mut clients = JoinSet::new();

@@ -16,13 +16,13 @@ use client_swarm::{run_swarm, serve_metrics, SwarmPlan};
 use common::{dependency, params, read_log, temp_dir};
 use e03_core::events::{AttemptEnd, Event, Outcome};
 use e03_core::{GiveUp, Scenario};
-use prometheus_text::{parse, value, Sample};
+use prometheus_text::{parse, value};
 
-async fn scrape(url: &str) -> Vec<Sample> {
+async fn scrape_text(url: &str) -> String {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let res = client.get(url).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 200, "{url}");
-    parse(&res.text().await.unwrap())
+    res.text().await.unwrap()
 }
 
 fn reason_name(why: GiveUp) -> &'static str {
@@ -76,14 +76,45 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);
-    let swarm = scrape(&swarm_metrics).await;
+    let swarm_text = scrape_text(&swarm_metrics).await;
+    let swarm = parse(&swarm_text);
+    // With E03_TEST_METRICS_DUMP=DIR the expositions and the figures the logs give are written
+    // to DIR, for a second check with a real Prometheus parser (scripts/check-metrics.py, run
+    // by test-e03.sh): `*.prom` files and `expected.json`, a list of {file, name, labels, value}.
+    let dump = std::env::var_os("E03_TEST_METRICS_DUMP").map(std::path::PathBuf::from);
+    let mut expected: Vec<serde_json::Value> = Vec::new();
+    let mut expect = |file: &str, name: &str, labels: &[(&str, &str)], value: f64| {
+        let labels: serde_json::Map<String, serde_json::Value> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+            .collect();
+        expected.push(serde_json::json!({
+            "file": file, "name": name, "labels": labels, "value": value
+        }));
+    };
+    if let Some(dir) = &dump {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("swarm.prom"), &swarm_text).unwrap();
+    }
+    // Budget tokens: D's token bucket is a gauge between 0 and its cap; A has no budget.
+    let d_tokens = value(&swarm, "e03_swarm_budget_tokens", &[("strategy", "D")]);
+    assert!((0.0..=10.0).contains(&d_tokens), "D tokens {d_tokens}");
+    assert!(
+        !swarm_text.contains("e03_swarm_budget_tokens{strategy=\"A\"}"),
+        "{swarm_text}"
+    );
 
     for r in &report.runs {
         let s = r.strategy.as_str();
         let client = read_log(&out.join(format!("e03b/client-{s}-seed42.jsonl")));
         let server = read_log(&server_logs.join(format!("e03b/server-{s}-seed42.jsonl")));
         // The dependency: arrivals as logged (the run was stopped, so every record is in).
-        let dep = scrape(&format!("{}/metrics", work_urls[s])).await;
+        let dep_text = scrape_text(&format!("{}/metrics", work_urls[s])).await;
+        let dep = parse(&dep_text);
+        let dep_file = format!("dependency-{s}.prom");
+        if let Some(dir) = &dump {
+            std::fs::write(dir.join(&dep_file), &dep_text).unwrap();
+        }
         let arrivals = server
             .iter()
             .filter(|e| matches!(e, Event::Arrival(_)))
@@ -95,6 +126,12 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
             "strategy {s}: dependency arrivals"
         );
         assert_eq!(value(&dep, "e03_dependency_run_active", &[]), 0.0);
+        expect(
+            &dep_file,
+            "e03_dependency_arrivals_total",
+            &[],
+            arrivals as f64,
+        );
 
         // The swarm: attempts by attempt number and outcome, as logged.
         let mut by_outcome: BTreeMap<(u32, String), u64> = BTreeMap::new();
@@ -133,6 +170,12 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
                 ),
                 *n as f64,
                 "strategy {s}: attempt {attempt} outcome {outcome}"
+            );
+            expect(
+                "swarm.prom",
+                "e03_swarm_attempts_total",
+                &[("strategy", s), ("attempt", &attempt), ("outcome", outcome)],
+                *n as f64,
             );
         }
         let total: u64 = by_outcome.values().sum();
@@ -175,6 +218,12 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
                 *n as f64,
                 "strategy {s}: operations {outcome} {reason}"
             );
+            expect(
+                "swarm.prom",
+                "e03_swarm_operations_total",
+                &[("strategy", s), ("outcome", outcome), ("reason", reason)],
+                *n as f64,
+            );
         }
         assert_eq!(
             value(&swarm, "e03_swarm_operations_total", &[("strategy", s)]),
@@ -190,6 +239,13 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
             denied as f64,
             "strategy {s}: budget denials"
         );
+    }
+    if let Some(dir) = &dump {
+        std::fs::write(
+            dir.join("expected.json"),
+            serde_json::to_string_pretty(&expected).unwrap(),
+        )
+        .unwrap();
     }
     std::fs::remove_dir_all(out).unwrap();
 }

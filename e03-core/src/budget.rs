@@ -815,6 +815,23 @@ pub enum AnyBudget {
 pub const DEFAULT_BUDGET_SEED: u64 = 0x5EED_0003;
 
 impl AnyBudget {
+    /// The budget's tokens in its own unit, for a gauge: the token bucket's and gRPC's tokens,
+    /// the AWS quota left, Finagle/tower's balance in retries (deposits over the withdraw
+    /// amount). `None` for budgets that keep no tokens (unlimited, ratio, Envoy's concurrency
+    /// limit, SRE adaptive throttling).
+    pub fn tokens(&self) -> Option<f64> {
+        match self {
+            AnyBudget::Bucket(b) => Some(b.tokens()),
+            AnyBudget::Grpc(b) => Some(b.tokens()),
+            AnyBudget::Aws(b) => Some(f64::from(b.available())),
+            AnyBudget::Tps(b) => Some(b.balance() as f64 / b.withdraw_amount.max(1) as f64),
+            AnyBudget::Unlimited(_)
+            | AnyBudget::Ratio(_)
+            | AnyBudget::Envoy(_)
+            | AnyBudget::Sre(_) => None,
+        }
+    }
+
     /// The budget `spec` describes; a randomized one (SRE adaptive throttling) draws from
     /// [`DEFAULT_BUDGET_SEED`]. Use [`from_spec_seeded`](Self::from_spec_seeded) to tie it to
     /// the run's seed.
@@ -920,6 +937,24 @@ mod tests {
 
     fn bucket() -> TokenBucket {
         TokenBucket::new(10.0, 0.1)
+    }
+
+    #[test]
+    fn tokens_show_what_each_budget_keeps() {
+        let t = |spec: BudgetSpec| AnyBudget::from_spec(Some(spec)).tokens();
+        assert_eq!(t(BudgetSpec::token_bucket(10.0, 0.1)), Some(10.0));
+        assert_eq!(t(BudgetSpec::grpc()), Some(10.0));
+        assert_eq!(t(BudgetSpec::aws_standard()), Some(500.0));
+        assert_eq!(t(BudgetSpec::ratio(0.1)), None);
+        assert_eq!(t(BudgetSpec::envoy()), None);
+        assert_eq!(t(BudgetSpec::sre_adaptive()), None);
+        // A retry spends from the bucket, and the gauge follows.
+        let mut b = AnyBudget::from_spec(Some(BudgetSpec::token_bucket(10.0, 0.1)));
+        assert!(b.withdraw(T, E));
+        assert_eq!(b.tokens(), Some(9.0));
+        // Finagle/tower: the floor of 10 retries a second is there from the start.
+        let tps = t(BudgetSpec::tps()).unwrap();
+        assert!(tps >= 10.0, "{tps}");
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_ALLOW_ROOT",
     "E03_POLICIES",
     "E03_METRICS_LISTEN",
+    "E03_PROGRESS",
 ];
 
 /// Adds one flag per parameter to `cmd`.

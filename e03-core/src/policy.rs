@@ -37,6 +37,11 @@ impl ClientPolicy {
             .unwrap_or_default()
     }
 
+    /// The budget's tokens, if it keeps any ([`AnyBudget::tokens`]).
+    pub fn budget_tokens(&self) -> Option<f64> {
+        self.budget.tokens()
+    }
+
     pub fn breaker_state(&self) -> Option<BreakerState> {
         self.breaker.as_ref().map(Breaker::state)
     }

@@ -100,6 +100,18 @@ impl Timeline {
         Phase::Normal
     }
 
+    /// The name of what the dependency does at `now`, as the progress lines show it: `down`,
+    /// `frozen`, `degraded`, `rate_limited` or `normal`.
+    pub fn phase_name(&self, now: Duration) -> &'static str {
+        match self.phase(now) {
+            Phase::Down(_) => "down",
+            Phase::Frozen => "frozen",
+            Phase::Degraded => "degraded",
+            Phase::Normal if self.rate_limit_at(now).is_some() => "rate_limited",
+            Phase::Normal => "normal",
+        }
+    }
+
     /// The down window `now` falls in, if any.
     pub fn down_at(&self, now: Duration) -> Option<&DownWindow> {
         self.down.iter().find(|d| now >= d.start && now < d.end)

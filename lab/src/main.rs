@@ -16,6 +16,7 @@
 mod args;
 mod live;
 mod outdir;
+mod progress;
 mod sim;
 
 use std::ffi::OsString;
@@ -35,6 +36,12 @@ fn main() {
         Some("report") => live::report(child_args("lab report", &args)),
         Some("list") => list(&args),
         Some("replica") => replica(&args),
+        // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
+        // swarm child reads the same variable.
+        _ if progress::mode_from_env().is_err() => {
+            eprintln!("lab: {}", progress::mode_from_env().unwrap_err());
+            EXIT_USAGE
+        }
         _ => match args::parse(args) {
             Ok(args::Command::Run(plan)) => live::run(&plan),
             Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),

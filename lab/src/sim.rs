@@ -2,6 +2,7 @@
 //! comparison of a live run with its simulation.
 
 use anyhow::Context;
+use client_swarm::progress::ProgressMode;
 
 use crate::args::{RunPlan, SimPlan};
 use crate::outdir;
@@ -22,6 +23,8 @@ pub fn simulate(plan: &SimPlan) -> i32 {
 /// Ok(false) when a check failed.
 fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
     let mut passed = true;
+    // Checked in main before anything ran.
+    let progress = crate::progress::mode_from_env().unwrap_or(ProgressMode::Auto);
     let run = outdir::claim(&plan.out, &plan.choice)?;
     eprintln!(
         "lab: run {} writes into {}",
@@ -38,7 +41,9 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             client_swarm::scenario_files::keep_policies(&dir, text).map_err(anyhow::Error::msg)?;
         }
         if plan.sweeps.is_empty() {
-            let summary = simulator::simulate(*scenario, params);
+            let summary = crate::progress::watch(progress, scenario.name(), || {
+                simulator::simulate(*scenario, params)
+            });
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
             if e03_metrics::checks::any_failed(&summary) {
@@ -49,7 +54,10 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
                 passed = false;
             }
         } else {
-            let result = simulator::sweep(*scenario, &plan.raw, &plan.sweeps)?;
+            let label = format!("{} sweep", scenario.name());
+            let result = crate::progress::watch(progress, &label, || {
+                simulator::sweep(*scenario, &plan.raw, &plan.sweeps)
+            })?;
             simulator::print_sweep(&mut out, &result)?;
             analyzer::outputs::write_csv_rows(
                 &dir.join("sweep.csv"),

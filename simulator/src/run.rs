@@ -96,8 +96,20 @@ pub fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Jobs this process has given to [`par_map`], and those finished: what a progress display
+/// reads (`lab simulate` shows them once a second during a sweep).
+pub static JOBS_QUEUED: AtomicUsize = AtomicUsize::new(0);
+/// See [`JOBS_QUEUED`].
+pub static JOBS_DONE: AtomicUsize = AtomicUsize::new(0);
+
 /// `f` over every job on up to [`threads`] std threads; results in job order.
 pub fn par_map<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) -> Vec<R> {
+    JOBS_QUEUED.fetch_add(jobs.len(), Ordering::Relaxed);
+    let f = |job: &J| {
+        let r = f(job);
+        JOBS_DONE.fetch_add(1, Ordering::Relaxed);
+        r
+    };
     let workers = threads().min(jobs.len()).max(1);
     if workers == 1 {
         return jobs.iter().map(f).collect();
@@ -159,5 +171,18 @@ mod tests {
                 - (0..(100 - j) * 1000).fold(0u64, |a, x| a.wrapping_add(x % 3))
         });
         assert_eq!(out, jobs);
+    }
+
+    #[test]
+    fn par_map_counts_queued_and_finished_jobs() {
+        // Other tests run par_map at the same time: the counters only grow, by at least ours.
+        let (queued, done) = (
+            JOBS_QUEUED.load(Ordering::SeqCst),
+            JOBS_DONE.load(Ordering::SeqCst),
+        );
+        let jobs: Vec<u64> = (0..37).collect();
+        par_map(&jobs, |j| *j);
+        assert!(JOBS_QUEUED.load(Ordering::SeqCst) >= queued + 37);
+        assert!(JOBS_DONE.load(Ordering::SeqCst) >= done + 37);
     }
 }
