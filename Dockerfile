@@ -24,11 +24,17 @@ COPY client-swarm/Cargo.toml client-swarm/
 COPY analyzer/Cargo.toml analyzer/
 COPY simulator/Cargo.toml simulator/
 COPY lab/Cargo.toml lab/
+#    Every target a manifest names (a [[bench]], a `path = "..."`) gets a stub too.
 RUN set -eu; \
     for c in e03-core e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab; do \
         mkdir -p "$c/src"; : >"$c/src/lib.rs"; echo 'fn main() {}' >"$c/src/main.rs"; \
+        for b in $(sed -n '/^\[\[bench\]\]/,/^$/s/^name *= *"\(.*\)"/\1/p' "$c/Cargo.toml"); do \
+            mkdir -p "$c/benches"; echo 'fn main() {}' >"$c/benches/$b.rs"; \
+        done; \
+        for p in $(sed -n 's/^path *= *"\(.*\)"/\1/p' "$c/Cargo.toml"); do \
+            mkdir -p "$c/$(dirname "$p")"; [ -e "$c/$p" ] || echo 'fn main() {}' >"$c/$p"; \
+        done; \
     done; \
-    mkdir -p simulator/benches; echo 'fn main() {}' >simulator/benches/throughput.rs; \
     cargo build --release --locked -p lab; \
     rm -rf e03-core e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab
 # 2. The lab's own crates. Their stubs' build results are dropped, so nothing stale survives

@@ -13,6 +13,15 @@
 # The repository itself is not changed. Env: E03_KEEP_CONTEXT=1 keeps the temporary context.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Dockerfile names every workspace crate's manifest (its dependency layer); a crate added to
+# the workspace but not to the Dockerfile would only fail deep inside the build.
+members=$(sed -n '/^members *=/s/.*\[\(.*\)\].*/\1/p' Cargo.toml | tr -d '" ' | tr ',' ' ')
+for m in $members; do
+    if ! grep -q "^COPY $m/Cargo.toml $m/" Dockerfile || ! grep -q "for c in .*\b$m\b" Dockerfile; then
+        echo "build-standard-image: the Dockerfile's dependency layer does not list the workspace crate $m" >&2
+        exit 1
+    fi
+done
 scripts/standin-images.sh
 ctx=$(mktemp -d /var/tmp/e03-build-context.XXXXXX)
 cleanup() { if [ "${E03_KEEP_CONTEXT:-0}" != 1 ]; then rm -rf "$ctx"; fi; }
