@@ -36,6 +36,7 @@
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
 pub mod breaker;
+pub mod chain;
 pub mod budget;
 pub mod checks;
 #[cfg(feature = "cli")]
