@@ -396,3 +396,34 @@ pub async fn inflight_of(client: &reqwest::Client, addr: &str) -> anyhow::Result
         .await?;
     Ok(text.trim().parse()?)
 }
+
+/// [`top_requests`] on a runtime of its own (for the lab, which has none).
+pub fn top_requests_blocking(
+    top: &HopSpec,
+    upstream: &str,
+    propagate: bool,
+    requests: u32,
+) -> anyhow::Result<Vec<TopRecord>> {
+    tokio::runtime::Runtime::new()?.block_on(top_requests(top, upstream, propagate, requests))
+}
+
+/// Waits until no hop at `addrs` is still working, at most `limit`; whether they all are idle.
+pub fn wait_idle_blocking(addrs: &[String], limit: Duration) -> anyhow::Result<bool> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let client = reqwest::Client::new();
+        let end = Instant::now() + limit;
+        loop {
+            let mut busy = 0;
+            for a in addrs {
+                busy += inflight_of(&client, a).await?;
+            }
+            if busy == 0 {
+                return Ok(true);
+            }
+            if Instant::now() >= end {
+                return Ok(false);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
