@@ -531,7 +531,8 @@ fn draw_calls_per_layer<DB: DrawingBackend>(
         .max()
         .unwrap_or(1)
         .max(2);
-    let per_request = |r: &e03_metrics::chain::ChainRun, n: u64| n as f64 / r.requests.max(1) as f64;
+    let per_request =
+        |r: &e03_metrics::chain::ChainRun, n: u64| n as f64 / r.requests.max(1) as f64;
     let top = runs
         .iter()
         .flat_map(|r| r.calls_per_layer.iter().map(move |n| per_request(r, *n)))

@@ -210,7 +210,9 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
             .and_then(|s| s.trim().parse::<u64>().ok())
             .map(Some)
             .ok_or_else(|| {
-                format!("header {name}: expected a whole number (ms or a request number), got {v:?}")
+                format!(
+                    "header {name}: expected a whole number (ms or a request number), got {v:?}"
+                )
             }),
     }
 }

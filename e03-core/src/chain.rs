@@ -399,7 +399,7 @@ impl HopCall {
             Some(timeout) => {
                 self.pending = Some(timeout);
                 // The caller of the next layer learns how long this attempt will be waited for.
-                let header_ms = self.propagate.then(|| timeout.as_millis() as u64);
+                let header_ms = self.propagate.then_some(timeout.as_millis() as u64);
                 HopStep::Send { timeout, header_ms }
             }
         }

@@ -36,8 +36,8 @@
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
 pub mod breaker;
-pub mod chain;
 pub mod budget;
+pub mod chain;
 pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;

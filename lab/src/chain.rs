@@ -86,7 +86,13 @@ fn run_inner(
         }
         let runs = analyzer::chain::analyze_chain(&dir, chain)?;
         let rows = analyzer::chain::checks_of(&def.checks, &runs, live);
-        analyzer::chain::print_chain(&mut std::io::stdout().lock(), &def.title, live, &runs, &rows)?;
+        analyzer::chain::print_chain(
+            &mut std::io::stdout().lock(),
+            &def.title,
+            live,
+            &runs,
+            &rows,
+        )?;
         analyzer::chain::write_chain_outputs(&dir, &def.title, live, &runs, &rows)?;
         println!("results: {}\n", outdir::shown(&dir));
         if e03_metrics::chain::any_failed(&rows) {
