@@ -58,8 +58,7 @@ fn run_inner(
     );
     let mut passed = true;
     for scenario in scenarios {
-        let def = scenario.def();
-        let chain = def.chain.as_ref().expect("a chain scenario");
+        let chain = scenario.def().chain.as_ref().expect("a chain scenario");
         let dir = if live {
             run.dir.join(scenario.name())
         } else {
@@ -84,26 +83,35 @@ fn run_inner(
                 simulated_variant(&vdir, chain, v)?;
             }
         }
-        let runs = analyzer::chain::analyze_chain(&dir, chain)?;
-        let rows = analyzer::chain::checks_of(&def.checks, &runs, live);
-        analyzer::chain::print_chain(
-            &mut std::io::stdout().lock(),
-            &def.title,
-            live,
-            &runs,
-            &rows,
-        )?;
-        analyzer::chain::write_chain_outputs(&dir, &def.title, live, &runs, &rows)?;
-        println!("results: {}\n", outdir::shown(&dir));
-        if e03_metrics::chain::any_failed(&rows) {
-            eprintln!(
-                "lab: {}: a check against the source's figures FAILED (see the check table)",
-                scenario.name()
-            );
-            passed = false;
-        }
+        passed &= report_dir(&dir, *scenario, live)?;
     }
     Ok(passed)
+}
+
+/// Analyses a chain scenario's directory (live or simulated logs, the same files), prints its
+/// tables and writes its outputs; whether every check passed.
+pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<bool> {
+    let def = scenario.def();
+    let chain = def.chain.as_ref().expect("a chain scenario");
+    let runs = analyzer::chain::analyze_chain(dir, chain)?;
+    let rows = analyzer::chain::checks_of(&def.checks, &runs, live);
+    analyzer::chain::print_chain(
+        &mut std::io::stdout().lock(),
+        &def.title,
+        live,
+        &runs,
+        &rows,
+    )?;
+    analyzer::chain::write_chain_outputs(dir, &def.title, live, &runs, &rows)?;
+    println!("results: {}\n", outdir::shown(dir));
+    let failed = e03_metrics::chain::any_failed(&rows);
+    if failed {
+        eprintln!(
+            "lab: {}: a check against the source's figures FAILED (see the check table)",
+            scenario.name()
+        );
+    }
+    Ok(!failed)
 }
 
 /// The simulator's records, written as the live hops write theirs.
