@@ -553,6 +553,8 @@ fn draw_calls_per_layer<DB: DrawingBackend>(
         .map_err(err)?;
     for (i, r) in runs.iter().enumerate() {
         let c = colour(&r.variant.id, i);
+        // Variants share their top layers: the first ones are drawn wider, underneath.
+        let width = 2 + 3 * (runs.len() - 1 - i) as u32;
         let points: Vec<(i32, f64)> = r
             .calls_per_layer
             .iter()
@@ -561,10 +563,12 @@ fn draw_calls_per_layer<DB: DrawingBackend>(
             .collect();
         let bottom = r.bottom_per_request();
         chart
-            .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
+            .draw_series(LineSeries::new(points.clone(), c.stroke_width(width)))
             .map_err(err)?
             .label(format!("{} (bottom {bottom}/request)", r.variant.id))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width))
+            });
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, 4, c.filled())))
             .map_err(err)?;
