@@ -16,6 +16,7 @@
 //! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
 
 mod cli;
+pub mod hop;
 mod identity;
 mod log_sink;
 mod metrics;

@@ -51,6 +51,30 @@ pub enum CheckMetric {
         window_ms: u64,
         retries_only: bool,
     },
+    /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
+    /// request.
+    BottomCallsPerRequest,
+    /// Chain scenarios: the longest top operation, in ms.
+    OpMaxMs,
+    /// Chain scenarios: ms of work at the lower layers after the top caller had given up, per
+    /// top request.
+    WastedMs,
+    /// Chain scenarios: calls at the lower layers that ended after the top caller had given
+    /// up, per top request.
+    LateCalls,
+}
+
+impl CheckMetric {
+    /// Whether this metric reads a chain run (not a strategy run).
+    pub fn is_chain(&self) -> bool {
+        matches!(
+            self,
+            CheckMetric::BottomCallsPerRequest
+                | CheckMetric::OpMaxMs
+                | CheckMetric::WastedMs
+                | CheckMetric::LateCalls
+        )
+    }
 }
 
 /// The published figure.
@@ -158,6 +182,10 @@ impl CheckSpec {
             CheckMetric::PeakRatio {
                 versus, window_ms, ..
             } => format!("peak per {window_ms} ms / {versus}'s"),
+            CheckMetric::BottomCallsPerRequest => "bottom calls per top request".into(),
+            CheckMetric::OpMaxMs => "longest top operation (ms)".into(),
+            CheckMetric::WastedMs => "wasted lower-hop ms per top request".into(),
+            CheckMetric::LateCalls => "lower-hop calls ended after the top gave up".into(),
         }
     }
 }
@@ -180,7 +208,8 @@ pub const CHECK_KEYS: &[&str] = &[
 ];
 
 const METRICS: &str = "one of attempts, accepted, failed_fast, peak_arrivals, \
-                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio";
+                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio; for chains \
+                       bottom_calls_per_request, op_max_ms, wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
 
@@ -284,6 +313,10 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "accepted" => CheckMetric::Accepted,
         "failed_fast" => CheckMetric::FailedFast,
         "distinct_waits" => CheckMetric::DistinctWaits,
+        "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
+        "op_max_ms" => CheckMetric::OpMaxMs,
+        "wasted_ms" => CheckMetric::WastedMs,
+        "late_calls" => CheckMetric::LateCalls,
         "peak_arrivals" => CheckMetric::PeakArrivals {
             window_ms: window()?,
             retries_only: boolean("retries_only")?,

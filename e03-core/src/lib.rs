@@ -37,6 +37,7 @@
 
 pub mod breaker;
 pub mod budget;
+pub mod chain;
 pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;

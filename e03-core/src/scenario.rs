@@ -27,6 +27,7 @@ use std::sync::{Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::chain::{ChainDef, FileChain};
 use crate::checks::{parse_check_table, CheckSpec};
 use crate::params::{ParamError, Params};
 use crate::strategy_table::{parse_strategy_tables, StrategySpec};
@@ -40,6 +41,11 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ("breaker.toml", include_str!("../scenarios/breaker.toml")),
     ("herd.toml", include_str!("../scenarios/herd.toml")),
     ("budget.toml", include_str!("../scenarios/budget.toml")),
+    (
+        "amplification.toml",
+        include_str!("../scenarios/amplification.toml"),
+    ),
+    ("deadline.toml", include_str!("../scenarios/deadline.toml")),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -117,6 +123,10 @@ pub struct ScenarioDef {
     /// The file's checks against its source's figures (`[[check]]` tables).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSpec>,
+    /// The file's chains of services (`[chain]`, see [`crate::chain`]): such a scenario runs
+    /// its chain variants, not the strategies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainDef>,
 }
 
 impl ScenarioDef {
@@ -229,6 +239,7 @@ pub struct ScenarioFile {
     strategy: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     #[serde(default)]
     check: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    chain: Option<Spanned<FileChain>>,
 }
 
 /// One `[[timeline]]` entry as written.
@@ -388,10 +399,26 @@ impl ScenarioFile {
             return Err(ScenarioError::at(origin, text, offset, message));
         }
 
-        // The checks, each naming strategies the scenario runs.
-        let run_ids: Vec<String> = validated
-            .map(|p| p.strategies.into_iter().map(|s| s.id).collect())
-            .unwrap_or_default();
+        // The chains, if any: their variants are what the scenario runs.
+        let chain = match self.chain {
+            None => None,
+            Some(c) => {
+                let at = c.span().start;
+                Some(
+                    c.into_inner()
+                        .validate()
+                        .map_err(|m| ScenarioError::at(origin, text, Some(at), m))?,
+                )
+            }
+        };
+
+        // The checks, each naming strategies (or chain variants) the scenario runs.
+        let run_ids: Vec<String> = match &chain {
+            Some(c) => c.variants.iter().map(|v| v.id.clone()).collect(),
+            None => validated
+                .map(|p| p.strategies.into_iter().map(|s| s.id).collect())
+                .unwrap_or_default(),
+        };
         let mut checks = Vec::new();
         for t in &self.check {
             let spec = parse_check_table(t.get_ref(), t.span().start).map_err(|e| {
@@ -431,6 +458,7 @@ impl ScenarioFile {
             has_faults: self.faults.is_some(),
             strategies,
             checks,
+            chain,
         })
     }
 
@@ -593,7 +621,7 @@ fn accepts(env: &str) -> String {
         .unwrap_or_default()
 }
 
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     (1..=32).contains(&name.len())
         && chars
@@ -765,12 +793,61 @@ mod tests {
     }
 
     #[test]
+    fn chain_scenarios_carry_their_variants_and_checks_name_them() {
+        let a = builtin("amplification").unwrap();
+        let c = a.chain.as_ref().unwrap();
+        let ids: Vec<&str> = c.variants.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(ids, ["every-layer", "top-only", "five-layers"]);
+        assert_eq!(c.variants[2].hops.len(), 5);
+        assert_eq!(c.bottom, crate::chain::Bottom::Fail { status: 503 });
+        assert_eq!(a.checks.len(), 3);
+        assert!(builtin("e03b").unwrap().chain.is_none());
+
+        let file = |check: &str, variant: &str| {
+            format!(
+                "{MINIMAL}[chain]\nbottom = \"fail\"\n[[chain.variant]]\n{variant}\n\
+                 [[check]]\n{check}\n"
+            )
+        };
+        let good_variant = "id = \"v\"\ntop = { name = \"t\", attempts = 2 }";
+        let ok = parse(
+            &file(
+                "strategy = \"v\"\nmetric = \"bottom_calls_per_request\"",
+                good_variant,
+            ),
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(ok.chain.unwrap().variants[0].top.attempts, 2);
+        let e = err(&file(
+            "strategy = \"w\"\nmetric = \"bottom_calls_per_request\"",
+            good_variant,
+        ));
+        assert!(e.message.contains("strategy = \"w\""), "{e}");
+        let e = err(&file(
+            "strategy = \"v\"\nmetric = \"op_max_ms\"",
+            "id = \"v\"\ntop = { name = \"t\", attempts = 99 }",
+        ));
+        assert!(e.message.contains("attempts = 99"), "{e}");
+        assert_eq!(e.line(), Some(4));
+    }
+
+    #[test]
     fn builtins_parse_and_carry_e03_defaults() {
         let all = builtins();
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"]
+            [
+                "e03a",
+                "e03b",
+                "gateway4",
+                "breaker",
+                "herd",
+                "budget",
+                "amplification",
+                "deadline"
+            ]
         );
         let b = builtin("e03b").unwrap();
         assert_eq!(b.settings["E03_FREEZE_START_S"], "8.5");

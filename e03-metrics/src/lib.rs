@@ -24,6 +24,7 @@ use serde::Serialize;
 use e03_core::events::Event;
 use e03_core::{Params, Scenario};
 
+pub mod chain;
 pub mod checks;
 pub mod fidelity;
 mod matching;

@@ -14,6 +14,7 @@
 //!   tables (the compose analyzer container runs this).
 
 mod args;
+mod chain;
 mod live;
 mod outdir;
 mod progress;
@@ -31,6 +32,7 @@ fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     let code = match args.get(1).and_then(|a| a.to_str()) {
         Some("serve") => dependency_service::main_entry(child_args("lab serve", &args)),
+        Some("hop") => dependency_service::hop::main_entry(child_args("lab hop", &args)),
         Some("swarm") => swarm(&args),
         Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
@@ -43,13 +45,54 @@ fn main() {
             EXIT_USAGE
         }
         _ => match args::parse(args) {
-            Ok(args::Command::Run(plan)) => live::run(&plan),
-            Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
-            Ok(args::Command::Compare(plan)) => sim::compare(&plan),
+            Ok(args::Command::Run(plan)) => match chains_only(&plan.scenarios) {
+                Err(code) => code,
+                Ok(true) => chain::run(&plan.scenarios, &plan.out, &plan.choice),
+                Ok(false) => live::run(&plan),
+            },
+            Ok(args::Command::Simulate(plan)) => match chains_only(&plan.scenarios) {
+                Err(code) => code,
+                Ok(true) if plan.sweeps.is_empty() => {
+                    chain::simulate(&plan.scenarios, &plan.out, &plan.choice)
+                }
+                Ok(true) => {
+                    eprintln!("lab simulate: --sweep: chain scenarios take no sweep");
+                    EXIT_USAGE
+                }
+                Ok(false) => sim::simulate(&plan),
+            },
+            Ok(args::Command::Compare(plan)) => match chains_only(&plan.scenarios) {
+                Err(code) => code,
+                Ok(true) => {
+                    eprintln!(
+                        "lab compare: chain scenarios print the same table live and simulated: \
+                         run `lab run` and `lab simulate` with them"
+                    );
+                    EXIT_USAGE
+                }
+                Ok(false) => sim::compare(&plan),
+            },
             Err(code) => code,
         },
     };
     std::process::exit(code);
+}
+
+/// Whether every scenario of a run is a chain scenario (they run on their own path); a run
+/// that mixes them with others is refused (exit 2).
+fn chains_only(scenarios: &[e03_core::Scenario]) -> Result<bool, i32> {
+    let chains = scenarios.iter().filter(|s| chain::is_chain(**s)).count();
+    match chains {
+        0 => Ok(false),
+        n if n == scenarios.len() => Ok(true),
+        _ => {
+            eprintln!(
+                "lab: SCENARIO: chain scenarios (amplification, deadline, files with [chain]) run \
+                 on their own: name them without other scenarios"
+            );
+            Err(EXIT_USAGE)
+        }
+    }
 }
 
 /// Exit code of `lab replica` when a published cell is not reproduced.

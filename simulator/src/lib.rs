@@ -25,6 +25,7 @@
 //! answer lands exactly at its timeout counts as answered. Everything else (random streams,
 //! operation numbering, fault keys, think and start rules) is the live swarm's and service's.
 
+pub mod chain;
 pub mod compare;
 pub mod engine;
 pub mod queue;

@@ -1,0 +1,590 @@
+//! Chains of services: a top caller, a list of hops that each call the next one with a retry
+//! policy of their own, and a bottom dependency. The state machine of one hop's call
+//! ([`HopCall`]) wraps the core's [`Operation`] and [`Strategy`]: the dependency service in
+//! proxy mode (`lab hop`) drives it over HTTP, the simulator drives it on its event queue, and
+//! the top caller is the same machine at layer 0.
+//!
+//! A scenario file describes its chains in a `[chain]` table and `[[chain.variant]]` tables:
+//!
+//! ```toml
+//! [chain]
+//! bottom = "fail"     # fail: answers `status` at once; hang: holds hold_ms, then 503
+//! status = 503
+//! requests = 3        # top requests per variant, one after the other
+//!
+//! [[chain.variant]]
+//! id = "every"
+//! label = "3 layers, 3 attempts at every layer"
+//! top = { attempts = 1, timeout_ms = 10000 }
+//! hops = [{ name = "gateway", attempts = 3 }, { name = "order", attempts = 3 }]
+//! propagate = false   # send the remaining time in DEADLINE_HEADER
+//! ```
+//!
+//! Layers are numbered from the top: 0 is the top caller, 1 the first hop, and the bottom
+//! dependency is `hops.len() + 1`.
+//!
+//! # Answers of a hop
+//!
+//! - `200` when an attempt upstream succeeded;
+//! - `502` when the hop gave up on its upstream (attempts spent, a non-retryable answer);
+//! - `504` when its deadline passed: at arrival (the work is refused, nothing is sent upstream)
+//!   or before its next attempt or retry could start.
+//!
+//! # Deadline propagation
+//!
+//! With `propagate = true` every call carries [`DEADLINE_HEADER`]: the whole milliseconds the
+//! caller will still wait for this attempt (its attempt timeout, capped by its own deadline's
+//! remaining time), like gRPC's `grpc-timeout`. A hop that receives it sets its operation's
+//! deadline to arrival + that value, so its attempt timeouts never pass it, and answers `504`
+//! without work when it is 0. The bottom dependency ends a hang at the deadline with `504`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::Unlimited;
+use crate::operation::{AttemptResult, Limits, Next, OpOutcome, Operation};
+use crate::rng::{stream, LabRng, Stream};
+use crate::strategy::Strategy;
+
+/// The request header with the remaining time in whole milliseconds.
+pub const DEADLINE_HEADER: &str = "x-e03-deadline-ms";
+/// The request header with the top request's number (every hop passes it on).
+pub const REQUEST_HEADER: &str = "x-e03-request";
+/// Status of a hop that gave up on its upstream.
+pub const GAVE_UP_STATUS: u16 = 502;
+/// Status of a call whose deadline passed.
+pub const DEADLINE_STATUS: u16 = 504;
+
+/// A hop's (or the top caller's) client policy towards the next layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopSpec {
+    /// Shown in tables and log file names.
+    pub name: String,
+    /// First attempt plus retries (1: no retry).
+    pub attempts: u32,
+    /// Timeout of one attempt, in ms.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Fixed wait before each retry, in ms (0: immediate).
+    #[serde(default)]
+    pub backoff_ms: u64,
+    /// The hop's own deadline for its whole operation, in ms; none: attempts are bounded only
+    /// by their count and timeouts (and a propagated deadline).
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+}
+
+fn default_timeout_ms() -> u64 {
+    10_000
+}
+
+/// Longest time value of a chain, in ms (one hour).
+pub const MAX_CHAIN_MS: u64 = 3_600_000;
+/// Most hops in a chain.
+pub const MAX_HOPS: usize = 8;
+/// Most attempts per hop.
+pub const MAX_HOP_ATTEMPTS: u32 = 10;
+/// Most top requests per variant.
+pub const MAX_REQUESTS: u32 = 1000;
+
+impl HopSpec {
+    fn check(&self, what: &str) -> Result<(), String> {
+        if self.name.is_empty()
+            || self.name.len() > 32
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "{what} name = {:?}: expected 1 to 32 characters from a-z, A-Z, 0-9, '-' and '_'",
+                self.name
+            ));
+        }
+        if !(1..=MAX_HOP_ATTEMPTS).contains(&self.attempts) {
+            return Err(format!(
+                "{what} attempts = {}: expected a whole number from 1 to {MAX_HOP_ATTEMPTS}",
+                self.attempts
+            ));
+        }
+        if !(1..=MAX_CHAIN_MS).contains(&self.timeout_ms) {
+            return Err(format!(
+                "{what} timeout_ms = {}: expected a whole number of ms from 1 to {MAX_CHAIN_MS}",
+                self.timeout_ms
+            ));
+        }
+        if self.backoff_ms > MAX_CHAIN_MS {
+            return Err(format!(
+                "{what} backoff_ms = {}: expected a whole number of ms from 0 to {MAX_CHAIN_MS}",
+                self.backoff_ms
+            ));
+        }
+        if let Some(d) = self.deadline_ms {
+            if !(1..=MAX_CHAIN_MS).contains(&d) {
+                return Err(format!(
+                    "{what} deadline_ms = {d}: expected a whole number of ms from 1 to \
+                     {MAX_CHAIN_MS}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The core strategy of this policy: immediate retries, or a fixed wait of `backoff_ms`
+    /// (exponential backoff with its cap at its base).
+    pub fn strategy(&self) -> Strategy {
+        let wait = Duration::from_millis(self.backoff_ms);
+        let id = if self.backoff_ms == 0 { "A" } else { "B" };
+        let budget = crate::budget::BudgetSpec::token_bucket(10.0, 0.1);
+        let mut s = Strategy::standard(id, wait, wait, budget).expect("A and B are standard");
+        s.max_attempts = Some(self.attempts);
+        s
+    }
+
+    /// The operation limits of this policy. Without a deadline of its own the operation may
+    /// last a day (attempts and timeouts bound it first).
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_attempts: self.attempts,
+            attempt_timeout: Duration::from_millis(self.timeout_ms),
+            deadline: Duration::from_millis(self.deadline_ms.unwrap_or(86_400_000)),
+        }
+    }
+}
+
+/// What the bottom dependency does with every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Bottom {
+    /// Answers `status` at once.
+    Fail { status: u16 },
+    /// Holds every call `hold_ms`, then answers 503; a propagated deadline ends the hold early
+    /// with 504.
+    Hang { hold_ms: u64 },
+}
+
+impl Bottom {
+    /// When a call that arrived at `now` with the propagated deadline `deadline` ends, and
+    /// its status. A deadline already passed refuses the call at once.
+    pub fn answer(&self, now: Duration, deadline: Option<Duration>) -> (Duration, u16) {
+        if deadline.is_some_and(|d| d <= now) {
+            return (now, DEADLINE_STATUS);
+        }
+        match *self {
+            Bottom::Fail { status } => (now, status),
+            Bottom::Hang { hold_ms } => {
+                let end = now + Duration::from_millis(hold_ms);
+                match deadline {
+                    Some(d) if d < end => (d, DEADLINE_STATUS),
+                    _ => (end, 503),
+                }
+            }
+        }
+    }
+}
+
+/// One chain to run: the top caller's policy, the hops and whether deadlines travel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainVariant {
+    /// Short id (checks name it in `strategy`).
+    pub id: String,
+    /// One line for tables.
+    #[serde(default)]
+    pub label: String,
+    /// The top caller's policy (layer 0).
+    pub top: HopSpec,
+    /// The hops, top first; may be empty (the top caller calls the bottom directly).
+    #[serde(default)]
+    pub hops: Vec<HopSpec>,
+    /// Whether every call carries the remaining time in [`DEADLINE_HEADER`].
+    #[serde(default)]
+    pub propagate: bool,
+}
+
+impl ChainVariant {
+    /// Number of layers of calls below the top caller (hops plus the bottom).
+    pub fn bottom_layer(&self) -> u32 {
+        self.hops.len() as u32 + 1
+    }
+
+    /// The name of layer `layer` (0 top, then hops, then "bottom").
+    pub fn layer_name(&self, layer: u32) -> String {
+        match layer {
+            0 => self.top.name.clone(),
+            l if (l as usize) <= self.hops.len() => self.hops[l as usize - 1].name.clone(),
+            _ => "bottom".into(),
+        }
+    }
+}
+
+/// A scenario's chains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainDef {
+    pub bottom: Bottom,
+    /// Top requests per variant, sent one after the other.
+    pub requests: u32,
+    pub variants: Vec<ChainVariant>,
+}
+
+/// The `[chain]` table as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileChain {
+    bottom: String,
+    status: Option<u16>,
+    hold_ms: Option<u64>,
+    #[serde(default = "one")]
+    requests: u32,
+    #[serde(default)]
+    variant: Vec<ChainVariant>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl FileChain {
+    /// Checks the table; the message names the key and what it accepts.
+    pub fn validate(self) -> Result<ChainDef, String> {
+        let bottom = match self.bottom.as_str() {
+            "fail" => {
+                if self.hold_ms.is_some() {
+                    return Err("[chain] hold_ms is only for bottom = \"hang\"".into());
+                }
+                let status = self.status.unwrap_or(503);
+                if !(400..=599).contains(&status) {
+                    return Err(format!(
+                        "[chain] status = {status}: expected an HTTP error status from 400 to 599"
+                    ));
+                }
+                Bottom::Fail { status }
+            }
+            "hang" => {
+                if self.status.is_some() {
+                    return Err("[chain] status is only for bottom = \"fail\"".into());
+                }
+                let hold_ms = self.hold_ms.ok_or_else(|| {
+                    "[chain] bottom = \"hang\" needs hold_ms: how long every call is held, in ms"
+                        .to_string()
+                })?;
+                if !(1..=MAX_CHAIN_MS).contains(&hold_ms) {
+                    return Err(format!(
+                        "[chain] hold_ms = {hold_ms}: expected a whole number of ms from 1 to \
+                         {MAX_CHAIN_MS}"
+                    ));
+                }
+                Bottom::Hang { hold_ms }
+            }
+            other => {
+                return Err(format!(
+                    "[chain] bottom = {other:?}: expected \"fail\" or \"hang\""
+                ))
+            }
+        };
+        if !(1..=MAX_REQUESTS).contains(&self.requests) {
+            return Err(format!(
+                "[chain] requests = {}: expected a whole number from 1 to {MAX_REQUESTS}",
+                self.requests
+            ));
+        }
+        if self.variant.is_empty() {
+            return Err("[chain] needs at least one [[chain.variant]] table".into());
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for v in &self.variant {
+            if !crate::scenario::valid_name(&v.id) {
+                return Err(format!(
+                    "[[chain.variant]] id = {:?}: expected 1 to 32 characters from a-z, 0-9, '-' \
+                     and '_'",
+                    v.id
+                ));
+            }
+            if seen.contains(&v.id.as_str()) {
+                return Err(format!(
+                    "[[chain.variant]] id = {:?}: expected ids that differ",
+                    v.id
+                ));
+            }
+            seen.push(&v.id);
+            v.top.check(&format!("[[chain.variant]] {:?} top", v.id))?;
+            if v.hops.len() > MAX_HOPS {
+                return Err(format!(
+                    "[[chain.variant]] {:?} hops: {} hops, expected at most {MAX_HOPS}",
+                    v.id,
+                    v.hops.len()
+                ));
+            }
+            for (i, h) in v.hops.iter().enumerate() {
+                h.check(&format!("[[chain.variant]] {:?} hop {}", v.id, i + 1))?;
+            }
+        }
+        Ok(ChainDef {
+            bottom,
+            requests: self.requests,
+            variants: self.variant,
+        })
+    }
+}
+
+/// What a hop's call does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HopStep {
+    /// Send the next attempt upstream with this timeout; `header_ms` is the value of
+    /// [`DEADLINE_HEADER`] to send (when deadlines travel).
+    Send {
+        timeout: Duration,
+        header_ms: Option<u64>,
+    },
+    /// Wait this long, then ask [`HopCall::next`] again.
+    Wait(Duration),
+    /// Answer the caller with this status; the call is over.
+    Answer(u16),
+}
+
+/// One call through one hop (or the top caller's operation): the core's [`Operation`] with
+/// the hop's policy, its deadline capped by a propagated one.
+#[derive(Debug, Clone)]
+pub struct HopCall {
+    op: Operation,
+    strategy: Strategy,
+    propagate: bool,
+    rng: LabRng,
+    pending: Option<Duration>,
+}
+
+impl HopCall {
+    /// A call arrives at `now`. `received_ms`: the value of [`DEADLINE_HEADER`] it carried, if
+    /// any. A received deadline of 0 refuses the call: `Err(504)`, nothing is sent upstream.
+    pub fn arrive(
+        now: Duration,
+        spec: &HopSpec,
+        received_ms: Option<u64>,
+        propagate: bool,
+        seed: u64,
+    ) -> Result<HopCall, u16> {
+        let mut limits = spec.limits();
+        if let Some(ms) = received_ms {
+            if ms == 0 {
+                return Err(DEADLINE_STATUS);
+            }
+            limits.deadline = limits.deadline.min(Duration::from_millis(ms));
+        }
+        Ok(HopCall {
+            op: Operation::start(now, limits),
+            strategy: spec.strategy(),
+            propagate,
+            rng: stream(seed, Stream::Jitter, 0),
+            pending: None,
+        })
+    }
+
+    /// The absolute deadline of this call's operation.
+    pub fn deadline(&self) -> Duration {
+        self.op.deadline()
+    }
+
+    /// The number of the attempt about to be sent or in flight (1-based).
+    pub fn attempt(&self) -> u32 {
+        self.op.attempt()
+    }
+
+    /// The next step at `now`: the first attempt, or the attempt after a wait.
+    pub fn next(&mut self, now: Duration) -> HopStep {
+        match self.op.attempt_timeout(now) {
+            None => HopStep::Answer(DEADLINE_STATUS),
+            Some(timeout) => {
+                self.pending = Some(timeout);
+                // The caller of the next layer learns how long this attempt will be waited for.
+                let header_ms = self.propagate.then_some(timeout.as_millis() as u64);
+                HopStep::Send { timeout, header_ms }
+            }
+        }
+    }
+
+    /// The attempt in flight ended at `now` with `result`.
+    pub fn on_result(&mut self, now: Duration, result: AttemptResult) -> HopStep {
+        self.pending = None;
+        match self
+            .op
+            .on_result(now, result, &self.strategy, &mut Unlimited, &mut self.rng)
+        {
+            Next::Retry { wait } if wait.is_zero() => self.next(now),
+            Next::Retry { wait } => HopStep::Wait(wait),
+            Next::Done(OpOutcome::Success) => HopStep::Answer(200),
+            Next::Done(OpOutcome::Failed(crate::operation::GiveUp::Deadline)) => {
+                HopStep::Answer(DEADLINE_STATUS)
+            }
+            Next::Done(OpOutcome::Failed(_)) => HopStep::Answer(GAVE_UP_STATUS),
+        }
+    }
+}
+
+/// One call that arrived at a layer below the top caller, as its receiver logs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// 1 for the first hop, `hops + 1` for the bottom.
+    pub layer: u32,
+    /// The top request it works for.
+    pub req: u64,
+    /// Arrival and answer, in µs on the run's clock.
+    pub start_us: u64,
+    pub end_us: u64,
+    pub status: u16,
+    /// Refused at arrival: its deadline had passed.
+    #[serde(default)]
+    pub refused: bool,
+}
+
+/// One top request, as the top caller logs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopRecord {
+    pub req: u64,
+    pub start_us: u64,
+    /// When the top caller stopped waiting (its answer or its giving up).
+    pub end_us: u64,
+    pub status: u16,
+    pub attempts: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn hop(attempts: u32, timeout_ms: u64) -> HopSpec {
+        HopSpec {
+            name: "h".into(),
+            attempts,
+            timeout_ms,
+            backoff_ms: 0,
+            deadline_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_hop_sends_its_attempts_then_gives_up_with_502() {
+        let mut c = HopCall::arrive(ms(0), &hop(3, 100), None, false, 1).unwrap();
+        let mut sent = 0;
+        let mut step = c.next(ms(0));
+        loop {
+            match step {
+                HopStep::Send { header_ms, .. } => {
+                    assert_eq!(header_ms, None);
+                    sent += 1;
+                    step = c.on_result(ms(1), AttemptResult::status(503));
+                }
+                HopStep::Wait(_) => panic!("no backoff"),
+                HopStep::Answer(s) => {
+                    assert_eq!(s, GAVE_UP_STATUS);
+                    break;
+                }
+            }
+        }
+        assert_eq!(sent, 3);
+    }
+
+    #[test]
+    fn success_answers_200() {
+        let mut c = HopCall::arrive(ms(0), &hop(3, 100), None, false, 1).unwrap();
+        assert!(matches!(c.next(ms(0)), HopStep::Send { .. }));
+        assert_eq!(
+            c.on_result(ms(5), AttemptResult::status(200)),
+            HopStep::Answer(200)
+        );
+    }
+
+    #[test]
+    fn a_propagated_deadline_caps_the_attempt_timeout_and_travels_on() {
+        let mut c = HopCall::arrive(ms(100), &hop(3, 3000), Some(1000), true, 1).unwrap();
+        assert_eq!(c.deadline(), ms(1100));
+        assert_eq!(
+            c.next(ms(100)),
+            HopStep::Send {
+                timeout: ms(1000),
+                header_ms: Some(1000)
+            }
+        );
+        // The first attempt timed out at the deadline: no time is left for a retry.
+        assert_eq!(
+            c.on_result(ms(1100), AttemptResult::Timeout),
+            HopStep::Answer(DEADLINE_STATUS)
+        );
+    }
+
+    #[test]
+    fn a_passed_deadline_refuses_the_work() {
+        assert_eq!(
+            HopCall::arrive(ms(0), &hop(3, 100), Some(0), true, 1).unwrap_err(),
+            DEADLINE_STATUS
+        );
+        assert_eq!(
+            Bottom::Hang { hold_ms: 500 }.answer(ms(10), Some(ms(10))),
+            (ms(10), DEADLINE_STATUS)
+        );
+    }
+
+    #[test]
+    fn a_hanging_bottom_holds_until_its_hold_or_the_deadline() {
+        let b = Bottom::Hang { hold_ms: 5000 };
+        assert_eq!(b.answer(ms(0), None), (ms(5000), 503));
+        assert_eq!(b.answer(ms(0), Some(ms(800))), (ms(800), DEADLINE_STATUS));
+        assert_eq!(
+            Bottom::Fail { status: 503 }.answer(ms(7), None),
+            (ms(7), 503)
+        );
+    }
+
+    #[test]
+    fn without_a_deadline_three_attempts_of_3s_last_9s() {
+        let top = HopSpec {
+            deadline_ms: None,
+            ..hop(3, 3000)
+        };
+        let mut c = HopCall::arrive(ms(0), &top, None, false, 1).unwrap();
+        let mut now = ms(0);
+        let mut step = c.next(now);
+        while let HopStep::Send { timeout, .. } = step {
+            now += timeout;
+            step = c.on_result(now, AttemptResult::Timeout);
+        }
+        assert_eq!(step, HopStep::Answer(GAVE_UP_STATUS));
+        assert_eq!(now, ms(9000));
+        // With a deadline of 1 s the same operation ends at 1 s.
+        let top = HopSpec {
+            deadline_ms: Some(1000),
+            ..hop(3, 3000)
+        };
+        let mut c = HopCall::arrive(ms(0), &top, None, false, 1).unwrap();
+        let mut now = ms(0);
+        let mut step = c.next(now);
+        while let HopStep::Send { timeout, .. } = step {
+            now += timeout;
+            step = c.on_result(now, AttemptResult::Timeout);
+        }
+        assert_eq!(step, HopStep::Answer(DEADLINE_STATUS));
+        assert_eq!(now, ms(1000));
+    }
+
+    #[test]
+    fn bad_tables_name_the_key() {
+        let bad = |text: &str| {
+            toml::from_str::<FileChain>(text)
+                .map_err(|e| e.to_string())
+                .and_then(FileChain::validate)
+                .unwrap_err()
+        };
+        assert!(bad("bottom = \"melt\"\n").contains("bottom = \"melt\""));
+        assert!(bad("bottom = \"hang\"\n").contains("needs hold_ms"));
+        let e = bad(
+            "bottom = \"fail\"\n[[variant]]\nid = \"x\"\ntop = { name = \"t\", attempts = 0 }\n",
+        );
+        assert!(e.contains("attempts = 0"), "{e}");
+    }
+}
