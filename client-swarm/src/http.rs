@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use e03_core::control::{RunCounts, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
 use e03_core::AttemptResult;
 use reqwest::{Client, Request, StatusCode, Url};
 
@@ -71,6 +72,27 @@ impl WorkEndpoint {
     }
 
     /// Sends `req` and reads the whole answer. No timeout here: the caller wraps this.
+    /// A charge (seed 004): `POST /charge` on the work endpoint's host, with the attempt's
+    /// identity, its `Idempotency-Key` if it has one, and a small JSON body.
+    pub(crate) fn charge_request(&self, id: AttemptId, key: Option<&str>) -> Request {
+        let mut url = self.url.clone();
+        url.set_path(CHARGE_PATH);
+        let mut builder = self
+            .http
+            .post(url)
+            .header(HEADER_CLIENT, id.client)
+            .header(HEADER_OP, id.op)
+            .header(HEADER_ATTEMPT, id.attempt)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(r#"{"amount":1}"#);
+        if let Some(key) = key {
+            builder = builder.header(IDEMPOTENCY_KEY, key);
+        }
+        builder
+            .build()
+            .expect("a POST with checked headers on a parsed URL always builds")
+    }
+
     pub(crate) async fn execute(&self, req: Request) -> AttemptResult {
         let resp = match self.http.execute(req).await {
             Ok(resp) => resp,

@@ -51,6 +51,23 @@ pub enum CheckMetric {
         window_ms: u64,
         retries_only: bool,
     },
+    /// Charges in the ledger beyond the first of each operation (seed 004).
+    DuplicateCharges,
+    /// Lost responses (work committed, connection reset) whose operation sent another attempt,
+    /// counted from the service's and the client's logs, not from the ledger.
+    RetriedLost,
+    /// `duplicate_charges - retried_lost`: zero when every retried lost response, and nothing
+    /// else, made a duplicate.
+    DuplicatesMinusRetriedLost,
+    /// Attempts sent after a permanent answer (400, 401, 403, 404, 409, 422) in the same
+    /// operation.
+    RetriesAfterPermanent,
+    /// Attempts after the first, per operation that got a permanent answer: the waste of not
+    /// classifying, `attempts - 1` when every such operation makes all its attempts.
+    WastedPerPermanentOp,
+    /// Mean latency of the operations that got a permanent answer, divided by that of the
+    /// same operations under `versus`.
+    PermanentLatencyRatio { versus: String },
 }
 
 /// The published figure.
@@ -158,6 +175,16 @@ impl CheckSpec {
             CheckMetric::PeakRatio {
                 versus, window_ms, ..
             } => format!("peak per {window_ms} ms / {versus}'s"),
+            CheckMetric::DuplicateCharges => "duplicate charges (ledger)".into(),
+            CheckMetric::RetriedLost => "retried lost responses (logs)".into(),
+            CheckMetric::DuplicatesMinusRetriedLost => {
+                "duplicate charges - retried lost responses".into()
+            }
+            CheckMetric::RetriesAfterPermanent => "retries after a permanent error".into(),
+            CheckMetric::WastedPerPermanentOp => "wasted attempts per permanent failure".into(),
+            CheckMetric::PermanentLatencyRatio { versus } => {
+                format!("permanent failures' latency / {versus}'s")
+            }
         }
     }
 }
@@ -180,7 +207,10 @@ pub const CHECK_KEYS: &[&str] = &[
 ];
 
 const METRICS: &str = "one of attempts, accepted, failed_fast, peak_arrivals, \
-                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio";
+                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
+                       duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
+                       retries_after_permanent, wasted_per_permanent_op, \
+                       permanent_latency_ratio";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
 
@@ -273,8 +303,14 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         only("window_ms", "peak_arrivals and peak_ratio")?;
         only("retries_only", "peak_arrivals and peak_ratio")?;
     }
-    if !matches!(name.as_str(), "attempts_ratio" | "peak_ratio") {
-        only("versus", "attempts_ratio and peak_ratio")?;
+    if !matches!(
+        name.as_str(),
+        "attempts_ratio" | "peak_ratio" | "permanent_latency_ratio"
+    ) {
+        only(
+            "versus",
+            "attempts_ratio, peak_ratio and permanent_latency_ratio",
+        )?;
     }
     if name != "breaker_transitions" {
         only("tolerance_ms", "breaker_transitions")?;
@@ -289,6 +325,12 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
             retries_only: boolean("retries_only")?,
         },
         "attempts_ratio" => CheckMetric::AttemptsRatio { versus: versus()? },
+        "duplicate_charges" => CheckMetric::DuplicateCharges,
+        "retried_lost" => CheckMetric::RetriedLost,
+        "duplicates_minus_retried_lost" => CheckMetric::DuplicatesMinusRetriedLost,
+        "retries_after_permanent" => CheckMetric::RetriesAfterPermanent,
+        "wasted_per_permanent_op" => CheckMetric::WastedPerPermanentOp,
+        "permanent_latency_ratio" => CheckMetric::PermanentLatencyRatio { versus: versus()? },
         "peak_ratio" => CheckMetric::PeakRatio {
             versus: versus()?,
             window_ms: window()?,
@@ -392,9 +434,9 @@ impl CheckSpec {
     pub fn strategies(&self) -> Vec<&str> {
         let mut ids = vec![self.strategy.as_str()];
         match &self.metric {
-            CheckMetric::AttemptsRatio { versus } | CheckMetric::PeakRatio { versus, .. } => {
-                ids.push(versus)
-            }
+            CheckMetric::AttemptsRatio { versus }
+            | CheckMetric::PeakRatio { versus, .. }
+            | CheckMetric::PermanentLatencyRatio { versus } => ids.push(versus),
             _ => {}
         }
         ids

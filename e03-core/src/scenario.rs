@@ -40,6 +40,14 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ("breaker.toml", include_str!("../scenarios/breaker.toml")),
     ("herd.toml", include_str!("../scenarios/herd.toml")),
     ("budget.toml", include_str!("../scenarios/budget.toml")),
+    (
+        "idempotency.toml",
+        include_str!("../scenarios/idempotency.toml"),
+    ),
+    (
+        "classification.toml",
+        include_str!("../scenarios/classification.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -60,6 +68,8 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("faults", "fail_rate", "E03_FAIL_RATE"),
     ("faults", "slow_rate", "E03_SLOW_RATE"),
     ("faults", "slow_ms", "E03_SLOW_MS"),
+    ("faults", "lost_rate", "E03_LOST_RATE"),
+    ("faults", "permanent_rate", "E03_PERMANENT_RATE"),
     ("workload", "kind", "E03_WORKLOAD"),
     ("workload", "clients", "E03_CLIENTS"),
     ("workload", "period_ms", "E03_PERIOD_MS"),
@@ -329,7 +339,12 @@ impl ScenarioFile {
         }
         if self.faults.is_some() {
             // A [faults] table sets what it names; the rates it leaves out are zero.
-            for env in ["E03_FAIL_RATE", "E03_SLOW_RATE"] {
+            for env in [
+                "E03_FAIL_RATE",
+                "E03_SLOW_RATE",
+                "E03_LOST_RATE",
+                "E03_PERMANENT_RATE",
+            ] {
                 settings
                     .entry(env.to_string())
                     .or_insert_with(|| "0".into());
@@ -770,7 +785,16 @@ mod tests {
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"]
+            [
+                "e03a",
+                "e03b",
+                "gateway4",
+                "breaker",
+                "herd",
+                "budget",
+                "idempotency",
+                "classification"
+            ]
         );
         let b = builtin("e03b").unwrap();
         assert_eq!(b.settings["E03_FREEZE_START_S"], "8.5");

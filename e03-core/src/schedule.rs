@@ -281,6 +281,10 @@ impl DependencySchedule {
                 match done.completion {
                     Completion::Respond(200) => self.answer(t, req, 200, Cause::Ok, out),
                     Completion::Respond(status) => self.answer(t, req, status, Cause::Fault, out),
+                    Completion::Lost(status) => self.answer(t, req, status, Cause::Lost, out),
+                    Completion::Permanent(status) => {
+                        self.answer(t, req, status, Cause::Permanent, out)
+                    }
                     Completion::RespondLate(status, delay) => {
                         self.due
                             .push(Reverse((t + delay, Due::LateAnswer(req, status))));

@@ -108,6 +108,10 @@ pub struct Strategy {
     /// `None` keeps the backoff's base.
     #[serde(default)]
     pub throttle_base_ms: Option<u64>,
+    /// `Some`: the strategy's operations are charges (`POST /charge`) and this says which
+    /// `Idempotency-Key` each attempt carries (seed 004); `None`: plain `GET /work` (E03).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency: Option<crate::ledger::KeyPolicy>,
 }
 
 impl Strategy {
@@ -140,6 +144,7 @@ impl Strategy {
             retry_after: RetryAfter::AtLeast,
             max_attempts: None,
             throttle_base_ms: None,
+            idempotency: None,
         })
     }
 

@@ -68,6 +68,10 @@ pub struct StrategySpec {
     pub budget: Option<BudgetSpec>,
     #[serde(default)]
     pub breaker: Option<BreakerSpec>,
+    /// `idempotency = "per_operation" | "per_attempt" | "none"`: the strategy's operations are
+    /// charges with that key policy (see [`crate::ledger::KeyPolicy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency: Option<crate::ledger::KeyPolicy>,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -94,6 +98,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "classify",
     "budget",
     "breaker",
+    "idempotency",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -309,6 +314,22 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         Some(v) => Some(breaker_table(v).or_else(|message| fail!("breaker", message))?),
     };
 
+    let idempotency = match string("idempotency", crate::ledger::KeyPolicy::ACCEPTS)? {
+        None => None,
+        Some(s) => match crate::ledger::KeyPolicy::parse(&s) {
+            Some(p) => Some(p),
+            None => {
+                return fail!(
+                    "idempotency",
+                    format!(
+                        "idempotency = {s:?}: expected {}",
+                        crate::ledger::KeyPolicy::ACCEPTS
+                    )
+                )
+            }
+        },
+    };
+
     Ok(StrategySpec {
         id,
         name,
@@ -318,6 +339,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         classify,
         budget,
         breaker,
+        idempotency,
     })
 }
 
@@ -390,6 +412,7 @@ impl StrategySpec {
             retry_after: RetryAfter::AtLeast,
             max_attempts: self.max_attempts,
             throttle_base_ms: None,
+            idempotency: self.idempotency,
         }
     }
 }

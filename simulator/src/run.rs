@@ -24,11 +24,31 @@ impl Observer for RunAccumulator {
         RunAccumulator::arrival(self, t_us, Some(attempt));
         RunAccumulator::attempt(self, attempt, t_us, t_us);
         RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
+        if let Some(l) = self.ledger_mut() {
+            l.sent(Some(req), client, op, attempt);
+        }
+    }
+
+    fn lost(&mut self, _t: Nanos, req: ReqId) {
+        if let Some(l) = self.ledger_mut() {
+            l.lost(req);
+        }
+    }
+
+    fn charge(&mut self, _t: Nanos, client: u32, op: u32) {
+        if let Some(l) = self.ledger_mut() {
+            l.charge(Some(client), Some(op));
+        }
     }
 
     fn attempt_end(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
         let end = match result {
-            AttemptResult::Status { code, .. } => LineEnd::Status(code),
+            AttemptResult::Status { code, .. } => {
+                if let Some(l) = self.ledger_mut() {
+                    l.answered_req(req, code);
+                }
+                LineEnd::Status(code)
+            }
             AttemptResult::Timeout => LineEnd::Timeout,
             AttemptResult::ConnectionError => LineEnd::ConnectionError,
         };
@@ -57,13 +77,16 @@ impl Observer for RunAccumulator {
 
     fn operation(
         &mut self,
-        _client: u32,
-        _op: u32,
+        client: u32,
+        op: u32,
         start: Nanos,
         end: Nanos,
         _attempts: u32,
         outcome: OpOutcome,
     ) {
+        if let Some(l) = self.ledger_mut() {
+            l.operation(client, op, end.saturating_sub(start) / 1000);
+        }
         let reason: Option<GiveUp> = match outcome {
             OpOutcome::Success => None,
             OpOutcome::Failed(why) => Some(why),
