@@ -151,6 +151,54 @@ impl LedgerTally {
     }
 }
 
+/// Seed 004's table: one row per strategy and seed with its ledger and classification
+/// figures; `None` when no run has them.
+pub fn ledger_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Table> {
+    let runs: Vec<_> = s
+        .runs
+        .iter()
+        .filter_map(|r| r.ledger.as_ref().map(|l| (r, l)))
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let headers = [
+        "strategy",
+        "seed",
+        "operations",
+        "charges",
+        "duplicate charges",
+        "lost answers",
+        "retried lost",
+        "permanent failures",
+        "retries after permanent",
+        "per failure",
+        "their mean latency (ms)",
+    ];
+    let rows = runs
+        .iter()
+        .map(|(r, l)| {
+            vec![
+                r.strategy.clone(),
+                r.seed.to_string(),
+                r.operations.to_string(),
+                l.charges.to_string(),
+                l.duplicate_charges.to_string(),
+                l.lost_responses.to_string(),
+                l.retried_lost.to_string(),
+                l.permanent_ops.to_string(),
+                l.retries_after_permanent.to_string(),
+                format!("{:.2}", l.wasted_per_permanent_op()),
+                format!("{:.1}", l.permanent_op_mean_ms),
+            ]
+        })
+        .collect();
+    Some(crate::tables::Table {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
