@@ -457,6 +457,36 @@ mod tests {
     }
 
     #[test]
+    fn seed_004_metrics_parse_and_name_what_they_need() {
+        let c =
+            check("strategy = \"a\"\nmetric = \"duplicate_charges\"\npublished = 0\nexact = true")
+                .unwrap();
+        assert_eq!(c.metric, CheckMetric::DuplicateCharges);
+        assert_eq!(c.metric_label(), "duplicate charges (ledger)");
+        let c = check("strategy = \"a\"\nmetric = \"permanent_latency_ratio\"\nversus = \"b\"")
+            .unwrap();
+        assert_eq!(c.strategies(), ["a", "b"]);
+        assert!(check("strategy = \"a\"\nmetric = \"permanent_latency_ratio\"").is_err());
+        let e = check("strategy = \"a\"\nmetric = \"retried_lost\"\nversus = \"b\"").unwrap_err();
+        assert!(e.message.contains("permanent_latency_ratio"), "{e:?}");
+        for (name, metric) in [
+            ("retried_lost", CheckMetric::RetriedLost),
+            (
+                "duplicates_minus_retried_lost",
+                CheckMetric::DuplicatesMinusRetriedLost,
+            ),
+            (
+                "retries_after_permanent",
+                CheckMetric::RetriesAfterPermanent,
+            ),
+            ("wasted_per_permanent_op", CheckMetric::WastedPerPermanentOp),
+        ] {
+            let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
+            assert_eq!(c.metric, metric);
+        }
+    }
+
+    #[test]
     fn checks_parse_with_their_band() {
         let c = check(
             "strategy = \"B\"\nmetric = \"peak_arrivals\"\nwindow_ms = 10\nretries_only = true\n\

@@ -484,6 +484,7 @@ mod tests {
             fail_rate: 0.5,
             slow_rate: 0.5,
             slow_delay: ms(2500),
+            ..FaultModel::default()
         };
         let mut m = DependencyModel::new(c);
         let mut seen = std::collections::HashSet::new();

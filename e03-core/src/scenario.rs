@@ -1115,6 +1115,56 @@ mod tests {
     }
 
     #[test]
+    fn seed_004_scenarios_carry_their_faults_key_policies_and_checks() {
+        use crate::checks::CheckMetric;
+        use crate::ledger::KeyPolicy;
+        let idem = Scenario::named("idempotency").unwrap();
+        let p = Params::for_scenario(idem, &BTreeMap::new()).unwrap();
+        let policies: Vec<_> = p.strategies.iter().map(|s| s.idempotency).collect();
+        assert_eq!(
+            policies,
+            [
+                Some(KeyPolicy::PerOperation),
+                Some(KeyPolicy::PerAttempt),
+                Some(KeyPolicy::None)
+            ]
+        );
+        let f = p.service_config(idem, 4).faults;
+        assert_eq!(
+            (f.lost_rate, f.fail_rate, f.permanent_rate),
+            (0.2, 0.0, 0.0)
+        );
+        let metrics: Vec<_> = idem.def().checks.iter().map(|c| c.metric.clone()).collect();
+        assert!(metrics.contains(&CheckMetric::DuplicatesMinusRetriedLost));
+        let class = Scenario::named("classification").unwrap();
+        let p = Params::for_scenario(class, &BTreeMap::new()).unwrap();
+        let f = p.service_config(class, 4).faults;
+        assert_eq!(
+            (f.permanent_rate, f.fail_rate, f.lost_rate),
+            (0.1, 0.1, 0.0)
+        );
+        let ids: Vec<_> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["C", "retry-everything"]);
+        assert!(class
+            .def()
+            .checks
+            .iter()
+            .any(|c| c.metric == CheckMetric::PermanentLatencyRatio { versus: "C".into() }));
+        // A lost-answer share that leaves no room beside the E03-A ones is refused, naming it.
+        let raw = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let e = Params::for_scenario(idem, &raw(&[("E03_FAIL_RATE", "0.9")])).unwrap_err();
+        assert!(e.to_string().starts_with("invalid E03_LOST_RATE"), "{e}");
+        // The flags move what a scenario has, and add nothing to a scenario without [faults].
+        let b = Params::for_scenario(Scenario::E03B, &raw(&[("E03_LOST_RATE", "0.5")])).unwrap();
+        assert!(b.service_config(Scenario::E03B, 1).faults.is_none());
+    }
+
+    #[test]
     fn strategy_and_check_tables_are_checked_with_their_line() {
         let e = err(&format!(
             "{MINIMAL}[policy]\nstrategies = [\"mine\"]\n[[strategy]]\nid = \"mine\"\n\

@@ -361,6 +361,34 @@ mod tests {
     }
 
     #[test]
+    fn lost_and_permanent_fates_answer_after_the_work_with_their_causes() {
+        // Every request's answer lost; then every operation permanently wrong.
+        let mut s = schedule(
+            &[
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "0"),
+                ("E03_LOST_RATE", "1"),
+            ],
+            Scenario::E03A,
+        );
+        arrive(&mut s, ms(0), 0);
+        let mut steps = Vec::new();
+        s.advance(ms(100), &mut steps);
+        let a = answers(&steps);
+        assert_eq!(
+            (a[0].status, a[0].cause, a[0].at),
+            (200, Cause::Lost, ms(40))
+        );
+        let mut s = schedule(&[("E03_PERMANENT_RATE", "1")], Scenario::E03A);
+        arrive(&mut s, ms(0), 0);
+        let mut steps = Vec::new();
+        s.advance(ms(100), &mut steps);
+        let a = answers(&steps);
+        assert_eq!((a[0].cause, a[0].at), (Cause::Permanent, ms(40)));
+        assert!(crate::faults::PERMANENT_STATUSES.contains(&a[0].status));
+    }
+
+    #[test]
     fn a_saturated_pool_completes_exactly_its_capacity_in_logical_time() {
         // E03-B: no transient faults, and its freeze (8.5 s) is far away. 2 workers, 40 ms:
         // 100 requests queued at 0 finish in 40 ms rounds, however late the caller advances.

@@ -634,6 +634,26 @@ mod tests {
     }
 
     #[test]
+    fn a_key_policy_makes_a_charging_strategy_and_a_bad_one_is_named() {
+        use crate::ledger::KeyPolicy;
+        let s = table("id = \"k\"\nbackoff = \"none\"\nidempotency = \"per_operation\"").unwrap();
+        assert_eq!(s.resolve(MS, MS).idempotency, Some(KeyPolicy::PerOperation));
+        let s = table("id = \"k\"\nbackoff = \"none\"\nidempotency = \"none\"").unwrap();
+        assert_eq!(s.resolve(MS, MS).idempotency, Some(KeyPolicy::None));
+        let plain = table("id = \"k\"\nbackoff = \"none\"").unwrap();
+        assert_eq!(plain.resolve(MS, MS).idempotency, None);
+        let e = err("id = \"k\"\nbackoff = \"none\"\nidempotency = \"per-op\"");
+        assert_eq!(e.key, "idempotency");
+        assert_eq!(
+            e.message,
+            "idempotency = \"per-op\": expected per_operation, per_attempt or none"
+        );
+        // The policy travels with the definition (control call JSON).
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<StrategySpec>(&json).unwrap(), s);
+    }
+
+    #[test]
     fn exponential_takes_the_runs_base_and_cap_unless_set() {
         let s = table("id = \"x\"\nbackoff = \"exponential\"\nbase_ms = 60\njitter = \"full\"")
             .unwrap();
