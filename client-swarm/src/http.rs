@@ -223,6 +223,40 @@ mod tests {
     }
 
     #[test]
+    fn a_charge_is_a_post_to_charge_with_its_key_identity_and_body() {
+        let work = WorkEndpoint {
+            http: build_client(1).unwrap(),
+            url: endpoint("http://127.0.0.1:8080", "/work").unwrap(),
+        };
+        let id = AttemptId {
+            client: 3,
+            op: 7,
+            attempt: 2,
+        };
+        let req = work.charge_request(id, Some("s4-c3-o7"));
+        assert_eq!(req.method(), reqwest::Method::POST);
+        assert_eq!(req.url().as_str(), "http://127.0.0.1:8080/charge");
+        let h = req.headers();
+        assert_eq!(h[IDEMPOTENCY_KEY], "s4-c3-o7");
+        assert_eq!(
+            (&h[HEADER_CLIENT], &h[HEADER_OP], &h[HEADER_ATTEMPT]),
+            (
+                &"3".parse::<reqwest::header::HeaderValue>().unwrap(),
+                &"7".parse().unwrap(),
+                &"2".parse().unwrap()
+            )
+        );
+        assert_eq!(
+            req.body().and_then(|b| b.as_bytes()),
+            Some(&br#"{"amount":1}"#[..])
+        );
+        let bare = work.charge_request(id, None);
+        assert!(bare.headers().get(IDEMPOTENCY_KEY).is_none());
+        // The plain E03 request is unchanged.
+        assert_eq!(work.request(id).method(), reqwest::Method::GET);
+    }
+
+    #[test]
     fn endpoints_are_http_only() {
         assert_eq!(
             endpoint("http://127.0.0.1:8080/", "/work")

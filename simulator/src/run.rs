@@ -173,6 +173,70 @@ pub fn simulate(scenario: Scenario, params: &Params) -> ScenarioSummary {
 mod tests {
     use super::*;
 
+    fn simulated(name: &str, seeds: &str) -> ScenarioSummary {
+        let scenario = Scenario::named(name).unwrap();
+        let raw = [("E03_SEEDS".to_string(), seeds.to_string())].into();
+        simulate(scenario, &Params::for_scenario(scenario, &raw).unwrap())
+    }
+
+    #[test]
+    fn a_key_per_operation_never_charges_twice_and_other_keys_charge_every_retried_lost_answer() {
+        let s = simulated("idempotency", "1,2,3");
+        for run in &s.runs {
+            let l = run
+                .ledger
+                .as_ref()
+                .expect("a charging run has ledger figures");
+            assert!(l.lost_responses > 20 && l.retried_lost > 20, "{l:?}");
+            // Every operation is charged at least once (no other fault, no timeout).
+            assert!(l.charges >= run.operations, "{l:?}");
+            match run.strategy.as_str() {
+                "key-per-op" => {
+                    assert_eq!(l.duplicate_charges, 0, "{l:?}");
+                    assert_eq!(l.charges, run.operations);
+                }
+                _ => {
+                    assert_eq!(l.duplicate_charges, l.retried_lost, "{l:?}");
+                    assert_eq!(l.charges, run.operations + l.duplicate_charges);
+                }
+            }
+        }
+        // The same faults hit every policy: their lost answers are the same.
+        let lost = |id: &str| {
+            s.runs
+                .iter()
+                .find(|r| r.strategy == id && r.seed == 1)
+                .and_then(|r| r.ledger.as_ref())
+                .map(|l| l.lost_responses)
+        };
+        assert_eq!(lost("key-per-op"), lost("no-key"));
+        assert!(!e03_metrics::checks::any_failed(&s));
+    }
+
+    #[test]
+    fn classified_retry_never_retries_a_permanent_error_and_retry_everything_wastes_two() {
+        let s = simulated("classification", "4");
+        let fig = |id: &str| {
+            s.runs
+                .iter()
+                .find(|r| r.strategy == id)
+                .and_then(|r| r.ledger.clone())
+                .unwrap()
+        };
+        let (c, all) = (fig("C"), fig("retry-everything"));
+        assert!(
+            c.permanent_ops > 10 && all.permanent_ops > 10,
+            "{c:?} {all:?}"
+        );
+        assert_eq!(c.retries_after_permanent, 0);
+        assert_eq!(all.retries_after_permanent, 2 * all.permanent_ops);
+        assert!(
+            all.permanent_op_mean_ms >= 3.0 * c.permanent_op_mean_ms,
+            "{c:?} {all:?}"
+        );
+        assert!(!e03_metrics::checks::any_failed(&s));
+    }
+
     #[test]
     fn par_map_keeps_job_order() {
         let jobs: Vec<u64> = (0..100).collect();
