@@ -363,6 +363,54 @@ mod tests {
     }
 
     #[test]
+    fn standard_classification_is_seed_004s_list_and_everything_retries_all() {
+        use crate::budget::{AttemptClass, RetryCause};
+        let c = Strategy::standard(
+            "C",
+            Duration::ZERO,
+            Duration::ZERO,
+            BudgetSpec::token_bucket(10.0, 0.1),
+        )
+        .unwrap();
+        assert_eq!(c.classify, Classify::Standard);
+        for code in [408, 425, 429, 500, 502, 503, 504] {
+            assert!(
+                matches!(
+                    c.classify(&AttemptResult::status(code)),
+                    AttemptClass::Failure(_)
+                ),
+                "{code} is retried"
+            );
+        }
+        assert_eq!(
+            c.classify(&AttemptResult::Timeout),
+            AttemptClass::Failure(RetryCause::Timeout)
+        );
+        assert_eq!(
+            c.classify(&AttemptResult::ConnectionError),
+            AttemptClass::Failure(RetryCause::Error)
+        );
+        for code in [400, 401, 403, 404, 409, 422] {
+            assert_eq!(
+                c.classify(&AttemptResult::status(code)),
+                AttemptClass::Permanent,
+                "{code} is never retried"
+            );
+        }
+        let all = crate::presets::retry_everything(Duration::ZERO, Duration::ZERO);
+        for code in [400, 401, 403, 404, 409, 422] {
+            assert_eq!(
+                all.classify(&AttemptResult::status(code)),
+                AttemptClass::Failure(RetryCause::Error)
+            );
+        }
+        assert_eq!(
+            all.classify(&AttemptResult::status(200)),
+            AttemptClass::Success
+        );
+    }
+
+    #[test]
     fn immediate_retry_never_waits() {
         let mut rng = stream(42, Stream::Jitter, 0);
         for n in 1..=3 {

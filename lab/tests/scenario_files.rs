@@ -69,7 +69,16 @@ fn list_shows_the_builtin_catalogue() {
     };
     assert_eq!(
         first_words(catalogue),
-        ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"],
+        [
+            "e03a",
+            "e03b",
+            "gateway4",
+            "breaker",
+            "herd",
+            "budget",
+            "idempotency",
+            "classification"
+        ],
         "{out}"
     );
     assert!(out.contains("freezes from 8.5 s to 10 s"), "{out}");
