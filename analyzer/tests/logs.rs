@@ -483,11 +483,13 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
     let out = dir.join("out");
     write_outputs(&out, &summary).unwrap();
     let csv = fs::read_to_string(out.join("ledger.csv")).unwrap();
-    assert!(
-        csv.lines()
-            .nth(1)
-            .unwrap()
-            .starts_with("no-key,1,0,3,1,2,1,"),
+    // No permanent error in these runs: the table keeps the charge columns only.
+    assert_eq!(
+        csv.lines().collect::<Vec<_>>(),
+        [
+            "strategy,seed,operations,charges,duplicate charges,lost answers,retried lost",
+            "no-key,1,0,3,1,2,1"
+        ],
         "{csv}"
     );
     assert!(fs::read_to_string(out.join("report.md"))

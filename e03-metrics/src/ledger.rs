@@ -193,10 +193,23 @@ pub fn ledger_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Table> 
             ]
         })
         .collect();
-    Some(crate::tables::Table {
+    let table = crate::tables::Table {
         headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,
-    })
+    };
+    // Only the halves the runs have: charges and lost answers, permanent errors, or both.
+    let charging = runs
+        .iter()
+        .any(|(_, l)| l.charges > 0 || l.lost_responses > 0);
+    let permanent = runs.iter().any(|(_, l)| l.permanent_ops > 0);
+    let mut cols = vec![0, 1, 2];
+    if charging || !permanent {
+        cols.extend(3..7);
+    }
+    if permanent {
+        cols.extend(7..11);
+    }
+    Some(table.select(&cols))
 }
 
 #[cfg(test)]
