@@ -505,6 +505,50 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
             ymax: None,
         });
     }
+    // Seed 004's figures (idempotency, classification), where the runs have them.
+    if s.runs.iter().any(|r| {
+        r.ledger
+            .as_ref()
+            .is_some_and(|l| l.charges > 0 || l.lost_responses > 0)
+    }) {
+        panels.push(Panel {
+            title: "duplicate charges (ledger)",
+            spreads: spread(|r| {
+                r.ledger
+                    .as_ref()
+                    .map_or(0.0, |l| l.duplicate_charges as f64)
+            }),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
+        });
+        panels.push(Panel {
+            title: "retried lost answers (logs)",
+            spreads: spread(|r| r.ledger.as_ref().map_or(0.0, |l| l.retried_lost as f64)),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
+        });
+    }
+    if s.runs
+        .iter()
+        .any(|r| r.ledger.as_ref().is_some_and(|l| l.permanent_ops > 0))
+    {
+        panels.push(Panel {
+            title: "retries after a permanent error",
+            spreads: spread(|r| {
+                r.ledger
+                    .as_ref()
+                    .map_or(0.0, |l| l.retries_after_permanent as f64)
+            }),
+            fmt: |v| format!("{:.0}", v.round()),
+            ymax: None,
+        });
+        panels.push(Panel {
+            title: "permanent failures' mean latency (ms)",
+            spreads: spread(|r| r.ledger.as_ref().map_or(0.0, |l| l.permanent_op_mean_ms)),
+            fmt: |v| format!("{v:.0}"),
+            ymax: None,
+        });
+    }
     let title = comparison_title(s);
     // About 70 px per bar, so ids like aws-standard stay readable in the budget shoot-out.
     let (rows, cols) = grid(panels.len());

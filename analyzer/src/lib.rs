@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use e03_core::control::{client_log_path, server_log_path};
+use e03_core::control::{client_log_path, ledger_log_path, server_log_path};
 use e03_core::{ParamError, Params, Scenario};
 
 pub mod chain;
@@ -218,6 +218,22 @@ fn analyze_run(
         let status = reader::read_log_file(&path, |e| feed(&mut acc, e))?;
         complete &= status.complete();
         warnings.extend(status.warnings);
+    }
+    // The ledger (seed 004): the charges the service committed, when it took any. It has no
+    // run_start or run_end of its own (the server log's say whether the run was complete).
+    let ledger = dir.join(file_name(&ledger_log_path(scenario, strategy, seed)));
+    if ledger.exists() {
+        let status = reader::read_log_file(&ledger, |e| {
+            if let e03_core::events::Event::Charge(_) = e {
+                feed(&mut acc, e)
+            }
+        })?;
+        warnings.extend(
+            status
+                .warnings
+                .into_iter()
+                .filter(|w| !w.contains("run_end")),
+        );
     }
     let mut m = acc.finish();
     m.complete = complete;

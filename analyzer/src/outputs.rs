@@ -135,6 +135,15 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
         md += &log;
         md += "```\n";
     }
+    if let Some(t) = e03_metrics::ledger::ledger_table(s) {
+        md += "\n## Charges, lost answers and permanent errors\n\n";
+        md += "From the ledger (`ledger-*.jsonl`: every committed charge) and the logs. A \
+               *duplicate charge* is a charge beyond the first of its operation; a *retried lost \
+               answer* is an answer lost after its commit (connection reset) whose operation \
+               sent another attempt; *retries after permanent* counts the attempts sent after \
+               an operation's first 400/401/403/404/409/422 ([CSV](ledger.csv)).\n\n";
+        md += &t.markdown();
+    }
     if let Some(t) = e03_metrics::checks::check_table(s) {
         md += "\n## Check against the source's published figures\n\n";
         md += &t.markdown();
@@ -150,6 +159,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     write_series_csv(&dir.join("arrivals_1s.csv"), s, true)?;
     figures::write_arrivals(dir, s)?;
     figures::write_comparison(dir, s)?;
+    if let Some(t) = e03_metrics::ledger::ledger_table(s) {
+        let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
+        write_csv_rows(&dir.join("ledger.csv"), &rows)?;
+    }
     if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
         let path = dir.join("attempts.txt");
         fs::write(&path, log).map_err(|e| out_err(&path, e))?;

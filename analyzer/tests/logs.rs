@@ -357,3 +357,142 @@ fn a_server_log_alone_gives_the_load_figures() {
     );
     assert!(out.join("arrivals_100ms.png").exists() && out.join("arrivals_1s.csv").exists());
 }
+
+/// The idempotency scenario's logs, by hand: one operation whose first answer was lost after
+/// its commit and was retried (two charges without a key), one whose last answer was lost and
+/// not retried (one charge).
+#[test]
+fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
+    let dir = tmp_dir("ledger").join("idempotency");
+    fs::create_dir_all(&dir).unwrap();
+    let (s, seed) = ("no-key", 1);
+    let tag = RunTag {
+        run: "idempotency-no-key-seed1-1".into(),
+        seed,
+        strategy: s.into(),
+    };
+    let start = |source| {
+        Event::RunStart(RunStart {
+            tag: tag.clone(),
+            source,
+            scenario: "idempotency".into(),
+            start_unix_ms: 1,
+            params: serde_json::json!({"E03_STRATEGIES": "no-key", "E03_SEEDS": "1"}),
+        })
+    };
+    let end = |source| {
+        Event::RunEnd(RunEnd {
+            tag: tag.clone(),
+            source,
+            t_us: 1_000_000,
+            complete: true,
+            records: 0,
+        })
+    };
+    let mut server = vec![start(Source::Server)];
+    let mut client = vec![start(Source::Client)];
+    let mut ledger = Vec::new();
+    // (seq, client, op, attempt, cause)
+    let attempts = [
+        (0, 0, 0, 1, Cause::Lost),
+        (1, 0, 0, 2, Cause::Ok),
+        (2, 1, 0, 1, Cause::Lost),
+    ];
+    for (i, (seq, c, op, attempt, cause)) in attempts.into_iter().enumerate() {
+        let t = 1000 * (i as u64 + 1);
+        server.push(Event::Arrival(Arrival {
+            tag: tag.clone(),
+            seq,
+            t_us: t,
+            client: Some(c),
+            op: Some(op),
+            attempt: Some(attempt),
+        }));
+        server.push(Event::Response(Response {
+            tag: tag.clone(),
+            seq,
+            t_us: t + 20,
+            status: 200,
+            cause,
+            admit_us: Some(t),
+            immediate: true,
+        }));
+        ledger.push(Event::Charge(ChargeRecord {
+            tag: tag.clone(),
+            seq,
+            charge: e03_core::ledger::Charge {
+                charge: i as u64 + 1,
+                t_us: t + 20,
+                key: None,
+                amount: 1,
+                client: Some(c),
+                op: Some(op),
+                attempt: Some(attempt),
+            },
+        }));
+        let lost = cause == Cause::Lost;
+        client.push(Event::Attempt(Attempt {
+            tag: tag.clone(),
+            client: c,
+            op,
+            attempt,
+            due_us: t,
+            sent_us: t,
+            end_us: t + 20,
+            end: if lost {
+                AttemptEnd::ConnectionError
+            } else {
+                AttemptEnd::Status
+            },
+            status: (!lost).then_some(200),
+            rejection: None,
+        }));
+    }
+    server.push(end(Source::Server));
+    client.push(end(Source::Client));
+    for (name, events) in [
+        ("server-no-key-seed1.jsonl", server),
+        ("client-no-key-seed1.jsonl", client),
+        ("ledger-no-key-seed1.jsonl", ledger),
+    ] {
+        let text: String = events.iter().map(|e| e.to_line() + "\n").collect();
+        fs::write(dir.join(name), text).unwrap();
+    }
+    let (summary, warnings) =
+        analyze_dir_with_warnings(&dir, Scenario::named("idempotency").unwrap()).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let l = summary.runs[0].ledger.clone().expect("ledger figures");
+    assert_eq!(
+        (
+            l.charges,
+            l.duplicate_charges,
+            l.lost_responses,
+            l.retried_lost
+        ),
+        (3, 1, 2, 1)
+    );
+    // The check table says so, and the ledger table and CSV are written.
+    let rows = e03_metrics::checks::evaluate(&summary);
+    let row = rows
+        .iter()
+        .find(|r| {
+            r.strategy == "no-key" && r.metric == "duplicate charges - retried lost responses"
+        })
+        .unwrap();
+    assert_eq!((row.ours.as_str(), row.pass), ("0", Some(true)));
+    let out = dir.join("out");
+    write_outputs(&out, &summary).unwrap();
+    let csv = fs::read_to_string(out.join("ledger.csv")).unwrap();
+    // No permanent error in these runs: the table keeps the charge columns only.
+    assert_eq!(
+        csv.lines().collect::<Vec<_>>(),
+        [
+            "strategy,seed,operations,charges,duplicate charges,lost answers,retried lost",
+            "no-key,1,0,3,1,2,1"
+        ],
+        "{csv}"
+    );
+    assert!(fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("## Charges, lost answers and permanent errors"));
+}

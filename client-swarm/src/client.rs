@@ -167,11 +167,19 @@ pub(crate) async fn run_operation(
                 break end;
             }
         };
-        let req = run.work.request(AttemptId {
+        let id = AttemptId {
             client,
             op: attempt.id.op,
             attempt: attempt.id.attempt,
-        });
+        };
+        let req = match run.strategy.idempotency {
+            // A charging strategy: its key policy decides the attempt's Idempotency-Key.
+            Some(policy) => {
+                let key = policy.key(run.seed, client, id.op, id.attempt);
+                run.work.charge_request(id, key.as_deref())
+            }
+            None => run.work.request(id),
+        };
         let result = tokio::select! {
             r = timeout_at(sent_at + attempt.timeout, run.work.execute(req)) => {
                 Some(r.unwrap_or(AttemptResult::Timeout))

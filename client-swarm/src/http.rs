@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use e03_core::control::{RunCounts, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
 use e03_core::AttemptResult;
 use reqwest::{Client, Request, StatusCode, Url};
 
@@ -71,6 +72,27 @@ impl WorkEndpoint {
     }
 
     /// Sends `req` and reads the whole answer. No timeout here: the caller wraps this.
+    /// A charge (seed 004): `POST /charge` on the work endpoint's host, with the attempt's
+    /// identity, its `Idempotency-Key` if it has one, and a small JSON body.
+    pub(crate) fn charge_request(&self, id: AttemptId, key: Option<&str>) -> Request {
+        let mut url = self.url.clone();
+        url.set_path(CHARGE_PATH);
+        let mut builder = self
+            .http
+            .post(url)
+            .header(HEADER_CLIENT, id.client)
+            .header(HEADER_OP, id.op)
+            .header(HEADER_ATTEMPT, id.attempt)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(r#"{"amount":1}"#);
+        if let Some(key) = key {
+            builder = builder.header(IDEMPOTENCY_KEY, key);
+        }
+        builder
+            .build()
+            .expect("a POST with checked headers on a parsed URL always builds")
+    }
+
     pub(crate) async fn execute(&self, req: Request) -> AttemptResult {
         let resp = match self.http.execute(req).await {
             Ok(resp) => resp,
@@ -198,6 +220,40 @@ mod tests {
         assert_eq!(parse_retry_after("-1"), None);
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("1e12"), Some(MAX_RETRY_AFTER));
+    }
+
+    #[test]
+    fn a_charge_is_a_post_to_charge_with_its_key_identity_and_body() {
+        let work = WorkEndpoint {
+            http: build_client(1).unwrap(),
+            url: endpoint("http://127.0.0.1:8080", "/work").unwrap(),
+        };
+        let id = AttemptId {
+            client: 3,
+            op: 7,
+            attempt: 2,
+        };
+        let req = work.charge_request(id, Some("s4-c3-o7"));
+        assert_eq!(req.method(), reqwest::Method::POST);
+        assert_eq!(req.url().as_str(), "http://127.0.0.1:8080/charge");
+        let h = req.headers();
+        assert_eq!(h[IDEMPOTENCY_KEY], "s4-c3-o7");
+        assert_eq!(
+            (&h[HEADER_CLIENT], &h[HEADER_OP], &h[HEADER_ATTEMPT]),
+            (
+                &"3".parse::<reqwest::header::HeaderValue>().unwrap(),
+                &"7".parse().unwrap(),
+                &"2".parse().unwrap()
+            )
+        );
+        assert_eq!(
+            req.body().and_then(|b| b.as_bytes()),
+            Some(&br#"{"amount":1}"#[..])
+        );
+        let bare = work.charge_request(id, None);
+        assert!(bare.headers().get(IDEMPOTENCY_KEY).is_none());
+        // The plain E03 request is unchanged.
+        assert_eq!(work.request(id).method(), reqwest::Method::GET);
     }
 
     #[test]

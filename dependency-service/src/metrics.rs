@@ -36,7 +36,7 @@ const DURATION_BUCKETS: [f64; 16] = [
 pub const PHASES: [&str; 4] = ["normal", "frozen", "degraded", "down"];
 
 /// Every response cause, as logged (`cause` of a `response` record).
-const CAUSES: [(Cause, &str); 7] = [
+const CAUSES: [(Cause, &str); 9] = [
     (Cause::Ok, "ok"),
     (Cause::Fault, "fault"),
     (Cause::Slow, "slow"),
@@ -44,6 +44,8 @@ const CAUSES: [(Cause, &str); 7] = [
     (Cause::Freeze, "freeze"),
     (Cause::Down, "down"),
     (Cause::RateLimited, "rate_limited"),
+    (Cause::Lost, "lost"),
+    (Cause::Permanent, "permanent"),
 ];
 
 /// The name of a timeline phase in `e03_dependency_phase{phase=..}`.

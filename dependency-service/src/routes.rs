@@ -29,6 +29,7 @@ use e03_core::{Params, Scenario};
 use tokio::sync::oneshot;
 
 use crate::run::Status;
+use e03_core::ledger::{valid_key, ChargeRequest, CHARGE_PATH, IDEMPOTENCY_KEY, MAX_KEY_LEN};
 
 use crate::identity::Identity;
 use crate::service::{instant_at_unix_ms, RunSpec, Service, MAX_START_OFFSET};
@@ -46,6 +47,9 @@ const MAX_RUN_ID: usize = 200;
 pub fn work_router(svc: Arc<Service>) -> Router {
     Router::new()
         .route(WORK_PATH, get(work))
+        .route(CHARGE_PATH, post(charge))
+        // Bodies read by an extractor (a charge's) stop at the same limit as declared ones.
+        .layer(DefaultBodyLimit::max(WORK_BODY_LIMIT as usize))
         .route(HEALTH_PATH, get(health))
         .route(METRICS_PATH, get(metrics))
         .layer(middleware::from_fn(limit_work_body))
@@ -126,7 +130,11 @@ async fn answer_work(svc: &Arc<Service>, headers: HeaderMap) -> Response {
 
 /// The HTTP answer to a decided request; a `Retry-After` header when the model gave one (a 429
 /// of a rate-limited phase).
-fn reply(Status { code, retry_after }: Status) -> Response {
+fn reply(
+    Status {
+        code, retry_after, ..
+    }: Status,
+) -> Response {
     match (code, retry_after) {
         (400, _) => text(
             StatusCode::BAD_REQUEST,
@@ -147,6 +155,137 @@ fn reply(Status { code, retry_after }: Status) -> Response {
             }
         }
     }
+}
+
+/// Largest amount a charge may ask.
+pub const MAX_AMOUNT: u64 = 1_000_000_000;
+
+/// A charge's request from its headers and body, or the refusal (status and message):
+/// 400 for a malformed `Idempotency-Key` (more than one, empty, longer than
+/// [`e03_core::ledger::MAX_KEY_LEN`] bytes, or not visible ASCII) or a body that is not JSON,
+/// 422 for JSON that is not an object with a whole `amount` from 1 to [`MAX_AMOUNT`]. No body:
+/// amount 1. (A body over [`WORK_BODY_LIMIT`] is refused 413 before this.)
+pub(crate) fn charge_request(
+    headers: &HeaderMap,
+    body: &[u8],
+    id: &Identity,
+) -> Result<ChargeRequest, (StatusCode, String)> {
+    let mut keys = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let key = match (keys.next(), keys.next()) {
+        (None, _) => None,
+        (Some(_), Some(_)) => {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                "malformed Idempotency-Key: expected one header, got several".into(),
+            ))
+        }
+        (Some(v), None) if valid_key(v.as_bytes()) => Some(
+            v.to_str()
+                .expect("visible ASCII is a valid header string")
+                .to_string(),
+        ),
+        (Some(_), None) => {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "malformed Idempotency-Key: expected 1 to {MAX_KEY_LEN} visible ASCII \
+                     characters (no spaces)"
+                ),
+            ))
+        }
+    };
+    let amount = if body.iter().all(u8::is_ascii_whitespace) {
+        1
+    } else {
+        let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("malformed charge body: {e}: expected JSON like {{\"amount\": 1}}"),
+            )
+        })?;
+        let amount = value
+            .as_object()
+            .filter(|o| o.keys().all(|k| k == "amount"))
+            .and_then(|o| o.get("amount"))
+            .and_then(serde_json::Value::as_u64)
+            .filter(|a| (1..=MAX_AMOUNT).contains(a));
+        amount.ok_or_else(|| {
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "invalid charge body: expected an object with only `amount`, a whole \
+                     number from 1 to {MAX_AMOUNT}"
+                ),
+            )
+        })?
+    };
+    Ok(ChargeRequest {
+        key,
+        amount,
+        client: id.client,
+        op: id.op,
+        attempt: id.attempt,
+    })
+}
+
+/// `POST /charge` (seed 004): like `GET /work`, plus the ledger. A request refused for its key
+/// or body is logged as an arrival and answered at once, with no work. A charge whose answer
+/// the fault model loses is committed, then its connection is reset: the body errors before
+/// any byte of it, and hyper closes the connection.
+async fn charge(State(svc): State<Arc<Service>>, headers: HeaderMap, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
+    let _active = svc.metrics.request_started();
+    let response = answer_charge(&svc, headers, body).await;
+    svc.metrics
+        .request_done(response.status().as_u16(), started.elapsed());
+    response
+}
+
+async fn answer_charge(svc: &Arc<Service>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(run) = svc.current_run() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
+    };
+    let id = Identity::from_headers(&headers);
+    let request = charge_request(&headers, &body, &id);
+    let (tx, rx) = oneshot::channel();
+    let refused = request.as_ref().err().cloned();
+    tokio::spawn(run.arrive_with(id, Some(request.map_err(|(code, _)| code.as_u16())), tx));
+    match (rx.await, refused) {
+        (Ok(_), Some((code, message))) => text(code, message),
+        (Ok(status), None) if status.lost => lost_answer(),
+        (Ok(status), None) => match (status.code, status.charge) {
+            (200, Some(charge)) => json(StatusCode::OK, format!("{{\"charge\":{charge}}}")),
+            (422, Some(charge)) => text(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("Idempotency-Key already used for charge {charge} with another amount"),
+            ),
+            _ => reply(status),
+        },
+        (Err(_), _) => text(StatusCode::SERVICE_UNAVAILABLE, "run ended".into()),
+    }
+}
+
+/// A body that fails before its first byte: hyper aborts the connection, so the client sees a
+/// reset (an error reading the answer) although the work was committed.
+struct LostBody;
+
+impl hyper::body::Body for LostBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        std::task::Poll::Ready(Some(Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "answer lost after the commit (fault)",
+        ))))
+    }
+}
+
+fn lost_answer() -> Response {
+    Response::new(axum::body::Body::new(LostBody))
 }
 
 /// A `Retry-After` value in seconds with millisecond decimals, rounded up to the millisecond so a
@@ -298,8 +437,8 @@ mod tests {
     fn a_rate_limited_answer_is_429_with_retry_after_in_seconds_rounded_up_to_the_ms() {
         use std::time::Duration;
         let res = reply(Status {
-            code: 429,
             retry_after: Some(Duration::from_millis(250)),
+            ..Status::code(429)
         });
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(res.headers()[header::RETRY_AFTER], "0.250");

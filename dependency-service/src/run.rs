@@ -27,7 +27,10 @@ use std::time::Duration;
 
 use e03_core::control::RunCounts;
 use e03_core::dependency::ServiceConfig;
-use e03_core::events::{self, Arrival, Cause, Event, RunEnd, RunStart, RunTag, Source};
+use e03_core::events::{
+    self, Arrival, Cause, ChargeRecord, Event, RunEnd, RunStart, RunTag, Source,
+};
+use e03_core::ledger::{ChargeRequest, Commit, Ledger};
 use e03_core::schedule::{Answer, Step};
 use e03_core::{DependencySchedule, ReqId};
 use precise_timer::PreciseTimer;
@@ -44,6 +47,10 @@ use crate::metrics::{Metrics, ModelState};
 pub struct Status {
     pub code: u16,
     pub retry_after: Option<std::time::Duration>,
+    /// The answer is lost (seed 004): the handler resets the connection instead of answering.
+    pub lost: bool,
+    /// A charge's number in the ledger (the new charge, or the first charge of its key).
+    pub charge: Option<u64>,
 }
 
 impl Status {
@@ -52,6 +59,8 @@ impl Status {
         Status {
             code,
             retry_after: None,
+            lost: false,
+            charge: None,
         }
     }
 }
@@ -61,27 +70,110 @@ struct RunState {
     schedule: DependencySchedule,
     senders: HashMap<ReqId, oneshot::Sender<Status>>,
     ended: bool,
+    /// The charges (`POST /charge`) waiting for their work, by request.
+    charges: HashMap<ReqId, ChargeRequest>,
+    /// The run's ledger and key store (the core's state machine).
+    ledger: Ledger,
+    /// The ledger's file, written under this lock as each charge commits.
+    ledger_file: LedgerFile,
 }
 
 impl RunState {
-    /// The answers among `steps`, each with its handler's sender.
-    fn deliveries(&mut self, steps: Vec<Step>) -> Vec<Delivery> {
-        steps
-            .into_iter()
-            .filter_map(|step| match step {
-                Step::Answer(answer) => Some(Delivery {
-                    tx: self.senders.remove(&answer.req),
-                    answer,
-                }),
-                Step::Started { .. } => None,
-            })
-            .collect()
+    /// The answers among `steps`, each with its handler's sender. A charge whose work
+    /// committed is decided by the ledger here, in the schedule's order, and its line written
+    /// before the lock is released (so `Run::end` can never close the file before it).
+    fn deliveries(&mut self, steps: Vec<Step>, tag: &RunTag) -> Vec<Delivery> {
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            let Step::Answer(answer) = step else { continue };
+            let mut status = Status {
+                code: answer.status,
+                retry_after: answer.retry_after,
+                lost: answer.cause == Cause::Lost,
+                charge: None,
+            };
+            if let Some(req) = self.charges.remove(&answer.req) {
+                if matches!(answer.cause, Cause::Ok | Cause::Slow | Cause::Lost) {
+                    let commit = self.ledger.commit(answer.at, &req);
+                    status.code = commit.status();
+                    status.charge = Some(match &commit {
+                        Commit::Charged(c) => c.charge,
+                        Commit::Replayed { charge } | Commit::KeyReused { charge } => *charge,
+                    });
+                    if let Commit::Charged(charge) = commit {
+                        self.ledger_file.write(&Event::Charge(ChargeRecord {
+                            tag: tag.clone(),
+                            seq: answer.req,
+                            charge,
+                        }));
+                    }
+                }
+            }
+            out.push(Delivery {
+                tx: self.senders.remove(&answer.req),
+                answer,
+                status,
+            });
+        }
+        out
+    }
+}
+
+/// A run's ledger file (`ledger-*.jsonl` beside its server log), created at its first charge
+/// and flushed line by line: a commit is on disk before its answer goes out.
+struct LedgerFile {
+    path: std::path::PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    failed: bool,
+}
+
+impl LedgerFile {
+    fn write(&mut self, event: &Event) {
+        use std::io::Write;
+        if self.failed {
+            return;
+        }
+        if self.out.is_none() {
+            let open = || -> std::io::Result<std::fs::File> {
+                if let Some(dir) = self.path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::File::create(&self.path)
+            };
+            match open() {
+                Ok(f) => self.out = Some(std::io::BufWriter::new(f)),
+                Err(e) => {
+                    tracing::error!("cannot create ledger {}: {e}", self.path.display());
+                    self.failed = true;
+                    return;
+                }
+            }
+        }
+        let out = self.out.as_mut().expect("opened above");
+        let r = out
+            .write_all(event.to_line().as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        if let Err(e) = r {
+            tracing::error!("cannot write ledger {}: {e}", self.path.display());
+            self.failed = true;
+        }
+    }
+
+    /// The ledger's path for a server log path: `server-` becomes `ledger-` in the file name.
+    fn beside(log_path: &std::path::Path) -> std::path::PathBuf {
+        let name = log_path
+            .file_name()
+            .map(|n| n.to_string_lossy().replacen("server-", "ledger-", 1))
+            .unwrap_or_else(|| "ledger.jsonl".into());
+        log_path.with_file_name(name)
     }
 }
 
 /// An answer decided under the lock, sent and logged after it is released.
 struct Delivery {
     answer: Answer,
+    status: Status,
     tx: Option<oneshot::Sender<Status>>,
 }
 
@@ -148,6 +240,13 @@ impl Run {
                 schedule: DependencySchedule::new(setup.config),
                 senders: HashMap::new(),
                 ended: false,
+                charges: HashMap::new(),
+                ledger: Ledger::new(),
+                ledger_file: LedgerFile {
+                    path: LedgerFile::beside(&setup.log_path),
+                    out: None,
+                    failed: false,
+                },
             }),
             next_seq: AtomicU64::new(0),
             sequencer: tokio::sync::Mutex::new(()),
@@ -213,6 +312,20 @@ impl Run {
     /// the other queued, against their logged order) and a request could be admitted before its
     /// own logged arrival; a replay of the log through the simulator would then disagree.
     pub async fn arrive(self: Arc<Self>, id: Identity, tx: oneshot::Sender<Status>) {
+        self.arrive_with(id, None, tx).await
+    }
+
+    // `charge`: `None` for `GET /work`; `Some(Ok(..))` a valid charge; `Some(Err(code))` a
+    // charge refused for its key or body, logged as an arrival and answered `code` at once.
+
+    /// [`Self::arrive`] for a request that may be a charge (`POST /charge`): a charge whose
+    /// work commits is recorded in the run's ledger (or answered from its key store).
+    pub async fn arrive_with(
+        self: Arc<Self>,
+        id: Identity,
+        charge: Option<Result<ChargeRequest, u16>>,
+        tx: oneshot::Sender<Status>,
+    ) {
         let sequencer = self.sequencer.lock().await;
         let now = self.since_t0(Instant::now());
         let seq = self.next_seq();
@@ -233,6 +346,15 @@ impl Run {
             let _ = tx.send(Status::code(400));
             return;
         }
+        let charge = match charge {
+            Some(Err(code)) => {
+                drop(sequencer);
+                let _ = tx.send(Status::code(code));
+                return;
+            }
+            Some(Ok(charge)) => Some(charge),
+            None => None,
+        };
         let key = id.fault_key().unwrap_or(seq);
         let (out, earlier) = {
             let mut st = self.lock();
@@ -243,6 +365,9 @@ impl Run {
                 return;
             }
             st.senders.insert(seq, tx);
+            if let Some(charge) = charge {
+                st.charges.insert(seq, charge);
+            }
             let before = st.schedule.next_due();
             let mut steps = Vec::new();
             let admission = st.schedule.arrive(now, seq, key, &mut steps);
@@ -254,7 +379,7 @@ impl Run {
                 (Some(after), Some(before)) => after < before,
                 (after, _) => after.is_some(),
             };
-            (st.deliveries(steps), earlier)
+            (st.deliveries(steps, &self.tag), earlier)
         };
         drop(sequencer);
         if earlier {
@@ -292,7 +417,7 @@ impl Run {
                 let mut steps = Vec::new();
                 st.schedule
                     .advance(self.since_t0(Instant::now()), &mut steps);
-                st.deliveries(steps)
+                st.deliveries(steps, &self.tag)
             };
             self.deliver(out).await;
         }
@@ -303,16 +428,19 @@ impl Run {
         // Every answer is handed over first, then logged: logging one (a channel send that may
         // wait) never delays handing over the next.
         let mut sent = Vec::with_capacity(out.len());
-        for Delivery { answer, tx } in out {
+        for Delivery { answer, status, tx } in out {
             let t = self.since_t0(Instant::now());
             // The handler may be gone (client timeout); the answer is logged all the same.
             if let Some(tx) = tx {
-                let _ = tx.send(Status {
-                    code: answer.status,
-                    retry_after: answer.retry_after,
-                });
+                let _ = tx.send(status);
             }
-            sent.push((t, answer));
+            sent.push((
+                t,
+                Answer {
+                    status: status.code,
+                    ..answer
+                },
+            ));
         }
         for (t, a) in sent {
             self.record(
@@ -378,6 +506,13 @@ impl Run {
             st.ended = true;
             st.schedule.end();
             st.senders.clear();
+            st.charges.clear();
+            if let Some(mut out) = st.ledger_file.out.take() {
+                use std::io::Write;
+                if let Err(e) = out.flush() {
+                    tracing::error!("cannot flush ledger: {e}");
+                }
+            }
         }
         self.wake.notify_one();
         let records = self.records.load(Ordering::SeqCst);

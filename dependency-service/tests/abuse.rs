@@ -123,3 +123,51 @@ async fn five_hundred_concurrent_connections_are_all_answered() {
         .count();
     assert_eq!(arrivals, 500);
 }
+
+/// `POST /charge` on raw connections: a key with a non-ASCII byte is 400, a streamed (chunked)
+/// body over the limit 413, and the service keeps charging afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_charges_with_bad_keys_or_streamed_big_bodies_are_refused() {
+    let srv = common::start(
+        "abuse-charge",
+        Some((
+            Scenario::named("idempotency").unwrap(),
+            &[
+                ("E03_SERVICE_MS", "1"),
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "0"),
+                ("E03_LOST_RATE", "0"),
+            ],
+        )),
+    )
+    .await;
+    let mut bad_key = b"POST /charge HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+                        Idempotency-Key: caf"
+        .to_vec();
+    bad_key.extend_from_slice(b"\xe9\r\nContent-Length: 0\r\n\r\n");
+    let answer = raw_call(srv.work, &bad_key).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer:.200}");
+    assert!(
+        answer.contains("malformed Idempotency-Key"),
+        "{answer:.300}"
+    );
+
+    let chunk = "x".repeat(800);
+    let streamed = format!(
+        "POST /charge HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Transfer-Encoding: chunked\r\n\r\n{len:x}\r\n{chunk}\r\n{len:x}\r\n{chunk}\r\n0\r\n\r\n",
+        len = chunk.len()
+    );
+    let answer = raw_call(srv.work, streamed.as_bytes()).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:.200}");
+
+    let ok = common::client()
+        .post(srv.work_url("/charge"))
+        .header("idempotency-key", "after-abuse")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    assert_eq!(ok.text().await.unwrap(), r#"{"charge":1}"#);
+    srv.shutdown().await;
+}

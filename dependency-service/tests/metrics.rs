@@ -46,6 +46,8 @@ fn cause_name(c: Cause) -> &'static str {
         Cause::Freeze => "freeze",
         Cause::Down => "down",
         Cause::RateLimited => "rate_limited",
+        Cause::Lost => "lost",
+        Cause::Permanent => "permanent",
     }
 }
 

@@ -51,6 +51,23 @@ pub enum CheckMetric {
         window_ms: u64,
         retries_only: bool,
     },
+    /// Charges in the ledger beyond the first of each operation (seed 004).
+    DuplicateCharges,
+    /// Lost responses (work committed, connection reset) whose operation sent another attempt,
+    /// counted from the service's and the client's logs, not from the ledger.
+    RetriedLost,
+    /// `duplicate_charges - retried_lost`: zero when every retried lost response, and nothing
+    /// else, made a duplicate.
+    DuplicatesMinusRetriedLost,
+    /// Attempts sent after a permanent answer (400, 401, 403, 404, 409, 422) in the same
+    /// operation.
+    RetriesAfterPermanent,
+    /// Attempts after the first, per operation that got a permanent answer: the waste of not
+    /// classifying, `attempts - 1` when every such operation makes all its attempts.
+    WastedPerPermanentOp,
+    /// Mean latency of the operations that got a permanent answer, divided by that of the
+    /// same operations under `versus`.
+    PermanentLatencyRatio { versus: String },
     /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
     /// request.
     BottomCallsPerRequest,
@@ -186,6 +203,16 @@ impl CheckSpec {
             CheckMetric::OpMaxMs => "longest top operation (ms)".into(),
             CheckMetric::WastedMs => "wasted lower-hop ms per top request".into(),
             CheckMetric::LateCalls => "lower-hop calls ended after the top gave up".into(),
+            CheckMetric::DuplicateCharges => "duplicate charges (ledger)".into(),
+            CheckMetric::RetriedLost => "retried lost responses (logs)".into(),
+            CheckMetric::DuplicatesMinusRetriedLost => {
+                "duplicate charges - retried lost responses".into()
+            }
+            CheckMetric::RetriesAfterPermanent => "retries after a permanent error".into(),
+            CheckMetric::WastedPerPermanentOp => "wasted attempts per permanent failure".into(),
+            CheckMetric::PermanentLatencyRatio { versus } => {
+                format!("permanent failures' latency / {versus}'s")
+            }
         }
     }
 }
@@ -208,8 +235,11 @@ pub const CHECK_KEYS: &[&str] = &[
 ];
 
 const METRICS: &str = "one of attempts, accepted, failed_fast, peak_arrivals, \
-                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio; for chains \
-                       bottom_calls_per_request, op_max_ms, wasted_ms, late_calls";
+                       breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
+                       duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
+                       retries_after_permanent, wasted_per_permanent_op, \
+                       permanent_latency_ratio; for chains bottom_calls_per_request, op_max_ms, \
+                       wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
 
@@ -302,8 +332,14 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         only("window_ms", "peak_arrivals and peak_ratio")?;
         only("retries_only", "peak_arrivals and peak_ratio")?;
     }
-    if !matches!(name.as_str(), "attempts_ratio" | "peak_ratio") {
-        only("versus", "attempts_ratio and peak_ratio")?;
+    if !matches!(
+        name.as_str(),
+        "attempts_ratio" | "peak_ratio" | "permanent_latency_ratio"
+    ) {
+        only(
+            "versus",
+            "attempts_ratio, peak_ratio and permanent_latency_ratio",
+        )?;
     }
     if name != "breaker_transitions" {
         only("tolerance_ms", "breaker_transitions")?;
@@ -322,6 +358,12 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
             retries_only: boolean("retries_only")?,
         },
         "attempts_ratio" => CheckMetric::AttemptsRatio { versus: versus()? },
+        "duplicate_charges" => CheckMetric::DuplicateCharges,
+        "retried_lost" => CheckMetric::RetriedLost,
+        "duplicates_minus_retried_lost" => CheckMetric::DuplicatesMinusRetriedLost,
+        "retries_after_permanent" => CheckMetric::RetriesAfterPermanent,
+        "wasted_per_permanent_op" => CheckMetric::WastedPerPermanentOp,
+        "permanent_latency_ratio" => CheckMetric::PermanentLatencyRatio { versus: versus()? },
         "peak_ratio" => CheckMetric::PeakRatio {
             versus: versus()?,
             window_ms: window()?,
@@ -425,9 +467,9 @@ impl CheckSpec {
     pub fn strategies(&self) -> Vec<&str> {
         let mut ids = vec![self.strategy.as_str()];
         match &self.metric {
-            CheckMetric::AttemptsRatio { versus } | CheckMetric::PeakRatio { versus, .. } => {
-                ids.push(versus)
-            }
+            CheckMetric::AttemptsRatio { versus }
+            | CheckMetric::PeakRatio { versus, .. }
+            | CheckMetric::PermanentLatencyRatio { versus } => ids.push(versus),
             _ => {}
         }
         ids
@@ -445,6 +487,36 @@ mod tests {
         }
         let f: F = toml::from_str(&format!("[check]\n{text}")).unwrap();
         parse_check_table(f.check.get_ref(), f.check.span().start)
+    }
+
+    #[test]
+    fn seed_004_metrics_parse_and_name_what_they_need() {
+        let c =
+            check("strategy = \"a\"\nmetric = \"duplicate_charges\"\npublished = 0\nexact = true")
+                .unwrap();
+        assert_eq!(c.metric, CheckMetric::DuplicateCharges);
+        assert_eq!(c.metric_label(), "duplicate charges (ledger)");
+        let c = check("strategy = \"a\"\nmetric = \"permanent_latency_ratio\"\nversus = \"b\"")
+            .unwrap();
+        assert_eq!(c.strategies(), ["a", "b"]);
+        assert!(check("strategy = \"a\"\nmetric = \"permanent_latency_ratio\"").is_err());
+        let e = check("strategy = \"a\"\nmetric = \"retried_lost\"\nversus = \"b\"").unwrap_err();
+        assert!(e.message.contains("permanent_latency_ratio"), "{e:?}");
+        for (name, metric) in [
+            ("retried_lost", CheckMetric::RetriedLost),
+            (
+                "duplicates_minus_retried_lost",
+                CheckMetric::DuplicatesMinusRetriedLost,
+            ),
+            (
+                "retries_after_permanent",
+                CheckMetric::RetriesAfterPermanent,
+            ),
+            ("wasted_per_permanent_op", CheckMetric::WastedPerPermanentOp),
+        ] {
+            let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
+            assert_eq!(c.metric, metric);
+        }
     }
 
     #[test]

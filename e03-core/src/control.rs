@@ -85,6 +85,12 @@ pub fn server_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String 
     format!("{}/server-{strategy}-seed{seed}.jsonl", scenario.name())
 }
 
+/// `<scenario>/ledger-<strategy>-seed<seed>.jsonl`, relative to a log directory: the charges the
+/// service committed (`POST /charge`), one `charge` record a line.
+pub fn ledger_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
+    format!("{}/ledger-{strategy}-seed{seed}.jsonl", scenario.name())
+}
+
 /// `<scenario>/client-<strategy>-seed<seed>.jsonl`, relative to an output directory.
 pub fn client_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
     format!("{}/client-{strategy}-seed{seed}.jsonl", scenario.name())

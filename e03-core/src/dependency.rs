@@ -75,6 +75,11 @@ pub enum Completion {
     Respond(u16),
     /// Answer 200, but only after this extra delay (the worker is already free).
     RespondLate(u16, Duration),
+    /// The work is done and committed, but the answer (this status) is lost: the connection is
+    /// reset (seed 004).
+    Lost(u16),
+    /// The request is wrong in itself: answer this permanent status; nothing committed.
+    Permanent(u16),
     /// The request is no longer in service (the freeze took it over, to answer it 503 when it
     /// ends); nothing to do.
     Stale,
@@ -230,6 +235,8 @@ impl DependencyModel {
             Fate::Ok => Completion::Respond(200),
             Fate::Fail => Completion::Respond(503),
             Fate::Slow(d) => Completion::RespondLate(200, d),
+            Fate::Lost => Completion::Lost(200),
+            Fate::Permanent(status) => Completion::Permanent(status),
         };
         let next = self.queue.pop_front().map(|(next, next_key)| {
             self.in_service.insert(next, next_key);
@@ -477,6 +484,7 @@ mod tests {
             fail_rate: 0.5,
             slow_rate: 0.5,
             slow_delay: ms(2500),
+            ..FaultModel::default()
         };
         let mut m = DependencyModel::new(c);
         let mut seen = std::collections::HashSet::new();

@@ -81,6 +81,12 @@ pub enum Cause {
     Down,
     /// Over the limit of a `rate_limited` phase: 429 with `Retry-After` at once, no work done.
     RateLimited,
+    /// Lost response (seed 004): the work was done and committed, then the connection was reset
+    /// before the answer (whose status is logged) went out.
+    Lost,
+    /// Permanent error (seed 004): the request is wrong in itself (400, 404, 409, 422), after
+    /// its service time; nothing committed.
+    Permanent,
 }
 
 /// The dependency answered a request.
@@ -196,6 +202,20 @@ pub enum Event {
     Operation(OperationRecord),
     Breaker(BreakerChange),
     RunEnd(RunEnd),
+    /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
+    /// [`crate::control::ledger_log_path`]).
+    Charge(ChargeRecord),
+}
+
+/// One committed charge of the ledger, with its run and the service's number for the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChargeRecord {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    /// The request's sequence number (as in its `arrival`).
+    pub seq: u64,
+    #[serde(flatten)]
+    pub charge: crate::ledger::Charge,
 }
 
 impl Event {

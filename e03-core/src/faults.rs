@@ -2,6 +2,11 @@
 //! is answered late (after the worker is freed, so the client times out without the server
 //! being busy).
 //!
+//! Two more request-level faults (seed 004, issue 12): a *lost response* (the work is done and
+//! committed, then the connection is reset before the answer goes out) and a *permanent error*
+//! (400, 404, 409 or 422: the request itself is wrong, so every attempt of the same operation
+//! gets the same answer).
+//!
 //! The fate of a request is a pure function of the seed and the request's key, so the live
 //! service and a simulator give the same request the same fate whatever order requests arrive in.
 
@@ -18,7 +23,22 @@ pub struct FaultModel {
     pub slow_rate: f64,
     /// Extra delay of a slow answer, counted from the moment its worker is freed.
     pub slow_delay: Duration,
+    /// Probability in [0, 1] that a request's work is done and committed but its answer is
+    /// lost (the connection is reset). Drawn per attempt, after `fail_rate` and `slow_rate`.
+    #[serde(default)]
+    pub lost_rate: f64,
+    /// Probability in [0, 1] that an *operation* is wrong in itself: every attempt of it is
+    /// answered with the same permanent status (one of [`PERMANENT_STATUSES`]) after its service
+    /// time, and nothing is committed. Drawn per operation (client and op), before the others.
+    #[serde(default)]
+    pub permanent_rate: f64,
 }
+
+/// The statuses of a permanent error, drawn evenly per operation.
+pub const PERMANENT_STATUSES: [u16; 4] = [400, 404, 409, 422];
+
+/// Salt of the permanent-error draw, so it is independent of the per-attempt draw.
+const PERMANENT_SALT: u64 = 0x7065_726d_616e_656e;
 
 /// What happens to a request once its work is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,21 +48,61 @@ pub enum Fate {
     Fail,
     /// Answered 200, but only after the given extra delay.
     Slow(Duration),
+    /// The work is done and committed, but the answer is lost: the connection is reset.
+    Lost,
+    /// The request is wrong in itself: answered with this permanent status, nothing committed.
+    Permanent(u16),
+}
+
+impl Fate {
+    /// Whether the request's work is committed (a charge is recorded) when it completes.
+    pub fn commits(self) -> bool {
+        matches!(self, Fate::Ok | Fate::Slow(_) | Fate::Lost)
+    }
 }
 
 impl FaultModel {
     pub fn fate(&self, seed: u64, key: u64) -> Fate {
-        if self.fail_rate <= 0.0 && self.slow_rate <= 0.0 {
+        if self.permanent_rate > 0.0 {
+            let op = operation_key(key);
+            if unit_hash(seed ^ PERMANENT_SALT, op) < self.permanent_rate {
+                let pick =
+                    mix64(seed ^ PERMANENT_SALT ^ mix64(op)) % PERMANENT_STATUSES.len() as u64;
+                return Fate::Permanent(PERMANENT_STATUSES[pick as usize]);
+            }
+        }
+        if self.fail_rate <= 0.0 && self.slow_rate <= 0.0 && self.lost_rate <= 0.0 {
             return Fate::Ok;
         }
+        // The E03-A draw is unchanged by the new faults: `lost_rate` takes the slice after them.
         let u = unit_hash(seed, key);
         if u < self.fail_rate {
             Fate::Fail
         } else if u < self.fail_rate + self.slow_rate {
             Fate::Slow(self.slow_delay)
+        } else if u < self.fail_rate + self.slow_rate + self.lost_rate {
+            Fate::Lost
         } else {
             Fate::Ok
         }
+    }
+
+    /// Whether any fault can happen.
+    pub fn is_none(&self) -> bool {
+        self.fail_rate <= 0.0
+            && self.slow_rate <= 0.0
+            && self.lost_rate <= 0.0
+            && self.permanent_rate <= 0.0
+    }
+}
+
+/// The key of a request's operation: its [`request_key`] with the attempt field cleared (for an
+/// in-range identity; an out-of-range key is its own operation).
+pub fn operation_key(key: u64) -> u64 {
+    if key >> 63 == 0 {
+        key & !((1 << KEY_ATTEMPT_BITS) - 1)
+    } else {
+        key
     }
 }
 
@@ -88,6 +148,7 @@ mod tests {
             fail_rate: 0.05,
             slow_rate: 0.01,
             slow_delay: Duration::from_millis(2500),
+            ..FaultModel::default()
         };
         let n = 100_000u64;
         let fails = (0..n).filter(|k| f.fate(42, *k) == Fate::Fail).count();
@@ -97,6 +158,69 @@ mod tests {
         assert!((4500..5500).contains(&fails), "{fails}");
         assert!((800..1200).contains(&slows), "{slows}");
         assert_eq!(f.fate(42, 17), f.fate(42, 17));
+    }
+
+    #[test]
+    fn lost_responses_take_their_own_share_and_leave_e03a_fates_alone() {
+        let e03a = FaultModel {
+            fail_rate: 0.05,
+            slow_rate: 0.01,
+            slow_delay: Duration::from_millis(2500),
+            ..FaultModel::default()
+        };
+        let with_lost = FaultModel {
+            lost_rate: 0.1,
+            ..e03a
+        };
+        let n = 100_000u64;
+        let mut lost = 0;
+        for k in 0..n {
+            match with_lost.fate(7, k) {
+                Fate::Lost => {
+                    lost += 1;
+                    assert_eq!(e03a.fate(7, k), Fate::Ok, "a lost fate was an Ok one");
+                }
+                other => assert_eq!(other, e03a.fate(7, k), "E03-A fate of {k} moved"),
+            }
+        }
+        assert!((9_500..10_500).contains(&lost), "{lost}");
+        assert!(Fate::Lost.commits() && Fate::Ok.commits());
+        assert!(!Fate::Fail.commits() && !Fate::Permanent(404).commits());
+    }
+
+    #[test]
+    fn permanent_errors_are_drawn_per_operation_with_the_four_statuses() {
+        let f = FaultModel {
+            permanent_rate: 0.2,
+            fail_rate: 0.3,
+            ..FaultModel::default()
+        };
+        let mut statuses = std::collections::BTreeMap::new();
+        let mut permanent_ops = 0;
+        for client in 0..50u32 {
+            for op in 0..200u32 {
+                let first = f.fate(4, request_key(client, op, 1));
+                for attempt in 2..=4 {
+                    let later = f.fate(4, request_key(client, op, attempt));
+                    match first {
+                        // Every attempt of a permanently wrong operation gets the same status.
+                        Fate::Permanent(_) => assert_eq!(later, first),
+                        _ => assert!(!matches!(later, Fate::Permanent(_))),
+                    }
+                }
+                if let Fate::Permanent(s) = first {
+                    permanent_ops += 1;
+                    *statuses.entry(s).or_insert(0) += 1;
+                }
+            }
+        }
+        assert!((1_800..2_200).contains(&permanent_ops), "{permanent_ops}");
+        assert_eq!(
+            statuses.keys().copied().collect::<Vec<_>>(),
+            PERMANENT_STATUSES.to_vec()
+        );
+        assert!(statuses.values().all(|&c| c > 350), "{statuses:?}");
+        assert!(FaultModel::default().is_none() && !f.is_none());
     }
 
     #[test]

@@ -17,6 +17,8 @@
 //!   the simulator.
 //! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
 //!   the seed and the request's identity.
+//! - [`ledger`]: the dependency's ledger of charges and its idempotency-key store, and the
+//!   clients' key policies (seed 004).
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
 //! - [`strategy_table`]: a strategy written as a `[[strategy]]` table, and how a run's strategy
 //!   ids are resolved (A to F, the presets, then a scenario's own).
@@ -45,6 +47,7 @@ pub mod control;
 pub mod dependency;
 pub mod events;
 pub mod faults;
+pub mod ledger;
 pub mod operation;
 pub mod params;
 pub mod policy;

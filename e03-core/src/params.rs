@@ -119,6 +119,20 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03-A: delay of a slow answer after its worker is freed"
     ),
     p!(
+        "E03_LOST_RATE",
+        "lost-rate",
+        "0",
+        "a probability from 0 to 1 (with E03_FAIL_RATE and E03_SLOW_RATE at most 1 in all)",
+        "share of answers lost after the commit: the connection is reset (scenarios with [faults])"
+    ),
+    p!(
+        "E03_PERMANENT_RATE",
+        "permanent-rate",
+        "0",
+        "a probability from 0 to 1",
+        "share of operations answered 400/404/409/422 on every attempt (scenarios with [faults])"
+    ),
+    p!(
         "E03_CLIENTS",
         "clients",
         "200",
@@ -275,6 +289,12 @@ pub struct ServiceParams {
     pub fail_rate: f64,
     pub slow_rate: f64,
     pub slow_ms: f64,
+    /// Share of answers lost after the commit (seed 004).
+    #[serde(default)]
+    pub lost_rate: f64,
+    /// Share of operations that fail permanently (seed 004).
+    #[serde(default)]
+    pub permanent_rate: f64,
 }
 
 /// The swarm's parameters.
@@ -352,6 +372,8 @@ impl Params {
             fail_rate: r.num("E03_FAIL_RATE", 0.0, 1.0, false)?,
             slow_rate: r.num("E03_SLOW_RATE", 0.0, 1.0, false)?,
             slow_ms: r.num("E03_SLOW_MS", 0.0, 600_000.0, false)?,
+            lost_rate: r.num("E03_LOST_RATE", 0.0, 1.0, false)?,
+            permanent_rate: r.num("E03_PERMANENT_RATE", 0.0, 1.0, false)?,
         };
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
@@ -381,6 +403,9 @@ impl Params {
         }
         if service.fail_rate + service.slow_rate > 1.0 {
             return Err(r.invalid("E03_SLOW_RATE"));
+        }
+        if service.fail_rate + service.slow_rate + service.lost_rate > 1.0 {
+            return Err(r.invalid("E03_LOST_RATE"));
         }
         if swarm.think_max_ms < swarm.think_min_ms {
             return Err(r.invalid("E03_THINK_MAX_MS"));
@@ -438,6 +463,8 @@ impl Params {
             ("E03_FAIL_RATE", s.fail_rate.to_string()),
             ("E03_SLOW_RATE", s.slow_rate.to_string()),
             ("E03_SLOW_MS", s.slow_ms.to_string()),
+            ("E03_LOST_RATE", s.lost_rate.to_string()),
+            ("E03_PERMANENT_RATE", s.permanent_rate.to_string()),
             ("E03_CLIENTS", w.clients.to_string()),
             ("E03_WORKLOAD", w.workload.clone()),
             ("E03_PERIOD_MS", w.period_ms.to_string()),
@@ -497,13 +524,20 @@ impl Params {
             queue: s.queue,
             service_time: ms(s.service_ms),
             timeline: self.timeline(scenario),
-            faults: if !scenario.def().has_faults || (s.fail_rate == 0.0 && s.slow_rate == 0.0) {
+            faults: if !scenario.def().has_faults
+                || (s.fail_rate == 0.0
+                    && s.slow_rate == 0.0
+                    && s.lost_rate == 0.0
+                    && s.permanent_rate == 0.0)
+            {
                 FaultModel::default()
             } else {
                 FaultModel {
                     fail_rate: s.fail_rate,
                     slow_rate: s.slow_rate,
                     slow_delay: ms(s.slow_ms),
+                    lost_rate: s.lost_rate,
+                    permanent_rate: s.permanent_rate,
                 }
             },
             seed,

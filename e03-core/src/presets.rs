@@ -110,6 +110,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         retry_after: RetryAfter::AtLeast,
         max_attempts: None,
         throttle_base_ms: None,
+        idempotency: None,
     }
 }
 

@@ -46,6 +46,14 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../scenarios/amplification.toml"),
     ),
     ("deadline.toml", include_str!("../scenarios/deadline.toml")),
+    (
+        "idempotency.toml",
+        include_str!("../scenarios/idempotency.toml"),
+    ),
+    (
+        "classification.toml",
+        include_str!("../scenarios/classification.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -66,6 +74,8 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("faults", "fail_rate", "E03_FAIL_RATE"),
     ("faults", "slow_rate", "E03_SLOW_RATE"),
     ("faults", "slow_ms", "E03_SLOW_MS"),
+    ("faults", "lost_rate", "E03_LOST_RATE"),
+    ("faults", "permanent_rate", "E03_PERMANENT_RATE"),
     ("workload", "kind", "E03_WORKLOAD"),
     ("workload", "clients", "E03_CLIENTS"),
     ("workload", "period_ms", "E03_PERIOD_MS"),
@@ -340,7 +350,12 @@ impl ScenarioFile {
         }
         if self.faults.is_some() {
             // A [faults] table sets what it names; the rates it leaves out are zero.
-            for env in ["E03_FAIL_RATE", "E03_SLOW_RATE"] {
+            for env in [
+                "E03_FAIL_RATE",
+                "E03_SLOW_RATE",
+                "E03_LOST_RATE",
+                "E03_PERMANENT_RATE",
+            ] {
                 settings
                     .entry(env.to_string())
                     .or_insert_with(|| "0".into());
@@ -846,7 +861,9 @@ mod tests {
                 "herd",
                 "budget",
                 "amplification",
-                "deadline"
+                "deadline",
+                "idempotency",
+                "classification"
             ]
         );
         let b = builtin("e03b").unwrap();
@@ -1165,6 +1182,56 @@ mod tests {
         let json = serde_json::to_string(&g).unwrap();
         assert_eq!(serde_json::from_str::<ScenarioDef>(&json).unwrap(), g);
         g.check().unwrap();
+    }
+
+    #[test]
+    fn seed_004_scenarios_carry_their_faults_key_policies_and_checks() {
+        use crate::checks::CheckMetric;
+        use crate::ledger::KeyPolicy;
+        let idem = Scenario::named("idempotency").unwrap();
+        let p = Params::for_scenario(idem, &BTreeMap::new()).unwrap();
+        let policies: Vec<_> = p.strategies.iter().map(|s| s.idempotency).collect();
+        assert_eq!(
+            policies,
+            [
+                Some(KeyPolicy::PerOperation),
+                Some(KeyPolicy::PerAttempt),
+                Some(KeyPolicy::None)
+            ]
+        );
+        let f = p.service_config(idem, 4).faults;
+        assert_eq!(
+            (f.lost_rate, f.fail_rate, f.permanent_rate),
+            (0.2, 0.0, 0.0)
+        );
+        let metrics: Vec<_> = idem.def().checks.iter().map(|c| c.metric.clone()).collect();
+        assert!(metrics.contains(&CheckMetric::DuplicatesMinusRetriedLost));
+        let class = Scenario::named("classification").unwrap();
+        let p = Params::for_scenario(class, &BTreeMap::new()).unwrap();
+        let f = p.service_config(class, 4).faults;
+        assert_eq!(
+            (f.permanent_rate, f.fail_rate, f.lost_rate),
+            (0.1, 0.1, 0.0)
+        );
+        let ids: Vec<_> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["C", "retry-everything"]);
+        assert!(class
+            .def()
+            .checks
+            .iter()
+            .any(|c| c.metric == CheckMetric::PermanentLatencyRatio { versus: "C".into() }));
+        // A lost-answer share that leaves no room beside the E03-A ones is refused, naming it.
+        let raw = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let e = Params::for_scenario(idem, &raw(&[("E03_FAIL_RATE", "0.9")])).unwrap_err();
+        assert!(e.to_string().starts_with("invalid E03_LOST_RATE"), "{e}");
+        // The flags move what a scenario has, and add nothing to a scenario without [faults].
+        let b = Params::for_scenario(Scenario::E03B, &raw(&[("E03_LOST_RATE", "0.5")])).unwrap();
+        assert!(b.service_config(Scenario::E03B, 1).faults.is_none());
     }
 
     #[test]

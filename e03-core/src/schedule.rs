@@ -281,6 +281,10 @@ impl DependencySchedule {
                 match done.completion {
                     Completion::Respond(200) => self.answer(t, req, 200, Cause::Ok, out),
                     Completion::Respond(status) => self.answer(t, req, status, Cause::Fault, out),
+                    Completion::Lost(status) => self.answer(t, req, status, Cause::Lost, out),
+                    Completion::Permanent(status) => {
+                        self.answer(t, req, status, Cause::Permanent, out)
+                    }
                     Completion::RespondLate(status, delay) => {
                         self.due
                             .push(Reverse((t + delay, Due::LateAnswer(req, status))));
@@ -354,6 +358,34 @@ mod tests {
                 Step::Started { .. } => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn lost_and_permanent_fates_answer_after_the_work_with_their_causes() {
+        // Every request's answer lost; then every operation permanently wrong.
+        let mut s = schedule(
+            &[
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "0"),
+                ("E03_LOST_RATE", "1"),
+            ],
+            Scenario::E03A,
+        );
+        arrive(&mut s, ms(0), 0);
+        let mut steps = Vec::new();
+        s.advance(ms(100), &mut steps);
+        let a = answers(&steps);
+        assert_eq!(
+            (a[0].status, a[0].cause, a[0].at),
+            (200, Cause::Lost, ms(40))
+        );
+        let mut s = schedule(&[("E03_PERMANENT_RATE", "1")], Scenario::E03A);
+        arrive(&mut s, ms(0), 0);
+        let mut steps = Vec::new();
+        s.advance(ms(100), &mut steps);
+        let a = answers(&steps);
+        assert_eq!((a[0].cause, a[0].at), (Cause::Permanent, ms(40)));
+        assert!(crate::faults::PERMANENT_STATUSES.contains(&a[0].status));
     }
 
     #[test]

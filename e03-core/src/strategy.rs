@@ -108,6 +108,10 @@ pub struct Strategy {
     /// `None` keeps the backoff's base.
     #[serde(default)]
     pub throttle_base_ms: Option<u64>,
+    /// `Some`: the strategy's operations are charges (`POST /charge`) and this says which
+    /// `Idempotency-Key` each attempt carries (seed 004); `None`: plain `GET /work` (E03).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency: Option<crate::ledger::KeyPolicy>,
 }
 
 impl Strategy {
@@ -140,6 +144,7 @@ impl Strategy {
             retry_after: RetryAfter::AtLeast,
             max_attempts: None,
             throttle_base_ms: None,
+            idempotency: None,
         })
     }
 
@@ -355,6 +360,54 @@ mod tests {
 
     fn std(id: &str) -> Strategy {
         Strategy::standard(id, ms(200), ms(2000), BudgetSpec::token_bucket(10.0, 0.1)).unwrap()
+    }
+
+    #[test]
+    fn standard_classification_is_seed_004s_list_and_everything_retries_all() {
+        use crate::budget::{AttemptClass, RetryCause};
+        let c = Strategy::standard(
+            "C",
+            Duration::ZERO,
+            Duration::ZERO,
+            BudgetSpec::token_bucket(10.0, 0.1),
+        )
+        .unwrap();
+        assert_eq!(c.classify, Classify::Standard);
+        for code in [408, 425, 429, 500, 502, 503, 504] {
+            assert!(
+                matches!(
+                    c.classify(&AttemptResult::status(code)),
+                    AttemptClass::Failure(_)
+                ),
+                "{code} is retried"
+            );
+        }
+        assert_eq!(
+            c.classify(&AttemptResult::Timeout),
+            AttemptClass::Failure(RetryCause::Timeout)
+        );
+        assert_eq!(
+            c.classify(&AttemptResult::ConnectionError),
+            AttemptClass::Failure(RetryCause::Error)
+        );
+        for code in [400, 401, 403, 404, 409, 422] {
+            assert_eq!(
+                c.classify(&AttemptResult::status(code)),
+                AttemptClass::Permanent,
+                "{code} is never retried"
+            );
+        }
+        let all = crate::presets::retry_everything(Duration::ZERO, Duration::ZERO);
+        for code in [400, 401, 403, 404, 409, 422] {
+            assert_eq!(
+                all.classify(&AttemptResult::status(code)),
+                AttemptClass::Failure(RetryCause::Error)
+            );
+        }
+        assert_eq!(
+            all.classify(&AttemptResult::status(200)),
+            AttemptClass::Success
+        );
     }
 
     #[test]

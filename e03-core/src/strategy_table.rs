@@ -68,6 +68,10 @@ pub struct StrategySpec {
     pub budget: Option<BudgetSpec>,
     #[serde(default)]
     pub breaker: Option<BreakerSpec>,
+    /// `idempotency = "per_operation" | "per_attempt" | "none"`: the strategy's operations are
+    /// charges with that key policy (see [`crate::ledger::KeyPolicy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency: Option<crate::ledger::KeyPolicy>,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -94,6 +98,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "classify",
     "budget",
     "breaker",
+    "idempotency",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -309,6 +314,22 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         Some(v) => Some(breaker_table(v).or_else(|message| fail!("breaker", message))?),
     };
 
+    let idempotency = match string("idempotency", crate::ledger::KeyPolicy::ACCEPTS)? {
+        None => None,
+        Some(s) => match crate::ledger::KeyPolicy::parse(&s) {
+            Some(p) => Some(p),
+            None => {
+                return fail!(
+                    "idempotency",
+                    format!(
+                        "idempotency = {s:?}: expected {}",
+                        crate::ledger::KeyPolicy::ACCEPTS
+                    )
+                )
+            }
+        },
+    };
+
     Ok(StrategySpec {
         id,
         name,
@@ -318,6 +339,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         classify,
         budget,
         breaker,
+        idempotency,
     })
 }
 
@@ -390,6 +412,7 @@ impl StrategySpec {
             retry_after: RetryAfter::AtLeast,
             max_attempts: self.max_attempts,
             throttle_base_ms: None,
+            idempotency: self.idempotency,
         }
     }
 }
@@ -608,6 +631,26 @@ mod tests {
         assert_eq!(r.budget, Some(BudgetSpec::token_bucket(10.0, 0.1)));
         let b = r.breaker.unwrap();
         assert_eq!((b.min_throughput, b.break_duration_ms), (10, 2000));
+    }
+
+    #[test]
+    fn a_key_policy_makes_a_charging_strategy_and_a_bad_one_is_named() {
+        use crate::ledger::KeyPolicy;
+        let s = table("id = \"k\"\nbackoff = \"none\"\nidempotency = \"per_operation\"").unwrap();
+        assert_eq!(s.resolve(MS, MS).idempotency, Some(KeyPolicy::PerOperation));
+        let s = table("id = \"k\"\nbackoff = \"none\"\nidempotency = \"none\"").unwrap();
+        assert_eq!(s.resolve(MS, MS).idempotency, Some(KeyPolicy::None));
+        let plain = table("id = \"k\"\nbackoff = \"none\"").unwrap();
+        assert_eq!(plain.resolve(MS, MS).idempotency, None);
+        let e = err("id = \"k\"\nbackoff = \"none\"\nidempotency = \"per-op\"");
+        assert_eq!(e.key, "idempotency");
+        assert_eq!(
+            e.message,
+            "idempotency = \"per-op\": expected per_operation, per_attempt or none"
+        );
+        // The policy travels with the definition (control call JSON).
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<StrategySpec>(&json).unwrap(), s);
     }
 
     #[test]

@@ -176,6 +176,37 @@ fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
             let p = |r: &RunMetrics| peak_per_window(r, *window_ms, *retries_only) as f64;
             p(mine) / p(other).max(1.0)
         }
+        CheckMetric::DuplicateCharges
+        | CheckMetric::RetriedLost
+        | CheckMetric::DuplicatesMinusRetriedLost
+        | CheckMetric::RetriesAfterPermanent
+        | CheckMetric::WastedPerPermanentOp => {
+            let Some(l) = &mine.ledger else {
+                row.ours = "no ledger figures".into();
+                return row;
+            };
+            match &check.metric {
+                CheckMetric::DuplicateCharges => l.duplicate_charges as f64,
+                CheckMetric::RetriedLost => l.retried_lost as f64,
+                CheckMetric::DuplicatesMinusRetriedLost => {
+                    l.duplicate_charges as f64 - l.retried_lost as f64
+                }
+                CheckMetric::RetriesAfterPermanent => l.retries_after_permanent as f64,
+                _ => l.wasted_per_permanent_op(),
+            }
+        }
+        CheckMetric::PermanentLatencyRatio { versus } => {
+            let Some(other) = run(versus) else {
+                row.ours = format!("{versus} not run");
+                return row;
+            };
+            let mean = |r: &RunMetrics| r.ledger.as_ref().map_or(0.0, |l| l.permanent_op_mean_ms);
+            if mean(other) <= 0.0 {
+                row.ours = format!("no permanent failure under {versus}");
+                return row;
+            }
+            mean(mine) / mean(other)
+        }
         CheckMetric::BreakerTransitions { tolerance_ms } => {
             let ours: Vec<f64> = mine.breaker.iter().map(|m| m.t_us as f64 / 1e6).collect();
             row.ours = seconds(&ours);

@@ -291,7 +291,7 @@ impl LiveAccumulator {
         let done = admit.saturating_add(service.as_micros() as u64);
         self.completions.push(done);
         let scheduled = match r.cause {
-            Cause::Ok | Cause::Fault => Some(done),
+            Cause::Ok | Cause::Fault | Cause::Lost | Cause::Permanent => Some(done),
             Cause::Slow => Some(done.saturating_add(self.cfg.faults.slow_delay.as_micros() as u64)),
             Cause::Full | Cause::Freeze | Cause::Down | Cause::RateLimited => None,
         };

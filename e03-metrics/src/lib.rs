@@ -27,6 +27,7 @@ use e03_core::{Params, Scenario};
 pub mod chain;
 pub mod checks;
 pub mod fidelity;
+pub mod ledger;
 mod matching;
 pub mod metrics;
 pub mod stats;
@@ -126,6 +127,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Attempt(a) => acc.attempt_event(a),
         Event::Operation(o) => acc.operation_record(o),
         Event::Breaker(b) => acc.breaker_change(b.t_us, b.from, b.to),
+        Event::Charge(c) => acc.charge_record(c),
         Event::RunStart(_) | Event::RunEnd(_) => {}
     }
 }

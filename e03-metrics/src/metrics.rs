@@ -18,11 +18,14 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use e03_core::breaker::BreakerState;
-use e03_core::events::{Arrival, Attempt, AttemptEnd, OperationRecord, Outcome, Response};
+use e03_core::events::{
+    Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
+};
 use e03_core::{GiveUp, Params, Scenario};
 
 use crate::fidelity::LiveAccumulator;
 pub use crate::fidelity::{Fidelity, Matched};
+use crate::ledger::{LedgerFigures, LedgerTally};
 
 /// Width of the short window, in microseconds.
 pub const WINDOW_100MS_US: u64 = 100_000;
@@ -83,6 +86,10 @@ pub struct RunMetrics {
     pub fidelity: Option<Fidelity>,
     /// From live logs only.
     pub matched: Option<Matched>,
+    /// Seed 004's figures (duplicate charges, lost responses, permanent errors), for runs with
+    /// a lost-response or permanent-error fault or a charging strategy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<LedgerFigures>,
 }
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
@@ -160,6 +167,8 @@ pub struct RunAccumulator {
     recovery_windows: Vec<(u64, u64)>,
     /// Live-only inputs (identities, responses); None until one arrives.
     live: Option<LiveAccumulator>,
+    /// Seed 004's facts, when the run can have them.
+    ledger: Option<LedgerTally>,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -193,7 +202,15 @@ impl RunAccumulator {
         let us = |d: std::time::Duration| d.as_micros() as u64;
         let affected = timeline.incident().map(|(from, to)| (us(from), us(to)));
         let freeze_end_us = timeline.freeze.map(|f| us(f.end));
+        let faults = params.service_config(scenario, seed).faults;
+        let charging = params
+            .strategies
+            .iter()
+            .any(|s| s.id == strategy && s.idempotency.is_some());
+        let ledger = (faults.lost_rate > 0.0 || faults.permanent_rate > 0.0 || charging)
+            .then(LedgerTally::default);
         RunAccumulator {
+            ledger,
             strategy: strategy.to_string(),
             seed,
             affected,
@@ -329,13 +346,35 @@ impl RunAccumulator {
 
     /// Optional server-side fidelity input: one Response event.
     pub fn response(&mut self, r: &Response) {
+        if r.cause == e03_core::events::Cause::Lost {
+            if let Some(l) = self.ledger.as_mut() {
+                l.lost(r.seq);
+            }
+        }
         self.live_mut().response(r);
     }
 
     /// A live arrival record: the load figures plus its sequence number and identity.
     pub fn arrival_event(&mut self, a: &Arrival) {
         self.arrival(a.t_us, a.attempt);
+        if let (Some(l), Some(client), Some(op), Some(attempt)) =
+            (self.ledger.as_mut(), a.client, a.op, a.attempt)
+        {
+            l.sent(Some(a.seq), client, op, attempt);
+        }
         self.live_mut().arrival(a);
+    }
+
+    /// A line of the ledger: a committed charge.
+    pub fn charge_record(&mut self, c: &ChargeRecord) {
+        self.ledger
+            .get_or_insert_with(LedgerTally::default)
+            .charge(c.charge.client, c.charge.op);
+    }
+
+    /// Seed 004's tally, when this run keeps one (the simulator feeds it directly).
+    pub fn ledger_mut(&mut self) -> Option<&mut LedgerTally> {
+        self.ledger.as_mut()
     }
 
     /// A live attempt record: the counts plus its identity for matching.
@@ -358,12 +397,18 @@ impl RunAccumulator {
             self.failed_fast();
             return;
         }
+        if let (Some(l), AttemptEnd::Status, Some(code)) = (self.ledger.as_mut(), a.end, a.status) {
+            l.answered(a.client, a.op, a.attempt, code);
+        }
         self.attempt(a.attempt, a.due_us, a.sent_us);
         self.live_mut().attempt(a);
     }
 
     /// A live operation record.
     pub fn operation_record(&mut self, o: &OperationRecord) {
+        if let Some(l) = self.ledger.as_mut() {
+            l.operation(o.client, o.op, o.end_us.saturating_sub(o.start_us));
+        }
         self.operation(
             o.start_us,
             o.end_us,
@@ -420,6 +465,7 @@ impl RunAccumulator {
             attempt_log: self.attempt_log,
             fidelity,
             matched,
+            ledger: self.ledger.map(LedgerTally::finish),
         }
     }
 }

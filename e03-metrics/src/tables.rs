@@ -732,6 +732,13 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         writeln!(w, "\nAttempts of each caller (attempts.txt):")?;
         write!(w, "{log}")?;
     }
+    if let Some(t) = crate::ledger::ledger_table(s) {
+        writeln!(
+            w,
+            "\nCharges, lost answers and permanent errors (ledger and logs, seed 004):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
     if let Some(t) = crate::checks::check_table(s) {
         writeln!(w, "\nCheck against the source's published figures:")?;
         write!(w, "{}", t.markdown())?;

@@ -77,7 +77,9 @@ fn list_shows_the_builtin_catalogue() {
             "herd",
             "budget",
             "amplification",
-            "deadline"
+            "deadline",
+            "idempotency",
+            "classification"
         ],
         "{out}"
     );

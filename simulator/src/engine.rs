@@ -18,6 +18,8 @@
 //! `Vec` indexed by request id, answers go through one reused buffer.
 
 use e03_core::breaker::BreakerState;
+use e03_core::events::Cause;
+use e03_core::ledger::{ChargeRequest, Commit, KeyPolicy, Ledger};
 use e03_core::policy::ClientPolicy;
 use e03_core::schedule::Step;
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
@@ -40,6 +42,10 @@ pub trait Observer {
     fn failed_fast(&mut self, _t: Nanos, _client: u32, _op: u32, _attempt: u32) {}
     /// The strategy's circuit breaker changed state.
     fn breaker(&mut self, _t: Nanos, _from: BreakerState, _to: BreakerState) {}
+    /// The answer to `req` was lost after its work was committed (the connection was reset).
+    fn lost(&mut self, _t: Nanos, _req: ReqId) {}
+    /// The ledger committed a charge for operation `op` of `client`.
+    fn charge(&mut self, _t: Nanos, _client: u32, _op: u32) {}
     /// The attempt carried by `req` ended, as its client saw it.
     fn attempt_end(&mut self, _t: Nanos, _req: ReqId, _result: AttemptResult) {}
     /// An operation ended (`attempts` were sent).
@@ -70,6 +76,12 @@ pub struct Engine<'a, O: Observer> {
     clients: Vec<Client>,
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
+    /// A charging strategy's requests: (op, attempt) of each (indexed like `owner`), for the
+    /// ledger; empty otherwise.
+    idents: Vec<(u32, u32)>,
+    /// The dependency's ledger of charges and key store (a charging strategy only).
+    ledger: Ledger,
+    seed: u64,
     /// One budget and breaker shared by every client of this run.
     budget: ClientPolicy,
     /// What the dependency did at the current instant; its answers are drained to the clients.
@@ -110,6 +122,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             service,
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
+            idents: Vec::new(),
+            ledger: Ledger::new(),
+            seed,
             budget: ClientPolicy::new(strategy, seed),
             answers: Vec::with_capacity(256),
             observer,
@@ -161,6 +176,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.report_breaker();
         let req = self.owner.len() as ReqId;
         self.owner.push(c);
+        if self.strategy.idempotency.is_some() {
+            self.idents.push((send.id.op, send.id.attempt));
+        }
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
         self.observer
@@ -177,14 +195,44 @@ impl<'a, O: Observer> Engine<'a, O> {
         // indexing (rather than draining) keeps the buffer's allocation for the next instant.
         for i in 0..self.answers.len() {
             if let Step::Answer(a) = self.answers[i] {
-                let result = AttemptResult::Status {
-                    code: a.status,
-                    retry_after: a.retry_after,
+                let mut code = a.status;
+                if let Some(policy) = self.strategy.idempotency {
+                    if matches!(a.cause, Cause::Ok | Cause::Slow | Cause::Lost) {
+                        code = self.commit(t, a.req, policy);
+                    }
+                }
+                let result = if a.cause == Cause::Lost {
+                    self.observer.lost(t, a.req);
+                    AttemptResult::ConnectionError
+                } else {
+                    AttemptResult::Status {
+                        code,
+                        retry_after: a.retry_after,
+                    }
                 };
                 self.attempt_ends(t, a.req, result);
             }
         }
         self.answers.clear();
+    }
+
+    /// A charge's work is committed: the ledger charges it or answers its key's first charge.
+    /// Returns the answer's status.
+    fn commit(&mut self, t: Nanos, req: ReqId, policy: KeyPolicy) -> u16 {
+        let client = self.owner[req as usize];
+        let (op, attempt) = self.idents[req as usize];
+        let request = ChargeRequest {
+            key: policy.key(self.seed, client, op, attempt),
+            amount: 1,
+            client: Some(client),
+            op: Some(op),
+            attempt: Some(attempt),
+        };
+        let commit = self.ledger.commit(dur(t), &request);
+        if let Commit::Charged(_) = commit {
+            self.observer.charge(t, client, op);
+        }
+        commit.status()
     }
 
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {

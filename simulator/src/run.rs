@@ -24,11 +24,31 @@ impl Observer for RunAccumulator {
         RunAccumulator::arrival(self, t_us, Some(attempt));
         RunAccumulator::attempt(self, attempt, t_us, t_us);
         RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
+        if let Some(l) = self.ledger_mut() {
+            l.sent(Some(req), client, op, attempt);
+        }
+    }
+
+    fn lost(&mut self, _t: Nanos, req: ReqId) {
+        if let Some(l) = self.ledger_mut() {
+            l.lost(req);
+        }
+    }
+
+    fn charge(&mut self, _t: Nanos, client: u32, op: u32) {
+        if let Some(l) = self.ledger_mut() {
+            l.charge(Some(client), Some(op));
+        }
     }
 
     fn attempt_end(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
         let end = match result {
-            AttemptResult::Status { code, .. } => LineEnd::Status(code),
+            AttemptResult::Status { code, .. } => {
+                if let Some(l) = self.ledger_mut() {
+                    l.answered_req(req, code);
+                }
+                LineEnd::Status(code)
+            }
             AttemptResult::Timeout => LineEnd::Timeout,
             AttemptResult::ConnectionError => LineEnd::ConnectionError,
         };
@@ -57,13 +77,16 @@ impl Observer for RunAccumulator {
 
     fn operation(
         &mut self,
-        _client: u32,
-        _op: u32,
+        client: u32,
+        op: u32,
         start: Nanos,
         end: Nanos,
         _attempts: u32,
         outcome: OpOutcome,
     ) {
+        if let Some(l) = self.ledger_mut() {
+            l.operation(client, op, end.saturating_sub(start) / 1000);
+        }
         let reason: Option<GiveUp> = match outcome {
             OpOutcome::Success => None,
             OpOutcome::Failed(why) => Some(why),
@@ -161,6 +184,70 @@ pub fn simulate(scenario: Scenario, params: &Params) -> ScenarioSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn simulated(name: &str, seeds: &str) -> ScenarioSummary {
+        let scenario = Scenario::named(name).unwrap();
+        let raw = [("E03_SEEDS".to_string(), seeds.to_string())].into();
+        simulate(scenario, &Params::for_scenario(scenario, &raw).unwrap())
+    }
+
+    #[test]
+    fn a_key_per_operation_never_charges_twice_and_other_keys_charge_every_retried_lost_answer() {
+        let s = simulated("idempotency", "1,2,3");
+        for run in &s.runs {
+            let l = run
+                .ledger
+                .as_ref()
+                .expect("a charging run has ledger figures");
+            assert!(l.lost_responses > 20 && l.retried_lost > 20, "{l:?}");
+            // Every operation is charged at least once (no other fault, no timeout).
+            assert!(l.charges >= run.operations, "{l:?}");
+            match run.strategy.as_str() {
+                "key-per-op" => {
+                    assert_eq!(l.duplicate_charges, 0, "{l:?}");
+                    assert_eq!(l.charges, run.operations);
+                }
+                _ => {
+                    assert_eq!(l.duplicate_charges, l.retried_lost, "{l:?}");
+                    assert_eq!(l.charges, run.operations + l.duplicate_charges);
+                }
+            }
+        }
+        // The same faults hit every policy: their lost answers are the same.
+        let lost = |id: &str| {
+            s.runs
+                .iter()
+                .find(|r| r.strategy == id && r.seed == 1)
+                .and_then(|r| r.ledger.as_ref())
+                .map(|l| l.lost_responses)
+        };
+        assert_eq!(lost("key-per-op"), lost("no-key"));
+        assert!(!e03_metrics::checks::any_failed(&s));
+    }
+
+    #[test]
+    fn classified_retry_never_retries_a_permanent_error_and_retry_everything_wastes_two() {
+        let s = simulated("classification", "4");
+        let fig = |id: &str| {
+            s.runs
+                .iter()
+                .find(|r| r.strategy == id)
+                .and_then(|r| r.ledger.clone())
+                .unwrap()
+        };
+        let (c, all) = (fig("C"), fig("retry-everything"));
+        assert!(
+            c.permanent_ops > 10 && all.permanent_ops > 10,
+            "{c:?} {all:?}"
+        );
+        assert_eq!(c.retries_after_permanent, 0);
+        assert_eq!(all.retries_after_permanent, 2 * all.permanent_ops);
+        assert!(
+            all.permanent_op_mean_ms >= 3.0 * c.permanent_op_mean_ms,
+            "{c:?} {all:?}"
+        );
+        assert!(!e03_metrics::checks::any_failed(&s));
+    }
 
     #[test]
     fn par_map_keeps_job_order() {

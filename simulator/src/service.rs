@@ -140,7 +140,9 @@ mod tests {
                         }
                         let done = self.m.work_done(dur(t), req);
                         match done.completion {
-                            Completion::Respond(status) => {
+                            Completion::Respond(status)
+                            | Completion::Lost(status)
+                            | Completion::Permanent(status) => {
                                 self.out.push(Decision::Answered { t, req, status })
                             }
                             Completion::RespondLate(status, d) => {
