@@ -40,6 +40,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ("breaker.toml", include_str!("../scenarios/breaker.toml")),
     ("herd.toml", include_str!("../scenarios/herd.toml")),
     ("budget.toml", include_str!("../scenarios/budget.toml")),
+    (
+        "metastable.toml",
+        include_str!("../scenarios/metastable.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).

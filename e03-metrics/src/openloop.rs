@@ -1,0 +1,336 @@
+//! The open loop's figures and the recovery verdict, from the same facts on both drivers.
+//!
+//! Per 1 s window from time zero the accumulator counts: operations *offered* (arrived, by
+//! intended start, dropped ones included), operations *dropped* (the in-flight cap was reached),
+//! *late starts* (a first attempt sent more than [`LATE_START_US`] after its intended start),
+//! operations that *succeeded* (by end), attempts that reached the dependency, answers the
+//! dependency gave, and *wasted* work: answers whose work was done (a worker served them) for an
+//! attempt whose client had already given up on it (it timed out first).
+//!
+//! The verdict ([`verdict`]): after the trigger ends (the end of the scenario's last non-up
+//! phase), the run is *recovered* at the first window from which, for [`STABLE_WINDOWS`] windows
+//! in a row, goodput is within 5% of the offered load (successes >= 95% of offered operations,
+//! over the window) and the dependency's backlog has drained (requests in the system at the
+//! window's end at most twice its workers). The recovery time is the end of the first of those
+//! windows minus the trigger's end. A run that has not recovered by the horizon (the run's end)
+//! is *metastable*.
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{MAX_T_US, WINDOW_1S_US};
+
+/// A first attempt sent this long (µs) after its intended start is a late start.
+pub const LATE_START_US: u64 = 10_000;
+/// Goodput must be at least this share of the offered load.
+pub const GOODPUT_SHARE: f64 = 0.95;
+/// Windows in a row that must be good for the run to count as recovered.
+pub const STABLE_WINDOWS: usize = 5;
+
+/// One run's open-loop figures (`None` in [`crate::RunMetrics`] for other workloads).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopMetrics {
+    /// Operations that arrived (started or dropped).
+    pub offered: u64,
+    /// Arrivals not started because the in-flight cap was reached.
+    pub dropped: u64,
+    /// Operations whose first attempt left more than 10 ms after the intended start.
+    pub late_starts: u64,
+    /// Worst start lateness, ms.
+    pub max_start_lateness_ms: f64,
+    /// Answers whose work was done for an attempt its client had given up on.
+    pub wasted: u64,
+    /// Attempts per operation over the run (attempts that reached the dependency / offered).
+    pub amplification: f64,
+    /// The trigger's end, s after time zero (`None` without a trigger).
+    pub trigger_end_s: Option<f64>,
+    /// Seconds from the trigger's end to recovery; `None`: metastable (or no trigger).
+    pub recovery_s: Option<f64>,
+    /// Seconds observed after the trigger's end (the verdict's horizon).
+    pub horizon_s: f64,
+    /// Per 1 s window: offered operations.
+    pub offered_1s: Vec<u64>,
+    /// Per 1 s window: operations that succeeded (by end).
+    pub goodput_1s: Vec<u64>,
+    /// Per 1 s window: attempts that reached the dependency.
+    pub attempts_1s: Vec<u64>,
+    /// Per 1 s window: wasted answers.
+    pub wasted_1s: Vec<u64>,
+    /// Requests in the dependency (arrived, not answered) at each 1 s window's end.
+    pub backlog_1s: Vec<u64>,
+}
+
+impl OpenLoopMetrics {
+    /// `recovered in N s` or `metastable (> N s)`, or `no trigger`.
+    pub fn verdict_text(&self) -> String {
+        match (self.trigger_end_s, self.recovery_s) {
+            (None, _) => "no trigger".into(),
+            (Some(_), Some(r)) => format!("recovered in {r:.0} s"),
+            (Some(_), None) => format!("metastable (not recovered in {:.0} s)", self.horizon_s),
+        }
+    }
+}
+
+/// Collects the facts; see the module docs.
+#[derive(Debug, Default)]
+pub struct OpenLoopAcc {
+    pub(crate) workers: usize,
+    pub(crate) trigger_end_us: Option<u64>,
+    pub(crate) duration_us: u64,
+    offered: Vec<u64>,
+    dropped: u64,
+    late: u64,
+    max_late_us: u64,
+    goodput: Vec<u64>,
+    attempts: Vec<u64>,
+    answers: Vec<u64>,
+    wasted: Vec<u64>,
+    /// Live only: identity of each request by sequence number, and attempts that timed out
+    /// (identity -> end), to find wasted answers at the end.
+    live_ids: std::collections::HashMap<u64, (u32, u32, u32)>,
+    live_timeouts: std::collections::HashMap<(u32, u32, u32), u64>,
+    live_worked: Vec<(u64, u64)>,
+}
+
+fn bump(series: &mut Vec<u64>, t_us: u64) {
+    if t_us >= MAX_T_US {
+        return;
+    }
+    let k = (t_us / WINDOW_1S_US) as usize;
+    if series.len() <= k {
+        series.resize(k + 1, 0);
+    }
+    series[k] += 1;
+}
+
+impl OpenLoopAcc {
+    pub fn new(workers: usize, trigger_end_us: Option<u64>, duration_us: u64) -> Self {
+        Self {
+            workers,
+            trigger_end_us,
+            duration_us,
+            ..Default::default()
+        }
+    }
+
+    /// An operation arrived at `intended_us` and started (`true`) or was dropped.
+    pub fn offered(&mut self, intended_us: u64, started: bool) {
+        bump(&mut self.offered, intended_us);
+        if !started {
+            self.dropped += 1;
+        }
+    }
+
+    /// A first attempt was due at `due_us` (the intended start) and left at `sent_us`.
+    pub fn first_attempt(&mut self, due_us: u64, sent_us: u64) {
+        let late = sent_us.saturating_sub(due_us);
+        self.max_late_us = self.max_late_us.max(late);
+        if late > LATE_START_US {
+            self.late += 1;
+        }
+    }
+
+    pub fn arrival(&mut self, t_us: u64) {
+        bump(&mut self.attempts, t_us);
+    }
+
+    /// The dependency answered at `t_us`; `wasted`: work done for a client that gave up.
+    pub fn answer(&mut self, t_us: u64, wasted: bool) {
+        bump(&mut self.answers, t_us);
+        if wasted {
+            bump(&mut self.wasted, t_us);
+        }
+    }
+
+    pub fn success(&mut self, end_us: u64) {
+        bump(&mut self.goodput, end_us);
+    }
+
+    /// Live: request `seq` carried this attempt identity.
+    pub fn live_identity(&mut self, seq: u64, id: (u32, u32, u32)) {
+        self.live_ids.insert(seq, id);
+    }
+
+    /// Live: the attempt `id` timed out on its client at `end_us`.
+    pub fn live_timeout(&mut self, id: (u32, u32, u32), end_us: u64) {
+        self.live_timeouts.insert(id, end_us);
+    }
+
+    /// Live: request `seq` answered at `t_us`; `worked`: a worker served it.
+    pub fn live_answer(&mut self, seq: u64, t_us: u64, worked: bool) {
+        bump(&mut self.answers, t_us);
+        if worked {
+            self.live_worked.push((seq, t_us));
+        }
+    }
+
+    pub fn finish(mut self) -> OpenLoopMetrics {
+        // Live: an answer is wasted if its attempt had timed out before it.
+        for (seq, t) in std::mem::take(&mut self.live_worked) {
+            let given_up = self
+                .live_ids
+                .get(&seq)
+                .and_then(|id| self.live_timeouts.get(id))
+                .is_some_and(|end| *end <= t);
+            if given_up {
+                bump(&mut self.wasted, t);
+            }
+        }
+        let n = (self.duration_us.div_ceil(WINDOW_1S_US) as usize)
+            .max(self.offered.len())
+            .max(self.attempts.len())
+            .max(self.answers.len())
+            .max(self.goodput.len())
+            .max(self.wasted.len());
+        for s in [
+            &mut self.offered,
+            &mut self.goodput,
+            &mut self.attempts,
+            &mut self.answers,
+            &mut self.wasted,
+        ] {
+            s.resize(n.max(s.len()), 0);
+        }
+        let mut backlog = Vec::with_capacity(n);
+        let mut in_system: i64 = 0;
+        for k in 0..n {
+            in_system += self.attempts[k] as i64 - self.answers.get(k).copied().unwrap_or(0) as i64;
+            backlog.push(in_system.max(0) as u64);
+        }
+        let offered: u64 = self.offered.iter().sum();
+        let attempts: u64 = self.attempts.iter().sum();
+        let trigger_end_s = self.trigger_end_us.map(|t| t as f64 / 1e6);
+        let (recovery_s, horizon_s) = match self.trigger_end_us {
+            Some(t) => verdict(
+                t,
+                &self.offered,
+                &self.goodput,
+                &backlog,
+                2 * self.workers as u64,
+                n as u64 * WINDOW_1S_US,
+            ),
+            None => (None, 0.0),
+        };
+        OpenLoopMetrics {
+            offered,
+            dropped: self.dropped,
+            late_starts: self.late,
+            max_start_lateness_ms: self.max_late_us as f64 / 1000.0,
+            wasted: self.wasted.iter().sum(),
+            amplification: if offered == 0 {
+                0.0
+            } else {
+                attempts as f64 / offered as f64
+            },
+            trigger_end_s,
+            recovery_s,
+            horizon_s,
+            offered_1s: self.offered,
+            goodput_1s: self.goodput,
+            attempts_1s: self.attempts,
+            wasted_1s: self.wasted,
+            backlog_1s: backlog,
+        }
+    }
+}
+
+/// The recovery verdict (see the module docs) from 1 s series aligned to time zero: `(seconds
+/// from the trigger's end to recovery or None, horizon observed in seconds)`. The first window
+/// examined is the first that starts at or after the trigger's end; `end_us` is where the data
+/// ends.
+pub fn verdict(
+    trigger_end_us: u64,
+    offered: &[u64],
+    goodput: &[u64],
+    backlog: &[u64],
+    max_backlog: u64,
+    end_us: u64,
+) -> (Option<f64>, f64) {
+    let first = trigger_end_us.div_ceil(WINDOW_1S_US) as usize;
+    let horizon_s = end_us.saturating_sub(trigger_end_us) as f64 / 1e6;
+    let good = |k: usize| {
+        let o = offered.get(k).copied().unwrap_or(0);
+        let g = goodput.get(k).copied().unwrap_or(0);
+        let b = backlog.get(k).copied().unwrap_or(0);
+        g as f64 >= GOODPUT_SHARE * o as f64 && b <= max_backlog
+    };
+    let n = offered.len().min(goodput.len()).min(backlog.len());
+    for k in first..n {
+        let run = (k..(k + STABLE_WINDOWS).min(n)).all(good);
+        if run && k + STABLE_WINDOWS <= n {
+            let end = (k as u64 + 1) * WINDOW_1S_US;
+            return (Some((end - trigger_end_us) as f64 / 1e6), horizon_s);
+        }
+    }
+    (None, horizon_s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovery_needs_goodput_and_a_drained_backlog_for_five_windows() {
+        let offered = vec![100; 30];
+        let mut goodput = vec![100; 30];
+        let mut backlog = vec![5; 30];
+        // Trigger ends at 10 s; goodput back at 14 s but the backlog drains only at 16 s.
+        goodput[10..14].fill(20);
+        backlog[10..16].fill(500);
+        let (r, h) = verdict(10_000_000, &offered, &goodput, &backlog, 20, 30_000_000);
+        assert_eq!(
+            r,
+            Some(7.0),
+            "window 16 is the first good one; it ends at 17 s"
+        );
+        assert_eq!(h, 20.0);
+        // A blip of good windows shorter than five does not count.
+        backlog[18] = 500;
+        let (r, _) = verdict(10_000_000, &offered, &goodput, &backlog, 20, 30_000_000);
+        assert_eq!(r, Some(10.0));
+        // 95% of the offered load is enough, 94% is not.
+        let mut g = vec![95; 30];
+        let b = vec![0; 30];
+        assert_eq!(verdict(0, &offered, &g, &b, 20, 30_000_000).0, Some(1.0));
+        g[0] = 94;
+        assert_eq!(verdict(0, &offered, &g, &b, 20, 30_000_000).0, Some(2.0));
+    }
+
+    #[test]
+    fn a_run_that_never_comes_back_is_metastable_at_its_horizon() {
+        let offered = vec![100; 40];
+        let goodput: Vec<u64> = (0..40).map(|k| if k < 10 { 100 } else { 3 }).collect();
+        let backlog = vec![900; 40];
+        let (r, h) = verdict(10_000_000, &offered, &goodput, &backlog, 20, 40_000_000);
+        assert_eq!((r, h), (None, 30.0));
+    }
+
+    #[test]
+    fn the_accumulator_counts_drops_late_starts_waste_and_backlog() {
+        let mut a = OpenLoopAcc::new(10, Some(2_000_000), 4_000_000);
+        a.offered(100, true);
+        a.offered(200, false);
+        a.first_attempt(100, 20_100);
+        a.first_attempt(300, 5_300);
+        a.arrival(150);
+        a.arrival(1_500_000);
+        a.arrival(1_600_000);
+        a.answer(500_000, false);
+        a.answer(2_500_000, true);
+        a.success(500_000);
+        // Live: request 7 answered after its attempt timed out, request 8 before.
+        a.live_identity(7, (1, 0, 1));
+        a.live_identity(8, (2, 0, 1));
+        a.live_timeout((1, 0, 1), 3_000_000);
+        a.live_timeout((2, 0, 1), 3_900_000);
+        a.live_answer(7, 3_100_000, true);
+        a.live_answer(8, 3_200_000, true);
+        let m = a.finish();
+        assert_eq!((m.offered, m.dropped, m.late_starts), (2, 1, 1));
+        assert_eq!(m.max_start_lateness_ms, 20.0);
+        assert_eq!(m.wasted, 2);
+        assert_eq!(m.wasted_1s, vec![0, 0, 1, 1]);
+        assert_eq!(m.backlog_1s, vec![0, 2, 1, 0]);
+        assert_eq!(m.amplification, 1.5);
+        assert_eq!(m.trigger_end_s, Some(2.0));
+    }
+}
