@@ -777,7 +777,15 @@ mod tests {
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"]
+            [
+                "e03a",
+                "e03b",
+                "gateway4",
+                "breaker",
+                "herd",
+                "budget",
+                "metastable"
+            ]
         );
         let b = builtin("e03b").unwrap();
         assert_eq!(b.settings["E03_FREEZE_START_S"], "8.5");
