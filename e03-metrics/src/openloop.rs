@@ -264,6 +264,198 @@ pub fn verdict(
     (None, horizon_s)
 }
 
+/// One cell of a phase map: a strategy at one offered load and one trigger size, over seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MapCell {
+    pub strategy: String,
+    /// Offered load as a share of the dependency's capacity.
+    pub load: f64,
+    /// The trigger's size: the freeze's length in seconds.
+    pub trigger_s: f64,
+    /// Per seed (in the map's seed order): seconds to recovery, `None` for metastable.
+    pub recovery_s: Vec<Option<f64>>,
+}
+
+impl MapCell {
+    /// Seeds that recovered.
+    pub fn recovered(&self) -> usize {
+        self.recovery_s.iter().filter(|r| r.is_some()).count()
+    }
+
+    /// Share of seeds that stayed down, in [0, 1].
+    pub fn metastable_share(&self) -> f64 {
+        if self.recovery_s.is_empty() {
+            return 0.0;
+        }
+        1.0 - self.recovered() as f64 / self.recovery_s.len() as f64
+    }
+
+    /// Median recovery time of the seeds that recovered.
+    pub fn median_recovery_s(&self) -> Option<f64> {
+        let mut r: Vec<f64> = self.recovery_s.iter().flatten().copied().collect();
+        if r.is_empty() {
+            return None;
+        }
+        r.sort_by(f64::total_cmp);
+        Some(r[r.len() / 2])
+    }
+
+    /// `4 s` (every seed recovered, median), `M` (none did) or `2/3` (seeds recovered).
+    pub fn label(&self) -> String {
+        let n = self.recovery_s.len();
+        match self.recovered() {
+            0 => "M".into(),
+            k if k == n => format!("{:.0} s", self.median_recovery_s().unwrap_or(0.0)),
+            k => format!("{k}/{n}"),
+        }
+    }
+}
+
+/// A phase map: for each strategy, offered load (x) against trigger size (y), each cell
+/// recovered or metastable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseMap {
+    pub scenario: String,
+    pub title: String,
+    /// `(id, label)` of each strategy, in order.
+    pub strategies: Vec<(String, String)>,
+    pub loads: Vec<f64>,
+    pub triggers_s: Vec<f64>,
+    pub seeds: Vec<u64>,
+    /// Seconds observed after the trigger's end.
+    pub horizon_s: f64,
+    /// Requests per second the dependency completes at normal service time.
+    pub capacity_per_s: f64,
+    /// Attempts per operation at most (the predicted boundary is capacity / this).
+    pub max_attempts: u32,
+    /// Strategy-major, then load, then trigger.
+    pub cells: Vec<MapCell>,
+}
+
+impl PhaseMap {
+    /// The cell of `strategy` at load index `i` and trigger index `j`.
+    pub fn cell(&self, strategy: &str, i: usize, j: usize) -> Option<&MapCell> {
+        let s = self.strategies.iter().position(|(id, _)| id == strategy)?;
+        let per = self.loads.len() * self.triggers_s.len();
+        self.cells.get(s * per + i * self.triggers_s.len() + j)
+    }
+
+    /// The predicted boundary as a share of capacity: capacity / max attempts. Above it, a
+    /// workload whose every operation spends all its attempts offers more than the capacity.
+    pub fn predicted_boundary(&self) -> f64 {
+        1.0 / self.max_attempts.max(1) as f64
+    }
+
+    /// Cells nearest the boundary: cells whose seeds disagree first, then cells whose verdict
+    /// differs from a neighbour's (load or trigger), in map order; at most `k`.
+    pub fn boundary_cells(&self, k: usize) -> Vec<&MapCell> {
+        let (nl, nt) = (self.loads.len(), self.triggers_s.len());
+        let mut mixed = Vec::new();
+        let mut edge = Vec::new();
+        for (id, _) in &self.strategies {
+            for i in 0..nl {
+                for j in 0..nt {
+                    let Some(c) = self.cell(id, i, j) else {
+                        continue;
+                    };
+                    let m = c.metastable_share();
+                    if m > 0.0 && m < 1.0 {
+                        mixed.push(c);
+                        continue;
+                    }
+                    let neighbours = [(i + 1, j), (i, j + 1)];
+                    let differs = neighbours.iter().any(|&(a, b)| {
+                        self.cell(id, a, b)
+                            .filter(|_| a < nl && b < nt)
+                            .is_some_and(|n| (n.metastable_share() >= 0.5) != (m >= 0.5))
+                    });
+                    if differs {
+                        edge.push(c);
+                    }
+                }
+            }
+        }
+        // Spread the picks over strategies: round-robin over them.
+        let mut picks: Vec<&MapCell> = Vec::new();
+        for pool in [mixed, edge] {
+            let mut by: Vec<Vec<&MapCell>> = self
+                .strategies
+                .iter()
+                .map(|(id, _)| pool.iter().copied().filter(|c| &c.strategy == id).collect())
+                .collect();
+            while picks.len() < k && by.iter().any(|v| !v.is_empty()) {
+                for v in by.iter_mut() {
+                    if picks.len() < k && !v.is_empty() {
+                        picks.push(v.remove(0));
+                    }
+                }
+            }
+        }
+        picks
+    }
+
+    /// The map as CSV rows (header first): one row per cell and seed.
+    pub fn csv_rows(&self) -> Vec<Vec<String>> {
+        let mut rows = vec![vec![
+            "strategy".to_string(),
+            "load_share".into(),
+            "rate_per_s".into(),
+            "trigger_s".into(),
+            "seed".into(),
+            "verdict".into(),
+            "recovery_s".into(),
+        ]];
+        for c in &self.cells {
+            for (seed, r) in self.seeds.iter().zip(&c.recovery_s) {
+                rows.push(vec![
+                    c.strategy.clone(),
+                    format!("{}", c.load),
+                    format!("{}", c.load * self.capacity_per_s),
+                    format!("{}", c.trigger_s),
+                    seed.to_string(),
+                    if r.is_some() {
+                        "recovered"
+                    } else {
+                        "metastable"
+                    }
+                    .into(),
+                    r.map_or(String::new(), |v| format!("{v}")),
+                ]);
+            }
+        }
+        rows
+    }
+
+    /// One text table per strategy: trigger rows (largest first), load columns.
+    pub fn print<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "Phase map: {} (capacity {:.0}/s, {} seeds, horizon {:.0} s after the trigger;              cell: median recovery time, M = metastable, k/n = seeds recovered)",
+            self.title,
+            self.capacity_per_s,
+            self.seeds.len(),
+            self.horizon_s
+        )?;
+        for (id, label) in &self.strategies {
+            writeln!(out, "\n{label}")?;
+            write!(out, "{:>10}", "freeze \\ load")?;
+            for l in &self.loads {
+                write!(out, "{:>7}", format!("{:.0}%", l * 100.0))?;
+            }
+            writeln!(out)?;
+            for j in (0..self.triggers_s.len()).rev() {
+                write!(out, "{:>10}", format!("{} s", self.triggers_s[j]))?;
+                for i in 0..self.loads.len() {
+                    let c = self.cell(id, i, j).map_or(String::new(), MapCell::label);
+                    write!(out, "{c:>7}")?;
+                }
+                writeln!(out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +485,56 @@ mod tests {
         assert_eq!(verdict(0, &offered, &g, &b, 20, 30_000_000).0, Some(1.0));
         g[0] = 94;
         assert_eq!(verdict(0, &offered, &g, &b, 20, 30_000_000).0, Some(2.0));
+    }
+
+    fn map() -> PhaseMap {
+        let cell = |strategy: &str, load, trigger_s, r: Vec<Option<f64>>| MapCell {
+            strategy: strategy.into(),
+            load,
+            trigger_s,
+            recovery_s: r,
+        };
+        PhaseMap {
+            scenario: "m".into(),
+            title: "m".into(),
+            strategies: vec![("A".into(), "A".into())],
+            loads: vec![0.2, 0.5],
+            triggers_s: vec![1.0, 4.0],
+            seeds: vec![1, 2],
+            horizon_s: 60.0,
+            capacity_per_s: 250.0,
+            max_attempts: 4,
+            cells: vec![
+                cell("A", 0.2, 1.0, vec![Some(1.0), Some(3.0)]),
+                cell("A", 0.2, 4.0, vec![Some(5.0), Some(5.0)]),
+                cell("A", 0.5, 1.0, vec![Some(2.0), None]),
+                cell("A", 0.5, 4.0, vec![None, None]),
+            ],
+        }
+    }
+
+    #[test]
+    fn map_cells_label_their_verdicts_and_the_boundary_is_found() {
+        let m = map();
+        assert_eq!(m.cell("A", 1, 0).unwrap().label(), "1/2");
+        assert_eq!(m.cell("A", 1, 1).unwrap().label(), "M");
+        assert_eq!(m.cell("A", 0, 0).unwrap().label(), "3 s");
+        assert_eq!(m.predicted_boundary(), 0.25);
+        let b = m.boundary_cells(2);
+        // The mixed cell first, then a cell whose neighbour's majority differs (0.2/1 s next
+        // to the 1/2 of 0.5/1 s).
+        assert_eq!((b[0].load, b[0].trigger_s), (0.5, 1.0));
+        assert_eq!((b[1].load, b[1].trigger_s), (0.2, 1.0));
+        assert_eq!(
+            m.boundary_cells(9).len(),
+            3,
+            "0.5/4 s has no differing right/up neighbour"
+        );
+        assert_eq!(m.csv_rows().len(), 1 + 8);
+        let mut text = Vec::new();
+        m.print(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("   4 s    5 s      M"), "{text}");
     }
 
     #[test]

@@ -69,7 +69,15 @@ fn list_shows_the_builtin_catalogue() {
     };
     assert_eq!(
         first_words(catalogue),
-        ["e03a", "e03b", "gateway4", "breaker", "herd", "budget"],
+        [
+            "e03a",
+            "e03b",
+            "gateway4",
+            "breaker",
+            "herd",
+            "budget",
+            "metastable"
+        ],
         "{out}"
     );
     assert!(out.contains("freezes from 8.5 s to 10 s"), "{out}");
