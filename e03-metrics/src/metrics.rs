@@ -323,7 +323,7 @@ impl RunAccumulator {
         if let Some(open) = self.open.as_mut() {
             open.offered(start_us, true);
             if success {
-                open.success(end_us);
+                open.success(start_us, end_us);
             }
         }
         if reason == Some(GiveUp::BudgetDenied) {

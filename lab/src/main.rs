@@ -15,6 +15,7 @@
 
 mod args;
 mod live;
+mod map;
 mod outdir;
 mod sim;
 
@@ -35,6 +36,7 @@ fn main() {
         Some("report") => live::report(child_args("lab report", &args)),
         Some("list") => list(&args),
         Some("replica") => replica(&args),
+        Some("map") => map::main(&args),
         _ => match args::parse(args) {
             Ok(args::Command::Run(plan)) => live::run(&plan),
             Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
