@@ -464,6 +464,48 @@ impl PhaseMap {
     }
 }
 
+/// The open-loop table of a summary (one row per strategy and seed), `None` when no run is
+/// open-loop: offered, dropped and late starts, p99 latency from the intended start,
+/// amplification, wasted work and the recovery verdict.
+pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Table> {
+    let rows: Vec<Vec<String>> = s
+        .runs
+        .iter()
+        .filter_map(|r| {
+            let o = r.open_loop.as_ref()?;
+            Some(vec![
+                r.strategy.clone(),
+                r.seed.to_string(),
+                o.offered.to_string(),
+                o.dropped.to_string(),
+                format!("{} (max {:.1} ms)", o.late_starts, o.max_start_lateness_ms),
+                format!("{:.0}", r.p99_ms),
+                format!("{:.2}", o.amplification),
+                o.wasted.to_string(),
+                o.verdict_text(),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let headers = [
+        "strategy",
+        "seed",
+        "offered ops",
+        "dropped",
+        "late starts (>10 ms)",
+        "p99 ms from intended start",
+        "attempts/op",
+        "wasted answers",
+        "after the trigger",
+    ];
+    Some(crate::tables::Table {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
