@@ -28,7 +28,9 @@ fn cli() -> Clap {
             .about(
                 "the phase map of an open-loop scenario on the simulator: offered load (share \
                  of capacity) against freeze length, each cell recovered or metastable, per \
-                 strategy; writes phase-map.svg/.png, map.csv and map.json",
+                 strategy; writes phase-map.svg/.png, map.csv and map.json. Each cell sets \
+                 E03_WORKLOAD=open_loop, E03_RATE, the freeze's end and E03_DURATION_S itself; \
+                 the other run parameters apply as given",
             )
             .arg(
                 Arg::new("scenario")
@@ -178,8 +180,21 @@ pub fn main(args: &[OsString]) -> i32 {
         triggers_s: triggers,
         horizon_s: horizon,
     };
+    if !found
+        .scenario
+        .def()
+        .phases
+        .iter()
+        .any(|p| matches!(p.phase, e03_core::timeline::PhaseKind::Freeze))
+    {
+        return usage(format!(
+            "scenario {} has no freeze phase: the map varies the freeze's length (expected a \
+             scenario with a [[timeline]] phase = \"freeze\", like metastable)",
+            found.scenario.name()
+        ));
+    }
     // Every cell's parameters are checked before anything runs.
-    if let Err(e) = e03_core::Params::for_scenario(spec.scenario, &spec.raw) {
+    if let Err(e) = e03_core::cli::params_for_scenario(&m, spec.scenario) {
         return usage(e);
     }
     for &l in &spec.loads {
