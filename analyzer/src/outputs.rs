@@ -139,6 +139,11 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
         md += "\n## Check against the source's published figures\n\n";
         md += &t.markdown();
     }
+    if let Some(t) = e03_metrics::openloop::open_loop_table(s) {
+        md += "\n## Open loop\n\nLatency from each operation's intended start; per-second \
+               series in open_loop_1s.csv; the verdict's rule in docs/metastability.md.\n\n";
+        md += &t.markdown();
+    }
     md
 }
 
@@ -150,6 +155,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     write_series_csv(&dir.join("arrivals_1s.csv"), s, true)?;
     figures::write_arrivals(dir, s)?;
     figures::write_comparison(dir, s)?;
+    if s.runs.iter().any(|r| r.open_loop.is_some()) {
+        let rows = e03_metrics::openloop::open_loop_csv_rows(s);
+        write_csv_rows(&dir.join("open_loop_1s.csv"), &rows)?;
+    }
     if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
         let path = dir.join("attempts.txt");
         fs::write(&path, log).map_err(|e| out_err(&path, e))?;

@@ -506,6 +506,49 @@ pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Tabl
     })
 }
 
+/// The open loop over time, one CSV row per run and 1 s window (header first; only the header
+/// when no run is open-loop): offered, goodput (successes by arrival window and by end window),
+/// attempts at the dependency, amplification, wasted answers, backlog.
+pub fn open_loop_csv_rows(s: &crate::ScenarioSummary) -> Vec<Vec<String>> {
+    let mut rows = vec![[
+        "strategy",
+        "seed",
+        "t_s",
+        "offered",
+        "succeeded_by_end",
+        "attempts",
+        "attempts_per_offered",
+        "wasted",
+        "backlog",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect::<Vec<String>>()];
+    for r in &s.runs {
+        let Some(o) = &r.open_loop else { continue };
+        let get = |v: &[u64], k: usize| v.get(k).copied().unwrap_or(0);
+        for k in 0..o.offered_1s.len().max(o.attempts_1s.len()) {
+            let (offered, attempts) = (get(&o.offered_1s, k), get(&o.attempts_1s, k));
+            rows.push(vec![
+                r.strategy.clone(),
+                r.seed.to_string(),
+                k.to_string(),
+                offered.to_string(),
+                get(&o.goodput_1s, k).to_string(),
+                attempts.to_string(),
+                if offered == 0 {
+                    String::new()
+                } else {
+                    format!("{:.2}", attempts as f64 / offered as f64)
+                },
+                get(&o.wasted_1s, k).to_string(),
+                get(&o.backlog_1s, k).to_string(),
+            ]);
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,3 +69,25 @@ fn every_strategy_sees_the_same_arrivals_and_the_cap_drops_what_it_must() {
     assert!(ol.dropped > 400, "{}", ol.dropped);
     assert_eq!(capped.operations + ol.dropped, ol.offered);
 }
+
+#[test]
+fn the_per_second_csv_shows_amplification_and_waste_over_time() {
+    let (s, p) = params(&[
+        ("E03_RATE", "200"),
+        ("E03_DURATION_S", "30"),
+        ("E03_STRATEGIES", "A"),
+    ]);
+    let summary = simulator::simulate(s, &p);
+    let rows = e03_metrics::openloop::open_loop_csv_rows(&summary);
+    assert_eq!(rows[0][0], "strategy");
+    let second = |t: usize| rows.iter().find(|r| r[2] == t.to_string()).unwrap();
+    // Before the freeze (10-13 s): one attempt per operation, nothing wasted.
+    assert_eq!(second(5)[6], "1.00");
+    assert_eq!(second(5)[7], "0");
+    // Well after it: the storm goes on, most answers are wasted.
+    let late = second(25);
+    let amp: f64 = late[6].parse().unwrap();
+    let wasted: u64 = late[7].parse().unwrap();
+    assert!(amp > 2.0, "{late:?}");
+    assert!(wasted > 150, "{late:?}");
+}
