@@ -148,6 +148,11 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
         md += "\n## Check against the source's published figures\n\n";
         md += &t.markdown();
     }
+    if let Some(t) = e03_metrics::openloop::open_loop_table(s) {
+        md += "\n## Open loop\n\nLatency from each operation's intended start; per-second \
+               series in open_loop_1s.csv; the verdict's rule in docs/metastability.md.\n\n";
+        md += &t.markdown();
+    }
     md
 }
 
@@ -162,6 +167,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     if let Some(t) = e03_metrics::ledger::ledger_table(s) {
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
         write_csv_rows(&dir.join("ledger.csv"), &rows)?;
+    }
+    if s.runs.iter().any(|r| r.open_loop.is_some()) {
+        let rows = e03_metrics::openloop::open_loop_csv_rows(s);
+        write_csv_rows(&dir.join("open_loop_1s.csv"), &rows)?;
     }
     if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
         let path = dir.join("attempts.txt");

@@ -17,8 +17,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use e03_core::arrivals::{Arrival, OpenLoop};
 use e03_core::events::{
-    us, Attempt, AttemptEnd, BreakerChange, Event, OperationRecord, Outcome, RunTag,
+    us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, OperationRecord, Outcome, RunTag,
 };
 use e03_core::operation::Limits;
 use e03_core::policy::ClientPolicy;
@@ -125,6 +126,94 @@ pub(crate) async fn run_client(
             totals.cut_short = true;
             break;
         }
+    }
+    totals
+}
+
+/// An operation of the open loop ended: its slot, its session (back for the next arrival) and
+/// how it ended.
+type SlotDone = (u32, ClientSession, OpDone);
+
+/// The open loop of one strategy: operations arrive by the core's [`OpenLoop`] (Poisson, seeded)
+/// whatever the dependency does; each runs as its own task in a slot of the loop's bounded pool,
+/// so a stalled dependency never slows the arrivals. An arrival while `E03_MAX_IN_FLIGHT`
+/// operations are in progress is dropped and logged (`dropped` record). Ends when the last
+/// arrival's operation has ended, or at the stop signal.
+pub(crate) async fn run_open_loop(
+    run: Arc<StrategyRun>,
+    mut open: OpenLoop,
+    log: mpsc::Sender<Event>,
+    mut stop: StopSignal,
+) -> ClientTotals {
+    let mut sessions: Vec<Option<ClientSession>> = Vec::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<SlotDone>();
+    let mut in_flight = 0usize;
+    let mut totals = ClientTotals::default();
+    let finished = |(slot, session, done): SlotDone,
+                    sessions: &mut Vec<Option<ClientSession>>,
+                    open: &mut OpenLoop,
+                    totals: &mut ClientTotals| {
+        sessions[slot as usize] = Some(session);
+        open.release(slot);
+        totals.operations += 1;
+        totals.attempts += u64::from(done.attempts);
+        if done.outcome == OpOutcome::Failed(GiveUp::Aborted) {
+            totals.cut_short = true;
+        }
+    };
+    'arrivals: while let Some(t) = open.next_arrival() {
+        let sleep = run.timer.sleep_until((run.t0 + t).into_std());
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.stopped() => {
+                    totals.cut_short = true;
+                    break 'arrivals;
+                }
+                Some(msg) = done_rx.recv() => {
+                    in_flight -= 1;
+                    finished(msg, &mut sessions, &mut open, &mut totals);
+                }
+                _ = &mut sleep => break,
+            }
+        }
+        match open.on_arrival() {
+            Arrival::Start { slot, start, new } => {
+                let mut session = match new {
+                    Some(s) => {
+                        sessions.push(None);
+                        *s
+                    }
+                    None => sessions[slot as usize]
+                        .take()
+                        .expect("a free slot holds its session"),
+                };
+                session.begin(start);
+                in_flight += 1;
+                let (run, log, mut stop, tx) =
+                    (run.clone(), log.clone(), stop.clone(), done_tx.clone());
+                tokio::spawn(async move {
+                    let done = run_operation(&run, &mut session, &log, &mut stop).await;
+                    let _ = tx.send((slot, session, done));
+                });
+            }
+            Arrival::Dropped { start } => {
+                let _ = log
+                    .send(Event::Dropped(Dropped {
+                        tag: run.tag.clone(),
+                        intended_us: us(start),
+                    }))
+                    .await;
+            }
+        }
+    }
+    while in_flight > 0 {
+        let Some(msg) = done_rx.recv().await else {
+            break;
+        };
+        in_flight -= 1;
+        finished(msg, &mut sessions, &mut open, &mut totals);
     }
     totals
 }

@@ -9,7 +9,8 @@
 //! 3. `POST /control/start` with the shared `start_unix_ms` (time zero a little in the future,
 //!    converted once into a tokio `Instant` so both sides count from the same moment);
 //! 4. spawn `clients` closed-loop clients and wait for all of them (the last operation started
-//!    before the duration ends within its deadline);
+//!    before the duration ends within its deadline); or, for `E03_WORKLOAD=open_loop`, the open
+//!    loop, whose operations arrive by a Poisson process and each run as their own task;
 //! 5. `POST /control/stop` (its answer is the server's counts), write `run_end`, flush and close.
 //!
 //! When the shutdown future resolves, clients stop starting attempts, abort the ones in flight
@@ -27,7 +28,7 @@ use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::client::{run_client, ClientTotals, StrategyRun};
+use crate::client::{run_client, run_open_loop, ClientTotals, StrategyRun};
 use crate::error::SwarmError;
 use crate::http::{build_client, endpoint, start_run, stop_run, WorkEndpoint};
 use crate::log::ClientLog;
@@ -228,8 +229,18 @@ async fn run_strategy(
         }
     }
     let mut clients = JoinSet::new();
-    for c in 0..plan.params.swarm.clients {
-        clients.spawn(run_client(run.clone(), c, p.log.sender(), stop.clone()));
+    if plan.params.is_open_loop() {
+        let open = plan.params.open_loop(plan.seed);
+        clients.spawn(run_open_loop(
+            run.clone(),
+            open,
+            p.log.sender(),
+            stop.clone(),
+        ));
+    } else {
+        for c in 0..plan.params.swarm.clients {
+            clients.spawn(run_client(run.clone(), c, p.log.sender(), stop.clone()));
+        }
     }
     let mut totals = ClientTotals::default();
     let mut complete = true;

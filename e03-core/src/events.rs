@@ -178,6 +178,16 @@ pub struct OperationRecord {
     pub reason: Option<GiveUp>,
 }
 
+/// Open loop: an operation that arrived while `E03_MAX_IN_FLIGHT` operations were in progress,
+/// so it was never started (no attempt, no operation record).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dropped {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    /// Its intended start, µs after time zero.
+    pub intended_us: u64,
+}
+
 /// The last record of a log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEnd {
@@ -201,6 +211,7 @@ pub enum Event {
     Attempt(Attempt),
     Operation(OperationRecord),
     Breaker(BreakerChange),
+    Dropped(Dropped),
     RunEnd(RunEnd),
     /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
     /// [`crate::control::ledger_log_path`]).

@@ -30,6 +30,8 @@
 //! - [`breaker`]: the circuit breaker.
 //! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them.
 //! - [`operation`]: one client operation's attempt/deadline state machine.
+//! - [`arrivals`]: the open loop's Poisson arrivals (constant or ramped rate) and its bounded
+//!   pool of on-demand sessions.
 //! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
 //!   around [`operation`], driven live and simulated alike.
 //! - [`events`]: the JSON Lines event schema every process logs.
@@ -37,6 +39,7 @@
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
+pub mod arrivals;
 pub mod breaker;
 pub mod budget;
 pub mod chain;

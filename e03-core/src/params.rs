@@ -164,8 +164,29 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_WORKLOAD",
         "workload",
         "closed_loop",
-        "closed_loop, group or fixed_rate",
-        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; fixed_rate: one operation per client every E03_PERIOD_MS"
+        "closed_loop, group, fixed_rate or open_loop",
+        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own"
+    ),
+    p!(
+        "E03_RATE",
+        "rate",
+        "100",
+        "a number of operations per second greater than 0 and at most 100000",
+        "open_loop: arrival rate (the rate at the start and end of a ramp)"
+    ),
+    p!(
+        "E03_RATE_PEAK",
+        "rate-peak",
+        "0",
+        "a number of operations per second from 0 to 100000 (0 or at most E03_RATE: a constant rate)",
+        "open_loop: ramp linearly from E03_RATE up to this rate at the run's middle and back down"
+    ),
+    p!(
+        "E03_MAX_IN_FLIGHT",
+        "max-in-flight",
+        "20000",
+        "a whole number from 1 to 1000000",
+        "open_loop: operations in progress at most; an arrival beyond it is dropped and counted"
     ),
     p!(
         "E03_PERIOD_MS",
@@ -304,6 +325,15 @@ pub struct SwarmParams {
     /// `closed_loop`, `group` or `fixed_rate`.
     pub workload: String,
     pub period_ms: f64,
+    /// `open_loop`: arrivals per second (at the start and end of a ramp).
+    #[serde(default = "default_rate")]
+    pub rate: f64,
+    /// `open_loop`: rate at the run's middle (0 or at most `rate`: constant).
+    #[serde(default)]
+    pub rate_peak: f64,
+    /// `open_loop`: operations in progress at most.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: u32,
     /// 0: no limit.
     pub ops_per_client: u64,
     pub duration_s: f64,
@@ -316,6 +346,14 @@ pub struct SwarmParams {
     pub backoff_cap_ms: f64,
     pub budget_cap: f64,
     pub budget_ratio: f64,
+}
+
+fn default_rate() -> f64 {
+    100.0
+}
+
+fn default_max_in_flight() -> u32 {
+    20_000
 }
 
 /// Every parameter of a run, validated.
@@ -378,10 +416,13 @@ impl Params {
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
             workload: match r.value("E03_WORKLOAD") {
-                w @ ("closed_loop" | "group" | "fixed_rate") => w.to_string(),
+                w @ ("closed_loop" | "group" | "fixed_rate" | "open_loop") => w.to_string(),
                 _ => return Err(r.invalid("E03_WORKLOAD")),
             },
             period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
+            rate: r.num("E03_RATE", 0.0, 100_000.0, true)?,
+            rate_peak: r.num("E03_RATE_PEAK", 0.0, 100_000.0, false)?,
+            max_in_flight: r.int("E03_MAX_IN_FLIGHT", 1, 1_000_000)? as u32,
             ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
             duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
             think_min_ms: r.num("E03_THINK_MIN_MS", 0.0, 3_600_000.0, false)?,
@@ -468,6 +509,9 @@ impl Params {
             ("E03_CLIENTS", w.clients.to_string()),
             ("E03_WORKLOAD", w.workload.clone()),
             ("E03_PERIOD_MS", w.period_ms.to_string()),
+            ("E03_RATE", w.rate.to_string()),
+            ("E03_RATE_PEAK", w.rate_peak.to_string()),
+            ("E03_MAX_IN_FLIGHT", w.max_in_flight.to_string()),
             ("E03_OPS_PER_CLIENT", w.ops_per_client.to_string()),
             ("E03_DURATION_S", w.duration_s.to_string()),
             ("E03_THINK_MIN_MS", w.think_min_ms.to_string()),
@@ -628,8 +672,33 @@ impl Params {
         match self.swarm.workload.as_str() {
             "group" => Starts::AtZero,
             "fixed_rate" => Starts::Every(ms(self.swarm.period_ms)),
+            "open_loop" => Starts::OnDemand,
             _ => Starts::ClosedLoop,
         }
+    }
+
+    /// True for the open-loop workload (`E03_WORKLOAD=open_loop`).
+    pub fn is_open_loop(&self) -> bool {
+        self.swarm.workload == "open_loop"
+    }
+
+    /// The open loop's offered load over the run (`E03_RATE`, `E03_RATE_PEAK`).
+    pub fn rate_shape(&self) -> crate::arrivals::RateShape {
+        crate::arrivals::RateShape {
+            base: self.swarm.rate,
+            peak: self.swarm.rate_peak,
+            duration: self.duration(),
+        }
+    }
+
+    /// The open loop of one seed: its arrivals and its slot pool (`E03_MAX_IN_FLIGHT`).
+    pub fn open_loop(&self, seed: u64) -> crate::arrivals::OpenLoop {
+        crate::arrivals::OpenLoop::new(
+            seed,
+            crate::session::SessionConfig::from_params(self),
+            self.rate_shape(),
+            self.swarm.max_in_flight,
+        )
     }
 
     /// Operations per client at most (`E03_OPS_PER_CLIENT`, 0 for no limit).

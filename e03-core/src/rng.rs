@@ -18,6 +18,8 @@ pub enum Stream {
     Think = 1,
     /// Jitter of retry waits.
     Jitter = 2,
+    /// The open loop's arrival times (one stream per run, client 0).
+    Arrivals = 3,
 }
 
 /// SplitMix64 finaliser: a good 64-bit mixer, used to derive stream seeds.

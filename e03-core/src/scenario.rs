@@ -54,6 +54,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "classification.toml",
         include_str!("../scenarios/classification.toml"),
     ),
+    (
+        "metastable.toml",
+        include_str!("../scenarios/metastable.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -79,6 +83,9 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("workload", "kind", "E03_WORKLOAD"),
     ("workload", "clients", "E03_CLIENTS"),
     ("workload", "period_ms", "E03_PERIOD_MS"),
+    ("workload", "rate", "E03_RATE"),
+    ("workload", "rate_peak", "E03_RATE_PEAK"),
+    ("workload", "max_in_flight", "E03_MAX_IN_FLIGHT"),
     ("workload", "ops_per_client", "E03_OPS_PER_CLIENT"),
     ("workload", "duration_s", "E03_DURATION_S"),
     ("workload", "think_min_ms", "E03_THINK_MIN_MS"),
@@ -863,7 +870,8 @@ mod tests {
                 "amplification",
                 "deadline",
                 "idempotency",
-                "classification"
+                "classification",
+                "metastable"
             ]
         );
         let b = builtin("e03b").unwrap();

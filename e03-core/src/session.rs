@@ -59,6 +59,10 @@ pub enum Starts {
     /// Operation `k` is due at `k * period` (a fixed-rate caller: seed 003's breaker run); if
     /// the previous operation is still going then, the next starts when it ends.
     Every(Duration),
+    /// Open loop: the session never schedules a start itself; the driver hands it one with
+    /// [`ClientSession::begin`] (an arrival of [`crate::arrivals::OpenLoop`]), and after the
+    /// operation it waits, idle, for the next. No think time is drawn.
+    OnDemand,
 }
 
 /// What every client of a run shares: limits, run length and think times.
@@ -175,7 +179,7 @@ impl ClientSession {
             Starts::ClosedLoop => {
                 Duration::from_micros(think.random_range(0..FIRST_START_SPREAD_US))
             }
-            Starts::AtZero | Starts::Every(_) => Duration::ZERO,
+            Starts::AtZero | Starts::Every(_) | Starts::OnDemand => Duration::ZERO,
         };
         Self::with_think_stream(seed, client, config, think, first)
     }
@@ -207,8 +211,24 @@ impl ClientSession {
             op_no: 0,
             state: State::Idle(None),
         };
-        session.state = State::Idle(session.if_in_run(first));
+        session.state = match config.starts {
+            Starts::OnDemand => State::Idle(None),
+            _ => State::Idle(session.if_in_run(first)),
+        };
         session
+    }
+
+    /// Open loop ([`Starts::OnDemand`]): the next operation starts at `start` (its intended
+    /// start, which may be before the driver gets to [`on_wake`](Self::on_wake): the operation's
+    /// latency and deadline count from `start`, so a late driver cannot hide its lateness).
+    ///
+    /// # Panics
+    /// If an operation is in progress or the session was aborted.
+    pub fn begin(&mut self, start: Duration) {
+        match self.state {
+            State::Idle(_) => self.state = State::Idle(Some(start)),
+            ref other => panic!("begin with an operation in progress ({other:?})"),
+        }
     }
 
     pub fn client(&self) -> u32 {
@@ -364,6 +384,11 @@ impl ClientSession {
                 end + Duration::from_micros(think)
             }
             Starts::Every(period) => (period * (self.op_no + 1)).max(end),
+            Starts::OnDemand => {
+                self.op_no += 1;
+                self.state = State::Idle(None);
+                return done;
+            }
         };
         self.op_no += 1;
         self.state = State::Idle(self.if_in_run(next));

@@ -9,6 +9,8 @@
 //!   while saturated, and client/server identity matching.
 //! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
 //!   client's and the server's identities without keeping them.
+//! - [`openloop`]: the open loop's figures (offered, dropped, late starts, wasted work,
+//!   amplification over time) and the recovery verdict (recovered in N s, or metastable).
 //! - [`checks`]: a scenario's `[[check]]` tables evaluated on its runs (ours beside the published
 //!   figure, PASS or FAIL), and the per-caller attempt log of a small run.
 //! - [`stats`]: the figures of a run as a list of named accessors with their units.
@@ -30,6 +32,7 @@ pub mod fidelity;
 pub mod ledger;
 mod matching;
 pub mod metrics;
+pub mod openloop;
 pub mod stats;
 pub mod tables;
 
@@ -128,6 +131,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Operation(o) => acc.operation_record(o),
         Event::Breaker(b) => acc.breaker_change(b.t_us, b.from, b.to),
         Event::Charge(c) => acc.charge_record(c),
+        Event::Dropped(d) => acc.dropped(d.intended_us),
         Event::RunStart(_) | Event::RunEnd(_) => {}
     }
 }

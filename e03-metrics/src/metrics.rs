@@ -26,6 +26,7 @@ use e03_core::{GiveUp, Params, Scenario};
 use crate::fidelity::LiveAccumulator;
 pub use crate::fidelity::{Fidelity, Matched};
 use crate::ledger::{LedgerFigures, LedgerTally};
+use crate::openloop::{OpenLoopAcc, OpenLoopMetrics};
 
 /// Width of the short window, in microseconds.
 pub const WINDOW_100MS_US: u64 = 100_000;
@@ -90,6 +91,9 @@ pub struct RunMetrics {
     /// a lost-response or permanent-error fault or a charging strategy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerFigures>,
+    /// The open loop's figures and recovery verdict (`E03_WORKLOAD=open_loop` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopMetrics>,
 }
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
@@ -169,6 +173,8 @@ pub struct RunAccumulator {
     live: Option<LiveAccumulator>,
     /// Seed 004's facts, when the run can have them.
     ledger: Option<LedgerTally>,
+    /// The open loop's figures (open-loop runs only).
+    open: Option<OpenLoopAcc>,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -234,6 +240,13 @@ impl RunAccumulator {
             lateness: histogram(),
             recovery_windows: Vec::new(),
             live: None,
+            open: params.is_open_loop().then(|| {
+                OpenLoopAcc::new(
+                    params.service.workers,
+                    timeline.incident().map(|(_, end)| us(end)),
+                    us(params.duration()),
+                )
+            }),
             params: params.clone(),
             scenario,
         }
@@ -242,6 +255,9 @@ impl RunAccumulator {
     /// A request arrived at the dependency (server log). attempt = x-e03-attempt if known.
     pub fn arrival(&mut self, t_us: u64, attempt: Option<u32>) {
         self.total_requests += 1;
+        if let Some(open) = self.open.as_mut() {
+            open.arrival(t_us);
+        }
         self.arrivals.push((t_us, attempt.unwrap_or(0)));
         if t_us >= MAX_T_US {
             return;
@@ -260,6 +276,9 @@ impl RunAccumulator {
     pub fn attempt(&mut self, attempt: u32, due_us: u64, sent_us: u64) {
         if attempt > 1 {
             self.retries_sent += 1;
+        }
+        if let (Some(open), 1) = (self.open.as_mut(), attempt) {
+            open.first_attempt(due_us, sent_us);
         }
         self.lateness
             .saturating_record(sent_us.saturating_sub(due_us));
@@ -318,6 +337,12 @@ impl RunAccumulator {
     pub fn operation(&mut self, start_us: u64, end_us: u64, success: bool, reason: Option<GiveUp>) {
         self.operations += 1;
         self.succeeded += u64::from(success);
+        if let Some(open) = self.open.as_mut() {
+            open.offered(start_us, true);
+            if success {
+                open.success(start_us, end_us);
+            }
+        }
         if reason == Some(GiveUp::BudgetDenied) {
             self.retries_denied += 1;
         }
@@ -344,12 +369,31 @@ impl RunAccumulator {
         }
     }
 
+    /// Open loop: an operation that arrived at `intended_us` was dropped (the in-flight cap).
+    pub fn dropped(&mut self, intended_us: u64) {
+        if let Some(open) = self.open.as_mut() {
+            open.offered(intended_us, false);
+        }
+    }
+
+    /// Open loop, simulated: the dependency answered at `t_us`; `wasted`: a worker served it
+    /// for an attempt its client had given up on.
+    pub fn served(&mut self, t_us: u64, wasted: bool) {
+        if let Some(open) = self.open.as_mut() {
+            open.answer(t_us, wasted);
+        }
+    }
+
     /// Optional server-side fidelity input: one Response event.
     pub fn response(&mut self, r: &Response) {
         if r.cause == e03_core::events::Cause::Lost {
             if let Some(l) = self.ledger.as_mut() {
                 l.lost(r.seq);
             }
+        }
+        if let Some(open) = self.open.as_mut() {
+            let worked = r.admit_us.is_some() && r.cause != e03_core::events::Cause::Freeze;
+            open.live_answer(r.seq, r.t_us, worked);
         }
         self.live_mut().response(r);
     }
@@ -361,6 +405,11 @@ impl RunAccumulator {
             (self.ledger.as_mut(), a.client, a.op, a.attempt)
         {
             l.sent(Some(a.seq), client, op, attempt);
+        }
+        if let (Some(open), Some(c), Some(o), Some(n)) =
+            (self.open.as_mut(), a.client, a.op, a.attempt)
+        {
+            open.live_identity(a.seq, (c, o, n));
         }
         self.live_mut().arrival(a);
     }
@@ -401,6 +450,9 @@ impl RunAccumulator {
             l.answered(a.client, a.op, a.attempt, code);
         }
         self.attempt(a.attempt, a.due_us, a.sent_us);
+        if let (Some(open), AttemptEnd::Timeout) = (self.open.as_mut(), a.end) {
+            open.live_timeout((a.client, a.op, a.attempt), a.end_us);
+        }
         self.live_mut().attempt(a);
     }
 
@@ -466,6 +518,7 @@ impl RunAccumulator {
             fidelity,
             matched,
             ledger: self.ledger.map(LedgerTally::finish),
+            open_loop: self.open.map(OpenLoopAcc::finish),
         }
     }
 }

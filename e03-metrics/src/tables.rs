@@ -743,6 +743,14 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         writeln!(w, "\nCheck against the source's published figures:")?;
         write!(w, "{}", t.markdown())?;
     }
+    if let Some(t) = crate::openloop::open_loop_table(s) {
+        writeln!(
+            w,
+            "\nOpen loop (latency from each operation's intended start; recovered = 5 windows of \
+             1 s in a row with >= 95% of arrivals succeeding and the backlog drained):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
     Ok(())
 }
 

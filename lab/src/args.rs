@@ -170,6 +170,10 @@ fn cli() -> Clap {
         .subcommand(
             Clap::new("swarm").about("the client swarm alone, against running `lab serve`s"),
         )
+        .subcommand(Clap::new("map").about(
+            "the phase map of an open-loop scenario (load x freeze length, recovered or \
+             metastable) on the simulator; --verify K checks K boundary cells live",
+        ))
         .subcommand(
             Clap::new("analyze")
                 .about("analyse one scenario folder, or a `lab serve` log alone (--server-log)"),

@@ -16,6 +16,7 @@
 mod args;
 mod chain;
 mod live;
+mod map;
 mod outdir;
 mod progress;
 mod sim;
@@ -38,6 +39,7 @@ fn main() {
         Some("report") => live::report(child_args("lab report", &args)),
         Some("list") => list(&args),
         Some("replica") => replica(&args),
+        Some("map") => map::main(&args),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
         _ if progress::mode_from_env().is_err() => {

@@ -79,7 +79,8 @@ fn list_shows_the_builtin_catalogue() {
             "amplification",
             "deadline",
             "idempotency",
-            "classification"
+            "classification",
+            "metastable"
         ],
         "{out}"
     );

@@ -17,11 +17,12 @@
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
 
+use e03_core::arrivals::{Arrival, OpenLoop};
 use e03_core::breaker::BreakerState;
 use e03_core::events::Cause;
 use e03_core::ledger::{ChargeRequest, Commit, KeyPolicy, Ledger};
 use e03_core::policy::ClientPolicy;
-use e03_core::schedule::Step;
+use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::{
     Admission, AttemptResult, DependencySchedule, OpOutcome, Params, ReqId, Scenario, Strategy,
@@ -48,6 +49,12 @@ pub trait Observer {
     fn charge(&mut self, _t: Nanos, _client: u32, _op: u32) {}
     /// The attempt carried by `req` ended, as its client saw it.
     fn attempt_end(&mut self, _t: Nanos, _req: ReqId, _result: AttemptResult) {}
+    /// The dependency answered request `req` (`status`); `given_up`: its client was no longer
+    /// waiting for it (the attempt had timed out), so any work it took was wasted.
+    fn served(&mut self, _t: Nanos, _req: ReqId, _answer: &Answer, _given_up: bool) {}
+    /// Open loop: an operation arrived at `intended` but `max_in_flight` were in progress, so
+    /// it was dropped (never started).
+    fn dropped(&mut self, _intended: Nanos) {}
     /// An operation ended (`attempts` were sent).
     fn operation(
         &mut self,
@@ -87,6 +94,9 @@ pub struct Engine<'a, O: Observer> {
     /// What the dependency did at the current instant; its answers are drained to the clients.
     answers: Vec<Step>,
     observer: O,
+    /// The open loop's arrivals and slots (`E03_WORKLOAD=open_loop`); its slot `k` is
+    /// `clients[k]`, opened as arrivals need it.
+    open: Option<OpenLoop>,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -101,7 +111,12 @@ impl<'a, O: Observer> Engine<'a, O> {
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
         let service = DependencySchedule::new(params.service_config(scenario, seed));
         let config = SessionConfig::from_params(params);
+        let open = params.is_open_loop().then(|| params.open_loop(seed));
+        let n = if open.is_some() { 0 } else { n };
         let mut clients = Vec::with_capacity(n as usize);
+        if let Some(t) = open.as_ref().and_then(OpenLoop::next_arrival) {
+            queue.push(nanos(t), Event::Arrival);
+        }
         for c in 0..n {
             let session = ClientSession::new(seed, c, config);
             if let Some(start) = session.next_wake() {
@@ -128,6 +143,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             budget: ClientPolicy::new(strategy, seed),
             answers: Vec::with_capacity(256),
             observer,
+            open,
         }
     }
 
@@ -151,10 +167,34 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Event::AttemptTimeout(req) => {
                     self.attempt_ends(t, req, AttemptResult::Timeout);
                 }
+                Event::Arrival => self.arrival(t),
             }
             self.deliver_answers(t);
         }
         self.observer
+    }
+
+    /// The open loop's next operation arrives: it starts in a slot now, or is dropped.
+    fn arrival(&mut self, t: Nanos) {
+        let open = self.open.as_mut().expect("arrivals only in an open loop");
+        let arrival = open.on_arrival();
+        if let Some(next) = open.next_arrival() {
+            self.queue.push(nanos(next), Event::Arrival);
+        }
+        match arrival {
+            Arrival::Start { slot, start, new } => {
+                if let Some(session) = new {
+                    debug_assert_eq!(slot as usize, self.clients.len());
+                    self.clients.push(Client {
+                        session: *session,
+                        in_flight: None,
+                    });
+                }
+                self.clients[slot as usize].session.begin(start);
+                self.wake(t, slot);
+            }
+            Arrival::Dropped { start } => self.observer.dropped(nanos(start)),
+        }
     }
 
     /// Client `c`'s wake-up: it starts an operation and/or sends the attempt that is due.
@@ -195,6 +235,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         // indexing (rather than draining) keeps the buffer's allocation for the next instant.
         for i in 0..self.answers.len() {
             if let Step::Answer(a) = self.answers[i] {
+                let c = self.owner[a.req as usize];
+                let given_up = self.clients[c as usize].in_flight != Some(a.req);
+                self.observer.served(t, a.req, &a, given_up);
                 let mut code = a.status;
                 if let Some(policy) = self.strategy.idempotency {
                     if matches!(a.cause, Cause::Ok | Cause::Slow | Cause::Lost) {
@@ -266,7 +309,9 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// An operation ended: the client's next one (if any) is scheduled, the observer told.
     fn op_ended(&mut self, t: Nanos, c: u32, end: OpEnd) {
-        if let Some(next) = self.clients[c as usize].session.next_wake() {
+        if let Some(open) = self.open.as_mut() {
+            open.release(c);
+        } else if let Some(next) = self.clients[c as usize].session.next_wake() {
             self.queue.push(nanos(next), Event::StartOp(c));
         }
         self.observer

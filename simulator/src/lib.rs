@@ -16,6 +16,7 @@
 //!   [`Observer`].
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.
 //! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
+//! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
 //! - [`replica002`]: a port of seed 002's own rate-limit simulation, checked against its table.
@@ -28,6 +29,7 @@
 pub mod chain;
 pub mod compare;
 pub mod engine;
+pub mod map;
 pub mod queue;
 pub mod replica002;
 pub mod run;
@@ -37,6 +39,7 @@ pub mod sweep;
 
 pub use compare::print_comparison;
 pub use engine::{Engine, Observer};
+pub use map::{phase_map, MapSpec};
 pub use run::{simulate, simulate_run};
 pub use service::{replay, Decision};
 pub use sweep::{

@@ -28,13 +28,15 @@ pub enum Event {
     SendAttempt(u32),
     /// The attempt carried by this request timed out on the client's side.
     AttemptTimeout(ReqId),
+    /// The open loop's next operation arrives.
+    Arrival,
 }
 
 impl Event {
     /// Order within an instant (see the module docs).
     fn rank(self) -> u8 {
         match self {
-            Event::StartOp(_) | Event::SendAttempt(_) => 0,
+            Event::StartOp(_) | Event::SendAttempt(_) | Event::Arrival => 0,
             Event::AttemptTimeout(_) => 1,
         }
     }

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use e03_core::breaker::BreakerState;
+use e03_core::events::Cause;
+use e03_core::schedule::Answer;
 use e03_core::{AttemptResult, GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
 use e03_metrics::metrics::{AttemptLine, LineEnd, RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
@@ -69,6 +71,15 @@ impl Observer for RunAccumulator {
                 end: LineEnd::FailedFast,
             },
         );
+    }
+
+    fn served(&mut self, t: Nanos, _req: ReqId, answer: &Answer, given_up: bool) {
+        let worked = answer.admit.is_some() && answer.cause != Cause::Freeze;
+        RunAccumulator::served(self, t / 1000, worked && given_up);
+    }
+
+    fn dropped(&mut self, intended: Nanos) {
+        RunAccumulator::dropped(self, intended / 1000);
     }
 
     fn breaker(&mut self, t: Nanos, from: BreakerState, to: BreakerState) {
