@@ -13,7 +13,7 @@
 //! `analyzer::analyze_dir` over that directory (reading, matching, binning, every figure of the
 //! summary) and prints the records read per second and the process's peak resident memory
 //! during the analysis (Linux: `VmHWM` of `/proc/self/status`, reset with `clear_refs` after the
-//! logs are written). The directory is removed at the end.
+//! logs are written). The logs and their directory are removed at the end.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -90,7 +90,15 @@ fn main() {
         records as f64 / secs / 1e6,
         peak.map_or("unknown (no /proc/self/status)".to_string(), |m| format!("{m:.0} MiB")),
     );
-    std::fs::remove_dir_all(&dir).expect("removing the bench directory");
+    // Removes exactly what it wrote: the two logs and the two directories.
+    for rel in [
+        server_log_path(Scenario::E03B, "A", 42),
+        client_log_path(Scenario::E03B, "A", 42),
+    ] {
+        std::fs::remove_file(dir.join(rel)).expect("removing a bench log");
+    }
+    std::fs::remove_dir(&scenario_dir).expect("removing the bench directory");
+    std::fs::remove_dir(&dir).expect("removing the bench directory");
 }
 
 /// Attempts in a log of `records` records with `ops` operations: each operation has one
