@@ -29,7 +29,10 @@ if [ "$need_slim$need_rust" = 00 ]; then
 fi
 if ! command -v debootstrap >/dev/null 2>&1; then
     echo "standin-images: installing debootstrap (Debian package)"
-    apt-get install -y debootstrap >/dev/null
+    if ! apt-get install -y debootstrap >/dev/null 2>&1; then
+        apt-get update >/dev/null
+        apt-get install -y debootstrap >/dev/null
+    fi
 fi
 work=$(mktemp -d /var/tmp/e03-standin.XXXXXX)
 trap 'rm -rf "$work"' EXIT
