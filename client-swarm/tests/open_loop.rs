@@ -17,9 +17,6 @@ async fn a_frozen_dependency_does_not_make_the_open_loop_send_less() {
     let out = temp_dir("open-loop");
     let server_logs = out.join("server");
     let target = dependency("A", &server_logs).await;
-    client_swarm::wait_healthy(&target.control_url, 20, Duration::from_millis(100))
-        .await
-        .unwrap();
     // 100 operations per second for 3 s, no retries; the dependency holds everything it gets
     // from 1 s to 2 s and answers it 503 then.
     let p = params(&[

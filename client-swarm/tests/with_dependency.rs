@@ -38,11 +38,6 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
         dependency("A", &server_logs).await,
         dependency("D", &server_logs).await,
     ];
-    for t in &targets {
-        client_swarm::wait_healthy(&t.control_url, 20, Duration::from_millis(100))
-            .await
-            .unwrap();
-    }
     let p = params(&[
         ("E03_STRATEGIES", "A,D"),
         ("E03_CLIENTS", "30"),

@@ -543,33 +543,27 @@ mod tests {
 
     #[test]
     fn without_a_deadline_three_attempts_of_3s_last_9s() {
-        let top = HopSpec {
-            deadline_ms: None,
-            ..hop(3, 3000)
+        // Every attempt times out: the call's last step and when it came.
+        let timed_out = |deadline_ms| {
+            let top = HopSpec {
+                deadline_ms,
+                ..hop(3, 3000)
+            };
+            let mut c = HopCall::arrive(ms(0), &top, None, false, 1).unwrap();
+            let mut now = ms(0);
+            let mut step = c.next(now);
+            while let HopStep::Send { timeout, .. } = step {
+                now += timeout;
+                step = c.on_result(now, AttemptResult::Timeout);
+            }
+            (step, now)
         };
-        let mut c = HopCall::arrive(ms(0), &top, None, false, 1).unwrap();
-        let mut now = ms(0);
-        let mut step = c.next(now);
-        while let HopStep::Send { timeout, .. } = step {
-            now += timeout;
-            step = c.on_result(now, AttemptResult::Timeout);
-        }
-        assert_eq!(step, HopStep::Answer(GAVE_UP_STATUS));
-        assert_eq!(now, ms(9000));
+        assert_eq!(timed_out(None), (HopStep::Answer(GAVE_UP_STATUS), ms(9000)));
         // With a deadline of 1 s the same operation ends at 1 s.
-        let top = HopSpec {
-            deadline_ms: Some(1000),
-            ..hop(3, 3000)
-        };
-        let mut c = HopCall::arrive(ms(0), &top, None, false, 1).unwrap();
-        let mut now = ms(0);
-        let mut step = c.next(now);
-        while let HopStep::Send { timeout, .. } = step {
-            now += timeout;
-            step = c.on_result(now, AttemptResult::Timeout);
-        }
-        assert_eq!(step, HopStep::Answer(DEADLINE_STATUS));
-        assert_eq!(now, ms(1000));
+        assert_eq!(
+            timed_out(Some(1000)),
+            (HopStep::Answer(DEADLINE_STATUS), ms(1000))
+        );
     }
 
     #[test]

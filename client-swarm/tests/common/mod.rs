@@ -90,7 +90,8 @@ pub fn params(pairs: &[(&str, &str)]) -> e03_core::Params {
     e03_core::Params::from_raw(&raw).unwrap()
 }
 
-/// Starts a real dependency service on two port-0 listeners; returns its target.
+/// Starts a real dependency service on two port-0 listeners and waits until it is healthy;
+/// returns its target.
 pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target {
     let work = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -105,9 +106,13 @@ pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target 
         opts,
         std::future::pending(),
     ));
-    client_swarm::Target {
+    let target = client_swarm::Target {
         strategy: strategy.into(),
         work_url: format!("http://{w}"),
         control_url: format!("http://{c}"),
-    }
+    };
+    client_swarm::wait_healthy(&target.control_url, 20, Duration::from_millis(100))
+        .await
+        .unwrap();
+    target
 }
