@@ -137,7 +137,7 @@ pub fn analyze_dir_with_warnings(
             }
         }
     }
-    let mut params = params.unwrap_or_else(|| {
+    let params = params.unwrap_or_else(|| {
         warnings.push(format!(
             "{}: no run_start record found; using default parameters",
             dir.display()
@@ -147,14 +147,14 @@ pub fn analyze_dir_with_warnings(
     let mut runs: Vec<(String, u64)> = found.into_iter().collect();
     let pos_s = |s: &str| {
         params
-            .strategies
+            .strategies()
             .iter()
             .position(|x| x.id == s)
             .unwrap_or(usize::MAX)
     };
     let pos_n = |n: u64| {
         params
-            .seeds
+            .seeds()
             .iter()
             .position(|&x| x == n)
             .unwrap_or(usize::MAX)
@@ -180,7 +180,12 @@ pub fn analyze_dir_with_warnings(
         }
     }
     seeds.sort_by_key(|&n| (pos_n(n), n));
-    params.seeds = seeds;
+    let params = params
+        .with_seeds(seeds)
+        .map_err(|source| AnalyzeError::Params {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     let summary = ScenarioSummary {
         scenario,
         params,

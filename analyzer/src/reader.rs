@@ -198,7 +198,7 @@ mod tests {
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         let mut w = Vec::new();
         let p = params_of(s.run_start.as_ref().unwrap(), "x", &mut w).unwrap();
-        assert_eq!((p.service.workers, p.seeds.clone()), (12, vec![42]));
+        assert_eq!((p.service().workers, p.seeds().to_vec()), (12, vec![42]));
     }
 
     #[test]

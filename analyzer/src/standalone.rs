@@ -58,7 +58,7 @@ pub fn analyze_server_log(
         .map(|s| s.tag.strategy.clone())
         .filter(|s| e03_core::control::valid_strategy_id(s))
         .unwrap_or_else(|| "server".into());
-    let seed = start.as_ref().map_or(params.seeds[0], |s| s.tag.seed);
+    let seed = start.as_ref().map_or(params.seed(), |s| s.tag.seed);
     let mut acc = RunAccumulator::new(scenario, &params, &strategy, seed);
     let status = reader::read_log_file(path, |e| {
         if let e03_core::events::Event::Arrival(a) = e {
@@ -68,8 +68,9 @@ pub fn analyze_server_log(
     warnings.extend(status.warnings.iter().cloned());
     let mut run = acc.finish();
     run.complete = status.complete();
-    let mut params = params;
-    params.seeds = vec![seed];
+    let params = params
+        .with_seeds(vec![seed])
+        .expect("one seed is a valid seed list");
     let summary = ScenarioSummary {
         scenario,
         params,

@@ -157,7 +157,7 @@ fn a_scenario_directory_gives_every_metric_in_strategy_and_seed_order() {
             ("C".into(), 7)
         ]
     );
-    assert_eq!(s.params.seeds, vec![42, 7]);
+    assert_eq!(s.params.seeds(), vec![42, 7]);
     let c42 = &s.runs[2];
     assert_eq!(
         (

@@ -198,7 +198,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         .collect::<Result<Vec<Params>, String>>()?;
     let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
     for p in &params {
-        let ids: Vec<&str> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
         if let Some(missing) = ids
             .iter()
             .find(|id| !targets.iter().any(|t| t.strategy == **id))
@@ -528,7 +528,7 @@ async fn run_all(setup: Setup) -> i32 {
                 return EXIT_FAILED;
             }
         }
-        for &seed in &params.seeds {
+        for &seed in params.seeds() {
             let plan = SwarmPlan {
                 scenario,
                 seed,
@@ -662,7 +662,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.scenarios, vec![Scenario::E03B]);
-        assert_eq!(s.params[0].seeds, vec![1, 2, 3]);
+        assert_eq!(s.params[0].seeds(), vec![1, 2, 3]);
         assert_eq!(s.targets.len(), 2);
         assert_eq!(s.out, PathBuf::from("results"));
     }

@@ -147,7 +147,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
 /// Every strategy of the plan with its target and work endpoint, in the plan's order.
 fn resolve(plan: &SwarmPlan) -> Result<Vec<(Strategy, Target, WorkEndpoint)>, SwarmError> {
     let mut out = Vec::new();
-    for strategy in &plan.params.strategies {
+    for strategy in plan.params.strategies() {
         let mut matching = plan.targets.iter().filter(|t| t.strategy == strategy.id);
         let target = matching.next().ok_or_else(|| SwarmError::MissingTarget {
             strategy: strategy.id.clone(),
@@ -167,7 +167,7 @@ fn resolve(plan: &SwarmPlan) -> Result<Vec<(Strategy, Target, WorkEndpoint)>, Sw
         endpoint(&target.control_url, "/health")
             .ok_or_else(|| bad("control", &target.control_url))?;
         let work = WorkEndpoint {
-            http: build_client(plan.params.swarm.clients)?,
+            http: build_client(plan.params.swarm().clients)?,
             url,
         };
         out.push((strategy.clone(), target.clone(), work));
@@ -238,7 +238,7 @@ async fn run_strategy(
             stop.clone(),
         ));
     } else {
-        for c in 0..plan.params.swarm.clients {
+        for c in 0..plan.params.swarm().clients {
             clients.spawn(run_client(run.clone(), c, p.log.sender(), stop.clone()));
         }
     }

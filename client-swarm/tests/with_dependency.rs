@@ -83,7 +83,7 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
 
         assert!(ops
             .iter()
-            .all(|o| o.attempts >= 1 && o.attempts <= p.swarm.max_attempts));
+            .all(|o| o.attempts >= 1 && o.attempts <= p.swarm().max_attempts));
         assert!(ops.iter().all(|o| o.start_us < 3_000_000));
         // The freeze holds requests and answers them 503 at its end (1.5 s): the client sees
         // those answers shortly after (generous upper bound for a busy 2-core machine).

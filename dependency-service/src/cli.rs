@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(p.log_dir, PathBuf::from("logs"));
         assert_eq!(p.scenario, Some(Scenario::E03B));
         assert_eq!(plan(&["--scenario", "none"], &[]).unwrap().scenario, None);
-        assert_eq!(p.params.service.workers, 10);
+        assert_eq!(p.params.service().workers, 10);
     }
 
     #[test]
@@ -387,7 +387,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (p.scenario, p.params.service.workers),
+            (p.scenario, p.params.service().workers),
             (Some(Scenario::E03A), 3)
         );
     }

@@ -44,7 +44,7 @@ impl RunSpec {
     /// The standalone run: time zero now, seed from the parameters.
     pub fn standalone(scenario: Scenario, params: Params) -> RunSpec {
         let start_unix_ms = unix_ms_now();
-        let seed = params.seeds[0];
+        let seed = params.seeds()[0];
         RunSpec {
             run: control::run_id(scenario, STANDALONE, seed, start_unix_ms),
             scenario,

@@ -10,13 +10,20 @@ use tokio::net::TcpStream;
 
 /// Sends raw bytes on a fresh connection and reads the answer until the server closes it.
 async fn raw_call(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    raw_call_traced(addr, request).await.0
+}
+
+/// [`raw_call`], with what went wrong on the way (for a failure's message): the write's and
+/// the read's errors, if any.
+async fn raw_call_traced(addr: std::net::SocketAddr, request: &[u8]) -> (String, String) {
     let mut s = TcpStream::connect(addr).await.unwrap();
     // The server may close mid-request (oversized headers); the answer is what matters.
-    let _ = s.write_all(request).await;
+    let wrote = s.write_all(request).await;
     let mut out = Vec::new();
     // A reset after the answer (hyper closing with unread input) still leaves the answer read.
-    let _ = s.read_to_end(&mut out).await;
-    String::from_utf8_lossy(&out).into_owned()
+    let read = s.read_to_end(&mut out).await;
+    let trace = format!("write: {wrote:?}, read: {read:?}");
+    (String::from_utf8_lossy(&out).into_owned(), trace)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +101,7 @@ async fn five_hundred_concurrent_connections_are_all_answered() {
         .map(|_| {
             let addr = srv.work;
             tokio::spawn(async move {
-                raw_call(
+                raw_call_traced(
                     addr,
                     b"GET /work HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                 )
@@ -104,13 +111,13 @@ async fn five_hundred_concurrent_connections_are_all_answered() {
         .collect();
     let mut answered = 0;
     for c in calls {
-        let answer = tokio::time::timeout(Duration::from_secs(30), c)
+        let (answer, trace) = tokio::time::timeout(Duration::from_secs(30), c)
             .await
             .expect("answered within 30 s")
             .unwrap();
         assert!(
             answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 503"),
-            "{answer:.80}"
+            "answer {answer:.80?} ({trace})"
         );
         answered += 1;
     }

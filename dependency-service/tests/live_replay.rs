@@ -185,7 +185,7 @@ fn live_fates(log: &[Event]) -> (Vec<u64>, Vec<Fate>) {
 
 /// Each request's fate in a replay of `arrivals_us` (request i arrives at `arrivals_us[i]`).
 fn replayed_fates(params: &Params, arrivals_us: &[u64]) -> Vec<Fate> {
-    let seed = params.seeds[0]; // the standalone run's seed
+    let seed = params.seeds()[0]; // the standalone run's seed
     let list: Vec<Duration> = arrivals_us
         .iter()
         .map(|t| Duration::from_micros(*t))

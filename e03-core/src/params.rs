@@ -356,14 +356,80 @@ fn default_max_in_flight() -> u32 {
     20_000
 }
 
-/// Every parameter of a run, validated.
+/// Every parameter of a run, validated. The fields are private so that every `Params` has
+/// passed the checks: it is made by [`Params::from_raw`] (or [`Params::for_scenario`]), changed
+/// only by the checked [`Params::with_seeds`], and read back from JSON through the same rules
+/// (`serde(try_from)`). So there is always at least one seed ([`Params::seed`] cannot fail), at
+/// least one strategy, no repeated strategy id, and the cross-parameter rules hold.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "ParamsFields")]
 pub struct Params {
-    pub service: ServiceParams,
-    pub swarm: SwarmParams,
-    pub seeds: Vec<u64>,
-    pub strategies: Vec<Strategy>,
+    service: ServiceParams,
+    swarm: SwarmParams,
+    seeds: Vec<u64>,
+    strategies: Vec<Strategy>,
 }
+
+/// The serialized shape of [`Params`], checked by `TryFrom` before it becomes one.
+#[derive(serde::Deserialize)]
+struct ParamsFields {
+    service: ServiceParams,
+    swarm: SwarmParams,
+    seeds: Vec<u64>,
+    strategies: Vec<Strategy>,
+}
+
+impl TryFrom<ParamsFields> for Params {
+    type Error = String;
+
+    fn try_from(f: ParamsFields) -> Result<Params, String> {
+        if let Some(name) = broken_rule(&f.service, &f.swarm) {
+            return Err(format!("parameters break the rule on {name}"));
+        }
+        if let Some(s) = f
+            .strategies
+            .iter()
+            .enumerate()
+            .find(|(i, s)| f.strategies[..*i].iter().any(|x| x.id == s.id))
+        {
+            return Err(format!("strategy {:?} is listed twice", s.1.id));
+        }
+        if f.strategies.is_empty() {
+            return Err("parameters with no strategy".into());
+        }
+        Params {
+            service: f.service,
+            swarm: f.swarm,
+            seeds: vec![0],
+            strategies: f.strategies,
+        }
+        .with_seeds(f.seeds)
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// The cross-parameter rules that single values cannot check: the first one broken, by the
+/// name of its later parameter.
+fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static str> {
+    if service.freeze_end_s < service.freeze_start_s {
+        Some("E03_FREEZE_END_S")
+    } else if service.recovery_end_s < service.freeze_end_s {
+        Some("E03_RECOVERY_END_S")
+    } else if service.fail_rate + service.slow_rate > 1.0 {
+        Some("E03_SLOW_RATE")
+    } else if service.fail_rate + service.slow_rate + service.lost_rate > 1.0 {
+        Some("E03_LOST_RATE")
+    } else if swarm.think_max_ms < swarm.think_min_ms {
+        Some("E03_THINK_MAX_MS")
+    } else if swarm.deadline_ms < swarm.attempt_timeout_ms {
+        Some("E03_DEADLINE_MS")
+    } else {
+        None
+    }
+}
+
+/// Most seeds in one run (as `E03_SEEDS` accepts).
+const MAX_SEEDS: usize = 10_000;
 
 fn ms(v: f64) -> Duration {
     Duration::from_secs_f64(v / 1000.0)
@@ -436,23 +502,8 @@ impl Params {
             budget_ratio: r.num("E03_BUDGET_RATIO", 0.0, 1000.0, false)?,
         };
         // Cross-parameter rules, one error each, naming the later parameter.
-        if service.freeze_end_s < service.freeze_start_s {
-            return Err(r.invalid("E03_FREEZE_END_S"));
-        }
-        if service.recovery_end_s < service.freeze_end_s {
-            return Err(r.invalid("E03_RECOVERY_END_S"));
-        }
-        if service.fail_rate + service.slow_rate > 1.0 {
-            return Err(r.invalid("E03_SLOW_RATE"));
-        }
-        if service.fail_rate + service.slow_rate + service.lost_rate > 1.0 {
-            return Err(r.invalid("E03_LOST_RATE"));
-        }
-        if swarm.think_max_ms < swarm.think_min_ms {
-            return Err(r.invalid("E03_THINK_MAX_MS"));
-        }
-        if swarm.deadline_ms < swarm.attempt_timeout_ms {
-            return Err(r.invalid("E03_DEADLINE_MS"));
+        if let Some(name) = broken_rule(&service, &swarm) {
+            return Err(r.invalid(name));
         }
         let seeds = match r.value("E03_SEEDS") {
             "" => vec![r.int("E03_SEED", 0, u64::MAX)?],
@@ -486,6 +537,54 @@ impl Params {
             seeds,
             strategies,
         })
+    }
+
+    /// The dependency's parameters.
+    pub fn service(&self) -> &ServiceParams {
+        &self.service
+    }
+
+    /// The swarm's parameters.
+    pub fn swarm(&self) -> &SwarmParams {
+        &self.swarm
+    }
+
+    /// Every seed of the run, in order; never empty, no repeats.
+    pub fn seeds(&self) -> &[u64] {
+        &self.seeds
+    }
+
+    /// The run's first seed (`E03_SEED`, or the first of `E03_SEEDS`).
+    pub fn seed(&self) -> u64 {
+        self.seeds[0]
+    }
+
+    /// The strategies of the run, in order; never empty, no repeated id.
+    pub fn strategies(&self) -> &[Strategy] {
+        &self.strategies
+    }
+
+    /// These parameters with other seeds, checked as `E03_SEEDS` is: at least one, at most
+    /// 10,000, no repeats.
+    pub fn with_seeds(self, seeds: Vec<u64>) -> Result<Params, ParamError> {
+        let mut sorted = seeds.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if seeds.is_empty() || seeds.len() > MAX_SEEDS || sorted.len() != seeds.len() {
+            return Err(ParamError::Invalid {
+                name: "E03_SEEDS".into(),
+                value: seeds
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                accepts: spec("E03_SEEDS")
+                    .expect("known parameter")
+                    .accepts
+                    .to_string(),
+            });
+        }
+        Ok(Params { seeds, ..self })
     }
 
     /// The raw form of these parameters (env name to value), for passing them on to another
@@ -523,7 +622,7 @@ impl Params {
             ("E03_BACKOFF_CAP_MS", w.backoff_cap_ms.to_string()),
             ("E03_BUDGET_CAP", w.budget_cap.to_string()),
             ("E03_BUDGET_RATIO", w.budget_ratio.to_string()),
-            ("E03_SEED", self.seeds[0].to_string()),
+            ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
                 self.seeds
@@ -772,7 +871,7 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
             }
             None => seeds.push(part.parse::<u64>().ok()?),
         }
-        if seeds.len() > 10_000 {
+        if seeds.len() > MAX_SEEDS {
             return None;
         }
     }
@@ -785,6 +884,40 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_seeds_keeps_the_seed_list_rules() {
+        let p = Params::default();
+        let q = p.clone().with_seeds(vec![7, 1]).unwrap();
+        assert_eq!((q.seeds(), q.seed()), (&[7, 1][..], 7));
+        assert_eq!(q.service(), p.service());
+        for bad in [vec![], vec![3, 3], (0..=MAX_SEEDS as u64).collect()] {
+            let e = p.clone().with_seeds(bad).unwrap_err();
+            assert!(e.to_string().contains("E03_SEEDS"), "{e}");
+        }
+    }
+
+    #[test]
+    fn params_read_from_json_pass_the_same_rules() {
+        let p = Params::from_raw(&raw(&[("E03_SEEDS", "4,5"), ("E03_STRATEGIES", "C,A")])).unwrap();
+        let json = serde_json::to_value(&p).unwrap();
+        let back: Params = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, p);
+        let broken = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut j = json.clone();
+            edit(&mut j);
+            serde_json::from_value::<Params>(j).unwrap_err().to_string()
+        };
+        assert!(broken(&|j| j["seeds"] = serde_json::json!([])).contains("E03_SEEDS"));
+        assert!(broken(&|j| j["strategies"] = serde_json::json!([])).contains("no strategy"));
+        let twice = broken(&|j| {
+            let a = j["strategies"][1].clone();
+            j["strategies"][0] = a;
+        });
+        assert!(twice.contains("listed twice"), "{twice}");
+        let rule = broken(&|j| j["swarm"]["think_max_ms"] = serde_json::json!(1.0));
+        assert!(rule.contains("E03_THINK_MAX_MS"), "{rule}");
+    }
 
     #[test]
     fn a_reversed_seed_range_is_named() {

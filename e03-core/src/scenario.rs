@@ -438,7 +438,7 @@ impl ScenarioFile {
         let run_ids: Vec<String> = match &chain {
             Some(c) => c.variants.iter().map(|v| v.id.clone()).collect(),
             None => validated
-                .map(|p| p.strategies.into_iter().map(|s| s.id).collect())
+                .map(|p| p.strategies().iter().map(|s| s.id.clone()).collect())
                 .unwrap_or_default(),
         };
         let mut checks = Vec::new();
@@ -1178,7 +1178,7 @@ mod tests {
         );
         let p =
             Params::for_scenario(Scenario::named("gateway4").unwrap(), &BTreeMap::new()).unwrap();
-        let ids: Vec<&str> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["immediate-20ms", "jitter-60ms"]);
         let b = builtin("breaker").unwrap();
         assert!(b.strategies[0].breaker.is_some());
@@ -1198,7 +1198,7 @@ mod tests {
         use crate::ledger::KeyPolicy;
         let idem = Scenario::named("idempotency").unwrap();
         let p = Params::for_scenario(idem, &BTreeMap::new()).unwrap();
-        let policies: Vec<_> = p.strategies.iter().map(|s| s.idempotency).collect();
+        let policies: Vec<_> = p.strategies().iter().map(|s| s.idempotency).collect();
         assert_eq!(
             policies,
             [
@@ -1221,7 +1221,7 @@ mod tests {
             (f.permanent_rate, f.fail_rate, f.lost_rate),
             (0.1, 0.1, 0.0)
         );
-        let ids: Vec<_> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<_> = p.strategies().iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["C", "retry-everything"]);
         assert!(class
             .def()

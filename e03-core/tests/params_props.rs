@@ -161,16 +161,16 @@ fn valid() -> impl Strategy<Value = Valid> {
 
 fn int_field(p: &Params, name: &str) -> u64 {
     match name {
-        "E03_WORKERS" => p.service.workers as u64,
-        "E03_QUEUE" => p.service.queue as u64,
-        "E03_CLIENTS" => u64::from(p.swarm.clients),
-        "E03_MAX_ATTEMPTS" => u64::from(p.swarm.max_attempts),
+        "E03_WORKERS" => p.service().workers as u64,
+        "E03_QUEUE" => p.service().queue as u64,
+        "E03_CLIENTS" => u64::from(p.swarm().clients),
+        "E03_MAX_ATTEMPTS" => u64::from(p.swarm().max_attempts),
         _ => panic!("no integer parameter {name}"),
     }
 }
 
 fn num_field(p: &Params, name: &str) -> f64 {
-    let (s, w) = (&p.service, &p.swarm);
+    let (s, w) = (&p.service(), &p.swarm());
     match name {
         "E03_SERVICE_MS" => s.service_ms,
         "E03_FREEZE_START_S" => s.freeze_start_s,
@@ -224,8 +224,8 @@ proptest! {
         for (name, want) in &v.nums {
             prop_assert_eq!(num_field(&p, name).to_bits(), want.to_bits(), "{}", name);
         }
-        prop_assert_eq!(&p.seeds, &vec![v.seed]);
-        let ids: Vec<&str> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        prop_assert_eq!(&p.seeds(), &vec![v.seed]);
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
         prop_assert_eq!(ids, v.strategies.clone());
     }
 
@@ -239,7 +239,7 @@ proptest! {
         let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
         raw.insert("E03_SEEDS".into(), list.join(","));
         let many = Params::from_raw(&raw).unwrap();
-        prop_assert_eq!(&many.seeds, &seeds.iter().copied().collect::<Vec<_>>());
+        prop_assert_eq!(&many.seeds(), &seeds.iter().copied().collect::<Vec<_>>());
         prop_assert_eq!(&Params::from_raw(&many.to_raw()).unwrap(), &many);
     }
 

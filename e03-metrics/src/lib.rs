@@ -84,7 +84,7 @@ impl ScenarioSummary {
     /// table; None for an id it does not know (a server log read alone).
     pub fn strategy_name(&self, id: &str) -> Option<&str> {
         self.params
-            .strategies
+            .strategies()
             .iter()
             .find(|s| s.id == id)
             .map(|s| s.name.as_str())

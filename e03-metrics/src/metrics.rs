@@ -210,7 +210,7 @@ impl RunAccumulator {
         let freeze_end_us = timeline.freeze.map(|f| us(f.end));
         let faults = params.service_config(scenario, seed).faults;
         let charging = params
-            .strategies
+            .strategies()
             .iter()
             .any(|s| s.id == strategy && s.idempotency.is_some());
         let ledger = (faults.lost_rate > 0.0 || faults.permanent_rate > 0.0 || charging)
@@ -242,7 +242,7 @@ impl RunAccumulator {
             live: None,
             open: params.is_open_loop().then(|| {
                 OpenLoopAcc::new(
-                    params.service.workers,
+                    params.service().workers,
                     timeline.incident().map(|(_, end)| us(end)),
                     us(params.duration()),
                 )

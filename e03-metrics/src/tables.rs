@@ -856,7 +856,7 @@ mod terminal_tests {
             complete: true,
             runs,
         };
-        s.params.seeds = s.seeds();
+        s.params = s.params.clone().with_seeds(s.seeds()).unwrap();
         s
     }
 

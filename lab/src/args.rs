@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Arg, ArgAction, Command as Clap};
+use clap::{Arg, ArgAction, ArgMatches, Command as Clap};
 use e03_core::cli::{
     did_you_mean, params_for_scenario, raw_params, unknown_env, unknown_env_message,
     with_param_args,
@@ -27,6 +27,9 @@ pub struct RunPlan {
     pub out: PathBuf,
     /// One strategy at a time instead of all at once.
     pub sequential: bool,
+    /// How many scenarios run at the same time, each against dependencies of its own (1: one
+    /// after the other). `--sequential` runs them one after the other too.
+    pub scenarios_at_once: usize,
     /// The run directory under `out`.
     pub choice: RunChoice,
     /// The user's policy file (`--policies`, `E03_POLICIES`), absolute: the children read it too.
@@ -109,6 +112,41 @@ fn policies_arg() -> Arg {
         )
 }
 
+/// Default of `--scenarios-at-once`: E03-A and E03-B together.
+const SCENARIOS_AT_ONCE: &str = "2";
+
+/// Most scenarios at once (each starts a swarm and a dependency per strategy).
+const MAX_SCENARIOS_AT_ONCE: usize = 16;
+
+fn scenarios_at_once_arg() -> Arg {
+    Arg::new("scenarios-at-once")
+        .long("scenarios-at-once")
+        .env("E03_SCENARIOS_AT_ONCE")
+        .value_name("N")
+        .default_value(SCENARIOS_AT_ONCE)
+        .help(
+            "how many scenarios run at the same time, each with its own dependencies and swarm \
+             (1: one after the other); a whole number from 1 to 16",
+        )
+}
+
+/// `--scenarios-at-once`, checked.
+fn scenarios_at_once(sub: &ArgMatches) -> Result<usize, String> {
+    let v = sub
+        .get_one::<String>("scenarios-at-once")
+        .map_or(SCENARIOS_AT_ONCE, String::as_str);
+    v.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_SCENARIOS_AT_ONCE).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "invalid --scenarios-at-once (E03_SCENARIOS_AT_ONCE) {v:?}: expected a whole \
+                 number from 1 to {MAX_SCENARIOS_AT_ONCE}"
+            )
+        })
+}
+
 fn sequential_arg() -> Arg {
     Arg::new("sequential")
         .long("sequential")
@@ -131,7 +169,8 @@ fn cli() -> Clap {
                 .arg(scenario_arg())
                 .arg(policies_arg())
                 .arg(out_arg())
-                .arg(sequential_arg()),
+                .arg(sequential_arg())
+                .arg(scenarios_at_once_arg()),
         )))
         .subcommand(with_param_args(run_id_args(
             Clap::new("simulate")
@@ -304,6 +343,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
             raw,
             out,
             sequential,
+            scenarios_at_once: scenarios_at_once(sub).map_err(usage_error)?,
             choice,
             policies,
         })),

@@ -69,18 +69,13 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     let started = Instant::now();
     // Every strategy of any scenario of the run (a file may choose its own), in order.
     let mut all: Vec<Strategy> = Vec::new();
-    for s in plan.params.iter().flat_map(|p| &p.strategies) {
+    for s in plan.params.iter().flat_map(|p| p.strategies()) {
         if !all.iter().any(|a| a.id == s.id) {
             all.push(s.clone());
         }
     }
-    let groups: Vec<Vec<Strategy>> = if plan.sequential {
-        all.iter().map(|s| vec![s.clone()]).collect()
-    } else {
-        vec![all]
-    };
-    for group in &groups {
-        run_group(plan, &run.dir, group, &stop)?;
+    for batch in batches(plan, &all) {
+        run_batch(plan, &run.dir, &batch, &stop)?;
         if stop.load(Ordering::SeqCst) {
             break;
         }
@@ -163,13 +158,90 @@ fn prepare_scenario_dir(dir: &Path, overwrite: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One dependency per strategy of `group`, one swarm over all scenarios and seeds.
+/// One swarm and its dependencies: the scenarios it runs (by their command-line names, one
+/// after the other) and the strategies it runs them with (all at once).
+#[derive(Debug, Clone, PartialEq)]
+struct Lane {
+    scenario_args: Vec<String>,
+    strategies: Vec<Strategy>,
+}
+
+/// The lanes of the run, in batches: the lanes of a batch run at the same time, the batches
+/// one after the other.
+/// - `--sequential`: one strategy at a time, each over every scenario (one lane a batch);
+/// - `--scenarios-at-once 1`: one lane over every scenario with every strategy;
+/// - `--scenarios-at-once N`: N scenarios at a time, each in a lane of its own with its own
+///   strategies (and so its own dependencies and swarm).
+fn batches(plan: &RunPlan, all: &[Strategy]) -> Vec<Vec<Lane>> {
+    let every = || plan.scenario_args.clone();
+    if plan.sequential {
+        return all
+            .iter()
+            .map(|s| {
+                vec![Lane {
+                    scenario_args: every(),
+                    strategies: vec![s.clone()],
+                }]
+            })
+            .collect();
+    }
+    if plan.scenarios_at_once <= 1 || plan.scenarios.len() <= 1 {
+        return vec![vec![Lane {
+            scenario_args: every(),
+            strategies: all.to_vec(),
+        }]];
+    }
+    let lanes: Vec<Lane> = plan
+        .scenario_args
+        .iter()
+        .zip(&plan.params)
+        .map(|(arg, params)| Lane {
+            scenario_args: vec![arg.clone()],
+            strategies: params.strategies().to_vec(),
+        })
+        .collect();
+    lanes
+        .chunks(plan.scenarios_at_once)
+        .map(<[Lane]>::to_vec)
+        .collect()
+}
+
+/// Runs the lanes of one batch at the same time; the first error, if any, once all are done.
+fn run_batch(plan: &RunPlan, out: &Path, batch: &[Lane], stop: &AtomicBool) -> anyhow::Result<()> {
+    if let [lane] = batch {
+        return run_group(plan, out, lane, stop, None);
+    }
+    // Several swarms share the terminal: progress as plain lines, each naming its scenario,
+    // unless the user chose a mode.
+    let progress = match std::env::var("E03_PROGRESS") {
+        Ok(_) => None,
+        Err(_) => Some("lines"),
+    };
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = batch
+            .iter()
+            .map(|lane| scope.spawn(move || run_group(plan, out, lane, stop, progress)))
+            .collect();
+        let mut first = Ok(());
+        for h in handles {
+            let r = h.join().expect("a lane's thread does not panic");
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
+}
+
+/// One dependency per strategy of the lane, one swarm over its scenarios and seeds.
 fn run_group(
     plan: &RunPlan,
     out: &Path,
-    group: &[Strategy],
+    lane: &Lane,
     stop: &AtomicBool,
+    progress: Option<&str>,
 ) -> anyhow::Result<()> {
+    let group = &lane.strategies;
     let exe = std::env::current_exe().context("locating the lab binary")?;
     let mut services = Vec::new();
     let mut targets = Vec::new();
@@ -183,11 +255,15 @@ fn run_group(
     let mut raw = plan.raw.clone();
     let ids: Vec<&str> = group.iter().map(|s| s.id.as_str()).collect();
     raw.insert("E03_STRATEGIES".into(), ids.join(","));
-    let scenarios = plan.scenario_args.join(",");
+    let scenarios = lane.scenario_args.join(",");
     if let Some((path, _)) = &plan.policies {
         raw.insert("E03_POLICIES".into(), path.display().to_string());
     }
-    let mut swarm = child_command(&exe, "swarm", &raw)
+    let mut swarm = child_command(&exe, "swarm", &raw);
+    if let Some(mode) = progress {
+        swarm.env("E03_PROGRESS", mode);
+    }
+    let mut swarm = swarm
         .env("E03_SWARM_REPORT", "0")
         // The lab owns this run directory; with --sequential each group adds its own logs.
         .env("E03_OVERWRITE", "1")
@@ -398,4 +474,69 @@ fn run_dir_of(out: &Path, scenarios: &[Scenario]) -> Option<std::path::PathBuf> 
         });
     }
     holds(out).then(|| out.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{parse, Command};
+
+    fn plan(args: &[&str]) -> RunPlan {
+        let mut all = vec!["lab".into(), "run".into()];
+        all.extend(args.iter().map(|a| a.into()));
+        match parse(all) {
+            Ok(Command::Run(plan)) => plan,
+            _ => panic!("a run plan from {args:?}"),
+        }
+    }
+
+    fn shape(batches: &[Vec<Lane>]) -> Vec<Vec<(String, Vec<String>)>> {
+        batches
+            .iter()
+            .map(|b| {
+                b.iter()
+                    .map(|l| {
+                        let ids = l.strategies.iter().map(|s| s.id.clone()).collect();
+                        (l.scenario_args.join(","), ids)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn strategies(p: &RunPlan) -> Vec<Strategy> {
+        p.params[0].strategies().to_vec()
+    }
+
+    #[test]
+    fn scenarios_run_at_once_each_with_its_own_dependencies_unless_told_otherwise() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let abcd = ids(&["A", "B", "C", "D"]);
+        let p = plan(&["all"]);
+        assert_eq!(
+            shape(&batches(&p, &strategies(&p))),
+            vec![vec![
+                ("e03a".to_string(), abcd.clone()),
+                ("e03b".to_string(), abcd.clone())
+            ]]
+        );
+        let p = plan(&["all", "--scenarios-at-once", "1"]);
+        assert_eq!(
+            shape(&batches(&p, &strategies(&p))),
+            vec![vec![("e03a,e03b".to_string(), abcd.clone())]]
+        );
+        let p = plan(&["all", "--sequential", "--strategies", "A,C"]);
+        assert_eq!(
+            shape(&batches(&p, &strategies(&p))),
+            vec![
+                vec![("e03a,e03b".to_string(), ids(&["A"]))],
+                vec![("e03a,e03b".to_string(), ids(&["C"]))]
+            ]
+        );
+        let p = plan(&["e03b"]);
+        assert_eq!(
+            shape(&batches(&p, &strategies(&p))),
+            vec![vec![("e03b".to_string(), abcd)]]
+        );
+    }
 }

@@ -311,7 +311,7 @@ fn verify_cells(
             cell.strategy,
             cell.load * 100.0,
             cell.trigger_s,
-            params.swarm.duration_s
+            params.swarm().duration_s
         );
         let plan = RunPlan {
             scenarios: vec![spec.scenario],
@@ -320,6 +320,7 @@ fn verify_cells(
             raw: child_raw,
             out: dir.to_path_buf(),
             sequential: false,
+            scenarios_at_once: 1,
             choice: RunChoice {
                 id: Some(name.clone()),
                 overwrite: true,

@@ -79,6 +79,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         raw: plan.raw.clone(),
         out: plan.out.clone(),
         sequential: plan.sequential,
+        scenarios_at_once: 1,
         choice: plan.choice.clone(),
         policies: plan.policies.clone(),
     };

@@ -55,6 +55,12 @@ fn bad_values_name_what_the_user_typed_and_exit_2() {
             "did you mean E03_CLIENTS?",
             "--clients",
         ),
+        (
+            &["--scenarios-at-once", "0"],
+            &[],
+            "invalid --scenarios-at-once (E03_SCENARIOS_AT_ONCE) \"0\": expected a whole number from 1 to 16",
+            "E03_CLIENTS",
+        ),
     ];
     for (flags, env, expected, absent) in cases {
         let (code, stderr) = run(lab()

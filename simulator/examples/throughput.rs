@@ -13,7 +13,7 @@ fn main() -> anyhow::Result<()> {
         .nth(1)
         .unwrap_or_else(|| "1-100".to_string());
     let params = Params::default();
-    for s in &params.strategies {
+    for s in params.strategies() {
         let m = simulator::simulate_run(Scenario::E03B, &params, s, 42);
         println!(
             "{}: success {:.1}% total {} retries {} denied {} peak_1s {} peak_100ms {} p95 {} ms p99 {} ms recovery {:?} s",

@@ -133,10 +133,8 @@ pub fn print_comparison<W: Write>(
             sim.seeds()
         )?;
     }
-    let (mut l, mut s) = (live.params.clone(), sim.params.clone());
-    (l.seeds, s.seeds) = (Vec::new(), Vec::new());
-    (l.strategies, s.strategies) = (Vec::new(), Vec::new());
-    if l != s {
+    let (l, s) = (&live.params, &sim.params);
+    if l.service() != s.service() || l.swarm() != s.swarm() {
         writeln!(w, "note: the two sides ran with different parameters")?;
     }
     if !live.complete {

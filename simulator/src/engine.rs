@@ -107,7 +107,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         seed: u64,
         observer: O,
     ) -> Self {
-        let n = params.swarm.clients;
+        let n = params.swarm().clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
         let service = DependencySchedule::new(params.service_config(scenario, seed));
         let config = SessionConfig::from_params(params);
@@ -128,8 +128,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             });
         }
         // Roughly: operations per client x attempts; only a capacity hint.
-        let expected_ops = (params.swarm.duration_s * 1000.0 / params.swarm.think_min_ms.max(1.0))
-            .min(1e6) as usize
+        let expected_ops = (params.swarm().duration_s * 1000.0
+            / params.swarm().think_min_ms.max(1.0))
+        .min(1e6) as usize
             + 1;
         Self {
             strategy,

@@ -32,8 +32,8 @@ impl MapSpec {
     /// The parameters of the cell at `load` and `trigger_s`.
     pub fn cell_params(&self, load: f64, trigger_s: f64) -> Result<Params, ParamError> {
         let base = Params::for_scenario(self.scenario, &self.raw)?;
-        let start = base.service.freeze_start_s;
-        let capacity = base.service.workers as f64 / (base.service.service_ms / 1000.0);
+        let start = base.service().freeze_start_s;
+        let capacity = base.service().workers as f64 / (base.service().service_ms / 1000.0);
         let end = start + trigger_s;
         let mut raw = self.raw.clone();
         for (k, v) in [
@@ -73,9 +73,9 @@ pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, String> {
             cells_params.push((load, t, p));
         }
     }
-    let seeds = base.seeds.clone();
+    let seeds = base.seeds().to_vec();
     let mut jobs = Vec::new();
-    for (s, strategy) in base.strategies.iter().enumerate() {
+    for (s, strategy) in base.strategies().iter().enumerate() {
         for (c, _) in cells_params.iter().enumerate() {
             for &seed in &seeds {
                 jobs.push((s, strategy.id.clone(), c, seed));
@@ -104,7 +104,7 @@ pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, String> {
         scenario: spec.scenario.name().to_string(),
         title: spec.scenario.title().to_string(),
         strategies: base
-            .strategies
+            .strategies()
             .iter()
             .map(|s| (s.id.clone(), format!("{} {}", s.id, s.name)))
             .collect(),
@@ -112,8 +112,8 @@ pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, String> {
         triggers_s: spec.triggers_s.clone(),
         seeds,
         horizon_s: spec.horizon_s,
-        capacity_per_s: base.service.workers as f64 / (base.service.service_ms / 1000.0),
-        max_attempts: base.swarm.max_attempts,
+        capacity_per_s: base.service().workers as f64 / (base.service().service_ms / 1000.0),
+        max_attempts: base.swarm().max_attempts,
         cells,
     })
 }
@@ -137,9 +137,9 @@ mod tests {
             horizon_s: 30.0,
         };
         let p = spec.cell_params(0.8, 3.0).unwrap();
-        assert_eq!(p.swarm.rate, 200.0);
-        assert_eq!(p.service.freeze_end_s, 13.0);
-        assert_eq!(p.swarm.duration_s, 43.0);
+        assert_eq!(p.swarm().rate, 200.0);
+        assert_eq!(p.service().freeze_end_s, 13.0);
+        assert_eq!(p.swarm().duration_s, 43.0);
         let map = phase_map(&spec).unwrap();
         assert_eq!(map.cells.len(), 4);
         let a_low = map.cell("A", 0, 0).unwrap();

@@ -171,9 +171,9 @@ pub fn par_map<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) -> Vec<
 /// Every (seed, strategy) of `params`, seed-major, simulated in parallel.
 pub fn simulate_all(scenario: Scenario, params: &Params) -> Vec<RunMetrics> {
     let jobs: Vec<(u64, &Strategy)> = params
-        .seeds
+        .seeds()
         .iter()
-        .flat_map(|seed| params.strategies.iter().map(move |s| (*seed, s)))
+        .flat_map(|seed| params.strategies().iter().map(move |s| (*seed, s)))
         .collect();
     par_map(&jobs, |(seed, strategy)| {
         simulate_run(scenario, params, strategy, *seed)

@@ -152,9 +152,9 @@ pub fn sweep(
         .enumerate()
         .flat_map(|(i, p)| {
             p.params
-                .seeds
+                .seeds()
                 .iter()
-                .flat_map(move |seed| p.params.strategies.iter().map(move |s| (i, *seed, s)))
+                .flat_map(move |seed| p.params.strategies().iter().map(move |s| (i, *seed, s)))
         })
         .collect();
     let runs = par_map(&jobs, |(i, seed, strategy)| {
@@ -174,7 +174,7 @@ pub fn sweep(
 /// Strategy ids of the sweep in order of first appearance.
 fn strategy_ids(r: &SweepResult) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
-    for s in r.points.iter().flat_map(|p| &p.params.strategies) {
+    for s in r.points.iter().flat_map(|p| p.params.strategies()) {
         if !ids.contains(&s.id) {
             ids.push(s.id.clone());
         }
@@ -186,7 +186,7 @@ fn strategy_ids(r: &SweepResult) -> Vec<String> {
 /// `mean (min..max)` over the point's seeds.
 pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Result<()> {
     let ids = strategy_ids(r);
-    let seeds = r.points.first().map_or(0, |p| p.params.seeds.len());
+    let seeds = r.points.first().map_or(0, |p| p.params.seeds().len());
     let axes: Vec<&str> = r.axes.iter().map(|a| a.name.as_str()).collect();
     writeln!(
         w,
@@ -205,7 +205,7 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
         .filter_map(|id| {
             r.points
                 .iter()
-                .flat_map(|p| &p.params.strategies)
+                .flat_map(|p| p.params.strategies())
                 .find(|s| &s.id == id)
                 .map(|s| format!("{} {}", s.id, s.name))
         })
@@ -273,7 +273,7 @@ pub fn sweep_csv_rows(r: &SweepResult) -> Vec<Vec<String>> {
     }
     let mut rows = vec![header];
     for p in &r.points {
-        for s in &p.params.strategies {
+        for s in p.params.strategies() {
             let runs: Vec<&RunMetrics> = p.runs.iter().filter(|m| m.strategy == s.id).collect();
             let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
             row.push(s.id.clone());
@@ -388,13 +388,13 @@ mod tests {
                 .collect();
             assert_eq!(order, [(1, "A"), (1, "C"), (2, "A"), (2, "C")]);
         }
-        assert_eq!(r.points[5].params.service.workers, 10);
-        assert_eq!(r.points[5].params.service.queue, 100);
+        assert_eq!(r.points[5].params.service().workers, 10);
+        assert_eq!(r.points[5].params.service().queue, 100);
         // Each point really ran with its own parameters: the same point alone gives the same runs.
         let alone = simulate_run(
             Scenario::E03B,
             &r.points[1].params,
-            &r.points[1].params.strategies[1],
+            &r.points[1].params.strategies()[1],
             2,
         );
         assert_eq!(r.points[1].runs[3], alone);

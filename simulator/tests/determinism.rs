@@ -18,7 +18,7 @@ fn params(pairs: &[(&str, &str)]) -> Params {
 fn same_seed_gives_identical_metrics_and_series() {
     let p = Params::default();
     for scenario in [Scenario::E03A, Scenario::E03B] {
-        for s in &p.strategies {
+        for s in p.strategies() {
             let a = simulate_run(scenario, &p, s, 42);
             let b = simulate_run(scenario, &p, s, 42);
             // RunMetrics' equality covers the window series too (they are not in its JSON).
@@ -63,6 +63,6 @@ fn simulate_orders_runs_seed_major_then_strategy() {
     // Parallel runs equal the same runs done one by one.
     assert_eq!(
         s.runs[3],
-        simulate_run(Scenario::E03A, &p, &p.strategies[1], 3)
+        simulate_run(Scenario::E03A, &p, &p.strategies()[1], 3)
     );
 }
