@@ -59,6 +59,7 @@ pub mod rng;
 pub mod scenario;
 pub mod schedule;
 pub mod session;
+pub mod steps;
 pub mod strategy;
 pub mod strategy_table;
 pub mod timeline;
