@@ -168,6 +168,11 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
         write_csv_rows(&dir.join("ledger.csv"), &rows)?;
     }
+    if let Some(t) = e03_metrics::steps::step_table(s) {
+        let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
+        write_csv_rows(&dir.join("steps.csv"), &rows)?;
+        figures::write_steps(dir, s)?;
+    }
     if s.runs.iter().any(|r| r.open_loop.is_some()) {
         let rows = e03_metrics::openloop::open_loop_csv_rows(s);
         write_csv_rows(&dir.join("open_loop_1s.csv"), &rows)?;
