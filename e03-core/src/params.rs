@@ -213,7 +213,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_BATCH_ITEMS",
         "batch-items",
         "160",
-        "a whole number from 0 to 1000000, not below E03_BURST_ITEMS",
+        "a whole number from 0 to 1000000",
         "steps: items of the batch; those not in the burst arrive one a step from step 0"
     ),
     p!(
@@ -227,12 +227,12 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_BURST_ITEMS",
         "burst-items",
         "60",
-        "a whole number from 0 to 1000000",
+        "a whole number from 0 to 1000000, not above E03_BATCH_ITEMS",
         "steps: batch items that arrive in the burst"
     ),
     p!(
-        "E03_LOADS",
-        "loads",
+        "E03_STEP_LOADS",
+        "step-loads",
         "3,6",
         "a comma-separated list of 1 to 8 whole numbers from 1 to 10000, without repeats",
         "steps: the load levels, burst items per step (each level runs every strategy)"
@@ -574,7 +574,7 @@ impl Params {
             burst_items: r.int("E03_BURST_ITEMS", 0, 1_000_000)? as u32,
             loads: {
                 let list: Option<Vec<u32>> = r
-                    .value("E03_LOADS")
+                    .value("E03_STEP_LOADS")
                     .split(',')
                     .map(|v| {
                         v.trim()
@@ -590,7 +590,7 @@ impl Params {
                     {
                         l
                     }
-                    _ => return Err(r.invalid("E03_LOADS")),
+                    _ => return Err(r.invalid("E03_STEP_LOADS")),
                 }
             },
             step_calls: r.int("E03_STEP_CALLS", 1, 100_000)? as u32,
@@ -599,7 +599,7 @@ impl Params {
             interactive_budget: r.int("E03_INTERACTIVE_BUDGET", 0, 100_000)? as u32,
         };
         if steps.burst_items > steps.batch_items {
-            return Err(r.invalid("E03_BATCH_ITEMS"));
+            return Err(r.invalid("E03_BURST_ITEMS"));
         }
         // Cross-parameter rules, one error each, naming the later parameter.
         if service.freeze_end_s < service.freeze_start_s {
@@ -702,7 +702,7 @@ impl Params {
             ("E03_BURST_START", self.steps.burst_start.to_string()),
             ("E03_BURST_ITEMS", self.steps.burst_items.to_string()),
             (
-                "E03_LOADS",
+                "E03_STEP_LOADS",
                 self.steps
                     .loads
                     .iter()

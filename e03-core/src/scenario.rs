@@ -103,7 +103,7 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("workload", "batch_items", "E03_BATCH_ITEMS"),
     ("workload", "burst_start", "E03_BURST_START"),
     ("workload", "burst_items", "E03_BURST_ITEMS"),
-    ("workload", "loads", "E03_LOADS"),
+    ("workload", "loads", "E03_STEP_LOADS"),
     ("workload", "step_calls", "E03_STEP_CALLS"),
     ("workload", "interactive_every", "E03_INTERACTIVE_EVERY"),
     ("workload", "interactive_until", "E03_INTERACTIVE_UNTIL"),

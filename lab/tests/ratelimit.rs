@@ -46,7 +46,7 @@ fn a_short_live_run_receives_and_logs_429s_with_retry_after() {
             "7",
             "--strategies",
             "fixed",
-            "--loads",
+            "--step-loads",
             "10",
             "--steps",
             "30",

@@ -179,8 +179,8 @@ mod tests {
 
     #[test]
     fn a_run_is_a_pure_function_of_its_seed() {
-        let a = ratelimit(&[("E03_SEEDS", "3"), ("E03_LOADS", "6")]);
-        let b = ratelimit(&[("E03_SEEDS", "3"), ("E03_LOADS", "6")]);
+        let a = ratelimit(&[("E03_SEEDS", "3"), ("E03_STEP_LOADS", "6")]);
+        let b = ratelimit(&[("E03_SEEDS", "3"), ("E03_STEP_LOADS", "6")]);
         assert_eq!(a.runs, b.runs);
     }
 }
