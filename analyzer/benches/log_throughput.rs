@@ -190,6 +190,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                         cause: if failed { Cause::Fault } else { Cause::Ok },
                         admit_us: Some(t),
                         immediate: false,
+                        cost: None,
                     }),
                 );
                 put(
@@ -205,6 +206,9 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                         end: AttemptEnd::Status,
                         status: Some(if failed { 503 } else { 200 }),
                         rejection: None,
+                        flow: None,
+                        step: None,
+                        retry_after_us: None,
                     }),
                 );
                 seq += 1;
@@ -221,6 +225,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                     attempts,
                     outcome: Outcome::Success,
                     reason: None,
+                    flow: None,
                 }),
             );
             end_us = end_us.max(t);

@@ -148,6 +148,18 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
         md += "\n## Check against the source's published figures\n\n";
         md += &t.markdown();
     }
+    if let Some(t) = e03_metrics::steps::step_table(s) {
+        md += "\n## Who pays for a retry (seed 002)\n\nMeans over the seeds ([CSV](steps.csv)); \
+               calls, 429s and content failures (504 and 502) of the batch flow, tokens of both \
+               flows, wasted tokens paid for answers that were not a success. A difference from \
+               `none` is *measured* only when it exceeds the seed-to-seed difference of `none`.\n\n";
+        md += &t.markdown();
+        if let Some(t) = e03_metrics::steps::step_seed_table(s) {
+            md += "\nCompletion / interactive completion per seed:\n\n";
+            md += &t.markdown();
+        }
+        md += "\n![calls in the rate limit's window per step](calls_per_step.svg)\n";
+    }
     if let Some(t) = e03_metrics::openloop::open_loop_table(s) {
         md += "\n## Open loop\n\nLatency from each operation's intended start; per-second \
                series in open_loop_1s.csv; the verdict's rule in docs/metastability.md.\n\n";
@@ -167,6 +179,11 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     if let Some(t) = e03_metrics::ledger::ledger_table(s) {
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
         write_csv_rows(&dir.join("ledger.csv"), &rows)?;
+    }
+    if let Some(t) = e03_metrics::steps::step_table(s) {
+        let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
+        write_csv_rows(&dir.join("steps.csv"), &rows)?;
+        figures::write_steps(dir, s)?;
     }
     if s.runs.iter().any(|r| r.open_loop.is_some()) {
         let rows = e03_metrics::openloop::open_loop_csv_rows(s);

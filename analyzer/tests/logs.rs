@@ -72,6 +72,7 @@ fn write_run(dir: &Path, s: &str, seed: u64, n: u32, extra: u32, fail_first: boo
             cause: Cause::Ok,
             admit_us: Some(t + 100),
             immediate: true,
+            cost: None,
         }));
         client.push(Event::Attempt(Attempt {
             tag: tag(s, seed),
@@ -84,6 +85,9 @@ fn write_run(dir: &Path, s: &str, seed: u64, n: u32, extra: u32, fail_first: boo
             end: AttemptEnd::Status,
             status: Some(200),
             rejection: None,
+            flow: None,
+            step: None,
+            retry_after_us: None,
         }));
         seq += 1;
     };
@@ -104,6 +108,7 @@ fn write_run(dir: &Path, s: &str, seed: u64, n: u32, extra: u32, fail_first: boo
                 Outcome::Success
             },
             reason: failed.then_some(GiveUp::BudgetDenied),
+            flow: None,
         }));
     }
     for j in 0..extra {
@@ -324,6 +329,9 @@ fn cli_exit_codes() {
         end: AttemptEnd::ConnectionError,
         status: None,
         rejection: None,
+        flow: None,
+        step: None,
+        retry_after_us: None,
     })
     .to_line();
     lines.insert(1, &extra);
@@ -416,6 +424,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             cause,
             admit_us: Some(t),
             immediate: true,
+            cost: None,
         }));
         ledger.push(Event::Charge(ChargeRecord {
             tag: tag.clone(),
@@ -446,6 +455,9 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             },
             status: (!lost).then_some(200),
             rejection: None,
+            flow: None,
+            step: None,
+            retry_after_us: None,
         }));
     }
     server.push(end(Source::Server));

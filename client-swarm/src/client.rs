@@ -62,7 +62,7 @@ pub(crate) struct StrategyRun {
 
 impl StrategyRun {
     /// Time since time zero (zero before it).
-    fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         Instant::now().saturating_duration_since(self.t0)
     }
 
@@ -76,7 +76,7 @@ impl StrategyRun {
         }
     }
 
-    fn budget(&self) -> std::sync::MutexGuard<'_, ClientPolicy> {
+    pub(crate) fn budget(&self) -> std::sync::MutexGuard<'_, ClientPolicy> {
         // A client that panicked mid-update cannot leave the bucket half-written (it is two
         // floats updated together), so a poisoned lock is still usable.
         self.budget.lock().unwrap_or_else(|e| e.into_inner())
@@ -362,6 +362,7 @@ pub(crate) async fn run_operation(
             attempts,
             outcome: outcome_field,
             reason,
+            flow: None,
         }))
         .await;
     OpDone {
@@ -390,6 +391,9 @@ fn attempt_record(
         end,
         status: None,
         rejection: None,
+        flow: None,
+        step: None,
+        retry_after_us: None,
     }
 }
 

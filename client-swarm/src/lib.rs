@@ -30,6 +30,7 @@ mod plan;
 pub mod progress;
 mod run;
 pub mod scenario_files;
+mod steps;
 mod stop;
 
 pub use cli::{main_entry, out_and_scenarios, shutdown_signal};

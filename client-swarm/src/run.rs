@@ -229,7 +229,15 @@ async fn run_strategy(
         }
     }
     let mut clients = JoinSet::new();
-    if plan.params.is_open_loop() {
+    if plan.params.is_steps() {
+        let load = run.strategy.load.unwrap_or(plan.params.steps().loads[0]);
+        clients.spawn(crate::steps::run_steps(
+            run.clone(),
+            plan.params.step_config(load),
+            p.log.sender(),
+            stop.clone(),
+        ));
+    } else if plan.params.is_open_loop() {
         let open = plan.params.open_loop(plan.seed);
         clients.spawn(run_open_loop(
             run.clone(),

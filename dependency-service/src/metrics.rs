@@ -36,7 +36,7 @@ const DURATION_BUCKETS: [f64; 16] = [
 pub const PHASES: [&str; 4] = ["normal", "frozen", "degraded", "down"];
 
 /// Every response cause, as logged (`cause` of a `response` record).
-const CAUSES: [(Cause, &str); 9] = [
+const CAUSES: [(Cause, &str); 11] = [
     (Cause::Ok, "ok"),
     (Cause::Fault, "fault"),
     (Cause::Slow, "slow"),
@@ -46,6 +46,8 @@ const CAUSES: [(Cause, &str); 9] = [
     (Cause::RateLimited, "rate_limited"),
     (Cause::Lost, "lost"),
     (Cause::Permanent, "permanent"),
+    (Cause::Timeout, "timeout"),
+    (Cause::Cutoff, "cutoff"),
 ];
 
 /// The name of a timeline phase in `e03_dependency_phase{phase=..}`.

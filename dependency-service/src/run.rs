@@ -452,6 +452,7 @@ impl Run {
                     cause: a.cause,
                     admit_us: a.admit.map(events::us),
                     immediate: a.immediate,
+                    cost: a.cost,
                 }),
                 Kind::Response(a.cause),
             )

@@ -48,6 +48,8 @@ fn cause_name(c: Cause) -> &'static str {
         Cause::RateLimited => "rate_limited",
         Cause::Lost => "lost",
         Cause::Permanent => "permanent",
+        Cause::Timeout => "timeout",
+        Cause::Cutoff => "cutoff",
     }
 }
 

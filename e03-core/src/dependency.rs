@@ -80,6 +80,10 @@ pub enum Completion {
     Lost(u16),
     /// The request is wrong in itself: answer this permanent status; nothing committed.
     Permanent(u16),
+    /// Timed out before any output (seed 002): answer [`crate::faults::TIMEOUT_STATUS`] now.
+    Timeout,
+    /// Output cut off (seed 002): answer [`crate::faults::CUTOFF_STATUS`] now.
+    Cutoff,
     /// The request is no longer in service (the freeze took it over, to answer it 503 when it
     /// ends); nothing to do.
     Stale,
@@ -237,6 +241,8 @@ impl DependencyModel {
             Fate::Slow(d) => Completion::RespondLate(200, d),
             Fate::Lost => Completion::Lost(200),
             Fate::Permanent(status) => Completion::Permanent(status),
+            Fate::Timeout => Completion::Timeout,
+            Fate::Cutoff => Completion::Cutoff,
         };
         let next = self.queue.pop_front().map(|(next, next_key)| {
             self.in_service.insert(next, next_key);

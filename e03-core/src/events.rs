@@ -87,6 +87,12 @@ pub enum Cause {
     /// Permanent error (seed 004): the request is wrong in itself (400, 404, 409, 422), after
     /// its service time; nothing committed.
     Permanent,
+    /// Timed out before any output (seed 002): 504 after its service time, its input tokens
+    /// paid.
+    Timeout,
+    /// Output cut off (seed 002): 502 after its service time, its input and one output token
+    /// paid.
+    Cutoff,
 }
 
 /// The dependency answered a request.
@@ -105,6 +111,10 @@ pub struct Response {
     /// Whether a worker was free when it arrived (no model queueing).
     #[serde(default)]
     pub immediate: bool,
+    /// Tokens the answer cost (seed 002's accounting, see
+    /// [`crate::faults::FaultModel::cost`]); absent without token accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u32>,
 }
 
 /// How an attempt ended, as the client saw it.
@@ -143,6 +153,14 @@ pub struct Attempt {
     /// Why a failed-fast attempt was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection: Option<crate::budget::Rejection>,
+    /// The step workload (seed 002): the flow the attempt belongs to and its step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::steps::Flow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    /// The `Retry-After` the answer carried (a 429), in µs; logged by the step workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_us: Option<u64>,
 }
 
 /// A strategy's circuit breaker changed state (one breaker per strategy, shared by its clients).
@@ -176,6 +194,9 @@ pub struct OperationRecord {
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<GiveUp>,
+    /// The step workload (seed 002): the flow the operation belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::steps::Flow>,
 }
 
 /// Open loop: an operation that arrived while `E03_MAX_IN_FLIGHT` operations were in progress,
@@ -285,6 +306,7 @@ mod tests {
             attempts: 2,
             outcome: Outcome::Failed,
             reason: Some(GiveUp::BudgetDenied),
+            flow: None,
         });
         assert!(e
             .to_line()

@@ -32,7 +32,33 @@ pub struct FaultModel {
     /// time, and nothing is committed. Drawn per operation (client and op), before the others.
     #[serde(default)]
     pub permanent_rate: f64,
+    /// Probability in [0, 1] that an admitted request times out before any output (seed 002):
+    /// answered [`TIMEOUT_STATUS`] after its service time; its input tokens are paid. Drawn per
+    /// attempt, only for a request whose other fate is `Ok`, from its own stream.
+    #[serde(default)]
+    pub timeout_rate: f64,
+    /// Probability in [0, 1] that an admitted request's output is cut off (seed 002): answered
+    /// [`CUTOFF_STATUS`] after its service time; its input and one output token are paid. Drawn
+    /// like `timeout_rate`, after it.
+    #[serde(default)]
+    pub cutoff_rate: f64,
+    /// Token accounting (seed 002): the input tokens every request pays once admitted; 0 means
+    /// no accounting (no `cost` is logged).
+    #[serde(default)]
+    pub input_tokens: u32,
+    /// The output tokens of a complete answer.
+    #[serde(default)]
+    pub output_tokens: u32,
 }
+
+/// Status of a request that timed out before any output (seed 002).
+pub const TIMEOUT_STATUS: u16 = 504;
+/// Status of a request whose output was cut off (seed 002).
+pub const CUTOFF_STATUS: u16 = 502;
+
+/// Salt of the request-level content faults' draw (timeout, cut-off output), so it is
+/// independent of the E03 draw and leaves E03's fates unchanged.
+const CONTENT_SALT: u64 = 0x636f_6e74_656e_7421;
 
 /// The statuses of a permanent error, drawn evenly per operation.
 pub const PERMANENT_STATUSES: [u16; 4] = [400, 404, 409, 422];
@@ -52,6 +78,10 @@ pub enum Fate {
     Lost,
     /// The request is wrong in itself: answered with this permanent status, nothing committed.
     Permanent(u16),
+    /// Timed out before any output (seed 002): answered [`TIMEOUT_STATUS`], input paid.
+    Timeout,
+    /// Output cut off (seed 002): answered [`CUTOFF_STATUS`], input and one output token paid.
+    Cutoff,
 }
 
 impl Fate {
@@ -72,7 +102,7 @@ impl FaultModel {
             }
         }
         if self.fail_rate <= 0.0 && self.slow_rate <= 0.0 && self.lost_rate <= 0.0 {
-            return Fate::Ok;
+            return self.content_fate(seed, key);
         }
         // The E03-A draw is unchanged by the new faults: `lost_rate` takes the slice after them.
         let u = unit_hash(seed, key);
@@ -83,8 +113,46 @@ impl FaultModel {
         } else if u < self.fail_rate + self.slow_rate + self.lost_rate {
             Fate::Lost
         } else {
-            Fate::Ok
+            self.content_fate(seed, key)
         }
+    }
+
+    /// Seed 002's content faults of a request whose E03 fate is `Ok`: a timeout before output
+    /// with `timeout_rate`, else a cut-off output with `cutoff_rate` (two draws, as the seed's
+    /// endpoint makes them). No draw at all when both rates are zero.
+    fn content_fate(&self, seed: u64, key: u64) -> Fate {
+        if self.timeout_rate <= 0.0 && self.cutoff_rate <= 0.0 {
+            return Fate::Ok;
+        }
+        if unit_hash(seed ^ CONTENT_SALT, key) < self.timeout_rate {
+            return Fate::Timeout;
+        }
+        if unit_hash(seed ^ CONTENT_SALT ^ 0x5a5a, key) < self.cutoff_rate {
+            return Fate::Cutoff;
+        }
+        Fate::Ok
+    }
+
+    /// The tokens an answer of this `cause` costs (seed 002), or `None` without token
+    /// accounting (`input_tokens` 0). A rejection (429) and every answer without work cost 0; a
+    /// timeout pays the input; a cut-off output the input and one output token; a complete
+    /// answer (also a late or lost one: the work was done) the input and the output.
+    pub fn cost(&self, cause: crate::events::Cause) -> Option<u32> {
+        use crate::events::Cause;
+        if self.input_tokens == 0 {
+            return None;
+        }
+        Some(match cause {
+            Cause::Ok | Cause::Slow | Cause::Lost => self.input_tokens + self.output_tokens,
+            Cause::Timeout => self.input_tokens,
+            Cause::Cutoff => self.input_tokens + 1,
+            Cause::RateLimited
+            | Cause::Fault
+            | Cause::Full
+            | Cause::Freeze
+            | Cause::Down
+            | Cause::Permanent => 0,
+        })
     }
 
     /// Whether any fault can happen.
@@ -93,6 +161,8 @@ impl FaultModel {
             && self.slow_rate <= 0.0
             && self.lost_rate <= 0.0
             && self.permanent_rate <= 0.0
+            && self.timeout_rate <= 0.0
+            && self.cutoff_rate <= 0.0
     }
 }
 
@@ -221,6 +291,56 @@ mod tests {
         );
         assert!(statuses.values().all(|&c| c > 350), "{statuses:?}");
         assert!(FaultModel::default().is_none() && !f.is_none());
+    }
+
+    #[test]
+    fn content_faults_take_only_ok_fates_and_cost_what_the_seed_says() {
+        use crate::events::Cause;
+        let e03a = FaultModel {
+            fail_rate: 0.05,
+            slow_rate: 0.01,
+            slow_delay: Duration::from_millis(2500),
+            ..FaultModel::default()
+        };
+        let seed002 = FaultModel {
+            timeout_rate: 0.06,
+            cutoff_rate: 0.09,
+            input_tokens: 45,
+            output_tokens: 2,
+            ..e03a
+        };
+        let n = 100_000u64;
+        let (mut timeouts, mut cutoffs) = (0, 0);
+        for k in 0..n {
+            match seed002.fate(3, k) {
+                f @ (Fate::Timeout | Fate::Cutoff) => {
+                    assert_eq!(
+                        e03a.fate(3, k),
+                        Fate::Ok,
+                        "a content fault took a non-Ok fate"
+                    );
+                    if f == Fate::Timeout {
+                        timeouts += 1
+                    } else {
+                        cutoffs += 1
+                    }
+                }
+                other => assert_eq!(other, e03a.fate(3, k), "E03-A fate of {k} moved"),
+            }
+        }
+        // 94% Ok fates: 6% of them time out, 9% of the rest are cut off.
+        assert!((5_300..6_000).contains(&timeouts), "{timeouts}");
+        assert!((7_600..8_300).contains(&cutoffs), "{cutoffs}");
+        assert_eq!(seed002.cost(Cause::Ok), Some(47));
+        assert_eq!(seed002.cost(Cause::Timeout), Some(45));
+        assert_eq!(seed002.cost(Cause::Cutoff), Some(46));
+        assert_eq!(seed002.cost(Cause::RateLimited), Some(0));
+        assert_eq!(
+            e03a.cost(Cause::Ok),
+            None,
+            "no accounting without input tokens"
+        );
+        assert!(!seed002.is_none());
     }
 
     #[test]

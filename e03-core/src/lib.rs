@@ -15,8 +15,9 @@
 //! - [`schedule`]: the dependency's whole schedule (the model, its due instants, freeze edges,
 //!   late answers, same-instant order) in logical time, driven alike by the live service and
 //!   the simulator.
-//! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), a pure function of
-//!   the seed and the request's identity.
+//! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), seed 004 (lost
+//!   answer, permanent error) and seed 002 (timeout before output, cut-off output, and the token
+//!   cost of each answer), a pure function of the seed and the request's identity.
 //! - [`ledger`]: the dependency's ledger of charges and its idempotency-key store, and the
 //!   clients' key policies (seed 004).
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
@@ -34,6 +35,8 @@
 //!   pool of on-demand sessions.
 //! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
 //!   around [`operation`], driven live and simulated alike.
+//! - [`steps`]: seed 002's step workload: a batch job (arrival schedule, calls per step, retries
+//!   in whole steps) and an interactive flow with a latency budget, sharing one rate limit.
 //! - [`events`]: the JSON Lines event schema every process logs.
 //! - [`rng`]: seeded, portable random streams, one per purpose and client.
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
@@ -59,6 +62,7 @@ pub mod rng;
 pub mod scenario;
 pub mod schedule;
 pub mod session;
+pub mod steps;
 pub mod strategy;
 pub mod strategy_table;
 pub mod timeline;

@@ -133,6 +133,34 @@ pub const PARAMS: &[ParamSpec] = &[
         "share of operations answered 400/404/409/422 on every attempt (scenarios with [faults])"
     ),
     p!(
+        "E03_TIMEOUT_RATE",
+        "timeout-rate",
+        "0",
+        "a probability from 0 to 1",
+        "share of admitted requests that time out before any output: 504, input tokens paid (seed 002; scenarios with [faults])"
+    ),
+    p!(
+        "E03_CUTOFF_RATE",
+        "cutoff-rate",
+        "0",
+        "a probability from 0 to 1",
+        "share of the other admitted requests whose output is cut off: 502, input and one output token paid (seed 002; scenarios with [faults])"
+    ),
+    p!(
+        "E03_INPUT_TOKENS",
+        "input-tokens",
+        "0",
+        "a whole number of tokens from 0 to 1000000 (0: no token accounting)",
+        "input tokens an admitted request pays; each answer's cost is logged (seed 002; scenarios with [faults])"
+    ),
+    p!(
+        "E03_OUTPUT_TOKENS",
+        "output-tokens",
+        "0",
+        "a whole number of tokens from 0 to 1000000",
+        "output tokens of a complete answer (seed 002)"
+    ),
+    p!(
         "E03_CLIENTS",
         "clients",
         "200",
@@ -164,8 +192,78 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_WORKLOAD",
         "workload",
         "closed_loop",
-        "closed_loop, group, fixed_rate or open_loop",
-        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own"
+        "closed_loop, group, fixed_rate, open_loop or steps",
+        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: seed 002's batch and interactive flows on a step clock (E03_STEP_*)"
+    ),
+    p!(
+        "E03_STEP_MS",
+        "step-ms",
+        "100",
+        "a number of milliseconds greater than 0 and at most 60000",
+        "steps: the duration of one step live (one tick in simulation)"
+    ),
+    p!(
+        "E03_STEPS",
+        "steps",
+        "140",
+        "a whole number of steps from 1 to 100000",
+        "steps: steps in a run; a batch item not done by then failed"
+    ),
+    p!(
+        "E03_BATCH_ITEMS",
+        "batch-items",
+        "160",
+        "a whole number from 0 to 1000000",
+        "steps: items of the batch; those not in the burst arrive one a step from step 0"
+    ),
+    p!(
+        "E03_BURST_START",
+        "burst-start",
+        "30",
+        "a whole number of steps from 0 to 100000",
+        "steps: the step where the burst begins"
+    ),
+    p!(
+        "E03_BURST_ITEMS",
+        "burst-items",
+        "60",
+        "a whole number from 0 to 1000000, not above E03_BATCH_ITEMS",
+        "steps: batch items that arrive in the burst"
+    ),
+    p!(
+        "E03_STEP_LOADS",
+        "step-loads",
+        "3,6",
+        "a comma-separated list of 1 to 8 whole numbers from 1 to 10000, without repeats",
+        "steps: the load levels, burst items per step (each level runs every strategy)"
+    ),
+    p!(
+        "E03_STEP_CALLS",
+        "step-calls",
+        "12",
+        "a whole number from 1 to 100000",
+        "steps: batch calls sent in one step at most"
+    ),
+    p!(
+        "E03_INTERACTIVE_EVERY",
+        "interactive-every",
+        "2",
+        "a whole number of steps from 0 to 100000 (0: no interactive flow)",
+        "steps: an interactive query arrives every this many steps"
+    ),
+    p!(
+        "E03_INTERACTIVE_UNTIL",
+        "interactive-until",
+        "120",
+        "a whole number of steps from 0 to 100000",
+        "steps: interactive queries arrive before this step"
+    ),
+    p!(
+        "E03_INTERACTIVE_BUDGET",
+        "interactive-budget",
+        "1",
+        "a whole number of steps from 0 to 100000",
+        "steps: an interactive query is tried in its step and in each of the next this many steps until it succeeds"
     ),
     p!(
         "E03_RATE",
@@ -316,6 +414,30 @@ pub struct ServiceParams {
     /// Share of operations that fail permanently (seed 004).
     #[serde(default)]
     pub permanent_rate: f64,
+    /// Seed 002's content faults and token accounting (see [`FaultModel`]).
+    #[serde(default)]
+    pub timeout_rate: f64,
+    #[serde(default)]
+    pub cutoff_rate: f64,
+    #[serde(default)]
+    pub input_tokens: u32,
+    #[serde(default)]
+    pub output_tokens: u32,
+}
+
+/// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepParams {
+    pub step_ms: f64,
+    pub steps: u32,
+    pub batch_items: u32,
+    pub burst_start: u32,
+    pub burst_items: u32,
+    pub loads: Vec<u32>,
+    pub step_calls: u32,
+    pub interactive_every: u32,
+    pub interactive_until: u32,
+    pub interactive_budget: u32,
 }
 
 /// The swarm's parameters.
@@ -367,7 +489,10 @@ pub struct Params {
     service: ServiceParams,
     swarm: SwarmParams,
     seeds: Vec<u64>,
+    /// The run's strategies; for the step workload, each strategy once per load level (see
+    /// [`Strategy::load`]).
     strategies: Vec<Strategy>,
+    steps: StepParams,
 }
 
 /// The serialized shape of [`Params`], checked by `TryFrom` before it becomes one.
@@ -377,6 +502,7 @@ struct ParamsFields {
     swarm: SwarmParams,
     seeds: Vec<u64>,
     strategies: Vec<Strategy>,
+    steps: StepParams,
 }
 
 impl TryFrom<ParamsFields> for Params {
@@ -402,6 +528,7 @@ impl TryFrom<ParamsFields> for Params {
             swarm: f.swarm,
             seeds: vec![0],
             strategies: f.strategies,
+            steps: f.steps,
         }
         .with_seeds(f.seeds)
         .map_err(|e| e.to_string())
@@ -478,11 +605,17 @@ impl Params {
             slow_ms: r.num("E03_SLOW_MS", 0.0, 600_000.0, false)?,
             lost_rate: r.num("E03_LOST_RATE", 0.0, 1.0, false)?,
             permanent_rate: r.num("E03_PERMANENT_RATE", 0.0, 1.0, false)?,
+            timeout_rate: r.num("E03_TIMEOUT_RATE", 0.0, 1.0, false)?,
+            cutoff_rate: r.num("E03_CUTOFF_RATE", 0.0, 1.0, false)?,
+            input_tokens: r.int("E03_INPUT_TOKENS", 0, 1_000_000)? as u32,
+            output_tokens: r.int("E03_OUTPUT_TOKENS", 0, 1_000_000)? as u32,
         };
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
             workload: match r.value("E03_WORKLOAD") {
-                w @ ("closed_loop" | "group" | "fixed_rate" | "open_loop") => w.to_string(),
+                w @ ("closed_loop" | "group" | "fixed_rate" | "open_loop" | "steps") => {
+                    w.to_string()
+                }
                 _ => return Err(r.invalid("E03_WORKLOAD")),
             },
             period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
@@ -501,6 +634,41 @@ impl Params {
             budget_cap: r.num("E03_BUDGET_CAP", 1.0, 1_000_000.0, false)?,
             budget_ratio: r.num("E03_BUDGET_RATIO", 0.0, 1000.0, false)?,
         };
+        let steps = StepParams {
+            step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
+            steps: r.int("E03_STEPS", 1, 100_000)? as u32,
+            batch_items: r.int("E03_BATCH_ITEMS", 0, 1_000_000)? as u32,
+            burst_start: r.int("E03_BURST_START", 0, 100_000)? as u32,
+            burst_items: r.int("E03_BURST_ITEMS", 0, 1_000_000)? as u32,
+            loads: {
+                let list: Option<Vec<u32>> = r
+                    .value("E03_STEP_LOADS")
+                    .split(',')
+                    .map(|v| {
+                        v.trim()
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|n| (1..=10_000).contains(n))
+                    })
+                    .collect();
+                match list {
+                    Some(l)
+                        if (1..=8).contains(&l.len())
+                            && l.iter().enumerate().all(|(i, x)| !l[..i].contains(x)) =>
+                    {
+                        l
+                    }
+                    _ => return Err(r.invalid("E03_STEP_LOADS")),
+                }
+            },
+            step_calls: r.int("E03_STEP_CALLS", 1, 100_000)? as u32,
+            interactive_every: r.int("E03_INTERACTIVE_EVERY", 0, 100_000)? as u32,
+            interactive_until: r.int("E03_INTERACTIVE_UNTIL", 0, 100_000)? as u32,
+            interactive_budget: r.int("E03_INTERACTIVE_BUDGET", 0, 100_000)? as u32,
+        };
+        if steps.burst_items > steps.batch_items {
+            return Err(r.invalid("E03_BURST_ITEMS"));
+        }
         // Cross-parameter rules, one error each, naming the later parameter.
         if let Some(name) = broken_rule(&service, &swarm) {
             return Err(r.invalid(name));
@@ -525,17 +693,37 @@ impl Params {
             accepts: accepted_ids(own),
         };
         for id in r.value("E03_STRATEGIES").split(',').map(str::trim) {
-            let s = resolve_id(id, base, cap, budget, own).ok_or_else(bad_strategies)?;
+            // A step run's own id, `<id>-L<load>` (see below), as a driver passes it on.
+            let (base_id, load) = match id.rsplit_once("-L") {
+                Some((b, l)) if swarm.workload == "steps" => {
+                    (b, Some(l.parse::<u32>().map_err(|_| bad_strategies())?))
+                }
+                _ => (id, None),
+            };
+            let s = resolve_id(base_id, base, cap, budget, own).ok_or_else(bad_strategies)?;
+            let s = match load {
+                Some(load) => s.at_load(load),
+                None => s,
+            };
             if strategies.iter().any(|x| x.id == s.id) {
                 return Err(bad_strategies());
             }
             strategies.push(s);
+        }
+        if swarm.workload == "steps" && strategies.iter().all(|s| s.load.is_none()) {
+            // Each strategy runs once per load level, as its own run (`<id>-L<load>`).
+            strategies = steps
+                .loads
+                .iter()
+                .flat_map(|&load| strategies.iter().map(move |s| s.at_load(load)))
+                .collect();
         }
         Ok(Params {
             service,
             swarm,
             seeds,
             strategies,
+            steps,
         })
     }
 
@@ -562,6 +750,11 @@ impl Params {
     /// The strategies of the run, in order; never empty, no repeated id.
     pub fn strategies(&self) -> &[Strategy] {
         &self.strategies
+    }
+
+    /// The step workload's parameters (`E03_WORKLOAD=steps`).
+    pub fn steps(&self) -> &StepParams {
+        &self.steps
     }
 
     /// These parameters with other seeds, checked as `E03_SEEDS` is: at least one, at most
@@ -605,6 +798,37 @@ impl Params {
             ("E03_SLOW_MS", s.slow_ms.to_string()),
             ("E03_LOST_RATE", s.lost_rate.to_string()),
             ("E03_PERMANENT_RATE", s.permanent_rate.to_string()),
+            ("E03_TIMEOUT_RATE", s.timeout_rate.to_string()),
+            ("E03_CUTOFF_RATE", s.cutoff_rate.to_string()),
+            ("E03_INPUT_TOKENS", s.input_tokens.to_string()),
+            ("E03_OUTPUT_TOKENS", s.output_tokens.to_string()),
+            ("E03_STEP_MS", self.steps.step_ms.to_string()),
+            ("E03_STEPS", self.steps.steps.to_string()),
+            ("E03_BATCH_ITEMS", self.steps.batch_items.to_string()),
+            ("E03_BURST_START", self.steps.burst_start.to_string()),
+            ("E03_BURST_ITEMS", self.steps.burst_items.to_string()),
+            (
+                "E03_STEP_LOADS",
+                self.steps
+                    .loads
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            ("E03_STEP_CALLS", self.steps.step_calls.to_string()),
+            (
+                "E03_INTERACTIVE_EVERY",
+                self.steps.interactive_every.to_string(),
+            ),
+            (
+                "E03_INTERACTIVE_UNTIL",
+                self.steps.interactive_until.to_string(),
+            ),
+            (
+                "E03_INTERACTIVE_BUDGET",
+                self.steps.interactive_budget.to_string(),
+            ),
             ("E03_CLIENTS", w.clients.to_string()),
             ("E03_WORKLOAD", w.workload.clone()),
             ("E03_PERIOD_MS", w.period_ms.to_string()),
@@ -671,7 +895,10 @@ impl Params {
                 || (s.fail_rate == 0.0
                     && s.slow_rate == 0.0
                     && s.lost_rate == 0.0
-                    && s.permanent_rate == 0.0)
+                    && s.permanent_rate == 0.0
+                    && s.timeout_rate == 0.0
+                    && s.cutoff_rate == 0.0
+                    && s.input_tokens == 0)
             {
                 FaultModel::default()
             } else {
@@ -681,6 +908,10 @@ impl Params {
                     slow_delay: ms(s.slow_ms),
                     lost_rate: s.lost_rate,
                     permanent_rate: s.permanent_rate,
+                    timeout_rate: s.timeout_rate,
+                    cutoff_rate: s.cutoff_rate,
+                    input_tokens: s.input_tokens,
+                    output_tokens: s.output_tokens,
                 }
             },
             seed,
@@ -773,6 +1004,30 @@ impl Params {
             "fixed_rate" => Starts::Every(ms(self.swarm.period_ms)),
             "open_loop" => Starts::OnDemand,
             _ => Starts::ClosedLoop,
+        }
+    }
+
+    /// True for the step workload (`E03_WORKLOAD=steps`, seed 002).
+    pub fn is_steps(&self) -> bool {
+        self.swarm.workload == "steps"
+    }
+
+    /// The step workload's configuration for a strategy run at load `load` (burst items per
+    /// step).
+    pub fn step_config(&self, load: u32) -> crate::steps::StepConfig {
+        let p = &self.steps;
+        crate::steps::StepConfig {
+            step: ms(p.step_ms),
+            steps: p.steps,
+            batch_items: p.batch_items,
+            burst_start: p.burst_start,
+            burst_items: p.burst_items,
+            load,
+            step_calls: p.step_calls,
+            max_attempts: self.swarm.max_attempts,
+            interactive_every: p.interactive_every,
+            interactive_until: p.interactive_until,
+            interactive_budget: p.interactive_budget,
         }
     }
 

@@ -111,6 +111,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         max_attempts: None,
         throttle_base_ms: None,
         idempotency: None,
+        load: None,
     }
 }
 

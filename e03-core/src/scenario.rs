@@ -58,6 +58,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "metastable.toml",
         include_str!("../scenarios/metastable.toml"),
     ),
+    (
+        "ratelimit.toml",
+        include_str!("../scenarios/ratelimit.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -80,6 +84,10 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("faults", "slow_ms", "E03_SLOW_MS"),
     ("faults", "lost_rate", "E03_LOST_RATE"),
     ("faults", "permanent_rate", "E03_PERMANENT_RATE"),
+    ("faults", "timeout_rate", "E03_TIMEOUT_RATE"),
+    ("faults", "cutoff_rate", "E03_CUTOFF_RATE"),
+    ("faults", "input_tokens", "E03_INPUT_TOKENS"),
+    ("faults", "output_tokens", "E03_OUTPUT_TOKENS"),
     ("workload", "kind", "E03_WORKLOAD"),
     ("workload", "clients", "E03_CLIENTS"),
     ("workload", "period_ms", "E03_PERIOD_MS"),
@@ -90,6 +98,16 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("workload", "duration_s", "E03_DURATION_S"),
     ("workload", "think_min_ms", "E03_THINK_MIN_MS"),
     ("workload", "think_max_ms", "E03_THINK_MAX_MS"),
+    ("workload", "step_ms", "E03_STEP_MS"),
+    ("workload", "steps", "E03_STEPS"),
+    ("workload", "batch_items", "E03_BATCH_ITEMS"),
+    ("workload", "burst_start", "E03_BURST_START"),
+    ("workload", "burst_items", "E03_BURST_ITEMS"),
+    ("workload", "loads", "E03_STEP_LOADS"),
+    ("workload", "step_calls", "E03_STEP_CALLS"),
+    ("workload", "interactive_every", "E03_INTERACTIVE_EVERY"),
+    ("workload", "interactive_until", "E03_INTERACTIVE_UNTIL"),
+    ("workload", "interactive_budget", "E03_INTERACTIVE_BUDGET"),
     ("policy", "strategies", "E03_STRATEGIES"),
     ("policy", "max_attempts", "E03_MAX_ATTEMPTS"),
     ("policy", "attempt_timeout_ms", "E03_ATTEMPT_TIMEOUT_MS"),
@@ -362,6 +380,10 @@ impl ScenarioFile {
                 "E03_SLOW_RATE",
                 "E03_LOST_RATE",
                 "E03_PERMANENT_RATE",
+                "E03_TIMEOUT_RATE",
+                "E03_CUTOFF_RATE",
+                "E03_INPUT_TOKENS",
+                "E03_OUTPUT_TOKENS",
             ] {
                 settings
                     .entry(env.to_string())
@@ -630,7 +652,10 @@ fn scalar(v: &toml::Value) -> Option<String> {
         toml::Value::String(s) => Some(s.clone()),
         toml::Value::Array(items) => items
             .iter()
-            .map(|i| i.as_str().map(str::to_string))
+            .map(|i| match i {
+                toml::Value::Integer(n) => Some(n.to_string()),
+                other => other.as_str().map(str::to_string),
+            })
             .collect::<Option<Vec<_>>>()
             .map(|ids| ids.join(",")),
         _ => None,
@@ -871,7 +896,8 @@ mod tests {
                 "deadline",
                 "idempotency",
                 "classification",
-                "metastable"
+                "metastable",
+                "ratelimit"
             ]
         );
         let b = builtin("e03b").unwrap();

@@ -106,6 +106,8 @@ pub struct Answer {
     pub immediate: bool,
     /// The `Retry-After` to send with it (a 429 of a rate-limited phase); `None`: no header.
     pub retry_after: Option<Duration>,
+    /// The tokens the answer cost (seed 002's accounting); `None` without it.
+    pub cost: Option<u32>,
 }
 
 /// What the schedule did, in the order it did it.
@@ -219,6 +221,7 @@ impl DependencySchedule {
                 admit: None,
                 immediate: false,
                 retry_after: None,
+                cost: self.model.config().faults.cost(Cause::Full),
             })),
             Admission::Refused { status, latency } if latency.is_zero() => {
                 out.push(Step::Answer(Answer {
@@ -229,6 +232,7 @@ impl DependencySchedule {
                     admit: None,
                     immediate: false,
                     retry_after: None,
+                    cost: self.model.config().faults.cost(Cause::Down),
                 }))
             }
             Admission::Throttled { retry_after } => out.push(Step::Answer(Answer {
@@ -239,6 +243,7 @@ impl DependencySchedule {
                 admit: None,
                 immediate: false,
                 retry_after: Some(retry_after),
+                cost: self.model.config().faults.cost(Cause::RateLimited),
             })),
             Admission::Refused { status, latency } => {
                 // Answered later, without a worker or a queue place.
@@ -290,6 +295,12 @@ impl DependencySchedule {
                             .push(Reverse((t + delay, Due::LateAnswer(req, status))));
                     }
                     // The freeze took it over; its end answers it.
+                    Completion::Timeout => {
+                        self.answer(t, req, crate::faults::TIMEOUT_STATUS, Cause::Timeout, out)
+                    }
+                    Completion::Cutoff => {
+                        self.answer(t, req, crate::faults::CUTOFF_STATUS, Cause::Cutoff, out)
+                    }
                     Completion::Stale => {}
                 }
                 if let Some((next, service)) = done.next {
@@ -319,6 +330,7 @@ impl DependencySchedule {
                 admit: w.admit,
                 immediate: w.immediate,
                 retry_after: None,
+                cost: self.model.config().faults.cost(cause),
             }));
         }
     }
@@ -733,6 +745,7 @@ mod tests {
                 admit: Some(ms(admit)),
                 immediate: admit == 0,
                 retry_after: None,
+                cost: None,
             })
         };
         // At 80 ms the ends of work (of 2 and 3, which start 4 and 0) come before the late

@@ -112,9 +112,30 @@ pub struct Strategy {
     /// `Idempotency-Key` each attempt carries (seed 004); `None`: plain `GET /work` (E03).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency: Option<crate::ledger::KeyPolicy>,
+    /// The step workload's load level this run of the strategy has (burst items per step,
+    /// seed 002); its id is then `<base id>-L<load>` (table ids are lowercase, so `-L` is unambiguous). `None` for every other workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<u32>,
 }
 
 impl Strategy {
+    /// This strategy as the run at load level `load` of the step workload: id `<id>-L<load>`.
+    pub fn at_load(&self, load: u32) -> Strategy {
+        Strategy {
+            id: format!("{}-L{load}", self.base_id()),
+            load: Some(load),
+            ..self.clone()
+        }
+    }
+
+    /// The strategy's id without its load level (the id the user named).
+    pub fn base_id(&self) -> &str {
+        match self.load {
+            Some(_) => self.id.rsplit_once("-L").map_or(&self.id, |(b, _)| b),
+            None => &self.id,
+        }
+    }
+
     /// The spec's four strategies (A immediate, B exponential backoff, C backoff + full jitter,
     /// D C + retry budget) for the given backoff base and cap and budget parameters.
     pub fn standard(id: &str, base: Duration, cap: Duration, budget: BudgetSpec) -> Option<Self> {
@@ -145,6 +166,7 @@ impl Strategy {
             max_attempts: None,
             throttle_base_ms: None,
             idempotency: None,
+            load: None,
         })
     }
 

@@ -17,6 +17,7 @@
 //! classify = "standard"     # standard | everything
 //! budget = { kind = "token_bucket", cap = 10, ratio = 0.1 }
 //! breaker = { failure_ratio = 0.5, min_throughput = 10, sampling_window_ms = 2000, break_duration_ms = 2000 }
+//! retry_after = "at_least" # at_least (wait at least what a Retry-After says) | ignore
 //! ```
 //!
 //! The table is kept as a [`StrategySpec`] (base and cap may be left to the run), and becomes a
@@ -72,6 +73,10 @@ pub struct StrategySpec {
     /// charges with that key policy (see [`crate::ledger::KeyPolicy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency: Option<crate::ledger::KeyPolicy>,
+    /// `retry_after = "at_least" | "ignore"`: what a `Retry-After` does to the wait (default
+    /// `at_least`: wait at least as long as it says).
+    #[serde(default)]
+    pub retry_after: RetryAfter,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -99,6 +104,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "budget",
     "breaker",
     "idempotency",
+    "retry_after",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -330,6 +336,18 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         },
     };
 
+    const RETRY_AFTER: &str = "at_least or ignore";
+    let retry_after = match string("retry_after", RETRY_AFTER)?.as_deref() {
+        None | Some("at_least") => RetryAfter::AtLeast,
+        Some("ignore") => RetryAfter::Ignore,
+        Some(other) => {
+            return fail!(
+                "retry_after",
+                format!("retry_after = {other:?}: expected {RETRY_AFTER}")
+            )
+        }
+    };
+
     Ok(StrategySpec {
         id,
         name,
@@ -340,6 +358,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         budget,
         breaker,
         idempotency,
+        retry_after,
     })
 }
 
@@ -409,10 +428,11 @@ impl StrategySpec {
             budget: self.budget,
             breaker: self.breaker,
             classify: self.classify,
-            retry_after: RetryAfter::AtLeast,
+            retry_after: self.retry_after,
             max_attempts: self.max_attempts,
             throttle_base_ms: None,
             idempotency: self.idempotency,
+            load: None,
         }
     }
 }

@@ -204,7 +204,11 @@ proptest! {
         };
         let p = spec(name).unwrap_or_else(|| panic!("error names no parameter: {e:?}"));
         prop_assert_eq!(p.env, name.as_str());
-        prop_assert_eq!(p.accepts, accepts.as_str());
+        // A reversed seed range is named with its fix (`a_reversed_seed_range_is_named`); every
+        // other error says what the parameter accepts.
+        if !accepts.starts_with("ranges from low to high:") {
+            prop_assert_eq!(p.accepts, accepts.as_str());
+        }
         let given = raw.get(name).map_or(p.default, |v| v.trim());
         prop_assert_eq!(value.as_str(), given);
         prop_assert!(e.to_string().contains(name.as_str()), "{}", e);

@@ -291,7 +291,12 @@ impl LiveAccumulator {
         let done = admit.saturating_add(service.as_micros() as u64);
         self.completions.push(done);
         let scheduled = match r.cause {
-            Cause::Ok | Cause::Fault | Cause::Lost | Cause::Permanent => Some(done),
+            Cause::Ok
+            | Cause::Fault
+            | Cause::Lost
+            | Cause::Permanent
+            | Cause::Timeout
+            | Cause::Cutoff => Some(done),
             Cause::Slow => Some(done.saturating_add(self.cfg.faults.slow_delay.as_micros() as u64)),
             Cause::Full | Cause::Freeze | Cause::Down | Cause::RateLimited => None,
         };
@@ -461,6 +466,7 @@ mod tests {
             cause,
             admit_us,
             immediate,
+            cost: None,
         }
     }
 
@@ -682,6 +688,9 @@ mod tests {
             end: AttemptEnd::Status,
             status: Some(200),
             rejection: None,
+            flow: None,
+            step: None,
+            retry_after_us: None,
         };
         a.attempt_event(&attempt(1, 1));
         a.attempt_event(&attempt(1, 2));
@@ -735,6 +744,9 @@ mod tests {
                 end: AttemptEnd::Status,
                 status: Some(200),
                 rejection: None,
+                flow: None,
+                step: None,
+                retry_after_us: None,
             });
             if seq >= 8 {
                 answer(&mut live, seq - 8);
@@ -768,6 +780,9 @@ mod tests {
             end: AttemptEnd::Status,
             status: Some(200),
             rejection: None,
+            flow: None,
+            step: None,
+            retry_after_us: None,
         };
         for i in 0..10_000u32 {
             a.attempt_event(&attempt(i % 50, i / 50));

@@ -34,6 +34,7 @@ mod matching;
 pub mod metrics;
 pub mod openloop;
 pub mod stats;
+pub mod steps;
 pub mod tables;
 
 pub use metrics::{RunAccumulator, RunMetrics};

@@ -94,6 +94,9 @@ pub struct RunMetrics {
     /// The open loop's figures and recovery verdict (`E03_WORKLOAD=open_loop` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopMetrics>,
+    /// The step workload's figures (`E03_WORKLOAD=steps`, seed 002).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<crate::steps::StepFigures>,
 }
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
@@ -175,6 +178,8 @@ pub struct RunAccumulator {
     ledger: Option<LedgerTally>,
     /// The open loop's figures (open-loop runs only).
     open: Option<OpenLoopAcc>,
+    /// The step workload's facts (step runs only).
+    steps: Option<crate::steps::StepTally>,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -247,9 +252,21 @@ impl RunAccumulator {
                     us(params.duration()),
                 )
             }),
+            steps: params
+                .strategies()
+                .iter()
+                .find(|s| s.id == strategy)
+                .and_then(|s| s.load)
+                .filter(|_| params.is_steps())
+                .map(|load| crate::steps::StepTally::new(&params.step_config(load))),
             params: params.clone(),
             scenario,
         }
+    }
+
+    /// The step workload's tally, when this is a step run (the simulator feeds it directly).
+    pub fn steps_mut(&mut self) -> Option<&mut crate::steps::StepTally> {
+        self.steps.as_mut()
     }
 
     /// A request arrived at the dependency (server log). attempt = x-e03-attempt if known.
@@ -386,6 +403,9 @@ impl RunAccumulator {
 
     /// Optional server-side fidelity input: one Response event.
     pub fn response(&mut self, r: &Response) {
+        if let Some(st) = self.steps.as_mut() {
+            st.answer(r.seq, r.status, r.cause, r.cost);
+        }
         if r.cause == e03_core::events::Cause::Lost {
             if let Some(l) = self.ledger.as_mut() {
                 l.lost(r.seq);
@@ -401,6 +421,9 @@ impl RunAccumulator {
     /// A live arrival record: the load figures plus its sequence number and identity.
     pub fn arrival_event(&mut self, a: &Arrival) {
         self.arrival(a.t_us, a.attempt);
+        if let Some(st) = self.steps.as_mut() {
+            st.call(a.seq, a.client, a.t_us);
+        }
         if let (Some(l), Some(client), Some(op), Some(attempt)) =
             (self.ledger.as_mut(), a.client, a.op, a.attempt)
         {
@@ -458,6 +481,9 @@ impl RunAccumulator {
 
     /// A live operation record.
     pub fn operation_record(&mut self, o: &OperationRecord) {
+        if let Some(st) = self.steps.as_mut() {
+            st.operation(o.flow, o.outcome == Outcome::Success, o.end_us);
+        }
         if let Some(l) = self.ledger.as_mut() {
             l.operation(o.client, o.op, o.end_us.saturating_sub(o.start_us));
         }
@@ -519,6 +545,7 @@ impl RunAccumulator {
             matched,
             ledger: self.ledger.map(LedgerTally::finish),
             open_loop: self.open.map(OpenLoopAcc::finish),
+            steps: self.steps.map(crate::steps::StepTally::finish),
         }
     }
 }

@@ -743,6 +743,7 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         writeln!(w, "\nCheck against the source's published figures:")?;
         write!(w, "{}", t.markdown())?;
     }
+    crate::steps::print_step_tables(w, s)?;
     if let Some(t) = crate::openloop::open_loop_table(s) {
         writeln!(
             w,

@@ -112,6 +112,9 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
         analyzer::print_tables(&mut std::io::stdout().lock(), &summary)?;
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
+        if summary.params.is_steps() && summary.complete {
+            step_check(&dir, *scenario, &summary)?;
+        }
         println!("results: {}", outdir::shown(&dir));
         if !summary.complete {
             eprintln!("lab: the run in {} is incomplete", dir.display());
@@ -135,6 +138,42 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
         }
     }
     Ok(code)
+}
+
+/// The step workload's check (seed 002): the same parameters and seeds simulated, beside the
+/// live figures: batch calls and 429s within 5%, and the heavy-load ordering on both sides.
+/// Printed and written to `live_vs_simulated.csv`; it does not change the exit code.
+fn step_check(
+    dir: &Path,
+    scenario: Scenario,
+    live: &analyzer::ScenarioSummary,
+) -> anyhow::Result<()> {
+    use e03_metrics::steps::{heavy_ordering, step_comparison};
+    let sim = simulator::simulate(scenario, &live.params);
+    let t = step_comparison(live, &sim, 0.05);
+    println!(
+        "\nCheck: live against simulated (same parameters and seeds; batch calls and 429s, \
+         means over seeds):"
+    );
+    print!("{}", t.markdown());
+    let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
+    analyzer::outputs::write_csv_rows(&dir.join("live_vs_simulated.csv"), &rows)?;
+    if let (Some(l), Some(s)) = (heavy_ordering(live), heavy_ordering(&sim)) {
+        let agree = l.iter().zip(&s).all(|(a, b)| a.1 == b.1);
+        println!(
+            "The heavy-load ordering live: {}; simulated: {}; {}",
+            l.iter()
+                .map(|(_, ok)| if *ok { "yes" } else { "no" })
+                .collect::<Vec<_>>()
+                .join("/"),
+            s.iter()
+                .map(|(_, ok)| if *ok { "yes" } else { "no" })
+                .collect::<Vec<_>>()
+                .join("/"),
+            if agree { "they agree" } else { "they DISAGREE" }
+        );
+    }
+    Ok(())
 }
 
 /// Exit code of a run whose figures are sound but fail a check against the source's figures.

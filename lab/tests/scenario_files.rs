@@ -80,7 +80,8 @@ fn list_shows_the_builtin_catalogue() {
             "deadline",
             "idempotency",
             "classification",
-            "metastable"
+            "metastable",
+            "ratelimit"
         ],
         "{out}"
     );

@@ -19,6 +19,7 @@
 //! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
+//! - [`steps`]: seed 002's step workload (batch and interactive flows) on the virtual clock.
 //! - [`replica002`]: a port of seed 002's own rate-limit simulation, checked against its table.
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
@@ -35,6 +36,7 @@ pub mod replica002;
 pub mod run;
 pub mod service;
 pub mod stats;
+pub mod steps;
 pub mod sweep;
 
 pub use compare::print_comparison;

@@ -120,6 +120,9 @@ pub fn simulate_run(
     seed: u64,
 ) -> RunMetrics {
     let acc = RunAccumulator::new(scenario, params, &strategy.id, seed);
+    if params.is_steps() {
+        return crate::steps::run_steps(scenario, params, strategy, seed, acc).finish();
+    }
     Engine::new(scenario, params, strategy, seed, acc)
         .run()
         .finish()

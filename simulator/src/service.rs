@@ -148,6 +148,16 @@ mod tests {
                             Completion::RespondLate(status, d) => {
                                 self.schedule(t + nanos(d), req, Some(status))
                             }
+                            Completion::Timeout => self.out.push(Decision::Answered {
+                                t,
+                                req,
+                                status: e03_core::faults::TIMEOUT_STATUS,
+                            }),
+                            Completion::Cutoff => self.out.push(Decision::Answered {
+                                t,
+                                req,
+                                status: e03_core::faults::CUTOFF_STATUS,
+                            }),
                             Completion::Stale => {}
                         }
                         if let Some((next, service)) = done.next {

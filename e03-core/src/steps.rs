@@ -1,0 +1,578 @@
+//! The step workload of seed 002 (`E03_WORKLOAD=steps`): a batch job and an interactive flow
+//! that share one rate limit, on a step clock.
+//!
+//! Time is counted in steps: a step is `E03_STEP_MS` live (default 100 ms) and one tick in
+//! simulation. In each step the client:
+//!
+//! 1. takes in the interactive query of the step (one every `interactive_every` steps, before
+//!    `interactive_until`) and the batch items that arrive in it ([`StepConfig::arrivals`]: one
+//!    item a step from step 0, and from `burst_start` a burst of `burst_items` at `load` a step);
+//! 2. calls every interactive query still within its latency budget (a query is tried in its
+//!    step and, until it succeeds, in each of the next `interactive_budget` steps; it has no
+//!    retry policy of its own and never waits), then
+//! 3. calls at most `step_calls` batch items whose retry is due, in queue order (a retried item
+//!    goes to the back of the queue).
+//!
+//! A failed batch call is retried by the run's [`Strategy`] (up to its attempts, through its
+//! budget): the strategy's wait is rounded up to whole steps, at least one (`fixed`: a constant
+//! 100 ms wait is the next step; `backoff`: 100, 200, 400 ms are 1, 2, 4 steps; a strategy that
+//! honours `Retry-After` waits at least what the 429 said). Items still waiting when the run's
+//! `steps` are over failed.
+//!
+//! Like every state machine of the core, [`StepWorkload`] has no clock: a driver calls
+//! [`StepWorkload::begin_step`] at each step's start, sends the calls it returns (in their order,
+//! one after the other), hands each answer to [`StepWorkload::on_result`], and calls
+//! [`StepWorkload::finish`] after the last step. The live swarm and the simulator drive it alike.
+
+use std::time::Duration;
+
+use crate::budget::{AttemptClass, RetryBudget};
+use crate::faults::request_key;
+use crate::operation::AttemptResult;
+use crate::policy::ClientPolicy;
+use crate::rng::{stream, LabRng, Stream};
+use crate::strategy::Strategy;
+
+/// Which flow an operation belongs to. Its number is the `client` of its requests and records.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Flow {
+    /// The batch job: items with retries.
+    Batch,
+    /// The interactive flow: queries with a latency budget and no retry policy.
+    Interactive,
+}
+
+impl Flow {
+    /// The client number the flow's requests carry.
+    pub fn client(self) -> u32 {
+        match self {
+            Flow::Batch => 0,
+            Flow::Interactive => 1,
+        }
+    }
+
+    /// The flow of a client number ([`Flow::client`]).
+    pub fn of_client(client: u32) -> Option<Flow> {
+        match client {
+            0 => Some(Flow::Batch),
+            1 => Some(Flow::Interactive),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flow::Batch => "batch",
+            Flow::Interactive => "interactive",
+        }
+    }
+}
+
+/// The workload's shape (see the module doc; `E03_STEP_*` and friends).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepConfig {
+    /// One step, live.
+    pub step: Duration,
+    /// Steps in a run.
+    pub steps: u32,
+    pub batch_items: u32,
+    pub burst_start: u32,
+    pub burst_items: u32,
+    /// Burst items per step (the load level).
+    pub load: u32,
+    /// Batch calls per step at most.
+    pub step_calls: u32,
+    /// Attempts per batch item when the strategy has no limit of its own.
+    pub max_attempts: u32,
+    /// An interactive query every this many steps (0: none).
+    pub interactive_every: u32,
+    /// Interactive queries arrive before this step.
+    pub interactive_until: u32,
+    /// Steps after its own in which a failed query is tried again.
+    pub interactive_budget: u32,
+}
+
+impl StepConfig {
+    /// The step each batch item arrives in, in item order: the first `batch_items -
+    /// burst_items` one a step from step 0, then the burst from `burst_start`, `load` a step.
+    pub fn arrivals(&self) -> Vec<u32> {
+        let steady = self.batch_items - self.burst_items.min(self.batch_items);
+        (0..self.batch_items)
+            .map(|i| {
+                if i < steady {
+                    i
+                } else {
+                    self.burst_start + (i - steady) / self.load.max(1)
+                }
+            })
+            .collect()
+    }
+
+    /// Whether an interactive query arrives in `step`.
+    pub fn query_at(&self, step: u32) -> bool {
+        self.interactive_every > 0
+            && step < self.interactive_until.min(self.steps)
+            && step.is_multiple_of(self.interactive_every)
+    }
+
+    /// Interactive queries in a run.
+    pub fn queries(&self) -> u32 {
+        (0..self.steps).filter(|&s| self.query_at(s)).count() as u32
+    }
+
+    /// The instant `step` starts, from the run's time zero.
+    pub fn at(&self, step: u32) -> Duration {
+        self.step * step
+    }
+
+    /// Whole steps of `wait`, rounded up, at least one.
+    pub fn steps_of(&self, wait: Duration) -> u32 {
+        let step = self.step.as_nanos().max(1);
+        (wait.as_nanos().div_ceil(step) as u32).max(1)
+    }
+}
+
+/// One call to send: attempt `attempt` (from 1) of operation `op` of `flow`, in `step`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    pub flow: Flow,
+    pub op: u32,
+    pub attempt: u32,
+    pub step: u32,
+}
+
+impl Call {
+    /// The request key of the call (its fault fate's identity).
+    pub fn key(&self) -> u64 {
+        request_key(self.flow.client(), self.op, self.attempt)
+    }
+}
+
+/// An operation that ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    pub flow: Flow,
+    pub op: u32,
+    /// The step it arrived in.
+    pub arrived: u32,
+    /// The step of its last call (its arrival step if it made none).
+    pub ended: u32,
+    pub attempts: u32,
+    pub completed: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    op: u32,
+    arrived: u32,
+    ready: u32,
+    attempts: u32,
+    last_step: u32,
+    previous: Duration,
+    polly: f64,
+}
+
+/// The workload of one run (one strategy at one load, one seed).
+#[derive(Debug)]
+pub struct StepWorkload {
+    cfg: StepConfig,
+    strategy: Strategy,
+    max_attempts: u32,
+    /// Batch items arriving in each step.
+    by_step: Vec<Vec<u32>>,
+    /// Batch items waiting, in queue order.
+    queue: Vec<Item>,
+    /// Interactive queries within their budget, not in flight.
+    active: Vec<Item>,
+    /// Operations with a call in flight, by flow and op.
+    flying: Vec<(Flow, Item)>,
+    next_query: u32,
+    rng: LabRng,
+}
+
+impl StepWorkload {
+    pub fn new(cfg: StepConfig, strategy: &Strategy, seed: u64) -> Self {
+        let mut by_step = vec![Vec::new(); cfg.steps as usize];
+        for (i, s) in cfg.arrivals().into_iter().enumerate() {
+            if let Some(v) = by_step.get_mut(s as usize) {
+                v.push(i as u32);
+            }
+        }
+        Self {
+            cfg,
+            max_attempts: strategy.max_attempts.unwrap_or(cfg.max_attempts),
+            strategy: strategy.clone(),
+            by_step,
+            queue: Vec::new(),
+            active: Vec::new(),
+            flying: Vec::new(),
+            next_query: 0,
+            rng: stream(seed, Stream::Jitter, 0),
+        }
+    }
+
+    pub fn config(&self) -> &StepConfig {
+        &self.cfg
+    }
+
+    /// Step `step` begins (at `now`): the calls to send now, in order, and the operations that
+    /// ended without a call (interactive queries past their budget, items refused by the
+    /// strategy's policy layer).
+    pub fn begin_step(
+        &mut self,
+        step: u32,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> (Vec<Call>, Vec<Done>) {
+        let mut calls = Vec::new();
+        let mut ended = Vec::new();
+        if self.cfg.query_at(step) {
+            self.active.push(Item::new(self.next_query, step));
+            self.next_query += 1;
+        }
+        for &op in self.by_step.get(step as usize).into_iter().flatten() {
+            policy.deposit(now);
+            self.queue.push(Item::new(op, step));
+        }
+        // Interactive first: queries past their budget end, the others are called.
+        for q in std::mem::take(&mut self.active) {
+            if q.arrived + self.cfg.interactive_budget < step {
+                ended.push(q.done(Flow::Interactive, false));
+                continue;
+            }
+            calls.push(self.fly(Flow::Interactive, q, step));
+        }
+        // Then the batch items that are due, at most `step_calls`, in queue order.
+        let mut sent = 0;
+        let mut i = 0;
+        while i < self.queue.len() && sent < self.cfg.step_calls {
+            if self.queue[i].ready > step {
+                i += 1;
+                continue;
+            }
+            let item = self.queue.remove(i);
+            if policy.admit(now, item.attempts + 1).is_err() {
+                // An open breaker or client-side throttling: the item gives up unsent (and a
+                // retry its budget allowed is given back).
+                if item.attempts > 0 {
+                    policy.release(now);
+                }
+                ended.push(item.done(Flow::Batch, false));
+                continue;
+            }
+            calls.push(self.fly(Flow::Batch, item, step));
+            sent += 1;
+        }
+        (calls, ended)
+    }
+
+    fn fly(&mut self, flow: Flow, mut item: Item, step: u32) -> Call {
+        item.attempts += 1;
+        item.last_step = step;
+        self.flying.push((flow, item));
+        Call {
+            flow,
+            op: item.op,
+            attempt: item.attempts,
+            step,
+        }
+    }
+
+    /// The answer to `call` came (at `now`): the operation ended, or it waits for a later step.
+    pub fn on_result(
+        &mut self,
+        call: &Call,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Option<Done> {
+        let at = self
+            .flying
+            .iter()
+            .position(|(f, i)| *f == call.flow && i.op == call.op)?;
+        let (flow, mut item) = self.flying.swap_remove(at);
+        let class = self.strategy.classify(&result);
+        if flow == Flow::Interactive {
+            if class == AttemptClass::Success {
+                return Some(item.done(flow, true));
+            }
+            // Tried again in the next step if its budget allows (checked there).
+            self.active.push(item);
+            return None;
+        }
+        policy.record(now, item.attempts, class);
+        let cause = match class {
+            AttemptClass::Success => return Some(item.done(flow, true)),
+            AttemptClass::Permanent => return Some(item.done(flow, false)),
+            AttemptClass::Failure(cause) => cause,
+        };
+        if item.attempts >= self.max_attempts || !policy.withdraw(now, cause) {
+            return Some(item.done(flow, false));
+        }
+        let wait = self.strategy.retry_wait(
+            item.attempts,
+            item.previous,
+            &mut item.polly,
+            &result,
+            &mut self.rng,
+        );
+        item.previous = wait;
+        item.ready = call.step + self.cfg.steps_of(wait);
+        self.queue.push(item);
+        None
+    }
+
+    /// The run's steps are over (and every call answered): everything still waiting failed.
+    pub fn finish(&mut self) -> Vec<Done> {
+        let mut out: Vec<Done> = self
+            .queue
+            .drain(..)
+            .map(|i| i.done(Flow::Batch, false))
+            .collect();
+        out.extend(
+            self.active
+                .drain(..)
+                .map(|q| q.done(Flow::Interactive, false)),
+        );
+        out.extend(self.flying.drain(..).map(|(f, i)| i.done(f, false)));
+        out
+    }
+}
+
+impl Item {
+    fn new(op: u32, step: u32) -> Self {
+        Item {
+            op,
+            arrived: step,
+            ready: step,
+            attempts: 0,
+            last_step: step,
+            previous: Duration::ZERO,
+            polly: 0.0,
+        }
+    }
+
+    fn done(&self, flow: Flow, completed: bool) -> Done {
+        Done {
+            flow,
+            op: self.op,
+            arrived: self.arrived,
+            ended: self.last_step,
+            attempts: self.attempts,
+            completed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::strategy::{Backoff, Jitter, RetryAfter};
+
+    fn cfg(load: u32) -> StepConfig {
+        StepConfig {
+            step: Duration::from_millis(100),
+            steps: 140,
+            batch_items: 160,
+            burst_start: 30,
+            burst_items: 60,
+            load,
+            step_calls: 12,
+            max_attempts: 4,
+            interactive_every: 2,
+            interactive_until: 120,
+            interactive_budget: 1,
+        }
+    }
+
+    fn strategy(backoff: Backoff, retry_after: RetryAfter, max: Option<u32>) -> Strategy {
+        let mut s = Strategy::standard(
+            "B",
+            Duration::ZERO,
+            Duration::ZERO,
+            crate::budget::BudgetSpec::token_bucket(10.0, 0.1),
+        )
+        .expect("B exists");
+        s.backoff = backoff;
+        s.jitter = Jitter::None;
+        s.retry_after = retry_after;
+        s.max_attempts = max;
+        s
+    }
+
+    fn fixed() -> Strategy {
+        strategy(
+            Backoff::Constant {
+                wait: Duration::from_millis(100),
+            },
+            RetryAfter::Ignore,
+            None,
+        )
+    }
+
+    fn status(code: u16, ra: Option<u64>) -> AttemptResult {
+        AttemptResult::Status {
+            code,
+            retry_after: ra.map(Duration::from_millis),
+        }
+    }
+
+    #[test]
+    fn the_schedule_is_the_seeds_one_a_step_then_the_burst() {
+        for load in [3, 6] {
+            let a = cfg(load).arrivals();
+            assert_eq!(a.len(), 160);
+            assert_eq!(&a[..100], (0..100).collect::<Vec<_>>().as_slice());
+            // Items 100.. arrive from step 30, `load` a step.
+            assert_eq!(a[100], 30);
+            assert_eq!(a[100 + load as usize - 1], 30);
+            assert_eq!(a[100 + load as usize], 31);
+            assert_eq!(a[159], 30 + 59 / load);
+            let per_step = |s: u32| a.iter().filter(|&&x| x == s).count();
+            assert_eq!(per_step(29), 1);
+            assert_eq!(per_step(30), 1 + load as usize);
+        }
+        let c = cfg(6);
+        assert_eq!(c.queries(), 60, "one every 2 steps below 120");
+        assert!(c.query_at(0) && !c.query_at(1) && c.query_at(118) && !c.query_at(120));
+        assert_eq!(c.steps_of(Duration::from_millis(100)), 1);
+        assert_eq!(c.steps_of(Duration::from_millis(101)), 2);
+        assert_eq!(c.steps_of(Duration::ZERO), 1, "never in the same step");
+        assert_eq!(c.steps_of(Duration::from_millis(400)), 4);
+    }
+
+    #[test]
+    fn at_most_step_calls_batch_calls_a_step_interactive_first() {
+        let s = fixed();
+        let mut w = StepWorkload::new(cfg(6), &s, 1);
+        let mut p = ClientPolicy::new(&s, 1);
+        let mut total = Vec::new();
+        for step in 0..36 {
+            let (calls, ended) = w.begin_step(step, cfg(6).at(step), &mut p);
+            // Only interactive queries past their budget end without a call here.
+            assert!(ended.iter().all(|d| d.flow == Flow::Interactive));
+            total.extend(ended);
+            let batch = calls.iter().filter(|c| c.flow == Flow::Batch).count();
+            assert!(batch <= 12, "step {step}: {batch}");
+            if step.is_multiple_of(2) {
+                assert_eq!(calls[0].flow, Flow::Interactive, "interactive first");
+            }
+            for c in &calls {
+                // Every call fails with a 429: items are retried.
+                let done = w.on_result(c, status(429, Some(50)), cfg(6).at(step), &mut p);
+                if let Some(d) = done {
+                    total.push(d);
+                }
+            }
+        }
+        // Fixed: a failed item is due the next step; with 7 arrivals a step from step 30 and
+        // retries, the queue exceeds 12 and the limit binds.
+        assert!(total
+            .iter()
+            .any(|d| d.flow == Flow::Batch && d.attempts == 4));
+        assert!(total.iter().all(|d| !d.completed));
+        // A failed interactive query is tried in its step and the next, then ends.
+        let q0 = total
+            .iter()
+            .find(|d| d.flow == Flow::Interactive && d.op == 0)
+            .expect("query 0 ended");
+        assert_eq!((q0.arrived, q0.ended, q0.attempts), (0, 1, 2));
+    }
+
+    fn retried_at(s: &Strategy, result: AttemptResult) -> Vec<u32> {
+        let mut c = cfg(3);
+        c.batch_items = 1;
+        c.burst_items = 0;
+        c.interactive_every = 0;
+        let mut w = StepWorkload::new(c, s, 1);
+        let mut p = ClientPolicy::new(s, 1);
+        let mut steps = Vec::new();
+        for step in 0..20 {
+            let (calls, _) = w.begin_step(step, c.at(step), &mut p);
+            for call in calls {
+                steps.push(call.step);
+                w.on_result(&call, result, c.at(step), &mut p);
+            }
+        }
+        steps
+    }
+
+    #[test]
+    fn policies_wait_whole_steps_and_retry_after_aware_waits_what_the_429_says() {
+        let none = strategy(Backoff::Immediate, RetryAfter::Ignore, Some(1));
+        assert_eq!(retried_at(&none, status(503, None)), [0]);
+        assert_eq!(retried_at(&fixed(), status(429, Some(450))), [0, 1, 2, 3]);
+        let backoff = strategy(
+            Backoff::Exponential {
+                base: Duration::from_millis(100),
+                cap: Duration::from_millis(400),
+            },
+            RetryAfter::Ignore,
+            None,
+        );
+        assert_eq!(retried_at(&backoff, status(504, None)), [0, 1, 3, 7]);
+        let aware = strategy(
+            Backoff::Constant {
+                wait: Duration::from_millis(100),
+            },
+            RetryAfter::AtLeast,
+            None,
+        );
+        // Retry-After 450 ms: 5 steps; a 502 without one: the next step.
+        assert_eq!(retried_at(&aware, status(429, Some(450))), [0, 5, 10, 15]);
+        assert_eq!(retried_at(&aware, status(502, None)), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn each_strategy_runs_once_per_load_and_the_ids_survive_a_round_trip() {
+        let raw = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let p = crate::Params::from_raw(&raw(&[
+            ("E03_WORKLOAD", "steps"),
+            ("E03_STRATEGIES", "A,B"),
+            ("E03_STEP_LOADS", "3,6"),
+        ]))
+        .unwrap();
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["A-L3", "B-L3", "A-L6", "B-L6"]);
+        assert_eq!(p.strategies()[3].load, Some(6));
+        assert_eq!(p.strategies()[3].base_id(), "B");
+        assert_eq!(p.step_config(6).load, 6);
+        // What a driver passes on reads back the same.
+        assert_eq!(crate::Params::from_raw(&p.to_raw()).unwrap(), p);
+        for bad in ["3,3", "0", "", "1,2,3,4,5,6,7,8,9"] {
+            let e = crate::Params::from_raw(&raw(&[
+                ("E03_WORKLOAD", "steps"),
+                ("E03_STEP_LOADS", bad),
+            ]));
+            assert!(e.is_err(), "{bad:?}");
+        }
+        let e = crate::Params::from_raw(&raw(&[("E03_BURST_ITEMS", "200")])).unwrap_err();
+        assert!(e.to_string().contains("E03_BURST_ITEMS"), "{e}");
+    }
+
+    #[test]
+    fn success_ends_an_item_and_finish_fails_what_is_left() {
+        let s = fixed();
+        let c = cfg(3);
+        let mut w = StepWorkload::new(c, &s, 1);
+        let mut p = ClientPolicy::new(&s, 1);
+        let (calls, _) = w.begin_step(0, c.at(0), &mut p);
+        let done: Vec<Done> = calls
+            .iter()
+            .filter_map(|call| w.on_result(call, status(200, None), c.at(0), &mut p))
+            .collect();
+        assert_eq!(done.len(), 2, "item 0 and query 0");
+        assert!(done.iter().all(|d| d.completed && d.attempts == 1));
+        // Step 1 is never run: item 1 arrives there but is not taken in; finish() only fails
+        // what was taken in.
+        assert!(w.finish().is_empty());
+    }
+}
