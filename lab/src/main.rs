@@ -160,6 +160,14 @@ fn replica(args: &[OsString]) -> i32 {
 /// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
 fn swarm(args: &[OsString]) -> i32 {
     let child = child_args("lab swarm", args);
+    // Chain scenarios run through the hop services (compose's hop-N; `--chain-hops`).
+    if let Some((_, scenarios)) = client_swarm::out_and_scenarios(&child) {
+        match chains_only(&scenarios) {
+            Err(code) => return code,
+            Ok(true) => return chain::swarm(&child),
+            Ok(false) => {}
+        }
+    }
     let code = client_swarm::main_entry(child.clone());
     // `lab run` analyses after its swarm itself and sets E03_SWARM_REPORT=0 for it.
     let report = std::env::var("E03_SWARM_REPORT").map_or(true, |v| v != "0");
