@@ -201,7 +201,15 @@ impl Active {
                     ""
                 }
             ),
-            Role::Bottom { bottom } => format!("layer {} bottom: {bottom:?}", self.layer),
+            Role::Bottom {
+                bottom: Bottom::Fail { status },
+            } => format!("layer {} bottom: answers {status} at once", self.layer),
+            Role::Bottom {
+                bottom: Bottom::Hang { hold_ms },
+            } => format!(
+                "layer {} bottom: holds every call {hold_ms} ms, then 503",
+                self.layer
+            ),
         }
     }
 }
