@@ -283,8 +283,17 @@ pub fn swarm(args: &[OsString]) -> i32 {
     code
 }
 
-/// Every variant of every scenario has a hop service for each of its layers.
+/// Every scenario is a chain scenario, and every variant has a hop service for each of its
+/// layers.
 fn checked_hops(a: &client_swarm::ChainArgs) -> Result<(), String> {
+    if let Some(other) = a.scenarios.iter().find(|s| !is_chain(s.scenario)) {
+        return Err(format!(
+            "invalid --scenarios (E03_SCENARIOS): {} is not a chain scenario; chain scenarios \
+             (amplification, deadline, files with [chain]) run on their own: name them without \
+             other scenarios",
+            other.scenario.name()
+        ));
+    }
     if a.hops.is_empty() {
         return Err(
             "chain scenarios need the hop services: --chain-hops http://hop-1:8080,... \

@@ -113,6 +113,24 @@ fn hop_services(n: usize, log_dir: &std::path::Path) -> (Services, Vec<String>) 
     (services, urls)
 }
 
+/// `--shutdown-targets` stopped every hop service (bounded wait for their exit).
+fn assert_exits(services: &mut Services) {
+    for c in &mut services.0 {
+        let mut exited = false;
+        for _ in 0..250 {
+            if c.try_wait().unwrap().is_some() {
+                exited = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            exited,
+            "a hop service still runs after the swarm shut it down"
+        );
+    }
+}
+
 #[test]
 fn amplification_through_hop_services_gives_27_3_and_243_and_shuts_them_down() {
     let dir = common::temp("chains", "services");
@@ -151,21 +169,7 @@ fn amplification_through_hop_services_gives_27_3_and_243_and_shuts_them_down() {
         std::fs::read_to_string(dir.join("chain/amplification/five-layers/layer-5-pricing.jsonl"))
             .unwrap();
     assert_eq!(pricing.lines().count(), 243);
-    // --shutdown-targets stopped every hop service (bounded wait for their exit).
-    for c in &mut services.0 {
-        let mut exited = false;
-        for _ in 0..250 {
-            if c.try_wait().unwrap().is_some() {
-                exited = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(
-            exited,
-            "a hop service still runs after the swarm shut it down"
-        );
-    }
+    assert_exits(&mut services);
     // The analyzer (compose's `lab report`) prints the published figures from those logs.
     let o = lab()
         .args(["report", "--out"])
@@ -221,5 +225,30 @@ fn too_few_hop_services_are_refused_before_any_traffic() {
     let (_, err) = common::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--chain-hops"), "{err}");
+    // A chain scenario with an E03 one is refused, and the hop services are still shut down.
+    let (mut services, urls) = hop_services(1, &dir);
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--scenarios",
+            "amplification,e03b",
+            "--shutdown-targets",
+            "--chain-hops",
+            &urls[0],
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("e03b is not a chain scenario"), "{err}");
+    assert_exits(&mut services);
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "nothing is written"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
