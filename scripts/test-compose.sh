@@ -8,10 +8,20 @@
 # capabilities and no-new-privileges, that `down` leaves nothing running,
 # and that scripts/compose.sh stops before any container starts when ./results is not writable
 # by the container user or the uid is 0, and that the swarm printed a progress line every second.
+# Then the chain scenario as containers: E03_SCENARIOS=amplification through the hop services
+# hop-1..hop-6, checking the printed figures (27, 3, 243, PASS) and that the hop logs were
+# written by the hop containers.
 # Then it builds the standard Dockerfile with the legacy builder (scripts/build-standard-image.sh)
 # and runs the default topology with that image once. It removes only what it made (its run
 # directories, its file) and puts results/latest back as it was.
+#   scripts/test-compose.sh          # everything above
+#   scripts/test-compose.sh chain    # only the static build and the chain run (about a minute)
 set -euo pipefail
+only=${1:-all}
+case "$only" in
+    all|chain) ;;
+    *) echo "test-compose: unknown argument '$only': expected nothing (every check) or 'chain'" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 project=e03test$$
 files=(-f docker-compose.yml -f docker-compose.offline.yml)
@@ -48,6 +58,66 @@ cleanup() {
         rm -f results/latest
     fi
 }
+
+# The chain scenario as containers: the swarm configures hop-1..hop-6 per variant through their
+# control call and is the top caller; the analyzer prints the [chain] tables from their logs.
+chain_run() {
+    local log=/tmp/e03-compose-up-chain-$$.log start run variant layer n file owner
+    start=$(date +%s)
+    E03_SCENARIOS=amplification compose up --no-color 2>&1 | tee "$log"
+    echo "test-compose: chain compose run (E03_SCENARIOS=amplification) took $(( $(date +%s) - start )) s"
+    for svc in swarm analyzer hop-1 hop-2 hop-3 hop-4 hop-5 hop-6; do
+        code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
+        if [ "$code" != 0 ]; then
+            echo "test-compose: chain run: $svc exited with $code" >&2
+            exit 1
+        fi
+    done
+    run=$(readlink results/latest || true)
+    case "$run" in
+        ""|*/*|.*) echo "test-compose: chain run: results/latest is not a run id: '$run'" >&2; exit 1 ;;
+    esac
+    runs+=("$run")
+    # The analyzer's check table: exactly the published figures, PASS.
+    for row in "every-layer 27" "top-only 3" "five-layers 243"; do
+        set -- $row
+        grep -qE "^analyzer[-_]1 +\| \| $1 +\| +bottom calls per top request +\| +$2 +\| +$2 +\| +exact +\| +PASS +\|" "$log" \
+            || { echo "test-compose: the chain run did not print $2 with PASS for $1" >&2; exit 1; }
+    done
+    grep -qE "^analyzer[-_]1 +\| .*client 3, gateway 3, order 9, inventory 27, stock 81, pricing 243, bottom 729" "$log" \
+        || { echo "test-compose: the chain run did not print the calls per layer of five-layers" >&2; exit 1; }
+    # The hop logs came from the containers: hop-L said it was configured as layer L with that
+    # variant's log, and the log was written by the container user, with the expected calls.
+    for row in "every-layer 4 81" "top-only 4 9" "five-layers 6 729"; do
+        set -- $row
+        variant=$1
+        for layer in $(seq 1 "$2"); do
+            grep -qE "^hop-${layer}[-_]1 +\| hop: configured as layer $layer .*, log $run/amplification/$variant/layer-$layer-" "$log" \
+                || { echo "test-compose: hop-$layer did not say it ran layer $layer of $variant" >&2; exit 1; }
+            file=$(ls "results/$run/amplification/$variant/layer-$layer-"*.jsonl)
+            owner=$(stat -c %u "$file")
+            if [ "$owner" != "$E03_UID" ]; then
+                echo "test-compose: $file was written by uid $owner, not the containers' $E03_UID" >&2
+                exit 1
+            fi
+        done
+        n=$(wc -l <"results/$run/amplification/$variant/layer-$2-bottom.jsonl")
+        if [ "$n" != "$3" ]; then
+            echo "test-compose: $variant: the bottom container logged $n calls, expected $3" >&2
+            exit 1
+        fi
+    done
+    echo "test-compose: the chain ran as containers: 27, 3 and 243 bottom calls per request, PASS; hop logs in results/$run/amplification"
+}
+
+if [ "$only" = chain ]; then
+    chmod 0777 results
+    compose build
+    chain_run
+    compose down --remove-orphans
+    echo "test-compose: 1 passed, 0 failed (chain as containers, offline path)"
+    exit 0
+fi
 
 # Bad setups stop before any container starts, saying how to fix them.
 chmod 0755 results
@@ -203,6 +273,8 @@ for scenario in e03a e03b; do
 done
 echo "test-compose: the swarm printed a progress line every second: $(grep -m1 "progress e03b seed 42: " /tmp/e03-compose-up-script-$$.log)"
 
+chain_run
+
 compose down --remove-orphans
 left=$(docker ps -q --filter "label=com.docker.compose.project=$project")
 if [ -n "$left" ]; then
@@ -256,4 +328,4 @@ for scenario in e03a e03b; do
 done
 echo "test-compose: the standard Dockerfile's image ran the default topology: results/$std_run"
 std_compose down --remove-orphans
-echo "test-compose: 2 passed, 0 failed (offline path, standard Dockerfile)"
+echo "test-compose: 3 passed, 0 failed (offline path, chain as containers, standard Dockerfile)"

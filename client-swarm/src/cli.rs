@@ -139,7 +139,21 @@ fn command() -> Command {
             Arg::new("shutdown-targets")
                 .long("shutdown-targets")
                 .action(clap::ArgAction::SetTrue)
-                .help("when done (or stopped), ask every target's dependency to shut down (compose)"),
+                .help(
+                    "when done (or stopped), ask every target's dependency (and every \
+                     --chain-hops hop) to shut down (compose)",
+                ),
+        )
+        .arg(
+            Arg::new("chain-hops")
+                .long("chain-hops")
+                .value_name("URL,...")
+                .help(
+                    "base URLs of hop services started with `lab hop --listen .. --log-dir \
+                     OUT` (compose: http://hop-1:8080,...): chain scenarios (amplification, \
+                     deadline) run through them, the first hop called by the swarm, the last \
+                     used one as the bottom",
+                ),
         );
     // Negative numbers reach the parameter validation, which names the parameter, instead of
     // clap's "unexpected argument '-1'".
@@ -168,6 +182,8 @@ struct Setup {
     run_dir: Option<String>,
     /// Shut every target down at the end (`--shutdown-targets`).
     shutdown_targets: bool,
+    /// `--chain-hops`: the hop services (shut down with the targets).
+    chain_hops: Vec<String>,
     /// The text of the user's policy file (`E03_POLICIES`), kept beside the logs.
     policies: Option<String>,
     /// `--metrics-listen`: where to serve `GET /metrics` (off when `None`).
@@ -242,6 +258,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         definitions,
         out: PathBuf::from(value("out")),
         shutdown_targets: m.get_flag("shutdown-targets"),
+        chain_hops: chain_hops(m)?,
         policies,
         metrics_listen,
         progress,
@@ -420,6 +437,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     runtime.block_on(async {
         let targets = setup.targets.clone();
         let shutdown_targets = setup.shutdown_targets;
+        let chain_hops = setup.chain_hops.clone();
         if let Some(addr) = setup.metrics_listen {
             let listener = match tokio::net::TcpListener::bind(addr).await {
                 Ok(l) => l,
@@ -459,9 +477,127 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                     eprintln!("client-swarm: strategy {}: {e}", target.strategy);
                 }
             }
+            shutdown_hops(&chain_hops).await;
         }
         code
     })
+}
+
+/// `--chain-hops`: comma-separated base URLs (`http://HOST:PORT`).
+fn chain_hops(m: &ArgMatches) -> Result<Vec<String>, String> {
+    let Some(value) = m.get_one::<String>("chain-hops") else {
+        return Ok(Vec::new());
+    };
+    let mut hops = Vec::new();
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let ok = reqwest::Url::parse(part)
+            .is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some_and(|h| !h.is_empty()));
+        if !ok {
+            return Err(format!(
+                "invalid --chain-hops {value:?}: entry {part:?} is not a base URL; expected a \
+                 comma-separated list like http://hop-1:8080,http://hop-2:8080"
+            ));
+        }
+        hops.push(part.trim_end_matches('/').to_string());
+    }
+    Ok(hops)
+}
+
+/// Asks every hop to shut down (`POST /control/shutdown`); one that is gone already is said.
+pub async fn shutdown_hops(hops: &[String]) {
+    for hop in hops {
+        if let Err(e) = crate::http::shutdown_target(hop).await {
+            eprintln!("client-swarm: hop {hop}: {e}");
+        }
+    }
+}
+
+/// A swarm command line whose scenarios are chain scenarios: the lab runs them through the hop
+/// services (`lab swarm` in compose), from the same flags and env vars as the swarm's.
+#[derive(Debug, Clone)]
+pub struct ChainArgs {
+    /// `--out`: with `--claim-run-dir` the results root, else the run directory.
+    pub out: PathBuf,
+    pub scenarios: Vec<ScenarioArgs>,
+    /// `--claim-run-dir` (and the run id asked for).
+    pub claim: Option<Option<String>>,
+    /// `--chain-hops`.
+    pub hops: Vec<String>,
+    /// `--shutdown-targets`: every target's control URL (the hops are in `hops`).
+    pub shutdown: Option<Vec<String>>,
+    /// `E03_OVERWRITE=1`.
+    pub overwrite: bool,
+}
+
+/// One scenario of [`ChainArgs`] and its definition's text (kept beside its logs).
+#[derive(Debug, Clone)]
+pub struct ScenarioArgs {
+    pub scenario: Scenario,
+    pub text: String,
+}
+
+/// Reads a swarm command line for chain scenarios; `Err` is the one-line message (exit 2).
+pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
+    let m = command()
+        .try_get_matches_from(args)
+        .map_err(|e| e.to_string())?;
+    let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+    if let Some(name) = unknown_env(env_names).into_iter().next() {
+        return Err(e03_core::cli::unknown_env_message(&name));
+    }
+    let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
+    let scenarios = crate::scenario_files::resolve(&value("scenarios"))
+        .map_err(|e| {
+            format!(
+                "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
+                value("scenarios")
+            )
+        })?
+        .into_iter()
+        .map(|a| ScenarioArgs {
+            scenario: a.scenario,
+            text: a.text,
+        })
+        .collect();
+    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
+    let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
+    let claim = m.get_flag("claim-run-dir");
+    Ok(ChainArgs {
+        out: PathBuf::from(value("out")),
+        scenarios,
+        claim: claim.then(|| run_id.cloned()),
+        hops: chain_hops(&m)?,
+        shutdown: m
+            .get_flag("shutdown-targets")
+            .then(|| targets.into_iter().map(|t| t.control_url).collect()),
+        overwrite: std::env::var("E03_OVERWRITE").is_ok_and(|v| v == "1" || v == "true"),
+    })
+}
+
+/// Claims the run directory of [`ChainArgs`] as the swarm claims its own (`--claim-run-dir`:
+/// `OUT/<run id>/`, `OUT/latest`; uid 0 refused) and checks it can be written; the run
+/// directory. `Err` is the one-line message (exit 2).
+pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario).collect();
+    let dir = match &a.claim {
+        Some(id) => {
+            let run = claim_run_dir(&a.out, id.clone(), &scenarios, &env)?;
+            eprintln!(
+                "client-swarm: run {} writes into {}",
+                run.id,
+                outdir::shown(&run.dir)
+            );
+            let _ = CLAIMED.set(run.dir.clone());
+            run.dir
+        }
+        None => {
+            refuse_root(&env)?;
+            a.out.clone()
+        }
+    };
+    preflight(&dir, &scenarios, &env)?;
+    Ok(dir)
 }
 
 /// With `--claim-run-dir`: claims the run directory and makes it the setup's output directory.
@@ -736,6 +872,37 @@ mod tests {
         assert!(text.lines().all(|l| l.len() <= 120), "{text}");
         assert_eq!(text.matches("ops").count(), 6);
         assert!(text.contains(";\n  "), "{text}");
+    }
+
+    #[test]
+    fn chain_hops_are_base_urls() {
+        let s = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A",
+            "--chain-hops",
+            "http://hop-1:8080/, http://hop-2:8080",
+        ])
+        .unwrap();
+        assert_eq!(s.chain_hops, ["http://hop-1:8080", "http://hop-2:8080"]);
+        let e = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A",
+            "--chain-hops",
+            "hop-1:8080",
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("--chain-hops") && e.contains("\"hop-1:8080\""),
+            "{e}"
+        );
+        let s = parse(&["cs", "--targets", T, "--strategies", "A"]).unwrap();
+        assert!(s.chain_hops.is_empty());
     }
 
     #[test]

@@ -33,9 +33,12 @@ pub mod scenario_files;
 mod steps;
 mod stop;
 
-pub use cli::{main_entry, out_and_scenarios, shutdown_signal};
+pub use cli::{
+    chain_args, claim_chain_run, main_entry, out_and_scenarios, shutdown_hops, shutdown_signal,
+    ChainArgs, ScenarioArgs,
+};
 pub use error::SwarmError;
-pub use http::wait_healthy;
+pub use http::{shutdown_target, wait_healthy};
 pub use metrics::{serve_metrics, METRICS_PATH};
 pub use plan::{
     parse_targets, StrategyReport, SwarmPlan, SwarmReport, Target, TargetsError,

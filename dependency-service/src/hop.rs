@@ -14,26 +14,41 @@
 //! `GET /inflight` says how many calls are still working (the lab waits for 0 before it stops
 //! the hop, so no call is lost).
 //!
+//! # Two ways to start a hop
+//!
+//! - `lab hop --config JSON`: configured at start ([`HopConfig`]); `lab run` starts one process
+//!   per layer on loopback this way.
+//! - `lab hop --listen ADDR --log-dir DIR`: unconfigured (compose's `hop-N` services). Until a
+//!   control call configures it, `/work` answers `503`. `POST /control/configure` with a
+//!   [`HopSetup`] (JSON: layer, role, log file relative to DIR) makes it a proxy or the bottom;
+//!   `200` when accepted, `400` with a message naming the key when not (nothing changes then).
+//!   It may be called again (the next variant of a chain): calls already in flight finish with
+//!   the configuration they arrived under and log to its file. `GET /health` answers `200`,
+//!   `POST /control/shutdown` stops the process (the swarm's end of a compose run).
+//!
 //! Request headers: [`REQUEST_HEADER`] (the top request's number, passed on), and with deadline
 //! propagation [`DEADLINE_HEADER`] (whole ms the caller will wait). A bad value of either is a
 //! `400` naming the header.
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
 use e03_core::chain::{
-    Bottom, CallRecord, HopCall, HopSpec, HopStep, TopRecord, DEADLINE_HEADER, REQUEST_HEADER,
+    Bottom, CallRecord, HopCall, HopSpec, HopStep, TopRecord, DEADLINE_HEADER, MAX_HOPS,
+    REQUEST_HEADER,
 };
+use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
 use e03_core::AttemptResult;
 
 /// What a hop process is, as `lab` passes it in `--config` (JSON).
@@ -52,6 +67,75 @@ pub struct HopConfig {
 
 fn loopback() -> String {
     "127.0.0.1:0".into()
+}
+
+/// The control call that configures a hop started without a configuration.
+pub const CONFIGURE_PATH: &str = "/control/configure";
+
+/// What `POST /control/configure` takes (JSON): a [`HopConfig`] without the address, its log
+/// named relative to the hop's `--log-dir`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopSetup {
+    /// Its layer in the chain (1: called by the top caller).
+    pub layer: u32,
+    pub role: Role,
+    /// The log file under the hop's log directory: a relative path of plain names (letters,
+    /// digits, `.`, `-`, `_`; no `..`) ending in `.jsonl`. Missing folders are created; the file
+    /// is appended to.
+    pub log: String,
+}
+
+/// Checks a layer and a role; the message names the key and what it accepts.
+pub fn check_role(layer: u32, role: &Role) -> Result<(), String> {
+    let most = MAX_HOPS as u32 + 1;
+    if !(1..=most).contains(&layer) {
+        return Err(format!(
+            "layer = {layer}: expected a whole number from 1 to {most} (1: called by the top \
+             caller)"
+        ));
+    }
+    match role {
+        Role::Proxy { spec, upstream, .. } => {
+            spec.check("role.spec")?;
+            let ok = reqwest::Url::parse(upstream)
+                .is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some_and(|h| !h.is_empty()));
+            if !ok {
+                return Err(format!(
+                    "role.upstream = {upstream:?}: expected the upstream's base URL, \
+                     http://HOST:PORT"
+                ));
+            }
+            Ok(())
+        }
+        Role::Bottom { bottom } => bottom.check().map_err(|e| format!("role.{e}")),
+    }
+}
+
+/// Checks a [`HopSetup`]'s log name; the relative path it names.
+pub fn check_log_name(log: &str) -> Result<PathBuf, String> {
+    let bad = || {
+        format!(
+            "log = {log:?}: expected a relative path of plain names (letters, digits, '.', '-', \
+             '_'; no '..') ending in .jsonl, under the hop's --log-dir"
+        )
+    };
+    let path = Path::new(log);
+    let plain = |c: Component| match c {
+        Component::Normal(n) => n.to_str().is_some_and(|n| {
+            n.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '-' | '_'))
+        }),
+        _ => false,
+    };
+    if log.is_empty()
+        || log.len() > 512
+        || !log.ends_with(".jsonl")
+        || !path.components().all(plain)
+    {
+        return Err(bad());
+    }
+    Ok(path.to_path_buf())
 }
 
 /// A proxy towards `upstream` (`http://IP:PORT`), or the bottom of the chain.
@@ -76,12 +160,71 @@ pub fn wall_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// A hop's configuration in force: its layer, its role and its open log.
+struct Active {
+    layer: u32,
+    role: Role,
+    log: Mutex<std::fs::File>,
+}
+
+impl Active {
+    fn open(layer: u32, role: Role, log: &Path) -> anyhow::Result<Active> {
+        use anyhow::Context;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("opening the hop log {}", log.display()))?;
+        Ok(Active {
+            layer,
+            role,
+            log: Mutex::new(file),
+        })
+    }
+
+    /// One line for the hop's stdout: what it now is.
+    fn describe(&self) -> String {
+        match &self.role {
+            Role::Proxy {
+                spec,
+                upstream,
+                propagate,
+            } => format!(
+                "layer {} {}: {} attempt(s) of {} ms to {upstream}{}",
+                self.layer,
+                spec.name,
+                spec.attempts,
+                spec.timeout_ms,
+                if *propagate {
+                    ", deadlines propagated"
+                } else {
+                    ""
+                }
+            ),
+            Role::Bottom {
+                bottom: Bottom::Fail { status },
+            } => format!("layer {} bottom: answers {status} at once", self.layer),
+            Role::Bottom {
+                bottom: Bottom::Hang { hold_ms },
+            } => format!(
+                "layer {} bottom: holds every call {hold_ms} ms, then 503",
+                self.layer
+            ),
+        }
+    }
+}
+
 struct Hop {
-    config: HopConfig,
+    /// `None` until a control call configures the hop.
+    active: RwLock<Option<Arc<Active>>>,
+    /// Where control calls' logs go (`--log-dir`); `None`: started with `--config`, no
+    /// control call is taken.
+    log_dir: Option<PathBuf>,
     client: reqwest::Client,
     inflight: AtomicU64,
     seq: AtomicU64,
-    log: Mutex<std::fs::File>,
+    /// `POST /control/shutdown` was received.
+    stop: tokio::sync::Notify,
 }
 
 /// One attempt upstream: its result as the core sees it.
@@ -152,9 +295,14 @@ fn describe(last: Option<AttemptResult>) -> String {
 }
 
 impl Hop {
-    /// The work of one call: its status and a one-line body.
-    async fn serve(&self, req: u64, received_ms: Option<u64>) -> (u16, String, bool) {
-        match &self.config.role {
+    /// The work of one call under `active`: its status and a one-line body.
+    async fn serve(
+        &self,
+        active: &Active,
+        req: u64,
+        received_ms: Option<u64>,
+    ) -> (u16, String, bool) {
+        match &active.role {
             Role::Bottom { bottom } => {
                 let deadline = received_ms.map(Duration::from_millis);
                 let (end, status) = bottom.answer(Duration::ZERO, deadline);
@@ -191,10 +339,10 @@ impl Hop {
         }
     }
 
-    fn log(&self, record: &CallRecord) {
+    fn log(active: &Active, record: &CallRecord) {
         let mut line = serde_json::to_string(record).expect("a record serializes");
         line.push('\n');
-        let mut file = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = active.log.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = file.write_all(line.as_bytes()) {
             tracing::error!("cannot write the hop log: {e}");
         }
@@ -225,21 +373,32 @@ async fn work(State(hop): State<Arc<Hop>>, headers: HeaderMap) -> (StatusCode, S
         (Ok(r), Ok(d)) => (r.unwrap_or(0), d),
         (Err(e), _) | (_, Err(e)) => return (StatusCode::BAD_REQUEST, e),
     };
+    // The configuration the call arrived under: it keeps it (and its log) to its end.
+    let active = hop.active.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let Some(active) = active else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("this hop has no configuration yet: POST {CONFIGURE_PATH} first"),
+        );
+    };
     let start_us = wall_us();
     hop.inflight.fetch_add(1, Ordering::SeqCst);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let task_hop = Arc::clone(&hop);
     // The work goes on if the caller leaves (its answer is then dropped).
     tokio::spawn(async move {
-        let (status, body, refused) = task_hop.serve(req, received_ms).await;
-        task_hop.log(&CallRecord {
-            layer: task_hop.config.layer,
-            req,
-            start_us,
-            end_us: wall_us(),
-            status,
-            refused,
-        });
+        let (status, body, refused) = task_hop.serve(&active, req, received_ms).await;
+        Hop::log(
+            &active,
+            &CallRecord {
+                layer: active.layer,
+                req,
+                start_us,
+                end_us: wall_us(),
+                status,
+                refused,
+            },
+        );
         task_hop.inflight.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send((status, body));
     });
@@ -259,48 +418,137 @@ async fn inflight(State(hop): State<Arc<Hop>>) -> String {
     hop.inflight.load(Ordering::SeqCst).to_string()
 }
 
+async fn health() -> &'static str {
+    "ok"
+}
+
+async fn shutdown(State(hop): State<Arc<Hop>>) -> &'static str {
+    hop.stop.notify_one();
+    "shutting down"
+}
+
+/// `POST /control/configure`: checks the whole [`HopSetup`] first, then opens its log and puts
+/// it in force; a bad setup changes nothing.
+async fn configure(State(hop): State<Arc<Hop>>, body: Bytes) -> (StatusCode, String) {
+    let Some(log_dir) = &hop.log_dir else {
+        return (
+            StatusCode::CONFLICT,
+            "this hop was started with --config; it takes no control call".into(),
+        );
+    };
+    let setup: HopSetup = match serde_json::from_slice(&body) {
+        Ok(s) => s,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "invalid hop configuration: {e}; expected JSON {{\"layer\": 1, \"log\": \
+                     \"RUN/SCENARIO/VARIANT/layer-1-NAME.jsonl\", \"role\": ...}} (see lab hop \
+                     --help)"
+                ),
+            )
+        }
+    };
+    let rel = match check_role(setup.layer, &setup.role).and_then(|()| check_log_name(&setup.log)) {
+        Ok(rel) => rel,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("invalid hop configuration: {e}"),
+            )
+        }
+    };
+    let path = log_dir.join(rel);
+    if let Some(parent) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot create {}: {e}", parent.display()),
+            );
+        }
+    }
+    let active = match Active::open(setup.layer, setup.role, &path) {
+        Ok(a) => a,
+        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")),
+    };
+    let line = format!(
+        "hop: configured as {}, log {}",
+        active.describe(),
+        setup.log
+    );
+    // For the container's log; a closed stdout (a caller that read only the address line) must
+    // not stop the hop.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    *hop.active.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(active));
+    (StatusCode::OK, line)
+}
+
 /// A bound hop, ready to serve.
 pub struct BoundHop {
     pub addr: SocketAddr,
     listener: tokio::net::TcpListener,
     router: Router,
+    hop: Arc<Hop>,
 }
 
-/// Binds a hop (opens its log for appending).
+/// Binds a hop configured at start (opens its log for appending).
 pub async fn bind(config: HopConfig) -> anyhow::Result<BoundHop> {
+    let active = Active::open(config.layer, config.role, &config.log)?;
+    bind_with(&config.listen, Some(active), None).await
+}
+
+/// Binds a hop without a configuration: it takes `POST /control/configure`, whose logs go
+/// under `log_dir`.
+pub async fn bind_unconfigured(listen: &str, log_dir: PathBuf) -> anyhow::Result<BoundHop> {
+    bind_with(listen, None, Some(log_dir)).await
+}
+
+async fn bind_with(
+    listen: &str,
+    active: Option<Active>,
+    log_dir: Option<PathBuf>,
+) -> anyhow::Result<BoundHop> {
     use anyhow::Context;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&config.log)
-        .with_context(|| format!("opening the hop log {}", config.log.display()))?;
-    let listener = tokio::net::TcpListener::bind(&config.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("binding {}", config.listen))?;
+        .with_context(|| format!("binding {listen}"))?;
     let addr = listener.local_addr()?;
     let hop = Arc::new(Hop {
-        config,
+        active: RwLock::new(active.map(Arc::new)),
+        log_dir,
         client: reqwest::Client::builder().build()?,
         inflight: AtomicU64::new(0),
         seq: AtomicU64::new(0),
-        log: Mutex::new(log),
+        stop: tokio::sync::Notify::new(),
     });
     let router = Router::new()
         .route("/work", get(work))
         .route("/inflight", get(inflight))
-        .with_state(hop);
+        .route(HEALTH_PATH, get(health))
+        .route(CONFIGURE_PATH, post(configure))
+        .route(SHUTDOWN_PATH, post(shutdown))
+        .with_state(Arc::clone(&hop));
     Ok(BoundHop {
         addr,
         listener,
         router,
+        hop,
     })
 }
 
 impl BoundHop {
-    /// Serves until `stop` resolves.
+    /// Serves until `stop` resolves or `POST /control/shutdown` comes.
     pub async fn serve(self, stop: impl std::future::Future<Output = ()> + Send + 'static) {
+        let hop = Arc::clone(&self.hop);
+        let end = async move {
+            tokio::select! {
+                () = stop => {}
+                () = hop.stop.notified() => {}
+            }
+        };
         if let Err(e) = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(stop)
+            .with_graceful_shutdown(end)
             .await
         {
             tracing::error!("hop server: {e}");
@@ -308,34 +556,81 @@ impl BoundHop {
     }
 }
 
-/// `lab hop --config JSON`: prints `listening work=IP:PORT`, serves until SIGINT or SIGTERM.
-/// Exit 2 when the configuration is missing or invalid (the message names --config).
+/// How `lab hop` was asked to start.
+enum Start {
+    Configured(HopConfig),
+    Unconfigured { listen: String, log_dir: PathBuf },
+}
+
+const HOP_USAGE: &str = "expected `lab hop --config JSON` or `lab hop --listen IP:PORT --log-dir \
+                         DIR` (see lab hop --help)";
+
+/// Reads `lab hop`'s arguments; `Err` is the message (exit 2).
+fn start_of(args: &[String]) -> Result<Option<Start>, String> {
+    let mut config = None;
+    let mut listen = None;
+    let mut log_dir = None;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let slot = match flag.as_str() {
+            "--help" | "-h" => return Ok(None),
+            "--config" => &mut config,
+            "--listen" => &mut listen,
+            "--log-dir" => &mut log_dir,
+            other => return Err(format!("unexpected argument {other:?}: {HOP_USAGE}")),
+        };
+        match it.next() {
+            Some(v) => *slot = Some(v.clone()),
+            None => return Err(format!("{flag} needs a value: {HOP_USAGE}")),
+        }
+    }
+    match (config, listen, log_dir) {
+        (Some(text), None, None) => {
+            let config: HopConfig = serde_json::from_str(&text).map_err(|e| {
+                format!("--config: {e}: expected a hop configuration in JSON (see lab hop --help)")
+            })?;
+            check_role(config.layer, &config.role).map_err(|e| format!("--config: {e}"))?;
+            Ok(Some(Start::Configured(config)))
+        }
+        (None, Some(listen), Some(dir)) => {
+            let log_dir = PathBuf::from(&dir);
+            if !log_dir.is_dir() {
+                return Err(format!(
+                    "--log-dir {dir:?}: no such directory (the folder the hop's logs go under)"
+                ));
+            }
+            Ok(Some(Start::Unconfigured { listen, log_dir }))
+        }
+        _ => Err(HOP_USAGE.into()),
+    }
+}
+
+/// `lab hop --config JSON` or `lab hop --listen IP:PORT --log-dir DIR`: prints `listening
+/// work=IP:PORT`, serves until SIGINT, SIGTERM or `POST /control/shutdown`. Exit 2 when the
+/// arguments or the configuration are missing or invalid (the message names the flag).
 pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
     let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
-    let text = match args.get(1..).unwrap_or_default() {
-        [flag, value] if flag == "--config" => value.clone(),
-        [h] if h == "--help" || h == "-h" => {
+    let start = match start_of(args.get(1..).unwrap_or_default()) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
             println!(
-                "Usage: lab hop --config JSON\n\nOne hop of a chain (the dependency service in \
-                 proxy mode); `lab run` starts them. JSON: {{\"layer\": 1, \"log\": PATH, \
-                 \"listen\": \"127.0.0.1:0\", \"role\": {{\"kind\": \"proxy\", \"upstream\": \
+                "Usage: lab hop --config JSON\n       lab hop --listen IP:PORT --log-dir DIR\n\n\
+                 One hop of a chain (the dependency service in proxy mode). `lab run` starts them \
+                 with --config. JSON: {{\"layer\": 1, \"log\": PATH, \"listen\": \
+                 \"127.0.0.1:0\", \"role\": {{\"kind\": \"proxy\", \"upstream\": \
                  \"http://IP:PORT\", \"propagate\": false, \"spec\": {{\"name\": \"order\", \
                  \"attempts\": 3, \"timeout_ms\": 1000, \"backoff_ms\": 0}}}}}} or role \
-                 {{\"kind\": \"bottom\", \"bottom\": {{\"kind\": \"fail\", \"status\": 503}}}}."
+                 {{\"kind\": \"bottom\", \"bottom\": {{\"kind\": \"fail\", \"status\": 503}}}}.\n\n\
+                 With --listen and --log-dir (compose's hop services) the hop starts without a \
+                 role and answers /work with 503 until `POST {CONFIGURE_PATH}` gives it one: the \
+                 same JSON without \"listen\", \"log\" relative to DIR (400 names a bad key; \
+                 it may be called again for the next chain). GET {HEALTH_PATH}, GET /inflight, \
+                 POST {SHUTDOWN_PATH}."
             );
             return 0;
         }
-        other => {
-            eprintln!("lab hop: expected --config JSON (see lab hop --help), got {other:?}");
-            return 2;
-        }
-    };
-    let config: HopConfig = match serde_json::from_str(&text) {
-        Ok(c) => c,
         Err(e) => {
-            eprintln!(
-                "lab hop: --config: {e}: expected a hop configuration in JSON (see lab hop --help)"
-            );
+            eprintln!("lab hop: {e}");
             return 2;
         }
     };
@@ -347,7 +642,11 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         }
     };
     rt.block_on(async {
-        let bound = match bind(config).await {
+        let bound = match start {
+            Start::Configured(config) => bind(config).await,
+            Start::Unconfigured { listen, log_dir } => bind_unconfigured(&listen, log_dir).await,
+        };
+        let bound = match bound {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("lab hop: {e:#}");
@@ -387,10 +686,15 @@ pub async fn top_requests(
     Ok(out)
 }
 
-/// How many calls of the hop at `addr` are still working (`GET /inflight`).
+/// How many calls of the hop at `addr` (IP:PORT) are still working (`GET /inflight`).
 pub async fn inflight_of(client: &reqwest::Client, addr: &str) -> anyhow::Result<u64> {
+    inflight_at(client, &format!("http://{addr}")).await
+}
+
+/// How many calls of the hop at the base URL `base` are still working (`GET /inflight`).
+pub async fn inflight_at(client: &reqwest::Client, base: &str) -> anyhow::Result<u64> {
     let text = client
-        .get(format!("http://{addr}/inflight"))
+        .get(format!("{}/inflight", base.trim_end_matches('/')))
         .timeout(Duration::from_secs(2))
         .send()
         .await?
@@ -409,23 +713,54 @@ pub fn top_requests_blocking(
     tokio::runtime::Runtime::new()?.block_on(top_requests(top, upstream, propagate, requests))
 }
 
-/// Waits until no hop at `addrs` is still working, at most `limit`; whether they all are idle.
+/// Waits until no hop at `addrs` (IP:PORT) is still working, at most `limit`; whether they
+/// all are idle.
 pub fn wait_idle_blocking(addrs: &[String], limit: Duration) -> anyhow::Result<bool> {
-    tokio::runtime::Runtime::new()?.block_on(async {
-        let client = reqwest::Client::new();
-        let end = Instant::now() + limit;
-        loop {
-            let mut busy = 0;
-            for a in addrs {
-                busy += inflight_of(&client, a).await?;
-            }
-            if busy == 0 {
-                return Ok(true);
-            }
-            if Instant::now() >= end {
-                return Ok(false);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+    let bases: Vec<String> = addrs.iter().map(|a| format!("http://{a}")).collect();
+    tokio::runtime::Runtime::new()?.block_on(wait_idle(&bases, limit))
+}
+
+/// Waits until no hop at the base URLs `bases` is still working, at most `limit`; whether they
+/// all are idle.
+pub async fn wait_idle(bases: &[String], limit: Duration) -> anyhow::Result<bool> {
+    let client = reqwest::Client::new();
+    let end = Instant::now() + limit;
+    loop {
+        let mut busy = 0;
+        for b in bases {
+            busy += inflight_at(&client, b).await?;
         }
-    })
+        if busy == 0 {
+            return Ok(true);
+        }
+        if Instant::now() >= end {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `POST /control/configure` to the hop at the base URL `base`; an error carries the hop's
+/// answer (a `400` names the bad key).
+pub async fn configure_hop(
+    client: &reqwest::Client,
+    base: &str,
+    setup: &HopSetup,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let url = format!("{}{CONFIGURE_PATH}", base.trim_end_matches('/'));
+    let resp = client
+        .post(&url)
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(serde_json::to_string(setup)?)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .with_context(|| format!("configuring the hop at {base}"))?;
+    let status = resp.status();
+    let body = resp.text().await.unwrap_or_default();
+    if !status.is_success() {
+        anyhow::bail!("the hop at {base} refused its configuration ({status}): {body}");
+    }
+    Ok(())
 }

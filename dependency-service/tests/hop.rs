@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dependency_service::hop::{bind, inflight_of, top_requests, HopConfig, Role};
+use dependency_service::hop::{
+    bind, bind_unconfigured, configure_hop, inflight_of, top_requests, HopConfig, HopSetup, Role,
+    CONFIGURE_PATH,
+};
 use e03_core::chain::{Bottom, CallRecord, HopSpec, DEADLINE_HEADER};
 
 fn spec(name: &str, attempts: u32) -> HopSpec {
@@ -180,5 +183,190 @@ async fn a_passed_deadline_is_refused_with_504_and_a_bad_header_is_400() {
     let bottom_calls = records(&log_path(&dir, "bottom"));
     assert_eq!(bottom_calls.len(), 1);
     assert_eq!(bottom_calls[0].status, 504);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts a hop without a configuration (as compose's hop services); its base URL and the
+/// task that serves it.
+async fn start_unconfigured(log_dir: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
+    let bound = bind_unconfigured("127.0.0.1:0", log_dir).await.unwrap();
+    let base = format!("http://{}", bound.addr);
+    let task = tokio::spawn(bound.serve(std::future::pending()));
+    (base, task)
+}
+
+async fn post_configure(client: &reqwest::Client, base: &str, body: &str) -> (u16, String) {
+    let resp = client
+        .post(format!("{base}{CONFIGURE_PATH}"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+fn proxy_setup(layer: u32, attempts: u32, upstream: &str, log: &str) -> HopSetup {
+    HopSetup {
+        layer,
+        role: Role::Proxy {
+            spec: spec("order", attempts),
+            upstream: upstream.into(),
+            propagate: false,
+        },
+        log: log.into(),
+    }
+}
+
+#[tokio::test]
+async fn an_unconfigured_hop_answers_503_until_a_control_call_configures_it() {
+    let dir = tempdir("unconfigured");
+    let (base, _task) = start_unconfigured(dir.clone()).await;
+    let client = reqwest::Client::new();
+    let health = client.get(format!("{base}/health")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let resp = client.get(format!("{base}/work")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert!(resp.text().await.unwrap().contains(CONFIGURE_PATH));
+    let setup = HopSetup {
+        layer: 1,
+        role: Role::Bottom {
+            bottom: Bottom::Fail { status: 503 },
+        },
+        log: "run/amplification/v/layer-1-bottom.jsonl".into(),
+    };
+    configure_hop(&client, &base, &setup).await.unwrap();
+    let resp = client.get(format!("{base}/work")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert_eq!(resp.text().await.unwrap(), "bottom answered 503");
+    let logged = records(&dir.join("run/amplification/v/layer-1-bottom.jsonl"));
+    assert_eq!(logged.len(), 1, "only the configured call is logged");
+    assert_eq!((logged[0].layer, logged[0].status), (1, 503));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_bad_configuration_is_a_400_naming_the_key_and_changes_nothing() {
+    let dir = tempdir("badconfig");
+    let (base, _task) = start_unconfigured(dir.clone()).await;
+    let client = reqwest::Client::new();
+    let good = serde_json::to_value(proxy_setup(1, 3, "http://127.0.0.1:9", "a/l.jsonl")).unwrap();
+    let with = |key: &str, value: serde_json::Value| {
+        let mut v = good.clone();
+        let mut at = &mut v;
+        let parts: Vec<&str> = key.split('.').collect();
+        for p in &parts[..parts.len() - 1] {
+            at = at.get_mut(*p).unwrap();
+        }
+        at[parts[parts.len() - 1]] = value;
+        v.to_string()
+    };
+    let cases = [
+        ("{\"layer\": 1".to_string(), "invalid hop configuration"),
+        (
+            "{\"layer\": 1, \"log\": \"a.jsonl\"}".to_string(),
+            "missing field `role`",
+        ),
+        (with("color", "red".into()), "unknown field `color`"),
+        (with("layer", 0.into()), "layer = 0"),
+        (
+            with("log", "../escape.jsonl".into()),
+            "log = \"../escape.jsonl\"",
+        ),
+        (
+            with("log", "/tmp/abs.jsonl".into()),
+            "log = \"/tmp/abs.jsonl\"",
+        ),
+        (with("log", "a/notes.txt".into()), "ending in .jsonl"),
+        (
+            with("role.upstream", "hop-2:8080".into()),
+            "role.upstream = \"hop-2:8080\"",
+        ),
+        (with("role.spec.attempts", 0.into()), "attempts = 0"),
+        (
+            serde_json::json!({"layer": 2, "log": "a/b.jsonl",
+                "role": {"kind": "bottom", "bottom": {"kind": "fail", "status": 200}}})
+            .to_string(),
+            "role.bottom status = 200",
+        ),
+    ];
+    for (body, expected) in &cases {
+        let (status, text) = post_configure(&client, &base, body).await;
+        assert_eq!(status, 400, "{body}: {text}");
+        assert!(
+            text.contains(expected),
+            "{body}: expected {expected:?} in {text:?}"
+        );
+    }
+    // Nothing was configured and nothing was written.
+    let resp = client.get(format!("{base}/work")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn hops_are_reconfigured_between_variants_and_shut_down_by_a_control_call() {
+    let dir = tempdir("reconfigure");
+    let (bottom, bottom_task) = start_unconfigured(dir.clone()).await;
+    let (hop, hop_task) = start_unconfigured(dir.clone()).await;
+    let client = reqwest::Client::new();
+    let bottom_setup = |variant: &str| HopSetup {
+        layer: 2,
+        role: Role::Bottom {
+            bottom: Bottom::Fail { status: 503 },
+        },
+        log: format!("run/{variant}/layer-2-bottom.jsonl"),
+    };
+    // Variant one: 3 attempts at the hop; variant two: 1 attempt, logs in its own folder.
+    for (variant, attempts) in [("one", 3), ("two", 1)] {
+        configure_hop(&client, &bottom, &bottom_setup(variant))
+            .await
+            .unwrap();
+        let log = format!("run/{variant}/layer-1-order.jsonl");
+        configure_hop(&client, &hop, &proxy_setup(1, attempts, &bottom, &log))
+            .await
+            .unwrap();
+        let tops = top_requests(&spec("client", 1), &hop, false, 2)
+            .await
+            .unwrap();
+        assert!(tops.iter().all(|t| t.status == 502));
+    }
+    assert_eq!(records(&dir.join("run/one/layer-2-bottom.jsonl")).len(), 6);
+    assert_eq!(records(&dir.join("run/one/layer-1-order.jsonl")).len(), 2);
+    assert_eq!(records(&dir.join("run/two/layer-2-bottom.jsonl")).len(), 2);
+    assert_eq!(records(&dir.join("run/two/layer-1-order.jsonl")).len(), 2);
+    // POST /control/shutdown ends each hop's server (bounded wait).
+    for (base, task) in [(bottom, bottom_task), (hop, hop_task)] {
+        let resp = client
+            .post(format!("{base}/control/shutdown"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("the hop stopped serving")
+            .unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_hop_configured_at_start_takes_no_control_call() {
+    let dir = tempdir("noconfigure");
+    let hop = start(
+        1,
+        Role::Bottom {
+            bottom: Bottom::Fail { status: 503 },
+        },
+        log_path(&dir, "bottom"),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let body = serde_json::to_string(&proxy_setup(1, 3, "http://127.0.0.1:9", "x.jsonl")).unwrap();
+    let (status, text) = post_configure(&client, &format!("http://{hop}"), &body).await;
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("--config"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

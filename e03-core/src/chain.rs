@@ -90,7 +90,9 @@ pub const MAX_HOP_ATTEMPTS: u32 = 10;
 pub const MAX_REQUESTS: u32 = 1000;
 
 impl HopSpec {
-    fn check(&self, what: &str) -> Result<(), String> {
+    /// Checks the policy; the message starts with `what` and names the key and what it
+    /// accepts.
+    pub fn check(&self, what: &str) -> Result<(), String> {
         if self.name.is_empty()
             || self.name.len() > 32
             || !self
@@ -166,6 +168,20 @@ pub enum Bottom {
 }
 
 impl Bottom {
+    /// Checks the values of a bottom given whole (a hop's control call); the message names the
+    /// key and what it accepts.
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            Bottom::Fail { status } if !(400..=599).contains(&status) => Err(format!(
+                "bottom status = {status}: expected an HTTP error status from 400 to 599"
+            )),
+            Bottom::Hang { hold_ms } if !(1..=MAX_CHAIN_MS).contains(&hold_ms) => Err(format!(
+                "bottom hold_ms = {hold_ms}: expected a whole number of ms from 1 to {MAX_CHAIN_MS}"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// When a call that arrived at `now` with the propagated deadline `deadline` ends, and
     /// its status. A deadline already passed refuses the call at once.
     pub fn answer(&self, now: Duration, deadline: Option<Duration>) -> (Duration, u16) {
@@ -528,6 +544,15 @@ mod tests {
             Bottom::Hang { hold_ms: 500 }.answer(ms(10), Some(ms(10))),
             (ms(10), DEADLINE_STATUS)
         );
+    }
+
+    #[test]
+    fn a_bottom_given_whole_is_checked() {
+        assert!(Bottom::Fail { status: 503 }.check().is_ok());
+        let e = Bottom::Fail { status: 200 }.check().unwrap_err();
+        assert!(e.contains("status = 200"), "{e}");
+        let e = Bottom::Hang { hold_ms: 0 }.check().unwrap_err();
+        assert!(e.contains("hold_ms = 0"), "{e}");
     }
 
     #[test]

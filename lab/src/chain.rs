@@ -3,14 +3,21 @@
 //! bottom first, each hop told its upstream's address; the lab is the top caller. `lab
 //! simulate` runs the same variants on the simulator's event queue and writes the same logs.
 //! The analyzer reads both the same way.
+//!
+//! In compose the hops are containers (`hop-1`, `hop-2`, ...) started without a role (`lab hop
+//! --listen .. --log-dir /results`); `lab swarm --chain-hops URL,...` with chain scenarios
+//! ([`swarm`]) configures them per variant through their control call, the bottom first, with
+//! the same roles `lab run` gives its processes, and is the top caller. The compose analyzer
+//! (`lab report`) prints the same tables from their logs.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use dependency_service::hop::{self, HopConfig, Role};
+use dependency_service::hop::{self, HopConfig, HopSetup, Role};
 use e03_core::chain::{ChainDef, ChainVariant};
 use e03_core::Scenario;
 use nix::sys::signal::{kill, Signal};
@@ -179,33 +186,34 @@ fn start_hop(hops: &mut Hops, config: &HopConfig) -> anyhow::Result<String> {
     }
 }
 
+/// The role of `layer` (1 to the bottom layer) of variant `v`: the bottom, or a proxy towards
+/// `upstream` (the base URL of the layer below) with its hop's policy. Loopback processes and
+/// compose's hop containers get the same roles.
+fn role_of(chain: &ChainDef, v: &ChainVariant, layer: u32, upstream: &str) -> Role {
+    if layer == v.bottom_layer() {
+        Role::Bottom {
+            bottom: chain.bottom,
+        }
+    } else {
+        Role::Proxy {
+            spec: v.hops[layer as usize - 1].clone(),
+            upstream: upstream.to_string(),
+            propagate: v.propagate,
+        }
+    }
+}
+
 /// Starts the chain bottom first, sends the top requests, waits until every hop is idle.
 fn live_variant(dir: &Path, chain: &ChainDef, v: &ChainVariant) -> anyhow::Result<()> {
     let mut hops = Hops(Vec::new());
-    let mut addrs = Vec::new();
-    let bottom_layer = v.bottom_layer();
-    let mut upstream = start_hop(
-        &mut hops,
-        &HopConfig {
-            layer: bottom_layer,
-            role: Role::Bottom {
-                bottom: chain.bottom,
-            },
-            log: dir.join(analyzer::chain::layer_log_name(v, bottom_layer)),
-            listen: "127.0.0.1:0".into(),
-        },
-    )?;
-    addrs.push(upstream.clone());
-    for layer in (1..bottom_layer).rev() {
+    let mut addrs: Vec<String> = Vec::new();
+    let mut upstream = String::new();
+    for layer in (1..=v.bottom_layer()).rev() {
         upstream = start_hop(
             &mut hops,
             &HopConfig {
                 layer,
-                role: Role::Proxy {
-                    spec: v.hops[layer as usize - 1].clone(),
-                    upstream: format!("http://{upstream}"),
-                    propagate: v.propagate,
-                },
+                role: role_of(chain, v, layer, &format!("http://{upstream}")),
                 log: dir.join(analyzer::chain::layer_log_name(v, layer)),
                 listen: "127.0.0.1:0".into(),
             },
@@ -224,5 +232,190 @@ fn live_variant(dir: &Path, chain: &ChainDef, v: &ChainVariant) -> anyhow::Resul
         bail!("the hops were still working after 300 s; their logs are incomplete");
     }
     drop(hops);
+    Ok(())
+}
+
+/// `lab swarm` with chain scenarios (compose): claims the run directory as the swarm does, then
+/// for every variant configures the hop services of `--chain-hops` bottom first (layer L is the
+/// L-th hop, the bottom the one after the last proxy), sends the top requests to the first,
+/// waits until the hops are idle and writes `top.jsonl`. The hops' logs go to the same run
+/// directory: their `--log-dir` is the swarm's `--out`. With `--shutdown-targets` every target
+/// and every hop is shut down at the end, whatever happened. Exit 0, 1 on an error, 2 on bad
+/// input; the checks are the analyzer's (`lab report`).
+pub fn swarm(args: &[OsString]) -> i32 {
+    let a = match client_swarm::chain_args(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("client-swarm: {e}");
+            return crate::EXIT_USAGE;
+        }
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("client-swarm: cannot start the tokio runtime: {e}");
+            return 1;
+        }
+    };
+    let code = match checked_hops(&a).and_then(|()| client_swarm::claim_chain_run(&a)) {
+        Err(e) => {
+            eprintln!("client-swarm: {e}");
+            crate::EXIT_USAGE
+        }
+        Ok(run_dir) => match rt.block_on(swarm_run(&a, &run_dir)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("client-swarm: {}", crate::live::chain(&e));
+                1
+            }
+        },
+    };
+    if let Some(targets) = &a.shutdown {
+        rt.block_on(async {
+            for control in targets {
+                if let Err(e) = client_swarm::shutdown_target(control).await {
+                    eprintln!("client-swarm: {control}: {e}");
+                }
+            }
+            client_swarm::shutdown_hops(&a.hops).await;
+        });
+    }
+    code
+}
+
+/// Every scenario is a chain scenario, and every variant has a hop service for each of its
+/// layers.
+fn checked_hops(a: &client_swarm::ChainArgs) -> Result<(), String> {
+    if let Some(other) = a.scenarios.iter().find(|s| !is_chain(s.scenario)) {
+        return Err(format!(
+            "invalid --scenarios (E03_SCENARIOS): {} is not a chain scenario; chain scenarios \
+             (amplification, deadline, files with [chain]) run on their own: name them without \
+             other scenarios",
+            other.scenario.name()
+        ));
+    }
+    if a.hops.is_empty() {
+        return Err(
+            "chain scenarios need the hop services: --chain-hops http://hop-1:8080,... \
+                    (compose passes them); on one machine `lab run amplification` starts its \
+                    own"
+            .into(),
+        );
+    }
+    for s in &a.scenarios {
+        let chain = s.scenario.def().chain.as_ref().expect("a chain scenario");
+        for v in &chain.variants {
+            let need = v.bottom_layer() as usize;
+            if need > a.hops.len() {
+                return Err(format!(
+                    "invalid --chain-hops: {} variant {} needs {need} hop services ({} hops and \
+                     the bottom), --chain-hops names {}",
+                    s.scenario.name(),
+                    v.id,
+                    v.hops.len(),
+                    a.hops.len()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The path of `file` in `dir` relative to `root` (the hops' log directory), `/`-separated.
+fn relative_log(root: &Path, dir: &Path, file: &str) -> anyhow::Result<String> {
+    let rel = dir.strip_prefix(root).with_context(|| {
+        format!(
+            "{} is not under {}, the hops' log directory",
+            dir.display(),
+            root.display()
+        )
+    })?;
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.push(file.to_string());
+    Ok(parts.join("/"))
+}
+
+/// A variant's directory, made ready for its logs: a directory that holds an earlier run's
+/// logs of this variant is refused, unless `overwrite`, which removes exactly those files.
+fn prepare_variant_dir(dir: &Path, v: &ChainVariant, overwrite: bool) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut ours: Vec<PathBuf> = vec![dir.join("top.jsonl")];
+    ours.extend((1..=v.bottom_layer()).map(|l| dir.join(analyzer::chain::layer_log_name(v, l))));
+    let earlier: Vec<&PathBuf> = ours.iter().filter(|p| p.exists()).collect();
+    if earlier.is_empty() {
+        return Ok(());
+    }
+    if !overwrite {
+        bail!(
+            "{} already holds the logs of an earlier run; give this run a directory of its own \
+             (--claim-run-dir, as compose does) or set E03_OVERWRITE=1 to replace them",
+            dir.display()
+        );
+    }
+    for p in earlier {
+        std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+async fn swarm_run(a: &client_swarm::ChainArgs, run_dir: &Path) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    for hop in &a.hops {
+        client_swarm::wait_healthy(hop, 30, Duration::from_secs(1))
+            .await
+            .with_context(|| format!("hop {hop}"))?;
+    }
+    // The hops' --log-dir is the swarm's --out: with --claim-run-dir the results root.
+    let root = if a.claim.is_some() {
+        a.out.as_path()
+    } else {
+        run_dir
+    };
+    for s in &a.scenarios {
+        let chain = s.scenario.def().chain.as_ref().expect("a chain scenario");
+        let dir = run_dir.join(s.scenario.name());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        client_swarm::scenario_files::keep(&dir, &s.text).map_err(anyhow::Error::msg)?;
+        for v in &chain.variants {
+            let started = Instant::now();
+            let vdir = dir.join(&v.id);
+            prepare_variant_dir(&vdir, v, a.overwrite)?;
+            // Bottom first: every proxy's upstream is configured before it can be called.
+            for layer in (1..=v.bottom_layer()).rev() {
+                let below = a.hops.get(layer as usize).cloned().unwrap_or_default();
+                let setup = HopSetup {
+                    layer,
+                    role: role_of(chain, v, layer, &below),
+                    log: relative_log(root, &vdir, &analyzer::chain::layer_log_name(v, layer))?,
+                };
+                hop::configure_hop(&client, &a.hops[layer as usize - 1], &setup)
+                    .await
+                    .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
+            }
+            let used = &a.hops[..v.bottom_layer() as usize];
+            let tops = hop::top_requests(&v.top, &used[0], v.propagate, chain.requests).await?;
+            // Work below a caller that left goes on: wait for it, so every call is logged.
+            if !hop::wait_idle(used, Duration::from_secs(300)).await? {
+                bail!(
+                    "{} variant {}: the hops were still working after 300 s; their logs are \
+                     incomplete",
+                    s.scenario.name(),
+                    v.id
+                );
+            }
+            analyzer::chain::write_records(&vdir.join("top.jsonl"), &tops)?;
+            eprintln!(
+                "client-swarm: {} {}: {} top requests through {} hop services in {:.1} s",
+                s.scenario.name(),
+                v.id,
+                chain.requests,
+                used.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
     Ok(())
 }

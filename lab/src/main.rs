@@ -160,6 +160,14 @@ fn replica(args: &[OsString]) -> i32 {
 /// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
 fn swarm(args: &[OsString]) -> i32 {
     let child = child_args("lab swarm", args);
+    // Chain scenarios run through the hop services (compose's hop-N; `--chain-hops`); a list
+    // that mixes them with others is refused there, after which the services are still shut
+    // down (so that compose's `up` returns).
+    if let Some((_, scenarios)) = client_swarm::out_and_scenarios(&child) {
+        if scenarios.iter().any(|s| chain::is_chain(*s)) {
+            return chain::swarm(&child);
+        }
+    }
     let code = client_swarm::main_entry(child.clone());
     // `lab run` analyses after its swarm itself and sets E03_SWARM_REPORT=0 for it.
     let report = std::env::var("E03_SWARM_REPORT").map_or(true, |v| v != "0");

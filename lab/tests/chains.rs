@@ -1,8 +1,13 @@
 //! Chain scenarios through the lab's command line: `amplification` live over loopback HTTP
 //! (one `lab hop` process per layer) and simulated prints the published 27, 3 and 243 with
-//! PASS; a bad hop configuration is refused with exit 2.
+//! PASS; a bad hop configuration is refused with exit 2; the compose path (hop services started
+//! without a role, configured by `lab swarm --chain-hops` per variant, tables by `lab report`)
+//! gives the same figures on loopback.
 
 mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
 
 use common::lab;
 
@@ -33,12 +38,16 @@ fn amplification(command: &str) {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert_published(&out);
+}
+
+fn assert_published(out: &str) {
     for (variant, n) in [
         ("every-layer", "27"),
         ("top-only", "3"),
         ("five-layers", "243"),
     ] {
-        let cells = check_cells(&out, variant);
+        let cells = check_cells(out, variant);
         assert_eq!(cells[2..], [n, n, "exact", "PASS"], "{cells:?}");
     }
     // Calls per layer: 3 top requests, each layer multiplying by its attempts.
@@ -67,4 +76,179 @@ fn a_bad_hop_configuration_names_the_flag_and_exits_2() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--config"), "{err}");
+}
+
+/// Hop services as compose starts them (`lab hop --listen .. --log-dir`), on loopback port 0;
+/// killed when dropped (the swarm normally shuts them down).
+struct Services(Vec<Child>);
+
+impl Drop for Services {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Starts `n` unconfigured hops logging under `log_dir`; their base URLs.
+fn hop_services(n: usize, log_dir: &std::path::Path) -> (Services, Vec<String>) {
+    let mut services = Services(Vec::new());
+    let mut urls = Vec::new();
+    for _ in 0..n {
+        let mut child = lab()
+            .args(["hop", "--listen", "127.0.0.1:0", "--log-dir"])
+            .arg(log_dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        services.0.push(child);
+        let addr = line.trim().strip_prefix("listening work=").expect(&line);
+        urls.push(format!("http://{addr}"));
+    }
+    (services, urls)
+}
+
+/// `--shutdown-targets` stopped every hop service (bounded wait for their exit).
+fn assert_exits(services: &mut Services) {
+    for c in &mut services.0 {
+        let mut exited = false;
+        for _ in 0..250 {
+            if c.try_wait().unwrap().is_some() {
+                exited = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            exited,
+            "a hop service still runs after the swarm shut it down"
+        );
+    }
+}
+
+#[test]
+fn amplification_through_hop_services_gives_27_3_and_243_and_shuts_them_down() {
+    let dir = common::temp("chains", "services");
+    let (mut services, urls) = hop_services(6, &dir);
+    // No dependency listens at the target: shutting it down fails, and is only said.
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--scenarios",
+            "amplification",
+            "--claim-run-dir",
+            "--run-id",
+            "chain",
+            "--shutdown-targets",
+            "--chain-hops",
+            &urls.join(","),
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (out, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        err.contains("five-layers: 3 top requests through 6 hop services"),
+        "{err}"
+    );
+    // The hops logged into the run's directory, as they were configured per variant.
+    let bottom =
+        std::fs::read_to_string(dir.join("chain/amplification/every-layer/layer-4-bottom.jsonl"))
+            .unwrap();
+    assert_eq!(bottom.lines().count(), 81);
+    let pricing =
+        std::fs::read_to_string(dir.join("chain/amplification/five-layers/layer-5-pricing.jsonl"))
+            .unwrap();
+    assert_eq!(pricing.lines().count(), 243);
+    assert_exits(&mut services);
+    // The analyzer (compose's `lab report`) prints the published figures from those logs.
+    let o = lab()
+        .args(["report", "--out"])
+        .arg(&dir)
+        .arg("amplification")
+        .output()
+        .unwrap();
+    let (out, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert_published(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn too_few_hop_services_are_refused_before_any_traffic() {
+    let dir = common::temp("chains", "few");
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--scenarios",
+            "amplification",
+            "--chain-hops",
+            "http://127.0.0.1:9,http://127.0.0.1:9,http://127.0.0.1:9,http://127.0.0.1:9",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("five-layers needs 6 hop services (5 hops and the bottom)"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "nothing is written"
+    );
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--scenarios",
+            "amplification",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--chain-hops"), "{err}");
+    // A chain scenario with an E03 one is refused, and the hop services are still shut down.
+    let (mut services, urls) = hop_services(1, &dir);
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--scenarios",
+            "amplification,e03b",
+            "--shutdown-targets",
+            "--chain-hops",
+            &urls[0],
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("e03b is not a chain scenario"), "{err}");
+    assert_exits(&mut services);
+    assert!(
+        std::fs::read_dir(&dir).unwrap().next().is_none(),
+        "nothing is written"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
