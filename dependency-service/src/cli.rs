@@ -395,6 +395,21 @@ mod tests {
         assert_eq!(p.scenario, Some(Scenario::E03B));
         assert_eq!(plan(&["--scenario", "none"], &[]).unwrap().scenario, None);
         assert_eq!(p.params.service().workers, 10);
+        assert_eq!(p.answer_spin, std::time::Duration::from_micros(200));
+        let off = plan(&["--answer-spin-us", "0"], &[]).unwrap();
+        assert_eq!(off.answer_spin, std::time::Duration::ZERO);
+    }
+
+    #[test]
+    fn a_bad_answer_spin_names_its_flag_and_env_var() {
+        for bad in ["-1", "5001", "fast"] {
+            assert_eq!(
+                plan(&[&format!("--answer-spin-us={bad}")], &[]).unwrap_err(),
+                format!(
+                    "invalid --answer-spin-us (env E03_ANSWER_SPIN_US) value \"{bad}\": expected a whole number of microseconds from 0 to 5000"
+                )
+            );
+        }
     }
 
     #[test]
