@@ -50,7 +50,20 @@ pub struct Plan {
     /// control call starts one (the lab and compose start every run by control call).
     pub scenario: Option<Scenario>,
     pub params: Params,
+    /// `--answer-spin-us`: how long before each due instant the timer spins.
+    pub answer_spin: std::time::Duration,
 }
+
+/// Default of `--answer-spin-us`: 200 µs (see [`ANSWER_SPIN_HELP`]).
+pub const ANSWER_SPIN_US: &str = "200";
+
+/// Most µs of `--answer-spin-us`.
+const MAX_ANSWER_SPIN_US: u64 = 5_000;
+
+const ANSWER_SPIN_HELP: &str = "µs before each of the schedule's due instants (ends of work, \
+     late answers, freeze edges) during which the timer thread spins instead of sleeping, so \
+     answers leave on time; it costs CPU, up to this much per due instant (0: sleep; at most \
+     5000). `lab run` sets 0 when several scenarios run at once";
 
 pub fn command() -> Command {
     let cmd = Command::new("dependency-service")
@@ -78,6 +91,14 @@ pub fn command() -> Command {
                 .default_value("logs")
                 .value_name("DIR")
                 .help("Directory of the run logs"),
+        )
+        .arg(
+            Arg::new("answer-spin-us")
+                .long("answer-spin-us")
+                .env("E03_ANSWER_SPIN_US")
+                .default_value(ANSWER_SPIN_US)
+                .value_name("US")
+                .help(ANSWER_SPIN_HELP),
         )
         .arg(
             Arg::new("scenario")
@@ -189,6 +210,18 @@ impl Plan {
                 })
             }
         };
+        let spin = setting(m, "answer-spin-us");
+        let answer_spin = match spin.trim().parse::<u64>() {
+            Ok(us) if us <= MAX_ANSWER_SPIN_US => std::time::Duration::from_micros(us),
+            _ => {
+                return Err(ConfigError::Setting {
+                    flag: "answer-spin-us",
+                    env: "E03_ANSWER_SPIN_US",
+                    value: spin,
+                    accepts: "a whole number of microseconds from 0 to 5000",
+                })
+            }
+        };
         let params = e03_core::cli::params_from_matches(m).map_err(param_error)?;
         Ok(Plan {
             listen,
@@ -196,6 +229,7 @@ impl Plan {
             log_dir: PathBuf::from(log_dir),
             scenario,
             params,
+            answer_spin,
         })
     }
 }
@@ -287,6 +321,7 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     out.flush()?;
     drop(out);
     let opts = ServiceOptions {
+        answer_spin: plan.answer_spin,
         log_dir: plan.log_dir,
         standalone: plan.scenario.map(|scenario| StandaloneRun {
             scenario,
@@ -360,6 +395,21 @@ mod tests {
         assert_eq!(p.scenario, Some(Scenario::E03B));
         assert_eq!(plan(&["--scenario", "none"], &[]).unwrap().scenario, None);
         assert_eq!(p.params.service().workers, 10);
+        assert_eq!(p.answer_spin, std::time::Duration::from_micros(200));
+        let off = plan(&["--answer-spin-us", "0"], &[]).unwrap();
+        assert_eq!(off.answer_spin, std::time::Duration::ZERO);
+    }
+
+    #[test]
+    fn a_bad_answer_spin_names_its_flag_and_env_var() {
+        for bad in ["-1", "5001", "fast"] {
+            assert_eq!(
+                plan(&[&format!("--answer-spin-us={bad}")], &[]).unwrap_err(),
+                format!(
+                    "invalid --answer-spin-us (env E03_ANSWER_SPIN_US) value \"{bad}\": expected a whole number of microseconds from 0 to 5000"
+                )
+            );
+        }
     }
 
     #[test]

@@ -193,6 +193,8 @@ pub struct RunSetup {
     pub log_file: String,
     /// The service's metrics, which this run adds to.
     pub metrics: Arc<Metrics>,
+    /// How long the timer spins before each due instant ([`PreciseTimer::start_spinning`]).
+    pub answer_spin: Duration,
 }
 
 /// One live run.
@@ -251,7 +253,7 @@ impl Run {
             next_seq: AtomicU64::new(0),
             sequencer: tokio::sync::Mutex::new(()),
             wake: Notify::new(),
-            timer: PreciseTimer::start(),
+            timer: PreciseTimer::start_spinning(setup.answer_spin),
             gate: RwLock::new(true),
             log,
             metrics: setup.metrics,

@@ -40,6 +40,9 @@ pub struct ServiceOptions {
     pub log_dir: PathBuf,
     /// A run started at process start without a control call.
     pub standalone: Option<StandaloneRun>,
+    /// How long before each due instant of the schedule the timer thread spins instead of
+    /// sleeping (`--answer-spin-us`); zero: it sleeps.
+    pub answer_spin: Duration,
 }
 
 /// The run of a service started alone: its timeline runs from the process's start, with seed
@@ -60,7 +63,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (log, writer) = log_sink::start()?;
-    let svc = Arc::new(Service::new(log, opts.log_dir));
+    let svc = Arc::new(Service::new(log, opts.log_dir).with_answer_spin(opts.answer_spin));
     if let Some(s) = opts.standalone {
         svc.start_run(RunSpec::standalone(s.scenario, s.params))
             .await?;

@@ -82,6 +82,8 @@ pub struct Service {
     pub shutdown_requested: tokio::sync::Notify,
     /// Served at `GET /metrics`; every run adds to them.
     pub metrics: Arc<Metrics>,
+    /// How long its runs' timer spins before each due instant.
+    answer_spin: std::time::Duration,
 }
 
 impl Service {
@@ -93,6 +95,15 @@ impl Service {
             control: tokio::sync::Mutex::new(()),
             shutdown_requested: tokio::sync::Notify::new(),
             metrics: Arc::new(Metrics::new()),
+            answer_spin: std::time::Duration::ZERO,
+        }
+    }
+
+    /// This service, its runs' timer spinning for `spin` before each due instant.
+    pub fn with_answer_spin(self, spin: std::time::Duration) -> Service {
+        Service {
+            answer_spin: spin,
+            ..self
         }
     }
 
@@ -131,6 +142,7 @@ impl Service {
             log_path: self.log_dir.join(&log_file),
             log_file,
             metrics: self.metrics.clone(),
+            answer_spin: self.answer_spin,
         };
         let run = Run::start(setup, self.log.clone()).await?;
         tracing::info!(run = %run.tag().run, "run started");

@@ -100,6 +100,7 @@ async fn run_live(params: Params) -> (Vec<Event>, Vec<u16>) {
     let (stop, stopped) = oneshot::channel::<()>();
     let opts = ServiceOptions {
         log_dir: log_dir.clone(),
+        answer_spin: std::time::Duration::ZERO,
         standalone: Some(StandaloneRun {
             scenario: Scenario::E03B,
             params,

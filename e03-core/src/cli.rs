@@ -24,6 +24,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_UID",
     "E03_GID",
     "E03_SEQUENTIAL",
+    "E03_ANSWER_SPIN_US",
     "E03_SCENARIOS_AT_ONCE",
     "E03_SWARM_REPORT",
     "E03_RUN_ID",

@@ -248,18 +248,12 @@ fn batches(plan: &RunPlan, all: &[Strategy]) -> Vec<Vec<Lane>> {
 /// Runs the lanes of one batch at the same time; the first error, if any, once all are done.
 fn run_batch(plan: &RunPlan, out: &Path, batch: &[Lane], stop: &AtomicBool) -> anyhow::Result<()> {
     if let [lane] = batch {
-        return run_group(plan, out, lane, stop, None);
+        return run_group(plan, out, lane, stop, false);
     }
-    // Several swarms share the terminal: progress as plain lines, each naming its scenario,
-    // unless the user chose a mode.
-    let progress = match std::env::var("E03_PROGRESS") {
-        Ok(_) => None,
-        Err(_) => Some("lines"),
-    };
     std::thread::scope(|scope| {
         let handles: Vec<_> = batch
             .iter()
-            .map(|lane| scope.spawn(move || run_group(plan, out, lane, stop, progress)))
+            .map(|lane| scope.spawn(move || run_group(plan, out, lane, stop, true)))
             .collect();
         let mut first = Ok(());
         for h in handles {
@@ -273,20 +267,28 @@ fn run_batch(plan: &RunPlan, out: &Path, batch: &[Lane], stop: &AtomicBool) -> a
 }
 
 /// One dependency per strategy of the lane, one swarm over its scenarios and seeds.
+/// `beside_others`: other lanes run at the same time. Then, unless the user chose otherwise,
+/// the swarms show their progress as plain lines (each naming its scenario: they share the
+/// terminal), and the dependencies' timers do not spin before due instants (`E03_ANSWER_SPIN_US`
+/// 0: eight spinning services on two cores starved the swarms, docs/measurements.md).
 fn run_group(
     plan: &RunPlan,
     out: &Path,
     lane: &Lane,
     stop: &AtomicBool,
-    progress: Option<&str>,
+    beside_others: bool,
 ) -> anyhow::Result<()> {
+    let unset = |name: &str| beside_others && std::env::var_os(name).is_none();
+    let progress = unset("E03_PROGRESS").then_some("lines");
+    let spin = unset("E03_ANSWER_SPIN_US").then_some("0");
     let group = &lane.strategies;
     let exe = std::env::current_exe().context("locating the lab binary")?;
     let mut services = Vec::new();
     let mut targets = Vec::new();
     for strategy in group {
-        let (child, work, control) = start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0))
-            .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
+        let (child, work, control) =
+            start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0), spin)
+                .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
     }
@@ -343,10 +345,14 @@ fn start_service(
     exe: &Path,
     log_dir: &Path,
     policies: Option<&std::path::PathBuf>,
+    spin: Option<&str>,
 ) -> anyhow::Result<(Child, String, String)> {
     let mut raw = BTreeMap::new();
     if let Some(path) = policies {
         raw.insert("E03_POLICIES".to_string(), path.display().to_string());
+    }
+    if let Some(us) = spin {
+        raw.insert("E03_ANSWER_SPIN_US".to_string(), us.to_string());
     }
     let mut child = child_command(exe, "serve", &raw)
         .env("E03_LISTEN", "127.0.0.1:0")
@@ -518,14 +524,29 @@ fn run_dir_of(out: &Path, scenarios: &[Scenario]) -> Option<std::path::PathBuf> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{parse, Command};
 
-    fn plan(args: &[&str]) -> RunPlan {
-        let mut all = vec!["lab".into(), "run".into()];
-        all.extend(args.iter().map(|a| a.into()));
-        match parse(all) {
-            Ok(Command::Run(plan)) => plan,
-            _ => panic!("a run plan from {args:?}"),
+    /// The plan of `lab run SCENARIO` with these settings (built here rather than parsed from a
+    /// command line: the parser also checks the test process's own environment).
+    fn plan(scenario: &str, strategies: &str, sequential: bool, at_once: usize) -> RunPlan {
+        let scenarios = Scenario::parse_list(scenario).unwrap();
+        let raw: BTreeMap<String, String> =
+            [("E03_STRATEGIES".to_string(), strategies.to_string())].into();
+        RunPlan {
+            scenario_args: scenarios.iter().map(|s| s.name().to_string()).collect(),
+            params: scenarios
+                .iter()
+                .map(|s| e03_core::Params::for_scenario(*s, &raw).unwrap())
+                .collect(),
+            scenarios,
+            raw,
+            out: "unused".into(),
+            sequential,
+            scenarios_at_once: at_once,
+            choice: crate::outdir::RunChoice {
+                id: None,
+                overwrite: false,
+            },
+            policies: None,
         }
     }
 
@@ -551,7 +572,7 @@ mod tests {
     fn scenarios_run_at_once_each_with_its_own_dependencies_unless_told_otherwise() {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let abcd = ids(&["A", "B", "C", "D"]);
-        let p = plan(&["all"]);
+        let p = plan("all", "A,B,C,D", false, 2);
         assert_eq!(
             shape(&batches(&p, &strategies(&p))),
             vec![vec![
@@ -559,12 +580,12 @@ mod tests {
                 ("e03b".to_string(), abcd.clone())
             ]]
         );
-        let p = plan(&["all", "--scenarios-at-once", "1"]);
+        let p = plan("all", "A,B,C,D", false, 1);
         assert_eq!(
             shape(&batches(&p, &strategies(&p))),
             vec![vec![("e03a,e03b".to_string(), abcd.clone())]]
         );
-        let p = plan(&["all", "--sequential", "--strategies", "A,C"]);
+        let p = plan("all", "A,C", true, 2);
         assert_eq!(
             shape(&batches(&p, &strategies(&p))),
             vec![
@@ -572,7 +593,7 @@ mod tests {
                 vec![("e03a,e03b".to_string(), ids(&["C"]))]
             ]
         );
-        let p = plan(&["e03b"]);
+        let p = plan("e03b", "A,B,C,D", false, 2);
         assert_eq!(
             shape(&batches(&p, &strategies(&p))),
             vec![vec![("e03b".to_string(), abcd)]]

@@ -26,7 +26,7 @@
 use std::collections::BinaryHeap;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use e03_core::schedule::Earliest;
 use tokio::sync::oneshot;
@@ -48,10 +48,19 @@ impl PreciseTimer {
     /// Starts the timer thread. If the thread cannot be started, every sleep falls back to
     /// tokio's timer (a warning says so): the run goes on, with coarser timing.
     pub fn start() -> PreciseTimer {
+        PreciseTimer::start_spinning(Duration::ZERO)
+    }
+
+    /// [`PreciseTimer::start`], with a thread that does not sleep through the last `spin`
+    /// before each deadline but spins (taking new entries as it goes). A thread that sleeps
+    /// until the deadline itself is woken by the kernel tens to hundreds of µs late, and on a
+    /// shared VM about 0.5 ms late at the 99th percentile. Spinning costs CPU, up to `spin` per
+    /// deadline, so it is worth it only where cores are to spare (docs/measurements.md).
+    pub fn start_spinning(spin: Duration) -> PreciseTimer {
         let (tx, rx) = mpsc::channel();
         if let Err(e) = thread::Builder::new()
             .name("precise-timer".into())
-            .spawn(move || timer_thread(rx))
+            .spawn(move || timer_thread(rx, spin))
         {
             tracing::warn!("cannot start the precise timer thread ({e}); using tokio's timer");
         }
@@ -74,7 +83,7 @@ impl PreciseTimer {
     }
 }
 
-fn timer_thread(rx: mpsc::Receiver<Request>) {
+fn timer_thread(rx: mpsc::Receiver<Request>, spin: Duration) {
     let mut heap = BinaryHeap::new();
     let mut seq = 0u64;
     let mut open = true;
@@ -87,8 +96,23 @@ fn timer_thread(rx: mpsc::Receiver<Request>) {
         }
         let next = heap.peek().map(|e| e.key.0);
         let request = match (open, next) {
+            (true, Some(deadline)) if deadline.saturating_duration_since(now) <= spin => {
+                // The last `spin` before the deadline: stay awake, still taking new entries.
+                match rx.try_recv() {
+                    Ok(request) => Some(request),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        std::hint::spin_loop();
+                        None
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        open = false;
+                        heap.retain(|e| !e.value.is_closed());
+                        None
+                    }
+                }
+            }
             (true, Some(deadline)) => {
-                match rx.recv_timeout(deadline.saturating_duration_since(now)) {
+                match rx.recv_timeout(deadline.saturating_duration_since(now) - spin) {
                     Ok(request) => Some(request),
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => {
@@ -136,7 +160,13 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn never_wakes_before_the_deadline_and_wakes_within_a_generous_bound() {
-        let timer = PreciseTimer::start();
+        for spin in [Duration::ZERO, Duration::from_micros(300)] {
+            sleepers_wake_in_time(PreciseTimer::start_spinning(spin)).await;
+        }
+    }
+
+    /// The sleepers of the test above, on `timer` (sleeping or spinning).
+    async fn sleepers_wake_in_time(timer: PreciseTimer) {
         let base = Instant::now();
         let mut tasks = Vec::new();
         // 300 sleepers over 60 ms, asked for out of order, two per deadline.
@@ -213,7 +243,7 @@ mod tests {
     #[test]
     fn the_thread_ends_without_waiting_for_dropped_sleeps() {
         let (tx, rx) = mpsc::channel();
-        let thread = thread::spawn(move || timer_thread(rx));
+        let thread = thread::spawn(move || timer_thread(rx, Duration::from_micros(300)));
         // A sleep an hour away, dropped by its sleeper, then every handle gone.
         let (wake, woken) = oneshot::channel();
         tx.send((Instant::now() + Duration::from_secs(3600), wake))

@@ -98,6 +98,7 @@ pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target 
     let (w, c) = (work.local_addr().unwrap(), control.local_addr().unwrap());
     let opts = dependency_service::ServiceOptions {
         log_dir: log_dir.to_path_buf(),
+        answer_spin: std::time::Duration::ZERO,
         standalone: None,
     };
     tokio::spawn(dependency_service::serve(

@@ -51,6 +51,7 @@ pub async fn start(name: &str, standalone: Option<(Scenario, &[(&str, &str)])>) 
     let (stop, stopped) = oneshot::channel::<()>();
     let opts = ServiceOptions {
         log_dir: log_dir.clone(),
+        answer_spin: std::time::Duration::ZERO,
         standalone: standalone.map(|(scenario, pairs)| StandaloneRun {
             scenario,
             params: params(pairs),
