@@ -64,8 +64,22 @@ pub fn write_records<T: serde::Serialize>(path: &Path, records: &[T]) -> Result<
     write_atomic(path, text.as_bytes())
 }
 
+/// The file a stopped chain run leaves in the variant it was running: why it is incomplete.
+pub const STOPPED_MARKER: &str = "STOPPED.txt";
+
 /// Reads one variant's directory.
 pub fn read_variant(dir: &Path, variant: &ChainVariant) -> Result<ChainRun, AnalyzeError> {
+    let marker = dir.join(STOPPED_MARKER);
+    if marker.exists() {
+        let note = std::fs::read_to_string(&marker).map_err(|source| AnalyzeError::Io {
+            path: marker.clone(),
+            source,
+        })?;
+        return Err(AnalyzeError::Incomplete {
+            dir: dir.to_path_buf(),
+            note: note.trim().to_string(),
+        });
+    }
     let tops: Vec<TopRecord> = read_lines(&dir.join("top.jsonl"))?;
     let mut calls: Vec<CallRecord> = Vec::new();
     for layer in 1..=variant.bottom_layer() {

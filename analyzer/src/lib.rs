@@ -59,12 +59,17 @@ pub enum AnalyzeError {
     NoRuns { dir: PathBuf },
     #[error("{}: {message}", path.display())]
     Output { path: PathBuf, message: String },
+    #[error("{}: this run was stopped before it finished ({note}); an incomplete run gets no tables", dir.display())]
+    Incomplete { dir: PathBuf, note: String },
 }
 
 impl AnalyzeError {
     /// Whether the error is the input's fault (exit 2) rather than the output's (exit 1).
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, AnalyzeError::Output { .. })
+        !matches!(
+            self,
+            AnalyzeError::Output { .. } | AnalyzeError::Incomplete { .. }
+        )
     }
 }
 

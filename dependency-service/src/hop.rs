@@ -668,8 +668,21 @@ pub async fn top_requests(
     propagate: bool,
     requests: u32,
 ) -> anyhow::Result<Vec<TopRecord>> {
-    let client = reqwest::Client::builder().build()?;
     let mut out = Vec::new();
+    top_requests_into(top, upstream, propagate, requests, &mut out).await?;
+    Ok(out)
+}
+
+/// [`top_requests`], each record pushed to `out` as soon as its request has ended: a caller
+/// that stops the future early keeps the records of the requests that finished.
+pub async fn top_requests_into(
+    top: &HopSpec,
+    upstream: &str,
+    propagate: bool,
+    requests: u32,
+    out: &mut Vec<TopRecord>,
+) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder().build()?;
     for req in 1..=u64::from(requests) {
         let start_us = wall_us();
         let call = HopCall::arrive(Duration::ZERO, top, None, propagate, req)
@@ -683,7 +696,7 @@ pub async fn top_requests(
             attempts,
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// How many calls of the hop at `addr` (IP:PORT) are still working (`GET /inflight`).
@@ -701,23 +714,6 @@ pub async fn inflight_at(client: &reqwest::Client, base: &str) -> anyhow::Result
         .text()
         .await?;
     Ok(text.trim().parse()?)
-}
-
-/// [`top_requests`] on a runtime of its own (for the lab, which has none).
-pub fn top_requests_blocking(
-    top: &HopSpec,
-    upstream: &str,
-    propagate: bool,
-    requests: u32,
-) -> anyhow::Result<Vec<TopRecord>> {
-    tokio::runtime::Runtime::new()?.block_on(top_requests(top, upstream, propagate, requests))
-}
-
-/// Waits until no hop at `addrs` (IP:PORT) is still working, at most `limit`; whether they
-/// all are idle.
-pub fn wait_idle_blocking(addrs: &[String], limit: Duration) -> anyhow::Result<bool> {
-    let bases: Vec<String> = addrs.iter().map(|a| format!("http://{a}")).collect();
-    tokio::runtime::Runtime::new()?.block_on(wait_idle(&bases, limit))
 }
 
 /// Waits until no hop at the base URLs `bases` is still working, at most `limit`; whether they

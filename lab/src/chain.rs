@@ -14,6 +14,8 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -40,10 +42,11 @@ pub fn simulate(scenarios: &[Scenario], out: &Path, choice: &outdir::RunChoice) 
     finish(run_inner(scenarios, out, choice, false))
 }
 
-fn finish(r: anyhow::Result<bool>) -> i32 {
+fn finish(r: anyhow::Result<Option<bool>>) -> i32 {
     match r {
-        Ok(true) => 0,
-        Ok(false) => crate::live::CHECK_FAILED,
+        Ok(Some(true)) => 0,
+        Ok(Some(false)) => crate::live::CHECK_FAILED,
+        Ok(None) => crate::EXIT_STOPPED,
         Err(e) => {
             eprintln!("lab: {}", crate::live::chain(&e));
             1
@@ -51,12 +54,15 @@ fn finish(r: anyhow::Result<bool>) -> i32 {
     }
 }
 
+/// Whether every check passed; `None` when a signal stopped the run (its variant is marked
+/// incomplete, see [`stopped`]).
 fn run_inner(
     scenarios: &[Scenario],
     out: &Path,
     choice: &outdir::RunChoice,
     live: bool,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Option<bool>> {
+    let stop = stop_on_signals()?;
     let run = outdir::claim(out, choice)?;
     eprintln!(
         "lab: run {} writes into {}",
@@ -77,8 +83,17 @@ fn run_inner(
                 .with_context(|| format!("creating {}", vdir.display()))?;
             if live {
                 let started = Instant::now();
-                live_variant(&vdir, chain, v)
+                let complete = live_variant(&vdir, chain, v, &stop)
                     .with_context(|| format!("{}: variant {}", scenario.name(), v.id))?;
+                if !complete {
+                    eprintln!(
+                        "lab: stopped: {} variant {} is incomplete ({}); no tables",
+                        scenario.name(),
+                        v.id,
+                        outdir::shown(&vdir)
+                    );
+                    return Ok(None);
+                }
                 eprintln!(
                     "lab: {} {}: {} top requests in {:.1} s",
                     scenario.name(),
@@ -92,7 +107,50 @@ fn run_inner(
         }
         passed &= report_dir(&dir, *scenario, live)?;
     }
-    Ok(passed)
+    Ok(Some(passed))
+}
+
+/// A flag that SIGINT and SIGTERM set instead of ending the process: a chain run then stops
+/// its hops, keeps the records it has and marks its variant incomplete.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("handling signals")?;
+    }
+    Ok(stop)
+}
+
+/// Runs `fut` to its end, or until `stop` is set (then `None`; `fut` is dropped).
+async fn until_stopped<T>(
+    stop: &AtomicBool,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let stopped = async {
+        while !stop.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        r = fut => Some(r),
+        () = stopped => None,
+    }
+}
+
+/// Marks the variant in `dir` incomplete: the top requests that finished go to `top.jsonl`,
+/// and [`analyzer::chain::STOPPED_MARKER`] says why the rest is missing (the analyzer then
+/// refuses to make tables of it). The calls the hops answered are in their logs.
+fn stopped(dir: &Path, tops: &[e03_core::chain::TopRecord], requests: u32) -> anyhow::Result<()> {
+    analyzer::chain::write_records(&dir.join("top.jsonl"), tops)?;
+    let marker = dir.join(analyzer::chain::STOPPED_MARKER);
+    std::fs::write(
+        &marker,
+        format!(
+            "stopped by a signal after {} of {requests} top requests; the hops' logs hold the calls \
+             they answered before they were stopped\n",
+            tops.len()
+        ),
+    )
+    .with_context(|| format!("writing {}", marker.display()))
 }
 
 /// Analyses a chain scenario's directory (live or simulated logs, the same files), prints its
@@ -204,7 +262,13 @@ fn role_of(chain: &ChainDef, v: &ChainVariant, layer: u32, upstream: &str) -> Ro
 }
 
 /// Starts the chain bottom first, sends the top requests, waits until every hop is idle.
-fn live_variant(dir: &Path, chain: &ChainDef, v: &ChainVariant) -> anyhow::Result<()> {
+/// Whether it ran to its end (`false`: `stop` was set, the variant is marked incomplete).
+fn live_variant(
+    dir: &Path,
+    chain: &ChainDef,
+    v: &ChainVariant,
+    stop: &AtomicBool,
+) -> anyhow::Result<bool> {
     let mut hops = Hops(Vec::new());
     let mut addrs: Vec<String> = Vec::new();
     let mut upstream = String::new();
@@ -220,19 +284,41 @@ fn live_variant(dir: &Path, chain: &ChainDef, v: &ChainVariant) -> anyhow::Resul
         )?;
         addrs.push(upstream.clone());
     }
-    let tops = hop::top_requests_blocking(
-        &v.top,
-        &format!("http://{upstream}"),
-        v.propagate,
-        chain.requests,
-    )?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let mut tops = Vec::new();
+    let top = format!("http://{upstream}");
+    let sent = rt.block_on(until_stopped(
+        stop,
+        hop::top_requests_into(&v.top, &top, v.propagate, chain.requests, &mut tops),
+    ));
+    match sent {
+        Some(r) => r?,
+        None => {
+            drop(hops);
+            stopped(dir, &tops, chain.requests)?;
+            return Ok(false);
+        }
+    }
     analyzer::chain::write_records(&dir.join("top.jsonl"), &tops)?;
     // Work below a caller that left goes on: wait for it, so every call is logged.
-    if !hop::wait_idle_blocking(&addrs, Duration::from_secs(300))? {
-        bail!("the hops were still working after 300 s; their logs are incomplete");
+    let bases: Vec<String> = addrs.iter().map(|a| format!("http://{a}")).collect();
+    match rt.block_on(until_stopped(
+        stop,
+        hop::wait_idle(&bases, Duration::from_secs(300)),
+    )) {
+        Some(idle) => {
+            if !idle? {
+                bail!("the hops were still working after 300 s; their logs are incomplete");
+            }
+        }
+        None => {
+            drop(hops);
+            stopped(dir, &tops, chain.requests)?;
+            return Ok(false);
+        }
     }
     drop(hops);
-    Ok(())
+    Ok(true)
 }
 
 /// `lab swarm` with chain scenarios (compose): claims the run directory as the swarm does, then
@@ -257,13 +343,21 @@ pub fn swarm(args: &[OsString]) -> i32 {
             return 1;
         }
     };
+    let stop = match stop_on_signals() {
+        Ok(stop) => stop,
+        Err(e) => {
+            eprintln!("client-swarm: {e}");
+            return 1;
+        }
+    };
     let code = match checked_hops(&a).and_then(|()| client_swarm::claim_chain_run(&a)) {
         Err(e) => {
             eprintln!("client-swarm: {e}");
             crate::EXIT_USAGE
         }
-        Ok(run_dir) => match rt.block_on(swarm_run(&a, &run_dir)) {
-            Ok(()) => 0,
+        Ok(run_dir) => match rt.block_on(swarm_run(&a, &run_dir, &stop)) {
+            Ok(true) => 0,
+            Ok(false) => crate::EXIT_STOPPED,
             Err(e) => {
                 eprintln!("client-swarm: {}", crate::live::chain(&e));
                 1
@@ -342,7 +436,10 @@ fn relative_log(root: &Path, dir: &Path, file: &str) -> anyhow::Result<String> {
 /// logs of this variant is refused, unless `overwrite`, which removes exactly those files.
 fn prepare_variant_dir(dir: &Path, v: &ChainVariant, overwrite: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut ours: Vec<PathBuf> = vec![dir.join("top.jsonl")];
+    let mut ours: Vec<PathBuf> = vec![
+        dir.join("top.jsonl"),
+        dir.join(analyzer::chain::STOPPED_MARKER),
+    ];
     ours.extend((1..=v.bottom_layer()).map(|l| dir.join(analyzer::chain::layer_log_name(v, l))));
     let earlier: Vec<&PathBuf> = ours.iter().filter(|p| p.exists()).collect();
     if earlier.is_empty() {
@@ -361,7 +458,13 @@ fn prepare_variant_dir(dir: &Path, v: &ChainVariant, overwrite: bool) -> anyhow:
     Ok(())
 }
 
-async fn swarm_run(a: &client_swarm::ChainArgs, run_dir: &Path) -> anyhow::Result<()> {
+/// Whether every variant ran to its end (`false`: `stop` was set; that variant is marked
+/// incomplete and the rest are not run).
+async fn swarm_run(
+    a: &client_swarm::ChainArgs,
+    run_dir: &Path,
+    stop: &AtomicBool,
+) -> anyhow::Result<bool> {
     let client = reqwest::Client::new();
     for hop in &a.hops {
         client_swarm::wait_healthy(hop, 30, Duration::from_secs(1))
@@ -396,15 +499,40 @@ async fn swarm_run(a: &client_swarm::ChainArgs, run_dir: &Path) -> anyhow::Resul
                     .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
             }
             let used = &a.hops[..v.bottom_layer() as usize];
-            let tops = hop::top_requests(&v.top, &used[0], v.propagate, chain.requests).await?;
+            let mut tops = Vec::new();
+            let sent = until_stopped(
+                stop,
+                hop::top_requests_into(&v.top, &used[0], v.propagate, chain.requests, &mut tops),
+            )
+            .await;
             // Work below a caller that left goes on: wait for it, so every call is logged.
-            if !hop::wait_idle(used, Duration::from_secs(300)).await? {
-                bail!(
-                    "{} variant {}: the hops were still working after 300 s; their logs are \
-                     incomplete",
-                    s.scenario.name(),
-                    v.id
-                );
+            let idle = match sent {
+                Some(r) => {
+                    r?;
+                    until_stopped(stop, hop::wait_idle(used, Duration::from_secs(300))).await
+                }
+                None => None,
+            };
+            match idle {
+                Some(idle) => {
+                    if !idle? {
+                        bail!(
+                            "{} variant {}: the hops were still working after 300 s; their \
+                             logs are incomplete",
+                            s.scenario.name(),
+                            v.id
+                        );
+                    }
+                }
+                None => {
+                    stopped(&vdir, &tops, chain.requests)?;
+                    eprintln!(
+                        "client-swarm: stopped: {} variant {} is incomplete; no tables",
+                        s.scenario.name(),
+                        v.id
+                    );
+                    return Ok(false);
+                }
             }
             analyzer::chain::write_records(&vdir.join("top.jsonl"), &tops)?;
             eprintln!(
@@ -417,5 +545,5 @@ async fn swarm_run(a: &client_swarm::ChainArgs, run_dir: &Path) -> anyhow::Resul
             );
         }
     }
-    Ok(())
+    Ok(true)
 }

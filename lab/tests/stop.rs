@@ -176,3 +176,93 @@ fn sigterm_mid_run_exits_130_with_whole_logs_marked_incomplete() {
     assert_eq!(stdout.matches("INCOMPLETE RUN").count(), 1, "{context}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Processes whose command line mentions `needle` (the test's own directory).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+/// A chain run (`lab run deadline`: its first variant's top request waits up to 9 s on a bottom
+/// that hangs) stopped by SIGINT while a top request is in flight: exit 130, the variant marked
+/// incomplete (`STOPPED.txt`, `top.jsonl` with the requests that finished: none), no hop process
+/// left behind, and `lab report` refuses to make tables of it (exit 1, saying why).
+#[test]
+fn a_chain_run_stopped_mid_variant_is_marked_incomplete_and_leaves_no_hop_running() {
+    let out = std::env::temp_dir().join(format!("e03-lab-stop-chain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let child = lab()
+        .args(["run", "deadline", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lab starts");
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    // The bottom's log exists once the chain is up; the first top request then waits on it.
+    let bottom = out.join("latest/deadline/no-deadline/layer-1-bottom.jsonl");
+    let started = Instant::now();
+    while !bottom.exists() && started.elapsed() < START_LIMIT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        bottom.exists(),
+        "the chain did not start in {START_LIMIT:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    kill(pid, Signal::SIGINT).expect("SIGINT sent");
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let end = Instant::now() + WATCHDOG;
+            while Instant::now() < end && !done.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if !done.load(Ordering::SeqCst) {
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        })
+    };
+    let o = child.wait_with_output().expect("lab ends");
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("stopped: deadline variant no-deadline is incomplete"),
+        "{err}"
+    );
+    let vdir = out.join("latest/deadline/no-deadline");
+    let marker = std::fs::read_to_string(vdir.join("STOPPED.txt")).expect("marker written");
+    assert!(
+        marker.starts_with("stopped by a signal after 0 of 2 top requests"),
+        "{marker}"
+    );
+    assert_eq!(std::fs::read_to_string(vdir.join("top.jsonl")).unwrap(), "");
+    assert!(
+        !vdir.parent().unwrap().join("deadline").exists(),
+        "no variant runs after the stop"
+    );
+    let left = processes_mentioning(&out.display().to_string());
+    assert!(left.is_empty(), "processes left running: {left:?}");
+    let r = lab()
+        .args(["report", "--out"])
+        .arg(&out)
+        .arg("deadline")
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&r);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("this run was stopped before it finished"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
