@@ -67,32 +67,13 @@ pub(crate) async fn run_steps(
             let call_due = due;
             due = now;
             totals.attempts += 1;
+            let _ = log
+                .send(record(&run, &call, call_due, sent, now, result))
+                .await;
             let Some(result) = result else {
-                let _ = log
-                    .send(record(
-                        &run,
-                        &call,
-                        call_due,
-                        sent,
-                        now,
-                        AttemptEnd::Aborted,
-                        None,
-                    ))
-                    .await;
                 totals.cut_short = true;
                 break 'steps;
             };
-            let _ = log
-                .send(record(
-                    &run,
-                    &call,
-                    call_due,
-                    sent,
-                    now,
-                    AttemptEnd::Status,
-                    Some(result),
-                ))
-                .await;
             crate::progress::attempt_ended(match result {
                 AttemptResult::Status { code, .. } => Some(code),
                 _ => None,
@@ -112,18 +93,17 @@ pub(crate) async fn run_steps(
     totals
 }
 
-/// The attempt record of `call`.
+/// The attempt record of `call`; no `result`: the stop cut it short (`aborted`).
 fn record(
     run: &StrategyRun,
     call: &Call,
     due: Duration,
     sent: Duration,
     ended: Duration,
-    end: AttemptEnd,
     result: Option<AttemptResult>,
 ) -> Event {
     let (end, status, retry_after) = match result {
-        None => (end, None, None),
+        None => (AttemptEnd::Aborted, None, None),
         Some(AttemptResult::Status { code, retry_after }) => {
             (AttemptEnd::Status, Some(code), retry_after)
         }

@@ -284,40 +284,47 @@ fn live_variant(
         )?;
         addrs.push(upstream.clone());
     }
-    let rt = tokio::runtime::Runtime::new()?;
+    // Layer 1 (the top hop) first.
+    let bases: Vec<String> = addrs.iter().rev().map(|a| format!("http://{a}")).collect();
+    let complete =
+        tokio::runtime::Runtime::new()?.block_on(drive_variant(dir, chain, v, &bases, stop))?;
+    drop(hops);
+    Ok(complete)
+}
+
+/// The top caller's part of a variant, the same on loopback and in compose: sends the top
+/// requests to `bases[0]` (the top hop), waits (at most 300 s) until no hop of `bases` has a
+/// call in flight, so every call is in their logs (work below a caller that left goes on), and
+/// writes `top.jsonl` in `dir`. Whether it ran to its end: when `stop` is set first, the
+/// variant is marked incomplete ([`stopped`]) instead.
+async fn drive_variant(
+    dir: &Path,
+    chain: &ChainDef,
+    v: &ChainVariant,
+    bases: &[String],
+    stop: &AtomicBool,
+) -> anyhow::Result<bool> {
     let mut tops = Vec::new();
-    let top = format!("http://{upstream}");
-    let sent = rt.block_on(until_stopped(
+    let sent = until_stopped(
         stop,
-        hop::top_requests_into(&v.top, &top, v.propagate, chain.requests, &mut tops),
-    ));
-    match sent {
-        Some(r) => r?,
-        None => {
-            drop(hops);
-            stopped(dir, &tops, chain.requests)?;
-            return Ok(false);
+        hop::top_requests_into(&v.top, &bases[0], v.propagate, chain.requests, &mut tops),
+    )
+    .await;
+    let idle = match sent {
+        Some(r) => {
+            r?;
+            until_stopped(stop, hop::wait_idle(bases, Duration::from_secs(300))).await
         }
+        None => None,
+    };
+    let Some(idle) = idle else {
+        stopped(dir, &tops, chain.requests)?;
+        return Ok(false);
+    };
+    if !idle? {
+        bail!("the hops were still working after 300 s; their logs are incomplete");
     }
     analyzer::chain::write_records(&dir.join("top.jsonl"), &tops)?;
-    // Work below a caller that left goes on: wait for it, so every call is logged.
-    let bases: Vec<String> = addrs.iter().map(|a| format!("http://{a}")).collect();
-    match rt.block_on(until_stopped(
-        stop,
-        hop::wait_idle(&bases, Duration::from_secs(300)),
-    )) {
-        Some(idle) => {
-            if !idle? {
-                bail!("the hops were still working after 300 s; their logs are incomplete");
-            }
-        }
-        None => {
-            drop(hops);
-            stopped(dir, &tops, chain.requests)?;
-            return Ok(false);
-        }
-    }
-    drop(hops);
     Ok(true)
 }
 
@@ -499,42 +506,17 @@ async fn swarm_run(
                     .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
             }
             let used = &a.hops[..v.bottom_layer() as usize];
-            let mut tops = Vec::new();
-            let sent = until_stopped(
-                stop,
-                hop::top_requests_into(&v.top, &used[0], v.propagate, chain.requests, &mut tops),
-            )
-            .await;
-            // Work below a caller that left goes on: wait for it, so every call is logged.
-            let idle = match sent {
-                Some(r) => {
-                    r?;
-                    until_stopped(stop, hop::wait_idle(used, Duration::from_secs(300))).await
-                }
-                None => None,
-            };
-            match idle {
-                Some(idle) => {
-                    if !idle? {
-                        bail!(
-                            "{} variant {}: the hops were still working after 300 s; their \
-                             logs are incomplete",
-                            s.scenario.name(),
-                            v.id
-                        );
-                    }
-                }
-                None => {
-                    stopped(&vdir, &tops, chain.requests)?;
-                    eprintln!(
-                        "client-swarm: stopped: {} variant {} is incomplete; no tables",
-                        s.scenario.name(),
-                        v.id
-                    );
-                    return Ok(false);
-                }
+            let complete = drive_variant(&vdir, chain, v, used, stop)
+                .await
+                .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
+            if !complete {
+                eprintln!(
+                    "client-swarm: stopped: {} variant {} is incomplete; no tables",
+                    s.scenario.name(),
+                    v.id
+                );
+                return Ok(false);
             }
-            analyzer::chain::write_records(&vdir.join("top.jsonl"), &tops)?;
             eprintln!(
                 "client-swarm: {} {}: {} top requests through {} hop services in {:.1} s",
                 s.scenario.name(),

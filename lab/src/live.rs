@@ -266,11 +266,27 @@ fn run_batch(plan: &RunPlan, out: &Path, batch: &[Lane], stop: &AtomicBool) -> a
     })
 }
 
-/// One dependency per strategy of the lane, one swarm over its scenarios and seeds.
-/// `beside_others`: other lanes run at the same time. Then, unless the user chose otherwise,
-/// the swarms show their progress as plain lines (each naming its scenario: they share the
-/// terminal), and the dependencies' timers do not spin before due instants (`E03_ANSWER_SPIN_US`
-/// 0: eight spinning services on two cores starved the swarms, docs/measurements.md).
+/// What a lane's children (swarm and dependencies) get, besides the user's values, when other
+/// lanes run at the same time (`beside_others`); `user_set` says which env vars the user set,
+/// and those are left alone:
+/// - `E03_PROGRESS=lines`: the swarms share the terminal, each line names its scenario;
+/// - `E03_ANSWER_SPIN_US=0`: the dependencies' timers sleep until each due instant (eight
+///   spinning services on two cores starved the swarms, docs/measurements.md).
+fn beside_others_env(
+    beside_others: bool,
+    user_set: impl Fn(&str) -> bool,
+) -> Vec<(&'static str, &'static str)> {
+    if !beside_others {
+        return Vec::new();
+    }
+    [("E03_PROGRESS", "lines"), ("E03_ANSWER_SPIN_US", "0")]
+        .into_iter()
+        .filter(|(name, _)| !user_set(name))
+        .collect()
+}
+
+/// One dependency per strategy of the lane, one swarm over its scenarios and seeds;
+/// `beside_others`: other lanes run at the same time ([`beside_others_env`]).
 fn run_group(
     plan: &RunPlan,
     out: &Path,
@@ -278,16 +294,14 @@ fn run_group(
     stop: &AtomicBool,
     beside_others: bool,
 ) -> anyhow::Result<()> {
-    let unset = |name: &str| beside_others && std::env::var_os(name).is_none();
-    let progress = unset("E03_PROGRESS").then_some("lines");
-    let spin = unset("E03_ANSWER_SPIN_US").then_some("0");
+    let extra = beside_others_env(beside_others, |name| std::env::var_os(name).is_some());
     let group = &lane.strategies;
     let exe = std::env::current_exe().context("locating the lab binary")?;
     let mut services = Vec::new();
     let mut targets = Vec::new();
     for strategy in group {
         let (child, work, control) =
-            start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0), spin)
+            start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0), &extra)
                 .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
@@ -300,11 +314,8 @@ fn run_group(
     if let Some((path, _)) = &plan.policies {
         raw.insert("E03_POLICIES".into(), path.display().to_string());
     }
-    let mut swarm = child_command(&exe, "swarm", &raw);
-    if let Some(mode) = progress {
-        swarm.env("E03_PROGRESS", mode);
-    }
-    let mut swarm = swarm
+    let mut swarm = child_command(&exe, "swarm", &raw)
+        .envs(extra.iter().copied())
         .env("E03_SWARM_REPORT", "0")
         // The lab owns this run directory; with --sequential each group adds its own logs.
         .env("E03_OVERWRITE", "1")
@@ -345,16 +356,14 @@ fn start_service(
     exe: &Path,
     log_dir: &Path,
     policies: Option<&std::path::PathBuf>,
-    spin: Option<&str>,
+    extra: &[(&str, &str)],
 ) -> anyhow::Result<(Child, String, String)> {
     let mut raw = BTreeMap::new();
     if let Some(path) = policies {
         raw.insert("E03_POLICIES".to_string(), path.display().to_string());
     }
-    if let Some(us) = spin {
-        raw.insert("E03_ANSWER_SPIN_US".to_string(), us.to_string());
-    }
     let mut child = child_command(exe, "serve", &raw)
+        .envs(extra.iter().copied())
         .env("E03_LISTEN", "127.0.0.1:0")
         .env("E03_CONTROL_LISTEN", "127.0.0.1:0")
         .env("E03_LOG_DIR", log_dir)
@@ -566,6 +575,19 @@ mod tests {
 
     fn strategies(p: &RunPlan) -> Vec<Strategy> {
         p.params[0].strategies().to_vec()
+    }
+
+    #[test]
+    fn lanes_beside_others_print_lines_and_do_not_spin_unless_the_user_chose() {
+        assert!(beside_others_env(false, |_| false).is_empty());
+        assert_eq!(
+            beside_others_env(true, |_| false),
+            vec![("E03_PROGRESS", "lines"), ("E03_ANSWER_SPIN_US", "0")]
+        );
+        assert_eq!(
+            beside_others_env(true, |name| name == "E03_ANSWER_SPIN_US"),
+            vec![("E03_PROGRESS", "lines")]
+        );
     }
 
     #[test]

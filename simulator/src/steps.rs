@@ -6,15 +6,12 @@
 //! workload's order, a service time apart), and a step is `E03_STEP_MS` of virtual time. Every
 //! fact goes to the analyzer's accumulator as the logs would give it.
 
+use e03_core::events::us;
 use e03_core::policy::ClientPolicy;
 use e03_core::schedule::{Answer, Step};
 use e03_core::steps::{Call, Done, StepWorkload};
 use e03_core::{AttemptResult, DependencySchedule, GiveUp, Params, ReqId, Scenario, Strategy};
 use e03_metrics::RunAccumulator;
-
-fn us(d: std::time::Duration) -> u64 {
-    d.as_micros() as u64
-}
 
 /// One run of the step workload (strategy at its load, seed), measured by `acc`.
 pub fn run_steps(
