@@ -154,7 +154,7 @@ fn paragraph<'a>(text: &'a str, start: &str) -> &'a str {
 
 #[test]
 fn readme_catalogue_is_what_lab_list_prints() {
-    let (scenarios, _) = catalogue();
+    let (scenarios, strategies) = catalogue();
     let readme = read("README.md");
     // The catalogue table: its rows start with the scenario's name in backquotes.
     let table = paragraph(&readme, "| scenario |");
@@ -166,6 +166,13 @@ fn readme_catalogue_is_what_lab_list_prints() {
     assert_eq!(names, scenarios, "README.md's catalogue against `lab list`");
     let count = format!("{} scenarios are built in", scenarios.len());
     assert!(readme.contains(&count), "README.md does not say {count:?}");
+    // Every strategy `--strategies` accepts is named: A to F in bold, the presets in backquotes.
+    for id in &strategies {
+        assert!(
+            readme.contains(&format!("**{id}**")) || readme.contains(&format!("`{id}`")),
+            "README.md does not name the strategy {id}"
+        );
+    }
     assert!(
         read("README.md").lines().count() <= 200,
         "README.md is a front door: at most 200 lines"
