@@ -3,14 +3,17 @@
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings)
 #   2. cargo test --workspace: unit tests, integration tests on loopback port 0, and a short live
 #      run of the whole pipeline (lab run) over loopback
-#   3. the /metrics expositions of that live run parsed by a real Prometheus parser (Python's
+#   3. every shell command of README.md, ARCHITECTURE.md and docs/*.md, and every file in
+#      examples/, run against the lab just built (scripts/check-docs.sh; Docker commands are
+#      left to step 5, and it says so)
+#   4. the /metrics expositions of that live run parsed by a real Prometheus parser (Python's
 #      prometheus_client, installed from PyPI into target/), their counters checked against the
 #      logs, and the Grafana dashboard's metric names checked against them
-#   4. the compose topology for real, when a Docker engine answers (skipped, and said so, when
+#   5. the compose topology for real, when a Docker engine answers (skipped, and said so, when
 #      none does): the offline path (static binary, FROM scratch images), then the standard
 #      Dockerfile built with the legacy builder (local stand-ins for its base images when they
 #      cannot be pulled, vendored crates) and its default topology run.
-# Env: E03_TEST_DOCKER=0 skips step 4 on purpose.
+# Env: E03_TEST_DOCKER=0 skips step 5 on purpose.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -32,6 +35,11 @@ step "cargo test --workspace"
 metrics_dump=$(mktemp -d /tmp/e03-metrics.XXXXXX)
 E03_TEST_METRICS_DUMP="$metrics_dump" cargo test --workspace --locked 2>&1 | tee /tmp/e03-cargo-test.log
 grep -q '^test result: ok' /tmp/e03-cargo-test.log || { echo "test-e03: no test ran" >&2; exit 1; }
+
+step "the docs' commands (scripts/check-docs.sh)"
+# Every ```sh block of README.md, ARCHITECTURE.md and docs/*.md runs against the lab just built,
+# in a temporary folder; every file in examples/ is used; every relative link resolves.
+scripts/check-docs.sh
 
 step "/metrics with a real Prometheus parser (Python prometheus_client, from PyPI)"
 pydeps=target/e03-python
