@@ -128,10 +128,9 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             code = 1;
         }
         if e03_metrics::checks::any_failed(&summary) {
-            eprintln!(
-                "lab: {}: a check against the source's figures FAILED (see the check table)",
-                scenario.name()
-            );
+            for line in e03_metrics::checks::fail_lines(&summary) {
+                eprintln!("lab: {}: {line}", scenario.name());
+            }
             if code == 0 {
                 code = CHECK_FAILED;
             }
