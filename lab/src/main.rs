@@ -42,6 +42,11 @@ fn main() {
         Some("map") => map::main(&args),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
+        // The timers' scheduling (precise_timer::realtime), read once by every process.
+        _ if realtime_env().is_err() => {
+            eprintln!("lab: {}", realtime_env().unwrap_err());
+            EXIT_USAGE
+        }
         _ if progress::mode_from_env().is_err() => {
             eprintln!("lab: {}", progress::mode_from_env().unwrap_err());
             EXIT_USAGE
@@ -285,6 +290,15 @@ fn list(args: &[OsString]) -> i32 {
         println!("{name:width$}  {what}");
     }
     0
+}
+
+/// `E03_REALTIME` checked: `auto` (the default) or `off`.
+fn realtime_env() -> Result<bool, String> {
+    precise_timer::realtime::parse_mode(
+        std::env::var(precise_timer::realtime::REALTIME_ENV)
+            .ok()
+            .as_deref(),
+    )
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.

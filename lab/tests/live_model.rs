@@ -45,5 +45,44 @@ fn a_live_gateway4_run_is_judged_against_the_model_at_its_measured_failure_laten
             "{line}"
         );
     }
+    // The machine's own floor, measured before the traffic, kept and printed beside the lab's
+    // lateness.
+    let floor = out
+        .lines()
+        .find(|l| l.starts_with("Machine floor (SCHED_"))
+        .unwrap_or_else(|| panic!("no machine floor line: {out}"));
+    assert!(
+        floor.contains("the lab's worst send lateness p99"),
+        "{floor}"
+    );
+    let machine = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("machine.json"))
+        .find(|p| p.exists())
+        .expect("OUT/<run id>/machine.json");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(machine).unwrap()).unwrap();
+    assert!(m["wake_samples"].as_u64().unwrap() > 0, "{m}");
+    assert!(m["wake_p99_ms"].as_f64().unwrap() >= 0.0, "{m}");
+    assert!(
+        err.contains("this machine wakes a sleeping thread"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn a_bad_realtime_setting_is_refused_naming_the_variable() {
+    let o = lab()
+        .args(["simulate", "e03b"])
+        .env("E03_REALTIME", "yes")
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(
+        err.contains("invalid E03_REALTIME value \"yes\": expected auto") && out.is_empty(),
+        "{err}"
+    );
 }
