@@ -191,14 +191,37 @@ pub fn analyze_dir_with_warnings(
             path: dir.to_path_buf(),
             source,
         })?;
-    let summary = ScenarioSummary {
+    let mut summary = ScenarioSummary {
         scenario,
+        model: None,
         params,
         simulated: false,
         complete: metrics.iter().all(|m| m.complete),
         runs: metrics,
     };
+    summary.model = model_run(&summary);
     Ok((summary, warnings))
+}
+
+/// The model a live run's `live_model` checks are judged against: the failure latency measured
+/// in its logs ([`e03_metrics::checks::failure_latency_us`]), then the same scenario, seeds and
+/// strategies simulated with every down phase answering after it. `None` when the scenario has
+/// no such check, or no run kept an attempt log with a failed attempt (the checks then say "no
+/// model run").
+pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
+    if !e03_metrics::checks::needs_model(live) {
+        return None;
+    }
+    let (latency_us, failures) = e03_metrics::checks::failure_latency_us(live)?;
+    let params = live
+        .params
+        .clone()
+        .with_down_latency(std::time::Duration::from_micros(latency_us));
+    Some(e03_metrics::ModelRun {
+        failure_latency_us: latency_us,
+        failures,
+        runs: simulator::run::simulate_all(live.scenario, &params),
+    })
 }
 
 /// Reads the server and client logs of one run.

@@ -147,6 +147,13 @@ pub fn report_markdown(s: &ScenarioSummary) -> String {
     if let Some(t) = e03_metrics::checks::check_table(s) {
         md += "\n## Check against the source's published figures\n\n";
         md += &t.markdown();
+        let notes = e03_metrics::checks::check_notes(s);
+        if !notes.is_empty() {
+            md += "\n";
+            for note in notes {
+                md += &format!("- {note}\n");
+            }
+        }
     }
     if let Some(t) = e03_metrics::steps::step_table(s) {
         md += "\n## Who pays for a retry (seed 002)\n\nMeans over the seeds ([CSV](steps.csv)); \

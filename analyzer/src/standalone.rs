@@ -73,6 +73,7 @@ pub fn analyze_server_log(
         .expect("one seed is a valid seed list");
     let summary = ScenarioSummary {
         scenario,
+        model: None,
         params,
         simulated: false,
         complete: run.complete,

@@ -424,6 +424,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
+        .on_thread_start(precise_timer::realtime::on_worker_start)
         .enable_all()
         .build()
     {

@@ -276,6 +276,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     };
     init_tracing();
     let rt = match tokio::runtime::Builder::new_multi_thread()
+        .on_thread_start(precise_timer::realtime::on_worker_start)
         .enable_all()
         .build()
     {

@@ -8,8 +8,17 @@
 //! published = 64                # the source's figure (a list for breaker_transitions, seconds)
 //! min = 56                      # a band: any of min, max, more_than, less_than; or exact = true
 //! max = 76
-//! mode = "both"                 # both | simulated | live: which runs the check applies to
+//! mode = "both"                 # both | simulated | live | live_model: which runs it applies to
+//! cause = "..."                 # optional: the known cause of a difference, printed with it
 //! ```
+//!
+//! `mode = "live_model"` checks a live run against the model rather than the source: the same
+//! scenario, seeds and strategies simulated with every down phase answering after the failure
+//! latency the live run measured (the median time from sending an attempt that the down phase
+//! failed to knowing it failed). Ours must be within `tolerance` of the model's figure (numbers;
+//! 0 when absent), or each transition within `tolerance_ms` of the model's (breaker
+//! transitions). A `published` figure there is shown beside them, not judged: it is what a
+//! source on a virtual clock (zero latency) printed.
 //!
 //! Without `published` (and without a band) the figure is only reported beside the others.
 //!
@@ -155,6 +164,8 @@ pub enum CheckMode {
     Both,
     Simulated,
     Live,
+    /// A live run against the model at the failure latency it measured (see the module docs).
+    LiveModel,
 }
 
 impl CheckMode {
@@ -162,7 +173,7 @@ impl CheckMode {
         match self {
             CheckMode::Both => true,
             CheckMode::Simulated => !live,
-            CheckMode::Live => live,
+            CheckMode::Live | CheckMode::LiveModel => live,
         }
     }
 }
@@ -177,6 +188,12 @@ pub struct CheckSpec {
     pub band: Band,
     #[serde(default)]
     pub mode: CheckMode,
+    /// `live_model`: how far ours may be from the model's figure (numbers).
+    #[serde(default)]
+    pub tolerance: Option<f64>,
+    /// The known cause of a difference between ours and the published figure, in words.
+    #[serde(default)]
+    pub cause: Option<String>,
 }
 
 impl CheckSpec {
@@ -232,6 +249,8 @@ pub const CHECK_KEYS: &[&str] = &[
     "versus",
     "tolerance_ms",
     "mode",
+    "tolerance",
+    "cause",
 ];
 
 const METRICS: &str = "one of attempts, accepted, failed_fast, peak_arrivals, \
@@ -415,7 +434,53 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         more_than: number("more_than")?,
         less_than: number("less_than")?,
     };
+    let mode = match string("mode")?.as_deref() {
+        None | Some("both") => CheckMode::Both,
+        Some("simulated") => CheckMode::Simulated,
+        Some("live") => CheckMode::Live,
+        Some("live_model") => CheckMode::LiveModel,
+        Some(other) => {
+            return fail!(
+                "mode",
+                format!("mode = {other:?}: expected both, simulated, live or live_model"),
+            )
+        }
+    };
+    let cause = string("cause")?;
     let is_list = matches!(metric, CheckMetric::BreakerTransitions { .. });
+    if mode == CheckMode::LiveModel {
+        // Judged against the model: no band; `published` is shown beside, not judged.
+        if band != Band::default() {
+            return fail!(
+                "mode",
+                "a live_model check is judged against the model: it takes tolerance (or \
+                 tolerance_ms for breaker_transitions), not exact, min, max, more_than or less_than"
+                    .into(),
+            );
+        }
+        let tolerance = match number("tolerance")? {
+            Some(t) if is_list => {
+                return fail!(
+                    "tolerance",
+                    format!("tolerance = {t}: breaker_transitions takes tolerance_ms"),
+                )
+            }
+            Some(t) if t < 0.0 => {
+                return fail!("tolerance", format!("tolerance = {t}: expected 0 or more"))
+            }
+            t => t,
+        };
+        return Ok(CheckSpec {
+            strategy,
+            metric,
+            published,
+            band,
+            mode,
+            tolerance,
+            cause,
+        });
+    }
+    only("tolerance", "mode = \"live_model\"")?;
     if is_list && band != Band::default() {
         return fail!(
             "metric",
@@ -442,23 +507,14 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
             return fail!("max", format!("max = {hi}: expected at least min ({lo})"));
         }
     }
-    let mode = match string("mode")?.as_deref() {
-        None | Some("both") => CheckMode::Both,
-        Some("simulated") => CheckMode::Simulated,
-        Some("live") => CheckMode::Live,
-        Some(other) => {
-            return fail!(
-                "mode",
-                format!("mode = {other:?}: expected both, simulated or live"),
-            )
-        }
-    };
     Ok(CheckSpec {
         strategy,
         metric,
         published,
         band,
         mode,
+        tolerance: None,
+        cause,
     })
 }
 
@@ -487,6 +543,59 @@ mod tests {
         }
         let f: F = toml::from_str(&format!("[check]\n{text}")).unwrap();
         parse_check_table(f.check.get_ref(), f.check.span().start)
+    }
+
+    #[test]
+    fn live_model_checks_take_a_tolerance_and_no_band() {
+        let c = check(
+            "strategy = \"a\"\nmetric = \"attempts\"\npublished = 123\nmode = \"live_model\"\n\
+             tolerance = 1\ncause = \"1 ms of latency\"",
+        )
+        .unwrap();
+        assert_eq!(c.mode, CheckMode::LiveModel);
+        assert_eq!(c.tolerance, Some(1.0));
+        assert_eq!(c.cause.as_deref(), Some("1 ms of latency"));
+        assert!(c.mode.applies(true) && !c.mode.applies(false));
+        let t = check(
+            "strategy = \"a\"\nmetric = \"breaker_transitions\"\ntolerance_ms = 10\n\
+             mode = \"live_model\"",
+        )
+        .unwrap();
+        assert_eq!(
+            t.metric,
+            CheckMetric::BreakerTransitions { tolerance_ms: 10.0 }
+        );
+        for (text, key, says) in [
+            (
+                "metric = \"attempts\"\nmode = \"live_model\"\nmin = 1",
+                "mode",
+                "takes tolerance",
+            ),
+            (
+                "metric = \"attempts\"\nmode = \"live_model\"\ntolerance = -1",
+                "tolerance",
+                "expected 0 or more",
+            ),
+            (
+                "metric = \"breaker_transitions\"\nmode = \"live_model\"\ntolerance = 1",
+                "tolerance",
+                "takes tolerance_ms",
+            ),
+            (
+                "metric = \"attempts\"\npublished = 1\nexact = true\ntolerance = 1",
+                "tolerance",
+                "only for mode = \"live_model\"",
+            ),
+            (
+                "metric = \"attempts\"\nmode = \"model\"",
+                "mode",
+                "expected both, simulated, live or live_model",
+            ),
+        ] {
+            let e = check(&format!("strategy = \"a\"\n{text}")).unwrap_err();
+            assert_eq!(e.key, key, "{text}: {e:?}");
+            assert!(e.message.contains(says), "{text}: {}", e.message);
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_POLICIES",
     "E03_METRICS_LISTEN",
     "E03_PROGRESS",
+    "E03_REALTIME",
 ];
 
 /// Adds one flag per parameter to `cmd`.

@@ -119,6 +119,13 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03-A: delay of a slow answer after its worker is freed"
     ),
     p!(
+        "E03_DOWN_LATENCY_MS",
+        "down-latency-ms",
+        "scenario",
+        "a number of milliseconds from 0 to 600000 (fractions allowed), or scenario",
+        "how long after its arrival a down phase answers each request; scenario: each down phase's own latency_ms"
+    ),
+    p!(
         "E03_LOST_RATE",
         "lost-rate",
         "0",
@@ -350,6 +357,13 @@ pub const PARAMS: &[ParamSpec] = &[
         "D: tokens each first attempt adds"
     ),
     p!(
+        "E03_BREAK_MS",
+        "break-ms",
+        "strategy",
+        "a whole number of milliseconds from 1 to 3600000, or strategy",
+        "how long every circuit breaker stays open; strategy: each breaker's own break_duration_ms"
+    ),
+    p!(
         "E03_SEED",
         "seed",
         "42",
@@ -423,6 +437,10 @@ pub struct ServiceParams {
     pub input_tokens: u32,
     #[serde(default)]
     pub output_tokens: u32,
+    /// `E03_DOWN_LATENCY_MS`: every down phase answers this many ms after an arrival instead of
+    /// its own `latency_ms` (`None`: each phase's own).
+    #[serde(default)]
+    pub down_latency_ms: Option<f64>,
 }
 
 /// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
@@ -468,6 +486,10 @@ pub struct SwarmParams {
     pub backoff_cap_ms: f64,
     pub budget_cap: f64,
     pub budget_ratio: f64,
+    /// `E03_BREAK_MS`: every circuit breaker's break duration, instead of its strategy's own
+    /// `break_duration_ms` (`None`: each strategy's own).
+    #[serde(default)]
+    pub break_ms: Option<u64>,
 }
 
 fn default_rate() -> f64 {
@@ -609,6 +631,10 @@ impl Params {
             cutoff_rate: r.num("E03_CUTOFF_RATE", 0.0, 1.0, false)?,
             input_tokens: r.int("E03_INPUT_TOKENS", 0, 1_000_000)? as u32,
             output_tokens: r.int("E03_OUTPUT_TOKENS", 0, 1_000_000)? as u32,
+            down_latency_ms: match r.value("E03_DOWN_LATENCY_MS") {
+                "scenario" => None,
+                _ => Some(r.num("E03_DOWN_LATENCY_MS", 0.0, 600_000.0, false)?),
+            },
         };
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
@@ -633,6 +659,10 @@ impl Params {
             backoff_cap_ms: r.num("E03_BACKOFF_CAP_MS", 0.0, 3_600_000.0, false)?,
             budget_cap: r.num("E03_BUDGET_CAP", 1.0, 1_000_000.0, false)?,
             budget_ratio: r.num("E03_BUDGET_RATIO", 0.0, 1000.0, false)?,
+            break_ms: match r.value("E03_BREAK_MS") {
+                "strategy" => None,
+                _ => Some(r.int("E03_BREAK_MS", 1, 3_600_000)?),
+            },
         };
         let steps = StepParams {
             step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
@@ -701,10 +731,13 @@ impl Params {
                 _ => (id, None),
             };
             let s = resolve_id(base_id, base, cap, budget, own).ok_or_else(bad_strategies)?;
-            let s = match load {
+            let mut s = match load {
                 Some(load) => s.at_load(load),
                 None => s,
             };
+            if let (Some(b), Some(breaker)) = (swarm.break_ms, s.breaker.as_mut()) {
+                breaker.break_duration_ms = b;
+            }
             if strategies.iter().any(|x| x.id == s.id) {
                 return Err(bad_strategies());
             }
@@ -757,6 +790,15 @@ impl Params {
         &self.steps
     }
 
+    /// These parameters with every down phase answering `latency` after an arrival (as
+    /// `E03_DOWN_LATENCY_MS` sets it; at most ten minutes, as that parameter accepts): the model
+    /// a live run is checked against, at the failure latency the live run measured.
+    pub fn with_down_latency(mut self, latency: Duration) -> Params {
+        let ms = (latency.as_secs_f64() * 1000.0).min(600_000.0);
+        self.service.down_latency_ms = Some(ms);
+        self
+    }
+
     /// These parameters with other seeds, checked as `E03_SEEDS` is: at least one, at most
     /// 10,000, no repeats.
     pub fn with_seeds(self, seeds: Vec<u64>) -> Result<Params, ParamError> {
@@ -802,6 +844,11 @@ impl Params {
             ("E03_CUTOFF_RATE", s.cutoff_rate.to_string()),
             ("E03_INPUT_TOKENS", s.input_tokens.to_string()),
             ("E03_OUTPUT_TOKENS", s.output_tokens.to_string()),
+            (
+                "E03_DOWN_LATENCY_MS",
+                s.down_latency_ms
+                    .map_or("scenario".into(), |v| v.to_string()),
+            ),
             ("E03_STEP_MS", self.steps.step_ms.to_string()),
             ("E03_STEPS", self.steps.steps.to_string()),
             ("E03_BATCH_ITEMS", self.steps.batch_items.to_string()),
@@ -846,6 +893,10 @@ impl Params {
             ("E03_BACKOFF_CAP_MS", w.backoff_cap_ms.to_string()),
             ("E03_BUDGET_CAP", w.budget_cap.to_string()),
             ("E03_BUDGET_RATIO", w.budget_ratio.to_string()),
+            (
+                "E03_BREAK_MS",
+                w.break_ms.map_or("strategy".into(), |v| v.to_string()),
+            ),
             ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
@@ -935,7 +986,9 @@ impl Params {
                     start,
                     end,
                     status,
-                    latency: Duration::from_millis(latency_ms),
+                    latency: s
+                        .down_latency_ms
+                        .map_or(Duration::from_millis(latency_ms), ms),
                 }),
                 PhaseKind::RateLimited {
                     calls,
@@ -1172,6 +1225,58 @@ mod tests {
         assert!(twice.contains("listed twice"), "{twice}");
         let rule = broken(&|j| j["swarm"]["think_max_ms"] = serde_json::json!(1.0));
         assert!(rule.contains("E03_THINK_MAX_MS"), "{rule}");
+    }
+
+    #[test]
+    fn down_latency_overrides_every_down_phase_and_defaults_to_the_scenarios_own() {
+        let gateway = Scenario::named("gateway4").unwrap();
+        let own = Params::for_scenario(gateway, &BTreeMap::new()).unwrap();
+        // The file's own latency_ms (26 ms) by default.
+        assert_eq!(
+            own.timeline(gateway).down[0].latency,
+            Duration::from_millis(26)
+        );
+        let set = Params::for_scenario(gateway, &raw(&[("E03_DOWN_LATENCY_MS", "0.5")])).unwrap();
+        assert_eq!(
+            set.timeline(gateway).down[0].latency,
+            Duration::from_micros(500)
+        );
+        let model = own.clone().with_down_latency(Duration::from_micros(1250));
+        assert_eq!(
+            model.timeline(gateway).down[0].latency,
+            Duration::from_micros(1250)
+        );
+        // Carried through the raw map a child receives.
+        let back = Params::for_scenario(gateway, &model.to_raw()).unwrap();
+        assert_eq!(back.service().down_latency_ms, Some(1.25));
+        for bad in ["-1", "600001", "x", ""] {
+            let e = err(&[("E03_DOWN_LATENCY_MS", bad)]);
+            assert!(
+                e.contains("E03_DOWN_LATENCY_MS") && e.contains("or scenario"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn break_ms_overrides_every_breakers_break_and_leaves_other_strategies_alone() {
+        let breaker = Scenario::named("breaker").unwrap();
+        let own = Params::for_scenario(breaker, &BTreeMap::new()).unwrap();
+        let spec = |p: &Params| p.strategies()[0].breaker.unwrap().break_duration_ms;
+        assert_eq!(spec(&own), 2000);
+        let set = Params::for_scenario(breaker, &raw(&[("E03_BREAK_MS", "1950")])).unwrap();
+        assert_eq!(spec(&set), 1950);
+        let back = Params::for_scenario(breaker, &set.to_raw()).unwrap();
+        assert_eq!(back.swarm().break_ms, Some(1950));
+        let plain = Params::from_raw(&raw(&[("E03_BREAK_MS", "5")])).unwrap();
+        assert!(plain.strategies().iter().all(|s| s.breaker.is_none()));
+        for bad in ["0", "1.5", "3600001", "none"] {
+            let e = err(&[("E03_BREAK_MS", bad)]);
+            assert!(
+                e.contains("E03_BREAK_MS") && e.contains("or strategy"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

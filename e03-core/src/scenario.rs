@@ -1194,7 +1194,11 @@ mod tests {
     fn seed_scenarios_define_their_strategies_and_checks() {
         let g = builtin("gateway4").unwrap();
         assert_eq!(g.strategies.len(), 2);
-        assert_eq!(g.checks.len(), 8);
+        assert_eq!(
+            g.checks.len(),
+            10,
+            "8 against the source, 2 against the model (live)"
+        );
         assert_eq!(
             g.phases[0].phase,
             PhaseKind::Down {

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use e03_core::checks::{CheckMetric, CheckSpec, Published};
+use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published};
 
 use crate::metrics::{AttemptLine, LineEnd, RunMetrics};
 use crate::tables::Table;
@@ -111,8 +111,103 @@ pub fn evaluate(s: &ScenarioSummary) -> Vec<CheckRow> {
     rows
 }
 
+/// One check's figure in one seed's runs: a number, or the breaker's transition times (s).
+enum Figure {
+    Number(f64),
+    Times(Vec<f64>),
+}
+
+impl Figure {
+    fn text(&self) -> String {
+        match self {
+            Figure::Number(v) => number(*v),
+            Figure::Times(t) => seconds(t),
+        }
+    }
+}
+
+/// The figure `check` reads from `runs` for `seed`, or what to show instead (a strategy not
+/// run, no attempt log, ...).
+fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, String> {
+    let run = |id: &str| runs.iter().find(|r| r.strategy == id && r.seed == seed);
+    let Some(mine) = run(&check.strategy) else {
+        return Err("not run".into());
+    };
+    let value: f64 = match &check.metric {
+        CheckMetric::BottomCallsPerRequest
+        | CheckMetric::OpMaxMs
+        | CheckMetric::WastedMs
+        | CheckMetric::LateCalls => {
+            // A chain's figures come from its own runs (e03_metrics::chain).
+            return Err("chain metric".into());
+        }
+        CheckMetric::Attempts => mine.total_requests as f64,
+        CheckMetric::Accepted => mine.succeeded as f64,
+        CheckMetric::FailedFast => mine.failed_fast as f64,
+        CheckMetric::PeakArrivals {
+            window_ms,
+            retries_only,
+        } => peak_per_window(mine, *window_ms, *retries_only) as f64,
+        CheckMetric::DistinctWaits => match retry_waits_ms(mine) {
+            Some(w) => w.into_iter().collect::<BTreeSet<u64>>().len() as f64,
+            None => return Err("no attempt log".into()),
+        },
+        CheckMetric::AttemptsRatio { versus } => {
+            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            mine.total_requests as f64 / other.total_requests.max(1) as f64
+        }
+        CheckMetric::PeakRatio {
+            versus,
+            window_ms,
+            retries_only,
+        } => {
+            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            let p = |r: &RunMetrics| peak_per_window(r, *window_ms, *retries_only) as f64;
+            p(mine) / p(other).max(1.0)
+        }
+        CheckMetric::DuplicateCharges
+        | CheckMetric::RetriedLost
+        | CheckMetric::DuplicatesMinusRetriedLost
+        | CheckMetric::RetriesAfterPermanent
+        | CheckMetric::WastedPerPermanentOp => {
+            let l = mine.ledger.as_ref().ok_or("no ledger figures")?;
+            match &check.metric {
+                CheckMetric::DuplicateCharges => l.duplicate_charges as f64,
+                CheckMetric::RetriedLost => l.retried_lost as f64,
+                CheckMetric::DuplicatesMinusRetriedLost => {
+                    l.duplicate_charges as f64 - l.retried_lost as f64
+                }
+                CheckMetric::RetriesAfterPermanent => l.retries_after_permanent as f64,
+                _ => l.wasted_per_permanent_op(),
+            }
+        }
+        CheckMetric::PermanentLatencyRatio { versus } => {
+            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            let mean = |r: &RunMetrics| r.ledger.as_ref().map_or(0.0, |l| l.permanent_op_mean_ms);
+            if mean(other) <= 0.0 {
+                return Err(format!("no permanent failure under {versus}"));
+            }
+            mean(mine) / mean(other)
+        }
+        CheckMetric::BreakerTransitions { .. } => {
+            return Ok(Figure::Times(
+                mine.breaker.iter().map(|m| m.t_us as f64 / 1e6).collect(),
+            ))
+        }
+    };
+    Ok(Figure::Number(value))
+}
+
+/// Whether `ours` lists as many times as `want`, each within `tolerance_ms`.
+fn times_match(ours: &[f64], want: &[f64], tolerance_ms: f64) -> bool {
+    ours.len() == want.len()
+        && ours
+            .iter()
+            .zip(want)
+            .all(|(a, b)| (a - b).abs() * 1000.0 <= tolerance_ms + 1e-9)
+}
+
 fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
-    let run = |id: &str| s.runs.iter().find(|r| r.strategy == id && r.seed == seed);
     let mut row = CheckRow {
         metric: check.metric_label(),
         strategy: check.strategy.clone(),
@@ -126,110 +221,184 @@ fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
         band: check.band.describe(),
         pass: None,
     };
-    let Some(mine) = run(&check.strategy) else {
-        row.ours = "not run".into();
-        return row;
-    };
-    let published = match check.published {
-        Published::Number(n) => n,
-        Published::List(_) | Published::None => 0.0,
-    };
-    let value: f64 = match &check.metric {
-        CheckMetric::BottomCallsPerRequest
-        | CheckMetric::OpMaxMs
-        | CheckMetric::WastedMs
-        | CheckMetric::LateCalls => {
-            // A chain's figures come from its own runs (e03_metrics::chain).
-            row.ours = "chain metric".into();
+    let ours = match figure(&s.runs, check, seed) {
+        Ok(f) => f,
+        Err(shown) => {
+            row.ours = shown;
             return row;
         }
-        CheckMetric::Attempts => mine.total_requests as f64,
-        CheckMetric::Accepted => mine.succeeded as f64,
-        CheckMetric::FailedFast => mine.failed_fast as f64,
-        CheckMetric::PeakArrivals {
-            window_ms,
-            retries_only,
-        } => peak_per_window(mine, *window_ms, *retries_only) as f64,
-        CheckMetric::DistinctWaits => match retry_waits_ms(mine) {
-            Some(w) => w.into_iter().collect::<BTreeSet<u64>>().len() as f64,
-            None => {
-                row.ours = "no attempt log".into();
-                return row;
-            }
-        },
-        CheckMetric::AttemptsRatio { versus } => {
-            let Some(other) = run(versus) else {
-                row.ours = format!("{versus} not run");
-                return row;
-            };
-            mine.total_requests as f64 / other.total_requests.max(1) as f64
-        }
-        CheckMetric::PeakRatio {
-            versus,
-            window_ms,
-            retries_only,
-        } => {
-            let Some(other) = run(versus) else {
-                row.ours = format!("{versus} not run");
-                return row;
-            };
-            let p = |r: &RunMetrics| peak_per_window(r, *window_ms, *retries_only) as f64;
-            p(mine) / p(other).max(1.0)
-        }
-        CheckMetric::DuplicateCharges
-        | CheckMetric::RetriedLost
-        | CheckMetric::DuplicatesMinusRetriedLost
-        | CheckMetric::RetriesAfterPermanent
-        | CheckMetric::WastedPerPermanentOp => {
-            let Some(l) = &mine.ledger else {
-                row.ours = "no ledger figures".into();
-                return row;
-            };
-            match &check.metric {
-                CheckMetric::DuplicateCharges => l.duplicate_charges as f64,
-                CheckMetric::RetriedLost => l.retried_lost as f64,
-                CheckMetric::DuplicatesMinusRetriedLost => {
-                    l.duplicate_charges as f64 - l.retried_lost as f64
-                }
-                CheckMetric::RetriesAfterPermanent => l.retries_after_permanent as f64,
-                _ => l.wasted_per_permanent_op(),
-            }
-        }
-        CheckMetric::PermanentLatencyRatio { versus } => {
-            let Some(other) = run(versus) else {
-                row.ours = format!("{versus} not run");
-                return row;
-            };
-            let mean = |r: &RunMetrics| r.ledger.as_ref().map_or(0.0, |l| l.permanent_op_mean_ms);
-            if mean(other) <= 0.0 {
-                row.ours = format!("no permanent failure under {versus}");
-                return row;
-            }
-            mean(mine) / mean(other)
-        }
-        CheckMetric::BreakerTransitions { tolerance_ms } => {
-            let ours: Vec<f64> = mine.breaker.iter().map(|m| m.t_us as f64 / 1e6).collect();
-            row.ours = seconds(&ours);
+    };
+    row.ours = ours.text();
+    if check.mode == CheckMode::LiveModel {
+        return against_model(s, check, seed, &ours, row);
+    }
+    match (&ours, &check.metric, &check.published) {
+        (Figure::Times(t), CheckMetric::BreakerTransitions { tolerance_ms }, published) => {
             row.band = format!("each within {} ms", number(*tolerance_ms));
-            let Published::List(want) = &check.published else {
-                row.band = String::new();
-                return row;
-            };
-            row.pass = Some(
-                ours.len() == want.len()
-                    && ours
-                        .iter()
-                        .zip(want)
-                        .all(|(a, b)| (a - b).abs() * 1000.0 <= tolerance_ms + 1e-9),
-            );
-            return row;
+            match published {
+                Published::List(want) => row.pass = Some(times_match(t, want, *tolerance_ms)),
+                _ => row.band = String::new(),
+            }
         }
-    };
-    row.ours = number(value);
-    if check.published != Published::None {
-        row.pass = Some(check.band.holds(value, published));
+        (Figure::Number(v), _, Published::Number(n)) => row.pass = Some(check.band.holds(*v, *n)),
+        _ => {}
     }
     row
+}
+
+/// A `live_model` check: ours against the model's figure for the same seed (the published
+/// figure, if any, is shown under the table by [`check_notes`]).
+fn against_model(
+    s: &ScenarioSummary,
+    check: &CheckSpec,
+    seed: u64,
+    ours: &Figure,
+    mut row: CheckRow,
+) -> CheckRow {
+    let Some(model) = &s.model else {
+        row.published = "no model run".into();
+        row.band = "model".into();
+        return row;
+    };
+    let latency = format!("{:.2} ms", model.failure_latency_us as f64 / 1000.0);
+    let theirs = match figure(&model.runs, check, seed) {
+        Ok(f) => f,
+        Err(shown) => {
+            row.published = format!("model: {shown}");
+            return row;
+        }
+    };
+    row.published = format!("model {}", theirs.text());
+    match (ours, &theirs, &check.metric) {
+        (Figure::Times(a), Figure::Times(b), CheckMetric::BreakerTransitions { tolerance_ms }) => {
+            row.band = format!("each ± {} ms, at {latency}", number(*tolerance_ms));
+            row.pass = Some(times_match(a, b, *tolerance_ms));
+        }
+        (Figure::Number(a), Figure::Number(b), _) => {
+            let tolerance = check.tolerance.unwrap_or(0.0);
+            row.band = format!("± {}, at {latency}", number(tolerance));
+            row.pass = Some((a - b).abs() <= tolerance + 1e-9);
+        }
+        _ => {}
+    }
+    row
+}
+
+/// The median time from sending an attempt that a down phase failed (its status is a down
+/// phase's) to knowing it failed, in µs, over every run's attempt log, with how many such
+/// attempts there were; `None` when no run kept an attempt log with such an attempt.
+pub fn failure_latency_us(s: &ScenarioSummary) -> Option<(u64, usize)> {
+    let statuses: Vec<u16> = s
+        .params
+        .timeline(s.scenario)
+        .down
+        .iter()
+        .map(|d| d.status)
+        .collect();
+    let mut latencies: Vec<u64> = s
+        .runs
+        .iter()
+        .flat_map(|r| &r.attempt_log)
+        .filter(|l| matches!(l.end, LineEnd::Status(st) if statuses.contains(&st)))
+        .map(|l| l.end_us.saturating_sub(l.sent_us))
+        .collect();
+    if latencies.is_empty() {
+        return None;
+    }
+    latencies.sort_unstable();
+    // The lower median of an even count: a measured value, not an average of two.
+    Some((latencies[(latencies.len() - 1) / 2], latencies.len()))
+}
+
+/// Whether the summary is live and has a `live_model` check (so it needs a [`ModelRun`]).
+pub fn needs_model(s: &ScenarioSummary) -> bool {
+    !s.simulated
+        && s.scenario
+            .def()
+            .checks
+            .iter()
+            .any(|c| c.mode == CheckMode::LiveModel)
+}
+
+/// One line per failed check: the metric, the strategy (and seed), ours, the published
+/// figure, the band, and the check's known cause in words when its file gives one.
+pub fn fail_lines(s: &ScenarioSummary) -> Vec<String> {
+    let live = !s.simulated;
+    let checks: Vec<&CheckSpec> = s
+        .scenario
+        .def()
+        .checks
+        .iter()
+        .filter(|c| c.mode.applies(live))
+        .collect();
+    let seeds = s.seeds();
+    let mut lines = Vec::new();
+    for check in checks {
+        for &seed in &seeds {
+            let r = evaluate_one(s, check, seed);
+            if r.pass != Some(false) {
+                continue;
+            }
+            let seed_text = if seeds.len() > 1 {
+                format!(", seed {seed}")
+            } else {
+                String::new()
+            };
+            let mut line = format!(
+                "FAIL {} of {}{seed_text}: ours {}, published {}, band {}",
+                r.metric, r.strategy, r.ours, r.published, r.band
+            );
+            if let Some(cause) = &check.cause {
+                line.push_str(&format!("; known cause: {cause}"));
+            }
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// The known causes the scenario's applicable checks give, one line each (`metric of strategy:
+/// cause`), printed under the check table.
+pub fn check_notes(s: &ScenarioSummary) -> Vec<String> {
+    let live = !s.simulated;
+    let mut notes: Vec<String> = Vec::new();
+    if let (true, Some(m)) = (live, &s.model) {
+        notes.push(format!(
+            "model: the same runs simulated with every down answer {:.2} ms after its attempt \
+             (the median failure latency measured in this run, over {} failed attempts)",
+            m.failure_latency_us as f64 / 1000.0,
+            m.failures
+        ));
+    }
+    for c in s
+        .scenario
+        .def()
+        .checks
+        .iter()
+        .filter(|c| c.mode.applies(live))
+    {
+        let source = match (&c.published, c.mode) {
+            (Published::Number(n), CheckMode::LiveModel) => {
+                format!("the source published {}", number(*n))
+            }
+            (Published::List(l), CheckMode::LiveModel) => {
+                format!("the source published {}", seconds(l))
+            }
+            _ => String::new(),
+        };
+        let line = match (&c.cause, source.is_empty()) {
+            (Some(cause), true) => format!("{} of {}: {cause}", c.metric_label(), c.strategy),
+            (Some(cause), false) => {
+                format!("{} of {}: {source}; {cause}", c.metric_label(), c.strategy)
+            }
+            (None, false) => format!("{} of {}: {source}", c.metric_label(), c.strategy),
+            (None, true) => continue,
+        };
+        if !notes.contains(&line) {
+            notes.push(line);
+        }
+    }
+    notes
 }
 
 /// The check table, or `None` when the scenario has no check for this kind of run.
@@ -399,6 +568,7 @@ mod tests {
         }
         let summary = ScenarioSummary {
             scenario,
+            model: None,
             params,
             simulated: true,
             complete: true,
@@ -413,11 +583,98 @@ mod tests {
         late.runs[0].breaker[6].t_us = 6_461_000;
         assert_eq!(evaluate(&late)[2].pass, Some(false));
         assert!(any_failed(&late) && !any_failed(&summary));
-        // Live, the live checks apply (within 2 calls and 60 ms).
+        let fails = fail_lines(&late);
+        assert_eq!(fails.len(), 1, "{fails:?}");
+        assert!(
+            fails[0].starts_with("FAIL breaker transitions (s) of breaker: ours ")
+                && fails[0].contains("6.461")
+                && fails[0].contains("published 0.450 2.450")
+                && fails[0].contains("band each within 10 ms"),
+            "{}",
+            fails[0]
+        );
+        // Live, the live_model checks apply: without a model run they cannot be judged.
         let mut live = late.clone();
         live.simulated = false;
+        assert!(needs_model(&live) && !needs_model(&summary));
         let rows = evaluate(&live);
         assert_eq!(rows.len(), 3);
+        assert!(rows.iter().all(|r| r.pass.is_none()), "{rows:?}");
+        assert_eq!(rows[0].published, "no model run");
+        // Against a model with the same figures (6.461 s within 10 ms of 6.459 s): PASS, with
+        // the article's figure shown beside the model's.
+        live.model = Some(crate::ModelRun {
+            failure_latency_us: 1000,
+            failures: 117,
+            runs: summary.runs.clone(),
+        });
+        let rows = evaluate(&live);
         assert!(rows.iter().all(|r| r.pass == Some(true)), "{rows:?}");
+        assert_eq!(rows[0].published, "model 123");
+        assert_eq!(rows[0].band, "± 1, at 1.00 ms");
+        assert_eq!(rows[2].band, "each ± 10 ms, at 1.00 ms");
+        // Two calls more than the model: outside its tolerance of 1; the FAIL line says why.
+        for k in 0..2 {
+            live.runs[0].arrivals.push((7_000_000 + k, 1));
+        }
+        live.runs[0].total_requests += 2;
+        let rows = evaluate(&live);
+        assert_eq!(rows[0].pass, Some(false), "{rows:?}");
+        let fails = fail_lines(&live);
+        assert_eq!(fails.len(), 1, "{fails:?}");
+        assert!(
+            fails[0].contains("ours 125, published model 123, band ± 1, at 1.00 ms")
+                && fails[0].contains("known cause: the break (2 s) is an exact multiple"),
+            "{}",
+            fails[0]
+        );
+        let notes = check_notes(&live);
+        assert!(
+            notes[0].starts_with("model: the same runs simulated with every down answer 1.00 ms")
+        );
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert!(
+            notes[1].starts_with("attempts of breaker: the source published 123; the break"),
+            "{}",
+            notes[1]
+        );
+    }
+
+    #[test]
+    fn failure_latency_is_the_median_of_attempts_a_down_phase_failed() {
+        let scenario = Scenario::named("breaker").unwrap();
+        let params = Params::for_scenario(scenario, &Default::default()).unwrap();
+        let mut a = RunAccumulator::new(scenario, &params, "breaker", params.seed());
+        a.arrival(0, Some(1));
+        let mut run = a.finish();
+        let line = |sent_us, end_us, end| AttemptLine {
+            client: 0,
+            op: 0,
+            attempt: 1,
+            sent_us,
+            end_us,
+            end,
+        };
+        run.attempt_log = vec![
+            line(0, 900, LineEnd::Status(503)),
+            line(50_000, 50_700, LineEnd::Status(503)),
+            line(100_000, 101_300, LineEnd::Status(503)),
+            line(150_000, 150_600, LineEnd::Status(503)),
+            // Not failed by the down phase: neither counted.
+            line(200_000, 200_100, LineEnd::Status(200)),
+            line(250_000, 250_000, LineEnd::FailedFast),
+        ];
+        let mut s = ScenarioSummary {
+            scenario,
+            model: None,
+            params,
+            simulated: false,
+            complete: true,
+            runs: vec![run],
+        };
+        // Sorted 600, 700, 900, 1300: the lower median.
+        assert_eq!(failure_latency_us(&s), Some((700, 4)));
+        s.runs[0].attempt_log.clear();
+        assert_eq!(failure_latency_us(&s), None);
     }
 }

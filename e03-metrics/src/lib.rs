@@ -50,6 +50,21 @@ pub struct ScenarioSummary {
     /// False if any run was stopped early or its logs are cut.
     pub complete: bool,
     pub runs: Vec<RunMetrics>,
+    /// A live run's model: what its `live_model` checks are judged against (see
+    /// [`checks::failure_latency_us`]); `None` for a simulated run or without such checks.
+    pub model: Option<ModelRun>,
+}
+
+/// The model a live run is checked against: the same scenario, seeds and strategies simulated
+/// with every down phase answering after the failure latency the live run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRun {
+    /// The median failure latency measured live, in µs.
+    pub failure_latency_us: u64,
+    /// How many failed attempts it is the median of.
+    pub failures: usize,
+    /// The simulated runs, one per strategy and seed.
+    pub runs: Vec<RunMetrics>,
 }
 
 impl ScenarioSummary {

@@ -742,6 +742,11 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
     if let Some(t) = crate::checks::check_table(s) {
         writeln!(w, "\nCheck against the source's published figures:")?;
         write!(w, "{}", t.markdown())?;
+        for note in crate::checks::check_notes(s) {
+            for line in wrap(&format!("- {note}"), TERMINAL_COLUMNS) {
+                writeln!(w, "{line}")?;
+            }
+        }
     }
     crate::steps::print_step_tables(w, s)?;
     if let Some(t) = crate::openloop::open_loop_table(s) {
@@ -856,6 +861,7 @@ mod terminal_tests {
             simulated: true,
             complete: true,
             runs,
+            model: None,
         };
         s.params = s.params.clone().with_seeds(s.seeds()).unwrap();
         s

@@ -170,10 +170,15 @@ pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<
     analyzer::chain::write_chain_outputs(dir, &def.title, live, &runs, &rows)?;
     println!("results: {}\n", outdir::shown(dir));
     let failed = e03_metrics::chain::any_failed(&rows);
-    if failed {
+    for r in rows.iter().filter(|r| r.pass == Some(false)) {
         eprintln!(
-            "lab: {}: a check against the source's figures FAILED (see the check table)",
-            scenario.name()
+            "lab: {}: FAIL {} of {}: ours {}, published {}, band {}",
+            scenario.name(),
+            r.metric,
+            r.strategy,
+            r.ours,
+            r.published,
+            r.band
         );
     }
     Ok(!failed)

@@ -66,6 +66,7 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     for scenario in &plan.scenarios {
         prepare_scenario_dir(&run.dir.join(scenario.name()), plan.choice.overwrite)?;
     }
+    machine_floor(&run.dir)?;
     let started = Instant::now();
     // Every strategy of any scenario of the run (a file may choose its own), in order.
     let mut all: Vec<Strategy> = Vec::new();
@@ -92,6 +93,94 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     })
 }
 
+/// The file of a live run's folder that holds the machine's own wake-up latency, measured
+/// before the traffic ([`machine_floor`]).
+const MACHINE_FILE: &str = "machine.json";
+
+/// Before a live run: which scheduling the timers get (real-time when the process may have it,
+/// [`precise_timer::realtime`]), and how late this machine wakes a sleeping thread at that
+/// scheduling (1 s of 1 ms sleeps, as `cyclictest` measures), printed and kept in
+/// `OUT/<run id>/machine.json` so the tables can show the machine's floor beside the lab's
+/// lateness.
+fn machine_floor(run_dir: &Path) -> anyhow::Result<()> {
+    use precise_timer::realtime;
+    let sched = realtime::scheduling();
+    let w = realtime::measure_wake_latency(Duration::from_secs(1), Duration::from_millis(1));
+    eprintln!(
+        "lab: {}; this machine wakes a sleeping thread {:.2} ms late at p99 ({:.3} ms mean, \
+         {} wake-ups of 1 ms, measured just now)",
+        sched.describe(),
+        w.p99.as_secs_f64() * 1000.0,
+        w.mean.as_secs_f64() * 1000.0,
+        w.samples
+    );
+    let json = serde_json::json!({
+        "scheduling": w.scheduling,
+        "why": match sched {
+            realtime::Scheduling::Realtime => String::new(),
+            realtime::Scheduling::Normal { why } => why.clone(),
+        },
+        "wake_samples": w.samples,
+        "wake_p99_ms": w.p99.as_secs_f64() * 1000.0,
+        "wake_mean_ms": w.mean.as_secs_f64() * 1000.0,
+        "wake_max_ms": w.max.as_secs_f64() * 1000.0,
+    });
+    let path = run_dir.join(MACHINE_FILE);
+    std::fs::write(&path, format!("{json:#}\n"))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// After a live scenario's tables: the machine's own wake-up latency beside the lab's send and
+/// answer lateness, and whose lateness it is when the lab warned (nothing when the run folder
+/// has no `machine.json`: a compose run, or a run of an older lab).
+fn print_machine_beside(run_dir: &Path, summary: &e03_metrics::ScenarioSummary) {
+    let Ok(text) = std::fs::read_to_string(run_dir.join(MACHINE_FILE)) else {
+        return;
+    };
+    let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return;
+    };
+    let (Some(wake), Some(sched)) = (m["wake_p99_ms"].as_f64(), m["scheduling"].as_str()) else {
+        return;
+    };
+    let worst = |f: fn(&e03_metrics::fidelity::Fidelity) -> f64| {
+        summary
+            .runs
+            .iter()
+            .filter_map(|r| r.fidelity.as_ref().map(f))
+            .fold(0.0_f64, f64::max)
+    };
+    let send = worst(|f| f.lateness_p99_ms);
+    let answer = worst(|f| f.answer_lateness_p99_ms);
+    println!(
+        "Machine floor ({sched}): a sleeping thread wakes {wake:.2} ms late at p99; the lab's \
+         worst send lateness p99 {send:.2} ms, answer lateness p99 {answer:.2} ms."
+    );
+    let warned = summary.runs.iter().any(|r| {
+        r.fidelity
+            .as_ref()
+            .is_some_and(|f| !f.warnings().is_empty())
+    });
+    if warned {
+        if send.max(answer) <= 1.5 * wake {
+            println!(
+                "The lateness WARNING is the machine's: the lab is within 1.5x of how late this \
+                 machine wakes any sleeping thread{}.",
+                if sched == "SCHED_OTHER" {
+                    " (real-time timers need root or CAP_SYS_NICE)"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            println!(
+                "The lateness WARNING is the lab's: it is more than 1.5x the machine's own floor \
+                 (another process busy on the cores, or the lab's own work delaying its timers)."
+            );
+        }
+    }
+}
+
 /// Analyses each scenario's logs under `out`, prints the tables and writes the results.
 /// Exit code 0 when every run is complete, its counts match and its checks pass; 1 when a run
 /// is incomplete or its counts do not match; 3 when the runs are sound but a check against the
@@ -110,6 +199,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
         let summary = analyzer::analyze_dir(&dir, *scenario)
             .with_context(|| format!("analysing {}", dir.display()))?;
         analyzer::print_tables(&mut std::io::stdout().lock(), &summary)?;
+        print_machine_beside(out, &summary);
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
         if summary.params.is_steps() && summary.complete {
@@ -128,10 +218,9 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             code = 1;
         }
         if e03_metrics::checks::any_failed(&summary) {
-            eprintln!(
-                "lab: {}: a check against the source's figures FAILED (see the check table)",
-                scenario.name()
-            );
+            for line in e03_metrics::checks::fail_lines(&summary) {
+                eprintln!("lab: {}: {line}", scenario.name());
+            }
             if code == 0 {
                 code = CHECK_FAILED;
             }

@@ -42,6 +42,11 @@ fn main() {
         Some("map") => map::main(&args),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
+        // The timers' scheduling (precise_timer::realtime), read once by every process.
+        _ if realtime_env().is_err() => {
+            eprintln!("lab: {}", realtime_env().unwrap_err());
+            EXIT_USAGE
+        }
         _ if progress::mode_from_env().is_err() => {
             eprintln!("lab: {}", progress::mode_from_env().unwrap_err());
             EXIT_USAGE
@@ -100,60 +105,109 @@ fn chains_only(scenarios: &[e03_core::Scenario]) -> Result<bool, i32> {
 /// Exit code of `lab replica` when a published cell is not reproduced.
 const EXIT_REPLICA_MISMATCH: i32 = 3;
 
-/// `lab replica ratelimit`: every published figure of seed 002 beside the replica's
-/// ([`simulator::replica002`]), PASS or FAIL per cell; exit 0 when every cell passes, 3 otherwise.
+/// `lab replica ratelimit [--seed N ...]`: every published figure of seed 002 beside the
+/// replica's ([`simulator::replica002`]), PASS or FAIL per cell; with `--seed`, the main table
+/// of a run with each seed given, the published figure beside ours where the article ran that
+/// seed (`-` and no verdict elsewhere). Exit 0 when every published cell passes, 3 otherwise.
 fn replica(args: &[OsString]) -> i32 {
     let rest: Vec<String> = args
         .iter()
         .skip(2)
         .map(|a| a.to_string_lossy().into())
         .collect();
-    match rest
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["ratelimit"] => {}
-        ["--help"] | ["-h"] => {
-            println!(
-                "Usage: lab replica ratelimit\n\nRuns a port of seed 002's own rate-limit \
-                 simulation (its generator, tokenizer and 160 tickets) and prints every figure \
-                 the seed publishes beside ours, PASS per cell. Exit 0 when all pass, 3 otherwise."
-            );
-            return 0;
-        }
-        _ => {
-            eprintln!(
-                "lab replica: expected `lab replica ratelimit` (the only replica), got {rest:?}"
-            );
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        println!(
+            "Usage: lab replica ratelimit [--seed N]...\n\nRuns a port of seed 002's own \
+             rate-limit simulation (its generator, tokenizer and 160 tickets) and prints every \
+             figure the seed publishes beside ours, PASS per cell. With --seed N (repeatable, \
+             0 to 4294967295), prints the main table of a run with each seed: the article ran \
+             20260218 (every column published) and 20260219 (completion and interactive); any \
+             other seed prints ours with no published column. Exit 0 when every published cell \
+             passes, 3 otherwise."
+        );
+        return 0;
+    }
+    let seeds = match replica_seeds(&rest) {
+        Ok(seeds) => seeds,
+        Err(e) => {
+            eprintln!("lab replica: {e}");
             return EXIT_USAGE;
         }
+    };
+    let mut cells = Vec::new();
+    if seeds.is_empty() {
+        cells = simulator::replica002::cells();
+    } else {
+        for seed in seeds {
+            cells.extend(simulator::replica002::seed_cells(seed));
+        }
     }
-    let cells = simulator::replica002::cells();
     let width = cells.iter().map(|c| c.name.len()).max().unwrap_or(0);
     println!(
         "{:<width$}  {:>9}  {:>9}  check  where in the seed",
         "figure", "published", "ours"
     );
     for c in &cells {
-        let mark = if c.pass() { "PASS" } else { "FAIL" };
         println!(
-            "{:<width$}  {:>9}  {:>9}  {mark}   {}",
-            c.name, c.published, c.ours, c.source
+            "{:<width$}  {:>9}  {:>9}  {:<5}  {}",
+            c.name,
+            c.published.unwrap_or("-"),
+            c.ours,
+            c.verdict(),
+            c.source
         );
     }
+    let judged = cells.iter().filter(|c| c.published.is_some()).count();
     let failed = cells.iter().filter(|c| !c.pass()).count();
-    println!(
-        "{} of {} cells reproduced",
-        cells.len() - failed,
-        cells.len()
-    );
+    if judged == 0 {
+        println!(
+            "{} figures; none published for these seeds (the article ran 20260218 and 20260219)",
+            cells.len()
+        );
+    } else {
+        println!("{} of {judged} published cells reproduced", judged - failed);
+    }
     if failed == 0 {
         0
     } else {
         EXIT_REPLICA_MISMATCH
     }
+}
+
+/// `ratelimit` and any number of `--seed N` / `--seed=N` (0 to 4294967295, no repeats).
+fn replica_seeds(rest: &[String]) -> Result<Vec<u32>, String> {
+    let usage = "expected `lab replica ratelimit [--seed N]...` (ratelimit is the only replica)";
+    let mut seeds: Vec<u32> = Vec::new();
+    let mut named = false;
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        let value = if a == "--seed" {
+            Some(
+                it.next()
+                    .ok_or("--seed: expected a seed (0 to 4294967295)")?
+                    .as_str(),
+            )
+        } else {
+            a.strip_prefix("--seed=")
+        };
+        match value {
+            Some(v) => {
+                let seed: u32 = v.trim().parse().map_err(|_| {
+                    format!("--seed {v:?}: expected a whole number from 0 to 4294967295")
+                })?;
+                if seeds.contains(&seed) {
+                    return Err(format!("--seed {seed} is given twice"));
+                }
+                seeds.push(seed);
+            }
+            None if a == "ratelimit" && !named => named = true,
+            None => return Err(format!("{usage}, got {a:?}")),
+        }
+    }
+    if !named {
+        return Err(format!("{usage}, got {rest:?}"));
+    }
+    Ok(seeds)
 }
 
 /// `lab swarm`: the client swarm; if a signal stopped it, the analyzer still writes what the
@@ -236,6 +290,15 @@ fn list(args: &[OsString]) -> i32 {
         println!("{name:width$}  {what}");
     }
     0
+}
+
+/// `E03_REALTIME` checked: `auto` (the default) or `off`.
+fn realtime_env() -> Result<bool, String> {
+    precise_timer::realtime::parse_mode(
+        std::env::var(precise_timer::realtime::REALTIME_ENV)
+            .ok()
+            .as_deref(),
+    )
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.

@@ -47,10 +47,9 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
             if e03_metrics::checks::any_failed(&summary) {
-                eprintln!(
-                    "lab: {}: a check against the source's figures FAILED (see the check table)",
-                    scenario.name()
-                );
+                for line in e03_metrics::checks::fail_lines(&summary) {
+                    eprintln!("lab: {}: {line}", scenario.name());
+                }
                 passed = false;
             }
         } else {

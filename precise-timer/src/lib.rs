@@ -23,6 +23,8 @@
 //! late but never early. The thread ends when the last [`PreciseTimer`] handle is dropped and
 //! every pending entry that someone still waits for has fired.
 
+pub mod realtime;
+
 use std::collections::BinaryHeap;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
@@ -56,11 +58,24 @@ impl PreciseTimer {
     /// until the deadline itself is woken by the kernel tens to hundreds of µs late, and on a
     /// shared VM about 0.5 ms late at the 99th percentile. Spinning costs CPU, up to `spin` per
     /// deadline, so it is worth it only where cores are to spare (docs/measurements.md).
+    ///
+    /// When the process's timers are real-time ([`realtime::scheduling`]), the thread runs
+    /// `SCHED_FIFO` at [`realtime::TIMER_PRIORITY`] and never spins (`spin` is ignored: a
+    /// spinning real-time thread can starve a small machine).
     pub fn start_spinning(spin: Duration) -> PreciseTimer {
         let (tx, rx) = mpsc::channel();
+        let rt = realtime::scheduling().is_realtime();
+        let spin = if rt { Duration::ZERO } else { spin };
         if let Err(e) = thread::Builder::new()
             .name("precise-timer".into())
-            .spawn(move || timer_thread(rx, spin))
+            .spawn(move || {
+                if rt {
+                    if let Err(e) = realtime::set_current(realtime::TIMER_PRIORITY) {
+                        tracing::warn!("the precise timer stays on the normal scheduler: {e}");
+                    }
+                }
+                timer_thread(rx, spin)
+            })
         {
             tracing::warn!("cannot start the precise timer thread ({e}); using tokio's timer");
         }

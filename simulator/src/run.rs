@@ -188,6 +188,7 @@ pub fn simulate_all(scenario: Scenario, params: &Params) -> Vec<RunMetrics> {
 pub fn simulate(scenario: Scenario, params: &Params) -> ScenarioSummary {
     ScenarioSummary {
         scenario,
+        model: None,
         params: params.clone(),
         simulated: true,
         complete: true,

@@ -255,7 +255,66 @@ pub fn print_sweep<W: std::io::Write>(w: &mut W, r: &SweepResult) -> std::io::Re
             .markdown()
         )?;
     }
-    Ok(())
+    print_breaker_sweep(w, r, &axes, &ids)
+}
+
+/// For strategies with a circuit breaker: per point and strategy, the calls sent, the calls
+/// failed fast and the breaker's transitions (first seed), so a sweep shows where the
+/// breaker's timing moves (`lab simulate breaker --sweep E03_DOWN_LATENCY_MS=0,0.5,1`).
+fn print_breaker_sweep<W: std::io::Write>(
+    w: &mut W,
+    r: &SweepResult,
+    axes: &[&str],
+    ids: &[String],
+) -> std::io::Result<()> {
+    let with_breaker: Vec<&String> = ids
+        .iter()
+        .filter(|id| {
+            r.points
+                .iter()
+                .flat_map(|p| &p.runs)
+                .any(|m| &&m.strategy == id && !m.breaker.is_empty())
+        })
+        .collect();
+    if with_breaker.is_empty() {
+        return Ok(());
+    }
+    writeln!(w)?;
+    writeln!(
+        w,
+        "circuit breaker (first seed): calls sent, failed fast, transitions (s)"
+    )?;
+    let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
+    header.extend(["strategy", "calls sent", "failed fast", "transitions (s)"].map(String::from));
+    let mut rows = Vec::new();
+    for p in &r.points {
+        for id in &with_breaker {
+            let Some(m) = p.runs.iter().find(|m| &&m.strategy == id) else {
+                continue;
+            };
+            let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
+            row.extend([
+                (*id).clone(),
+                m.total_requests.to_string(),
+                m.failed_fast.to_string(),
+                m.breaker
+                    .iter()
+                    .map(|b| format!("{:.3}", b.t_us as f64 / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ]);
+            rows.push(row);
+        }
+    }
+    write!(
+        w,
+        "{}",
+        Table {
+            headers: header,
+            rows
+        }
+        .markdown()
+    )
 }
 
 /// The sweep as CSV rows, header first: one row per (grid point, strategy) with the axis
