@@ -116,6 +116,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             step_check(&dir, *scenario, &summary)?;
         }
         println!("results: {}", outdir::shown(&dir));
+        index_beside(out);
         if !summary.complete {
             eprintln!("lab: the run in {} is incomplete", dir.display());
             code = 1;
@@ -427,6 +428,30 @@ fn wait_bounded(child: &mut Child, limit: Duration) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Rewrites the index of the output folder holding the run directory `run` (`OUT/index.html`,
+/// where OUT holds the `latest` link), when the lab wrote the one there (or there is none). Its failure is a warning: the results
+/// themselves are written.
+pub fn index_beside(run: &Path) {
+    let Some(out) = run.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return;
+    };
+    // Only an output folder the lab runs into (it holds the `latest` link), never any parent.
+    if std::fs::symlink_metadata(out.join(outdir::LATEST)).is_err() {
+        return;
+    }
+    match analyzer::html::write_index(out) {
+        Ok(true) => {}
+        Ok(false) => eprintln!(
+            "lab: {} was not written by the lab; left alone",
+            out.join("index.html").display()
+        ),
+        Err(e) => eprintln!(
+            "lab: warning: could not write {}: {e}",
+            out.join("index.html").display()
+        ),
+    }
 }
 
 /// `lab report [--out DIR] [SCENARIO]`: the analysis step alone (compose's analyzer container).

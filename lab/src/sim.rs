@@ -46,6 +46,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             });
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
+            crate::live::index_beside(&run.dir);
             if e03_metrics::checks::any_failed(&summary) {
                 eprintln!(
                     "lab: {}: a check against the source's figures FAILED (see the check table)",
