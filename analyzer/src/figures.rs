@@ -513,7 +513,9 @@ where
     let (root, bottom) = root.split_vertically(h.saturating_sub(strip));
     draw_strip(&bottom, legend)?;
     // A segmented range `0..m` has m + 1 segments: one per strategy with m = n - 1.
-    let last = (ids.len() as u32).saturating_sub(1);
+    // One strategy alone gets a second, empty segment: a range of one segment gives its bar a
+    // negative width (an SVG error in the browser's console).
+    let last = (ids.len() as u32).saturating_sub(1).max(1);
     for (area, panel) in root.split_evenly(grid(panels.len())).iter().zip(panels) {
         let top = panel.spreads.iter().map(|s| s.max).fold(0.0, f64::max);
         let ymax = panel.ymax.unwrap_or(top.max(1e-9) * 1.2);

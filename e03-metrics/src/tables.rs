@@ -458,11 +458,23 @@ fn best_line(s: &ScenarioSummary) -> Option<String> {
             })
             .expect("two strategies or more");
         let word = if more_is_better { "best" } else { "lowest" };
-        parts.push(format!(
-            "{word} {name}: {} ({})",
-            s.strategy_label(best.0),
-            format_value(unit, best.1, true)
-        ));
+        let best_shown = format_value(unit, best.1, true);
+        // Every strategy the table shows at the best value: a tie names them all.
+        let tied: Vec<&String> = ids
+            .iter()
+            .zip(&shown)
+            .filter(|(_, v)| **v == best_shown)
+            .map(|(id, _)| id)
+            .collect();
+        let who = if tied.len() > 1 {
+            tied.iter()
+                .map(|id| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            s.strategy_label(best.0)
+        };
+        parts.push(format!("{word} {name}: {who} ({best_shown})"));
     }
     if parts.is_empty() {
         return None;
@@ -1111,6 +1123,20 @@ mod terminal_tests {
                  (--seeds 1-20) for verdicts."
                     .to_string(),
             ]
+        );
+        // A tie names every strategy at the best value.
+        let tie = summary(
+            "E,F,B",
+            vec![
+                run("E", 1, 1.0, 9, 0, 1),
+                run("F", 1, 1.0, 8, 0, 1),
+                run("B", 1, 0.9, 9, 0, 1),
+            ],
+        );
+        assert!(
+            conclusion(&tie)[0].starts_with("Best success: E, F (100.0%); lowest load"),
+            "{:?}",
+            conclusion(&tie)
         );
         // Two strategies that do not differ get no conclusion.
         let same = summary(
