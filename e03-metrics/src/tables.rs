@@ -485,7 +485,8 @@ fn best_line(s: &ScenarioSummary) -> Option<String> {
 }
 
 /// One line per pair of strategies that differ: each measure of [`COMPARED`] on which they
-/// differ (as the tables show it), the difference, and the measured-or-noise verdict.
+/// differ (as the tables show it), the difference, and the measured-or-noise verdict (with two
+/// seeds or more; one seed's conclusion ends by saying it has none).
 pub fn pair_lines(s: &ScenarioSummary) -> Vec<String> {
     let ids = s.strategies();
     let mut lines = Vec::new();
@@ -506,10 +507,15 @@ pub fn pair_lines(s: &ScenarioSummary) -> Vec<String> {
                 } else {
                     a
                 };
+                // One seed has no verdict: the conclusion's last line says so, once.
+                let verdict = if sa.n < 2 || sb.n < 2 {
+                    String::new()
+                } else {
+                    format!(", {}", verdict_words(&sa, &sb))
+                };
                 parts.push(format!(
-                    "{name} {va} vs {vb} ({}, {better} better, {})",
+                    "{name} {va} vs {vb} ({}, {better} better{verdict})",
                     format_difference(unit, sb.mean - sa.mean),
-                    verdict_words(&sa, &sb)
                 ));
             }
             if !parts.is_empty() {
@@ -1115,9 +1121,8 @@ mod terminal_tests {
                 "Best success: E backoff + equal jitter (100.0%); lowest 100 ms peak: F \
                  decorrelated jitter (60); lowest p99 latency: E backoff + equal jitter (123 ms)."
                     .to_string(),
-                "E vs F: success 100.0% vs 87.9% (-12.1 pts, E better, one seed, no verdict); \
-                 100 ms peak 120 vs 60 (-60, F better, one seed, no verdict); p99 latency 123 ms \
-                 vs 724 ms (+601 ms, E better, one seed, no verdict)."
+                "E vs F: success 100.0% vs 87.9% (-12.1 pts, E better); 100 ms peak 120 vs 60 \
+                 (-60, F better); p99 latency 123 ms vs 724 ms (+601 ms, E better)."
                     .to_string(),
                 "One seed cannot tell a difference from run-to-run noise: run more seeds \
                  (--seeds 1-20) for verdicts."

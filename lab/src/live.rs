@@ -305,6 +305,11 @@ fn run_group(
             start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0), &extra)
                 .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
+        // Where to scrape it (GET /metrics on the work port): Prometheus, curl.
+        eprintln!(
+            "lab: strategy {}'s dependency: work http://{work} (GET /metrics), control http://{control}",
+            strategy.id
+        );
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
     }
     // The user's own values only: each scenario's file supplies the rest in the swarm.
