@@ -1272,5 +1272,25 @@ mod tests {
             arrivals_title("1 s", None, false, false),
             "Arrivals at the dependency per 1 s window"
         );
+        // A stopped run (issue 28: SIGINT before the freeze): every figure says so.
+        assert_eq!(
+            arrivals_title("100 ms", Some(42), false, true),
+            "INCOMPLETE RUN: Arrivals at the dependency per 100 ms window (seed 42)"
+        );
+    }
+
+    #[test]
+    fn a_stopped_runs_comparison_title_says_incomplete() {
+        let params = e03_core::Params::default();
+        let mut s = ScenarioSummary {
+            scenario: e03_core::Scenario::E03B,
+            params,
+            simulated: false,
+            complete: true,
+            runs: Vec::new(),
+        };
+        assert!(!comparison_title(&s).contains("INCOMPLETE"));
+        s.complete = false;
+        assert!(comparison_title(&s).starts_with("INCOMPLETE RUN: E03-B"));
     }
 }

@@ -43,8 +43,13 @@ const RECOVERED: f64 = 0.99;
 pub struct RunMetrics {
     pub strategy: String,
     pub seed: u64,
-    /// Share of affected operations that succeeded, in [0, 1].
+    /// Share of affected operations that succeeded, in [0, 1] (1 when there was none: see
+    /// `affected_operations`).
     pub success_affected: f64,
+    /// Operations that started during the incident (all of them without one). None in a
+    /// summary written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affected_operations: Option<u64>,
     pub operations: u64,
     pub total_requests: u64,
     pub retries_sent: u64,
@@ -526,6 +531,7 @@ impl RunAccumulator {
             strategy: self.strategy,
             seed: self.seed,
             success_affected,
+            affected_operations: Some(self.affected_ops),
             operations: self.operations,
             total_requests: self.total_requests,
             retries_sent: self.retries_sent,

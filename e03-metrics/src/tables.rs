@@ -247,9 +247,16 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
             } else {
                 "-".into()
             };
+            // No operation started during the incident (a run stopped before it): nothing
+            // measured, not a 100% success.
+            let success = if runs.iter().all(|r| r.affected_operations == Some(0)) {
+                "n/a".to_string()
+            } else {
+                cell(&sp(SUCCESS.2), Unit::Share)
+            };
             let mut row = vec![
                 name,
-                cell(&sp(SUCCESS.2), Unit::Share),
+                success,
                 cell(&sp(TOTAL.2), Unit::Count),
                 cell(&sp(RETRIES.2), Unit::Count),
                 cell(&sp(|r| r.retries_denied as f64), Unit::Count),
@@ -1104,6 +1111,24 @@ mod terminal_tests {
         let s = summary("C", vec![measured]);
         assert_eq!(main_table(&s).rows[0][9], "2");
         assert!(!recovery_note(&s).unwrap().contains("n/a"));
+    }
+
+    #[test]
+    fn a_run_stopped_before_the_freeze_reads_n_a_for_success_and_recovery() {
+        // Issue 28's new user: SIGINT 5 s into `lab run e03b`, before the freeze (8.5 s): no
+        // operation started in the incident, none ended after it.
+        let mut acc = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 42);
+        acc.operation(1_000_000, 1_050_000, true, None);
+        acc.operation(4_000_000, 4_050_000, true, None);
+        let mut m = acc.finish();
+        m.complete = false;
+        let mut s = summary("C", vec![m]);
+        s.complete = false;
+        let t = main_table(&s);
+        assert_eq!(t.rows[0][0], "C (incomplete) backoff + full jitter");
+        assert_eq!(t.rows[0][1], "n/a", "success (affected): {:?}", t.rows[0]);
+        assert_eq!(t.rows[0][9], "n/a", "recovery (s): {:?}", t.rows[0]);
+        assert!(header_lines(&s)[1].starts_with("INCOMPLETE RUN"));
     }
 
     #[test]
