@@ -465,7 +465,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
         .bin_name("lab report")
         .about(
             "analyse the logs of a finished run and print its tables; the results (summary.json, \
-             CSVs, figures, report.md) are written beside the logs",
+             CSVs, figures, report.md, report.html) are written beside the logs",
         )
         .arg(
             clap::Arg::new("out")
