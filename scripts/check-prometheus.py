@@ -3,14 +3,14 @@
 
 Usage: check-prometheus.py LAB_BINARY DASHBOARD.json PROMETHEUS.yml RULES.yml
 
-1. Starts `lab run e03b` (short: 60 clients, freeze 6-7.5 s, degraded to 10 s, operations starting
-   in [0, 14 s)) with the swarm's metrics on a free loopback port (E03_METRICS_LISTEN); reads the
+1. Starts `lab run e03b` (short: 60 clients, freeze 9-10.5 s, degraded to 13 s, operations starting
+   in [0, 17 s)) with the swarm's metrics on a free loopback port (E03_METRICS_LISTEN); reads the
    dependencies' addresses from the lab's `strategy X's dependency: work http://...` lines.
 2. Starts Prometheus on loopback with the observe profile's prometheus.yml, its targets
    (dep-a:8080 ... swarm:9464) replaced by those addresses, and its recording rules.
 3. When the run is over, runs every PromQL query of the dashboard (and each recording rule)
    through Prometheus's HTTP API (query_range over the run, step 1 s) and asserts each returns a
-   non-empty series.
+   non-empty series (the frozen-phase query must reach 1: the freeze was scraped).
 4. Arrivals per strategy: the per-second increase of e03_dependency_arrivals_total agrees with
    the analyzer's arrivals (arrivals_100ms.csv) summed over the same second, within the scrape's
    resolution: at the best alignment, each second differs by at most the largest 100 ms window
@@ -99,8 +99,8 @@ def main(argv):
         t_start = time.time()
         lab_proc = subprocess.Popen(
             [lab, "run", "e03b", "--out", os.path.join(tmp, "out"), "--run-id", "prom",
-             "--clients", "60", "--freeze-start-s", "6", "--freeze-end-s", "7.5",
-             "--recovery-end-s", "10", "--duration-s", "14"],
+             "--clients", "60", "--freeze-start-s", "9", "--freeze-end-s", "10.5",
+             "--recovery-end-s", "13", "--duration-s", "17"],
             env=env, stdout=subprocess.DEVNULL, stderr=lab_err)
         # The dependencies' addresses, printed before the swarm starts.
         deps = {}
@@ -170,6 +170,8 @@ def main(argv):
             points = [v for s in series for _, v in s["values"] if v not in ("NaN", "+Inf", "-Inf")]
             if not series or not points:
                 failures.append(f"{title}: {expr} returned no series ({res.get('error', 'empty')})")
+            elif 'phase="frozen"' in expr and max(float(v) for v in points) < 1:
+                failures.append(f"{title}: {expr} never saw the freeze (max {max(points)})")
             else:
                 labels = sorted({s["metric"].get("strategy", "") for s in series} - {""})
                 print(f"ok   {title}: {expr} -> {len(series)} series "
