@@ -9,7 +9,10 @@
 #   4. the /metrics expositions of that live run parsed by a real Prometheus parser (Python's
 #      prometheus_client, installed from PyPI into target/), their counters checked against the
 #      logs, and the Grafana dashboard's metric names checked against them
-#   5. the compose topology for real, when a Docker engine answers (skipped, and said so, when
+#   5. report.html opened in headless Chromium for every built-in scenario (scripts/check-report.sh)
+#      and the dashboard's queries run on a real Prometheus against a live run
+#      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
+#   6. the compose topology for real, when a Docker engine answers (skipped, and said so, when
 #      none does): the offline path (static binary, FROM scratch images), then the standard
 #      Dockerfile built with the legacy builder (local stand-ins for its base images when they
 #      cannot be pulled, vendored crates) and its default topology run.
@@ -48,6 +51,14 @@ if ! PYTHONPATH="$pydeps" python3 -c 'import prometheus_client' 2>/dev/null; the
 fi
 PYTHONPATH="$pydeps" python3 scripts/check-metrics.py "$metrics_dump" docker/observe/grafana/dashboards/e03.json
 rm -rf "$metrics_dump"
+
+# --- report.html and the dashboard (issue 29) -------------------------------------------------
+step "report.html in headless Chromium (Debian's chromium): every built-in scenario and a live e03b"
+timeout --kill-after=10 360 scripts/check-report.sh
+
+step "the Grafana dashboard's queries on a real Prometheus (Debian's prometheus), live e03b"
+timeout --kill-after=10 150 scripts/check-prometheus.sh
+# --- end of issue 29's steps --------------------------------------------------------------------
 
 step "compose topology (offline path)"
 if [ "${E03_TEST_DOCKER:-1}" = "0" ]; then

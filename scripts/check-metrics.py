@@ -80,6 +80,10 @@ def main(dump_dir: str, dashboard: str) -> int:
     for expr in exprs:
         # Metric names of the lab: every identifier with one of its prefixes.
         used.update(re.findall(r"\b((?:e03_|http_)[a-zA-Z0-9_:]+)", expr))
+    # The recording rules the dashboard reads (docker/observe/rules.yml) use the lab's names too.
+    rules = pathlib.Path(dashboard).resolve().parents[2] / "rules.yml"
+    if rules.exists():
+        used.update(re.findall(r"\b((?:e03_|http_)[a-zA-Z0-9_:]+)", rules.read_text()))
     if not exprs:
         failures.append(f"{dashboard}: no query found")
     for name in sorted(used - exported):

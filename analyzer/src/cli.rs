@@ -21,7 +21,7 @@ use crate::{analyze_dir_with_warnings, standalone, tables, write_outputs, Analyz
 #[derive(Debug, Parser)]
 #[command(
     name = "analyzer",
-    about = "Computes the E03 metrics from a run's JSON Lines logs: tables, summary.json, CSVs, figures, report.md"
+    about = "Computes the E03 metrics from a run's JSON Lines logs: tables, summary.json, CSVs, figures, report.md, report.html"
 )]
 struct Args {
     /// Scenario directory holding server-S-seedN.jsonl and client-S-seedN.jsonl (e.g. results/e03b)
@@ -134,7 +134,7 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
         return Ok(report_error(&e));
     }
     println!(
-        "\nwrote {}/{{summary.json, arrivals_100ms.csv, arrivals_1s.csv, *.svg, *.png, report.md}}",
+        "\nwrote {}/{{summary.json, arrivals_100ms.csv, arrivals_1s.csv, *.svg, *.png, report.md, report.html}}",
         dir.display()
     );
     let bad = tables::mismatched_complete_runs(&summary);

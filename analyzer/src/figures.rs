@@ -99,10 +99,66 @@ struct ArrivalsView<'a> {
     /// Seconds shown.
     from_s: f64,
     to_s: f64,
-    /// Freeze and degraded windows, seconds.
-    freeze: Option<(f64, f64)>,
-    degraded: Option<(f64, f64)>,
+    /// Every phase of the timeline that is not normal service: start and end (s), and its kind.
+    phases: Vec<(f64, f64, PhaseShade)>,
+    /// Some run was stopped early or its logs are cut.
+    incomplete: bool,
     seed: u64,
+}
+
+/// A kind of phase, as the figures shade and name it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PhaseShade {
+    Down(u16),
+    Freeze,
+    Degraded(f64),
+    RateLimited,
+}
+
+impl PhaseShade {
+    fn colour(self) -> RGBAColor {
+        match self {
+            PhaseShade::Down(_) => RGBColor(120, 120, 120).mix(0.22),
+            PhaseShade::Freeze => RGBColor(220, 50, 50).mix(0.16),
+            PhaseShade::Degraded(_) => RGBColor(240, 160, 40).mix(0.14),
+            PhaseShade::RateLimited => RGBColor(40, 120, 220).mix(0.12),
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            PhaseShade::Down(status) => format!("down (every request answered {status})"),
+            PhaseShade::Freeze => "freeze (held, then 503)".into(),
+            PhaseShade::Degraded(f) => format!("degraded ({:.0}% capacity)", f * 100.0),
+            PhaseShade::RateLimited => "rate limited (429 over the limit)".into(),
+        }
+    }
+}
+
+/// Every phase of a timeline that is not normal service, in seconds, with its kind.
+fn phase_shades(t: &e03_core::timeline::Timeline) -> Vec<(f64, f64, PhaseShade)> {
+    let s = |d: std::time::Duration| d.as_secs_f64();
+    let mut v: Vec<(f64, f64, PhaseShade)> = Vec::new();
+    v.extend(
+        t.down
+            .iter()
+            .map(|d| (s(d.start), s(d.end), PhaseShade::Down(d.status))),
+    );
+    v.extend(t.freeze.map(|f| (s(f.start), s(f.end), PhaseShade::Freeze)));
+    v.extend(t.degraded.map(|d| {
+        (
+            s(d.start),
+            s(d.end),
+            PhaseShade::Degraded(d.capacity_factor),
+        )
+    }));
+    v.extend(
+        t.rate_limited
+            .iter()
+            .map(|r| (s(r.start), s(r.end), PhaseShade::RateLimited)),
+    );
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
 }
 
 /// Window `k` of `width_s` seconds overlaps `[from_s, to_s)`.
@@ -131,13 +187,16 @@ fn legend_text(label: &str, series: &[u64], width_s: f64, from_s: f64, to_s: f64
 }
 
 /// The title of an arrivals figure.
-fn arrivals_title(label: &str, seed: Option<u64>, simulated: bool) -> String {
+fn arrivals_title(label: &str, seed: Option<u64>, simulated: bool, incomplete: bool) -> String {
     let mut t = format!("Arrivals at the dependency per {label} window");
     if let Some(seed) = seed {
         t += &format!(" (seed {seed})");
     }
     if simulated {
         t = format!("SIMULATED: {t}");
+    }
+    if incomplete {
+        t = format!("INCOMPLETE RUN: {t}");
     }
     t
 }
@@ -173,7 +232,7 @@ where
     let label = if v.one_second { "1 s" } else { "100 ms" };
     let mut chart = ChartBuilder::on(root)
         .caption(
-            arrivals_title(label, v.seeded.then_some(v.seed), v.simulated),
+            arrivals_title(label, v.seeded.then_some(v.seed), v.simulated, v.incomplete),
             ("sans-serif", 24),
         )
         .margin(14)
@@ -192,24 +251,26 @@ where
         .axis_desc_style(("sans-serif", 17))
         .draw()
         .map_err(err)?;
-    let shade = |span: Option<(f64, f64)>, c: RGBAColor, name: &'static str| (span, c, name);
-    for (span, c, name) in [
-        shade(v.freeze, RGBColor(220, 50, 50).mix(0.16), "freeze"),
-        shade(
-            v.degraded,
-            RGBColor(240, 160, 40).mix(0.14),
-            "degraded (half capacity)",
-        ),
-    ] {
-        if let Some((a, b)) = span {
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(a, 0.0), (b, ymax)],
-                    c.filled(),
-                )))
-                .map_err(err)?
-                .label(name)
+    // Each phase shaded; each kind named once in the legend.
+    let mut named: Vec<String> = Vec::new();
+    for &(a, b, kind) in &v.phases {
+        let (a, b) = (a.max(v.from_s), b.min(v.to_s));
+        if b <= a {
+            continue;
+        }
+        let c = kind.colour();
+        let drawn = chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(a, 0.0), (b, ymax)],
+                c.filled(),
+            )))
+            .map_err(err)?;
+        let name = kind.name();
+        if !named.contains(&name) {
+            drawn
+                .label(format!("shaded: {name}"))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], c.filled()));
+            named.push(name);
         }
     }
     for (i, r) in v.runs.iter().enumerate() {
@@ -267,17 +328,13 @@ fn arrivals(dir: &Path, s: &ScenarioSummary, any_client: bool) -> Result<(), Ana
     };
     let runs: Vec<&RunMetrics> = s.runs.iter().filter(|r| r.seed == seed).collect();
     let timeline = s.params.timeline(s.scenario);
-    let window = |start: std::time::Duration, end: std::time::Duration| {
-        (start.as_secs_f64(), end.as_secs_f64())
-    };
-    let (from_s, to_s, freeze, degraded) = match timeline.incident() {
+    let phases = phase_shades(&timeline);
+    let (from_s, to_s) = match timeline.incident() {
         Some((start, end)) => (
             (start.as_secs_f64() - 2.5).max(0.0),
             end.as_secs_f64() + 1.0,
-            timeline.freeze.map(|f| window(f.start, f.end)),
-            timeline.degraded.map(|d| window(d.start, d.end)),
         ),
-        None => (0.0, 0.0, None, None),
+        None => (0.0, 0.0),
     };
     let (from_s, to_s) = if any_client || timeline.incident().is_none() {
         let last = runs
@@ -298,8 +355,8 @@ fn arrivals(dir: &Path, s: &ScenarioSummary, any_client: bool) -> Result<(), Ana
             one_second,
             from_s,
             to_s,
-            freeze,
-            degraded,
+            phases: phases.clone(),
+            incomplete: !s.complete,
             seed,
         };
         let stem = if one_second {
@@ -315,6 +372,112 @@ fn arrivals(dir: &Path, s: &ScenarioSummary, any_client: bool) -> Result<(), Ana
         )?;
     }
     Ok(())
+}
+
+/// The mark of one entry of a legend strip.
+#[derive(Debug, Clone, Copy)]
+enum Swatch {
+    Box(RGBColor),
+    Dashed,
+    ErrorBar,
+    Text(&'static str),
+}
+
+/// Height of one line of a legend strip, pixels.
+const STRIP_LINE: u32 = 26;
+
+/// Where each entry of a legend strip `width` pixels wide goes: (line, x) per entry.
+fn strip_layout(entries: &[(Swatch, String)], width: u32) -> Vec<(u32, u32)> {
+    let (mut line, mut x) = (0u32, 10u32);
+    entries
+        .iter()
+        .map(|(_, label)| {
+            let w = 34 + 8 * label.chars().count() as u32 + 18;
+            if x + w > width && x > 10 {
+                line += 1;
+                x = 10;
+            }
+            let at = (line, x);
+            x += w;
+            at
+        })
+        .collect()
+}
+
+/// Lines a legend strip needs.
+fn strip_lines(entries: &[(Swatch, String)], width: u32) -> u32 {
+    strip_layout(entries, width)
+        .last()
+        .map_or(0, |(line, _)| line + 1)
+}
+
+/// Draws a legend strip (a mark and a label per entry, wrapped into lines) filling `area`.
+fn draw_strip<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(Swatch, String)],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let width = area.dim_in_pixel().0;
+    let font = ("sans-serif", 15).into_font().color(&BLACK);
+    for ((swatch, label), (line, x)) in entries.iter().zip(strip_layout(entries, width)) {
+        let (x, y) = (x as i32, (line * STRIP_LINE + STRIP_LINE / 2) as i32);
+        match *swatch {
+            Swatch::Box(c) => area
+                .draw(&Rectangle::new([(x, y - 7), (x + 24, y + 7)], c.filled()))
+                .map_err(err)?,
+            Swatch::Dashed => {
+                for k in 0..3 {
+                    area.draw(&PathElement::new(
+                        vec![(x + k * 9, y), (x + k * 9 + 5, y)],
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(err)?;
+                }
+            }
+            Swatch::ErrorBar => {
+                let st = BLACK.stroke_width(2);
+                area.draw(&PathElement::new(
+                    vec![(x + 12, y - 8), (x + 12, y + 8)],
+                    st,
+                ))
+                .map_err(err)?;
+                area.draw(&PathElement::new(vec![(x + 6, y - 8), (x + 18, y - 8)], st))
+                    .map_err(err)?;
+                area.draw(&PathElement::new(vec![(x + 6, y + 8), (x + 18, y + 8)], st))
+                    .map_err(err)?;
+            }
+            Swatch::Text(t) => area
+                .draw(&Text::new(
+                    t,
+                    (x + 12, y),
+                    font.clone().pos(Pos::new(HPos::Center, VPos::Center)),
+                ))
+                .map_err(err)?,
+        }
+        area.draw(&Text::new(
+            label.clone(),
+            (x + 32, y),
+            font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The comparison's legend: each strategy's colour and name; the error bars when drawn.
+fn comparison_legend(s: &ScenarioSummary) -> Vec<(Swatch, String)> {
+    let mut v: Vec<(Swatch, String)> = s
+        .strategies()
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (Swatch::Box(colour(id, i)), s.strategy_label(id)))
+        .collect();
+    if s.seeds().len() > 1 {
+        v.push((Swatch::ErrorBar, "min..max over seeds (bar: mean)".into()));
+    }
+    v
 }
 
 /// One panel of the comparison: a bar per strategy (mean over seeds) with its min..max over
@@ -338,14 +501,21 @@ fn draw_comparison<DB: DrawingBackend>(
     ids: &[String],
     panels: &[Panel],
     title: &str,
+    legend: &[(Swatch, String)],
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 24)).map_err(err)?;
+    let (w, h) = root.dim_in_pixel();
+    let strip = strip_lines(legend, w) * STRIP_LINE + 6;
+    let (root, bottom) = root.split_vertically(h.saturating_sub(strip));
+    draw_strip(&bottom, legend)?;
     // A segmented range `0..m` has m + 1 segments: one per strategy with m = n - 1.
-    let last = (ids.len() as u32).saturating_sub(1);
+    // One strategy alone gets a second, empty segment: a range of one segment gives its bar a
+    // negative width (an SVG error in the browser's console).
+    let last = (ids.len() as u32).saturating_sub(1).max(1);
     for (area, panel) in root.split_evenly(grid(panels.len())).iter().zip(panels) {
         let top = panel.spreads.iter().map(|s| s.max).fold(0.0, f64::max);
         let ymax = panel.ymax.unwrap_or(top.max(1e-9) * 1.2);
@@ -435,10 +605,15 @@ fn comparison_title(s: &ScenarioSummary) -> String {
             "one seed".into()
         },
     );
-    if s.simulated {
+    let t = if s.simulated {
         format!("SIMULATED: {t}")
     } else {
         t
+    };
+    if s.complete {
+        t
+    } else {
+        format!("INCOMPLETE RUN: {t}")
     }
 }
 
@@ -500,7 +675,7 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
     }
     if s.runs.iter().all(|r| r.recovery_s.is_some()) && panels.len() > 4 {
         panels.push(Panel {
-            title: "recovery after the freeze (s)",
+            title: "recovery after the outage (s)",
             spreads: spread(|r| r.recovery_s.unwrap_or(0) as f64),
             fmt: |v| format!("{v:.1}"),
             ymax: None,
@@ -554,12 +729,14 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
     // About 70 px per bar, so ids like aws-standard stay readable in the budget shoot-out.
     let (rows, cols) = grid(panels.len());
     let width = SIZE.0.max(cols as u32 * (ids.len() as u32 * 70 + 90));
+    let legend = comparison_legend(s);
+    let height = SIZE.1 / 2 * rows as u32 + strip_lines(&legend, width) * STRIP_LINE + 6;
     both_sized(
         dir,
         "comparison",
-        (width, SIZE.1 / 2 * rows as u32),
-        |r| draw_comparison(r, &ids, &panels, &title),
-        |r| draw_comparison(r, &ids, &panels, &title),
+        (width, height),
+        |r| draw_comparison(r, &ids, &panels, &title, &legend),
+        |r| draw_comparison(r, &ids, &panels, &title, &legend),
     )
 }
 
@@ -806,14 +983,40 @@ pub fn write_phase_map(dir: &Path, map: &PhaseMap) -> Result<(), AnalyzeError> {
     let n = map.strategies.len().max(1);
     let cols = n.min(3);
     let rows = n.div_ceil(cols);
-    let size = (cols as u32 * 560, rows as u32 * 430 + 50);
+    let width = cols as u32 * 560;
+    let legend = phase_map_legend();
+    let size = (
+        width,
+        rows as u32 * 430 + 50 + strip_lines(&legend, width) * STRIP_LINE + 6,
+    );
     both_sized(
         dir,
         "phase-map",
         size,
-        |r| draw_phase_map(r, map, cols),
-        |r| draw_phase_map(r, map, cols),
+        |r| draw_phase_map(r, map, cols, &legend),
+        |r| draw_phase_map(r, map, cols, &legend),
     )
+}
+
+/// The phase map's legend: the cell colours, the `M` and number labels, the dashed line.
+fn phase_map_legend() -> Vec<(Swatch, String)> {
+    vec![
+        (
+            Swatch::Box(RGBColor(120, 190, 120)),
+            "recovered in every seed (darker: slower)".into(),
+        ),
+        (
+            Swatch::Box(RGBColor(245, 160, 50)),
+            "seeds disagree (label 3/5: seeds recovered)".into(),
+        ),
+        (Swatch::Box(RGBColor(200, 40, 40)), "never recovered".into()),
+        (Swatch::Text("M"), "metastable in every seed".into()),
+        (Swatch::Text("4 s"), "median recovery time".into()),
+        (
+            Swatch::Dashed,
+            "predicted boundary: capacity / max attempts".into(),
+        ),
+    ]
 }
 
 /// The colour of a cell.
@@ -852,11 +1055,16 @@ fn draw_phase_map<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     map: &PhaseMap,
     cols: usize,
+    legend: &[(Swatch, String)],
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(err)?;
+    let (w, h) = root.dim_in_pixel();
+    let strip = strip_lines(legend, w) * STRIP_LINE + 6;
+    let (root, bottom) = root.split_vertically(h.saturating_sub(strip));
+    draw_strip(&bottom, legend)?;
     let root = root
         .titled(
             &format!(
@@ -968,6 +1176,60 @@ mod tests {
     }
 
     #[test]
+    fn every_phase_kind_is_shaded_under_its_own_name() {
+        use e03_core::timeline::*;
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        let t = Timeline {
+            freeze: Some(FreezeWindow {
+                start: s(8),
+                end: s(10),
+            }),
+            degraded: Some(DegradedWindow {
+                start: s(10),
+                end: s(15),
+                capacity_factor: 0.5,
+            }),
+            down: vec![DownWindow {
+                start: s(1),
+                end: s(2),
+                status: 502,
+                latency: Duration::ZERO,
+            }],
+            rate_limited: vec![RateLimitWindow {
+                start: s(20),
+                end: s(30),
+                calls: 24,
+                window: s(3),
+                count_rejected: true,
+                retry_after: None,
+            }],
+        };
+        let names: Vec<(f64, String)> = phase_shades(&t)
+            .into_iter()
+            .map(|(a, _, k)| (a, k.name()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                (1.0, "down (every request answered 502)".to_string()),
+                (8.0, "freeze (held, then 503)".to_string()),
+                (10.0, "degraded (50% capacity)".to_string()),
+                (20.0, "rate limited (429 over the limit)".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn legend_strips_wrap_into_lines_that_fit() {
+        let e = |n: usize| (Swatch::Dashed, "x".repeat(n));
+        assert_eq!(strip_lines(&[], 1000), 0);
+        assert_eq!(strip_lines(&[e(10), e(10)], 1000), 1);
+        // 34 + 8 * 60 + 18 = 532 px each: two do not fit in 1000.
+        assert_eq!(strip_lines(&[e(60), e(60), e(60)], 1000), 3);
+    }
+
+    #[test]
     fn window_sums_add_the_step_and_the_ones_before_it() {
         assert_eq!(window_sums(&[1, 2, 3, 4], 3), [1, 3, 6, 9]);
         assert_eq!(window_sums(&[5, 0, 1], 1), [5, 0, 1]);
@@ -1003,12 +1265,33 @@ mod tests {
     #[test]
     fn titles_say_simulated_and_any_client_names_no_seed() {
         assert_eq!(
-            arrivals_title("1 s", Some(42), true),
+            arrivals_title("1 s", Some(42), true, false),
             "SIMULATED: Arrivals at the dependency per 1 s window (seed 42)"
         );
         assert_eq!(
-            arrivals_title("1 s", None, false),
+            arrivals_title("1 s", None, false, false),
             "Arrivals at the dependency per 1 s window"
         );
+        // A stopped run (issue 28: SIGINT before the freeze): every figure says so.
+        assert_eq!(
+            arrivals_title("100 ms", Some(42), false, true),
+            "INCOMPLETE RUN: Arrivals at the dependency per 100 ms window (seed 42)"
+        );
+    }
+
+    #[test]
+    fn a_stopped_runs_comparison_title_says_incomplete() {
+        let params = e03_core::Params::default();
+        let mut s = ScenarioSummary {
+            scenario: e03_core::Scenario::E03B,
+            params,
+            simulated: false,
+            complete: true,
+            runs: Vec::new(),
+            model: None,
+        };
+        assert!(!comparison_title(&s).contains("INCOMPLETE"));
+        s.complete = false;
+        assert!(comparison_title(&s).starts_with("INCOMPLETE RUN: E03-B"));
     }
 }

@@ -7,8 +7,9 @@
 //!   accumulator, spreads, verdicts, summary type and tables, shared with the simulator.
 //! - [`reader`]: streaming JSON Lines reader (truncated last line = warning, other bad lines =
 //!   error with file:line, missing `run_end` = incomplete).
-//! - [`outputs`]: `summary.json` (atomic), the arrival CSVs and `report.md`.
+//! - [`outputs`]: `summary.json` (atomic), the arrival CSVs, `report.md` and `report.html`.
 //! - [`figures`]: SVG and PNG figures (plotters).
+//! - [`html`]: `report.html` (the report's blocks, figures inlined) and `OUT/index.html`.
 //! - [`cli`]: the whole command line, [`main_entry`].
 //!
 //! [`analyze_dir`] reads a scenario directory `OUT/<scenario>/` holding one server and one client
@@ -25,6 +26,7 @@ use e03_core::{ParamError, Params, Scenario};
 pub mod chain;
 pub mod cli;
 pub mod figures;
+pub mod html;
 pub mod kept;
 pub mod outputs;
 pub mod reader;

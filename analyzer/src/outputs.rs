@@ -10,7 +10,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::metrics::RunMetrics;
-use crate::{figures, tables, AnalyzeError, ScenarioSummary};
+use crate::tables::Table;
+use crate::{figures, html, tables, AnalyzeError, ScenarioSummary};
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> AnalyzeError {
     AnalyzeError::Output {
@@ -86,91 +87,165 @@ pub fn write_series_csv(
     w.flush().map_err(|e| out_err(path, e))
 }
 
-/// `report.md`: the tables as markdown and the figures, for reading on GitHub.
-pub fn report_markdown(s: &ScenarioSummary) -> String {
-    let mut md = format!("# {} ({})\n\n", s.scenario.title(), s.scenario.name());
-    for line in tables::header_lines(s) {
-        md += &format!("{line}\n\n");
-    }
-    md += "## Comparison\n\n";
-    md += &tables::main_table(s).markdown();
-    md += if s.params.timeline(s.scenario).incident().is_some() {
-        "\nSuccess is the share of operations started during the incident (from the first down, \
+/// One piece of a run's report. The report is built once, as blocks, by [`report_blocks`];
+/// `report.md` ([`report_markdown`]) and `report.html` ([`crate::html::report_html`]) render the
+/// same blocks, so both say the same thing from the same data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// A heading of level 1 or 2.
+    Heading(u8, String),
+    /// A paragraph; may hold markdown links `[text](file)`, `code` and *emphasis*.
+    Para(String),
+    Table(Table),
+    /// A figure written beside the report: its file name (`comparison.svg`) and its alt text.
+    Figure {
+        file: String,
+        alt: String,
+    },
+    /// Preformatted text.
+    Pre(String),
+    /// A bulleted list.
+    Items(Vec<String>),
+}
+
+/// The report's blocks: the tables, the conclusion, the figures and the checks, in order.
+pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
+    use Block::*;
+    let para = |t: &str| Para(t.to_string());
+    let fig = |file: &str, alt: &str| Figure {
+        file: file.into(),
+        alt: alt.into(),
+    };
+    let mut b = vec![Heading(
+        1,
+        format!("{} ({})", s.scenario.title(), s.scenario.name()),
+    )];
+    b.extend(tables::header_lines(s).into_iter().map(Para));
+    b.push(Heading(2, "Comparison".into()));
+    b.push(Table(tables::main_table(s)));
+    let mut note = String::from(if s.params.timeline(s.scenario).incident().is_some() {
+        "Success is the share of operations started during the incident (from the first down, \
          freeze or degraded phase to the end of the last one) that succeeded; "
     } else {
-        "\nSuccess is the share of all operations that succeeded (the scenario has no incident); "
-    };
-    md += "total and peaks count arrivals at the dependency (server log); p95/p99 are latencies \
-           of all operations, failures included. With several seeds a cell reads mean (min..max) \
-           over seeds.\n\n";
-    for line in tables::conclusion(s) {
-        md += &format!("{line}\n\n");
+        "Success is the share of all operations that succeeded (the scenario has no incident); "
+    });
+    note += "total and peaks count arrivals at the dependency (server log); p95/p99 are latencies \
+             of all operations, failures included. With several seeds a cell reads mean (min..max) \
+             over seeds.";
+    if let Some(why) = tables::recovery_note(s) {
+        note += " ";
+        note += &why;
     }
-    md += "![comparison](comparison.svg)\n\n## Arrivals at the dependency\n\n";
-    md += "Per 100 ms window ([CSV](arrivals_100ms.csv)):\n\n![arrivals per 100 ms](arrivals_100ms.svg)\n\n";
-    md += "Per 1 s window ([CSV](arrivals_1s.csv)): the same traffic, with the spike averaged away:\n\n![arrivals per 1 s](arrivals_1s.svg)\n\n";
+    b.push(Para(note));
+    b.extend(tables::conclusion(s).into_iter().map(Para));
+    b.push(fig("comparison.svg", "comparison"));
+    b.push(Heading(2, "Arrivals at the dependency".into()));
+    b.push(para("Per 100 ms window ([CSV](arrivals_100ms.csv)):"));
+    b.push(fig("arrivals_100ms.svg", "arrivals per 100 ms"));
+    b.push(para(
+        "Per 1 s window ([CSV](arrivals_1s.csv)): the same traffic, with the spike averaged away:",
+    ));
+    b.push(fig("arrivals_1s.svg", "arrivals per 1 s"));
     if let Some(t) = tables::series_table(s) {
-        md += "Arrivals per 100 ms window around the outage (share of retries in brackets):\n\n";
-        md += &t.markdown();
-        md += "\n";
+        b.push(para(
+            "Arrivals per 100 ms window around the outage (share of retries in brackets):",
+        ));
+        b.push(Table(t));
     }
     if let Some(t) = tables::verdict_table(s) {
-        md += "## Seed-to-seed verdicts\n\nA difference is *measured* only when it is larger than \
-               the spread (max - min across seeds) of both strategies.\n\n";
-        md += &t.markdown();
-        md += "\n";
+        b.push(Heading(2, "Seed-to-seed verdicts".into()));
+        b.push(para(
+            "A difference is *measured* only when it is larger than the spread (max - min across \
+             seeds) of both strategies.",
+        ));
+        b.push(Table(t));
     }
     let extra: Vec<String> = tables::fidelity_lines(s)
         .into_iter()
         .chain(tables::matched_lines(s))
         .collect();
     if !extra.is_empty() {
-        md += "## Fidelity of the live run\n\n";
-        for line in extra {
-            md += &format!("- {line}\n");
-        }
+        b.push(Heading(2, "Fidelity of the live run".into()));
+        b.push(Items(extra));
     }
     if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
-        md += "\n## Attempts of each caller\n\n([attempts.txt](attempts.txt))\n\n```text\n";
-        md += &log;
-        md += "```\n";
+        b.push(Heading(2, "Attempts of each caller".into()));
+        b.push(para("([attempts.txt](attempts.txt))"));
+        b.push(Pre(log));
     }
     if let Some(t) = e03_metrics::ledger::ledger_table(s) {
-        md += "\n## Charges, lost answers and permanent errors\n\n";
-        md += "From the ledger (`ledger-*.jsonl`: every committed charge) and the logs. A \
-               *duplicate charge* is a charge beyond the first of its operation; a *retried lost \
-               answer* is an answer lost after its commit (connection reset) whose operation \
-               sent another attempt; *retries after permanent* counts the attempts sent after \
-               an operation's first 400/401/403/404/409/422 ([CSV](ledger.csv)).\n\n";
-        md += &t.markdown();
+        b.push(Heading(
+            2,
+            "Charges, lost answers and permanent errors".into(),
+        ));
+        b.push(para(
+            "From the ledger (`ledger-*.jsonl`: every committed charge) and the logs. A \
+             *duplicate charge* is a charge beyond the first of its operation; a *retried lost \
+             answer* is an answer lost after its commit (connection reset) whose operation \
+             sent another attempt; *retries after permanent* counts the attempts sent after \
+             an operation's first 400/401/403/404/409/422 ([CSV](ledger.csv)).",
+        ));
+        b.push(Table(t));
     }
     if let Some(t) = e03_metrics::checks::check_table(s) {
-        md += "\n## Check against the source's published figures\n\n";
-        md += &t.markdown();
+        b.push(Heading(
+            2,
+            "Check against the source's published figures".into(),
+        ));
+        b.push(Table(t));
         let notes = e03_metrics::checks::check_notes(s);
         if !notes.is_empty() {
-            md += "\n";
-            for note in notes {
-                md += &format!("- {note}\n");
-            }
+            b.push(Items(notes));
         }
     }
     if let Some(t) = e03_metrics::steps::step_table(s) {
-        md += "\n## Who pays for a retry (seed 002)\n\nMeans over the seeds ([CSV](steps.csv)); \
-               calls, 429s and content failures (504 and 502) of the batch flow, tokens of both \
-               flows, wasted tokens paid for answers that were not a success. A difference from \
-               `none` is *measured* only when it exceeds the seed-to-seed difference of `none`.\n\n";
-        md += &t.markdown();
+        b.push(Heading(2, "Who pays for a retry (seed 002)".into()));
+        b.push(para(
+            "Means over the seeds ([CSV](steps.csv)); calls, 429s and content failures (504 and \
+             502) of the batch flow, tokens of both flows, wasted tokens paid for answers that \
+             were not a success. A difference from `none` is *measured* only when it exceeds the \
+             seed-to-seed difference of `none`.",
+        ));
+        b.push(Table(t));
         if let Some(t) = e03_metrics::steps::step_seed_table(s) {
-            md += "\nCompletion / interactive completion per seed:\n\n";
-            md += &t.markdown();
+            b.push(para("Completion / interactive completion per seed:"));
+            b.push(Table(t));
         }
-        md += "\n![calls in the rate limit's window per step](calls_per_step.svg)\n";
+        b.push(fig(
+            "calls_per_step.svg",
+            "calls in the rate limit's window per step",
+        ));
     }
     if let Some(t) = e03_metrics::openloop::open_loop_table(s) {
-        md += "\n## Open loop\n\nLatency from each operation's intended start; per-second \
-               series in open_loop_1s.csv; the verdict's rule in docs/metastability.md.\n\n";
-        md += &t.markdown();
+        b.push(Heading(2, "Open loop".into()));
+        b.push(para(
+            "Latency from each operation's intended start; per-second series in \
+             open_loop_1s.csv; the verdict's rule in docs/metastability.md.",
+        ));
+        b.push(Table(t));
+    }
+    b
+}
+
+/// `report.md`: the report's blocks as markdown, for reading on GitHub.
+pub fn report_markdown(s: &ScenarioSummary) -> String {
+    let mut md = String::new();
+    for block in report_blocks(s) {
+        match block {
+            Block::Heading(level, text) => {
+                md += &format!("{} {text}\n\n", "#".repeat(level as usize))
+            }
+            Block::Para(text) => md += &format!("{text}\n\n"),
+            Block::Table(t) => md += &format!("{}\n", t.markdown()),
+            Block::Figure { file, alt } => md += &format!("![{alt}]({file})\n\n"),
+            Block::Pre(text) => md += &format!("```text\n{text}```\n\n"),
+            Block::Items(lines) => {
+                for line in lines {
+                    md += &format!("- {line}\n");
+                }
+                md += "\n";
+            }
+        }
     }
     md
 }
@@ -201,7 +276,11 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
         fs::write(&path, log).map_err(|e| out_err(&path, e))?;
     }
     let report = dir.join("report.md");
-    fs::write(&report, report_markdown(s)).map_err(|e| out_err(&report, e))
+    fs::write(&report, report_markdown(s)).map_err(|e| out_err(&report, e))?;
+    // Last: it inlines the figures written above.
+    let page = dir.join("report.html");
+    let text = html::report_html(dir, s);
+    fs::write(&page, text).map_err(|e| out_err(&page, e))
 }
 
 /// Writes rows of cells as a CSV file (the simulator's sweep table, for one), creating its

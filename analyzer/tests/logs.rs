@@ -266,6 +266,19 @@ fn outputs_have_the_contracted_shape() {
             && report.contains("| strategy ")
     );
     assert!(!dir.join("summary.json.tmp").exists());
+    // report.html: the same blocks, the three figures inlined as SVG, nothing loaded.
+    let html = fs::read_to_string(dir.join("report.html")).unwrap();
+    for f in ["arrivals_100ms", "arrivals_1s", "comparison"] {
+        let at = html
+            .find(&format!("data-figure=\"{f}\"><svg"))
+            .unwrap_or_else(|| panic!("{f} inlined"));
+        assert!(html[at..].contains("</svg>"));
+    }
+    assert!(html.contains("<table class=\"comparison\">") && html.contains("<th>strategy</th>"));
+    for external in ["<script", "<link", "src=\"http", "@import", "url("] {
+        assert!(!html.contains(external), "{external}");
+    }
+    assert!(html.contains("@media print"));
 }
 
 #[test]

@@ -43,8 +43,13 @@ const RECOVERED: f64 = 0.99;
 pub struct RunMetrics {
     pub strategy: String,
     pub seed: u64,
-    /// Share of affected operations that succeeded, in [0, 1].
+    /// Share of affected operations that succeeded, in [0, 1] (1 when there was none: see
+    /// `affected_operations`).
     pub success_affected: f64,
+    /// Operations that started during the incident (all of them without one). None in a
+    /// summary written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affected_operations: Option<u64>,
     pub operations: u64,
     pub total_requests: u64,
     pub retries_sent: u64,
@@ -60,7 +65,9 @@ pub struct RunMetrics {
     pub peak_100ms: u64,
     pub p95_ms: f64,
     pub p99_ms: f64,
-    /// None for E03-A (no freeze).
+    /// Whole seconds after the outage's end (the freeze's, else the last down phase's) until
+    /// operations succeed at >= 99% again. None without an outage (E03-A), or when no operation
+    /// ended after it (nothing measured).
     pub recovery_s: Option<u64>,
     /// Set by the log reader; true from the simulator.
     pub complete: bool,
@@ -145,7 +152,8 @@ pub struct RunAccumulator {
     /// degraded end): operations starting here are the affected ones
     /// None without an incident (E03-A), where every operation counts.
     affected: Option<(u64, u64)>,
-    /// Freeze end in µs, origin of the recovery windows (E03-B only).
+    /// The outage's end in µs, origin of the recovery windows: the freeze's end (E03-B), else the
+    /// last down phase's end; None without either.
     freeze_end_us: Option<u64>,
     /// Server arrivals per 100 ms window (the source of truth for load).
     arrivals_100ms: Vec<u64>,
@@ -212,7 +220,10 @@ impl RunAccumulator {
         let timeline = params.timeline(scenario);
         let us = |d: std::time::Duration| d.as_micros() as u64;
         let affected = timeline.incident().map(|(from, to)| (us(from), us(to)));
-        let freeze_end_us = timeline.freeze.map(|f| us(f.end));
+        let freeze_end_us = timeline
+            .freeze
+            .map(|f| us(f.end))
+            .or_else(|| timeline.down.last().map(|d| us(d.end)));
         let faults = params.service_config(scenario, seed).faults;
         let charging = params
             .strategies()
@@ -520,6 +531,7 @@ impl RunAccumulator {
             strategy: self.strategy,
             seed: self.seed,
             success_affected,
+            affected_operations: Some(self.affected_ops),
             operations: self.operations,
             total_requests: self.total_requests,
             retries_sent: self.retries_sent,
@@ -530,8 +542,11 @@ impl RunAccumulator {
             peak_100ms: self.arrivals_100ms.iter().copied().max().unwrap_or(0),
             p95_ms: quantile_ms(&self.latency, 0.95),
             p99_ms: quantile_ms(&self.latency, 0.99),
+            // Nothing measured (no operation ended after the outage: a run stopped before it,
+            // or an outage that lasts to the end): no figure rather than a 0.
             recovery_s: self
                 .freeze_end_us
+                .filter(|_| self.recovery_windows.iter().any(|w| w.1 > 0))
                 .map(|_| recovery_s(&self.recovery_windows)),
             complete: true,
             arrivals_100ms: self.arrivals_100ms,
@@ -695,7 +710,9 @@ mod tests {
             recovery_of(&[(9_000_000, false), (10_000_000, true)]),
             Some(0)
         );
-        assert_eq!(recovery_of(&[]), Some(0));
+        // Nothing ended after the freeze (a run stopped before it): nothing measured.
+        assert_eq!(recovery_of(&[]), None);
+        assert_eq!(recovery_of(&[(9_000_000, false)]), None);
         // Window 0 fails, window 1 recovers.
         assert_eq!(
             recovery_of(&[(10_000_000, false), (10_999_999, true), (11_000_000, true)]),
@@ -716,6 +733,20 @@ mod tests {
             recovery_of(&[(10_500_000, false), (11_500_000, false)]),
             Some(2)
         );
+    }
+
+    #[test]
+    fn recovery_counts_from_the_end_of_a_down_phase_when_there_is_no_freeze() {
+        // `breaker`: the dependency is down (503) for the first 6 s, no freeze.
+        let scenario = Scenario::named("breaker").unwrap();
+        let params = Params::for_scenario(scenario, &Default::default()).unwrap();
+        let mut a = RunAccumulator::new(scenario, &params, "breaker", 42);
+        // Failures until 7.5 s (window 1 after the end), successes from 8 s (window 2).
+        for (end_us, ok) in [(5_000_000, false), (6_200_000, false), (7_500_000, false)] {
+            a.operation(end_us - 1000, end_us, ok, None);
+        }
+        a.operation(7_999_000, 8_000_000, true, None);
+        assert_eq!(a.finish().recovery_s, Some(2));
     }
 
     #[test]

@@ -241,12 +241,22 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
             let recovery = if runs.iter().all(|r| r.recovery_s.is_some()) {
                 // The unit is in the header.
                 cell(&sp(|r| r.recovery_s.unwrap_or(0) as f64), Unit::Seconds).replacen(" s", "", 1)
+            } else if outage_edges(s).is_some() {
+                // An outage, but no operation ended after it in some run: nothing measured.
+                "n/a".into()
             } else {
                 "-".into()
             };
+            // No operation started during the incident (a run stopped before it): nothing
+            // measured, not a 100% success.
+            let success = if runs.iter().all(|r| r.affected_operations == Some(0)) {
+                "n/a".to_string()
+            } else {
+                cell(&sp(SUCCESS.2), Unit::Share)
+            };
             let mut row = vec![
                 name,
-                cell(&sp(SUCCESS.2), Unit::Share),
+                success,
                 cell(&sp(TOTAL.2), Unit::Count),
                 cell(&sp(RETRIES.2), Unit::Count),
                 cell(&sp(|r| r.retries_denied as f64), Unit::Count),
@@ -384,6 +394,145 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
     })
 }
 
+/// What the `recovery (s)` column means for this scenario, or why it shows no figure: `-`
+/// without a freeze or down phase (the model measures recovery from the end of one), `n/a` where
+/// no operation ended after the outage.
+pub fn recovery_note(s: &ScenarioSummary) -> Option<String> {
+    let t = s.params.timeline(s.scenario);
+    t.incident()?;
+    if outage_edges(s).is_none() {
+        return Some(
+            "Recovery (s) reads `-`: the scenario has no freeze or down phase, and the model \
+             measures recovery from the end of one."
+                .into(),
+        );
+    }
+    let mut note = String::from(
+        "Recovery (s) counts whole seconds from the outage's end (the freeze's end, else the last \
+         down phase's end) until a 1 s window of operations succeeds at 99% again",
+    );
+    if s.runs.iter().any(|r| r.recovery_s.is_none()) {
+        note += "; `n/a` where no operation ended after the outage (a run stopped before it, or \
+                 an outage that lasts to the end): nothing was measured";
+    }
+    Some(note + ".")
+}
+
+/// A measure the conclusion compares: name, unit, more is better, its value in a run.
+type Compared = (&'static str, Unit, bool, fn(&RunMetrics) -> f64);
+
+/// The measures the conclusion compares for every pair of strategies: name, unit, whether more
+/// is better, and how to read it from a run.
+const COMPARED: [Compared; 4] = [
+    ("success", Unit::Share, true, |r| r.success_affected),
+    ("load (total requests)", Unit::Count, false, |r| {
+        r.total_requests as f64
+    }),
+    ("100 ms peak", Unit::Count, false, |r| r.peak_100ms as f64),
+    ("p99 latency", Unit::Ms, false, |r| r.p99_ms),
+];
+
+/// For each measure of [`COMPARED`], the best strategy, when the strategies differ on it: "Best
+/// success: B (100.0%); ... best p99 latency: A (123 ms)."
+fn best_line(s: &ScenarioSummary) -> Option<String> {
+    let ids = s.strategies();
+    if ids.len() < 2 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for (name, unit, more_is_better, f) in COMPARED {
+        let means: Vec<(&String, f64)> = ids
+            .iter()
+            .map(|id| (id, spread_of(s, id, f).mean))
+            .collect();
+        let shown: Vec<String> = means
+            .iter()
+            .map(|(_, v)| format_value(unit, *v, true))
+            .collect();
+        if shown.iter().all(|v| *v == shown[0]) {
+            continue;
+        }
+        let best = means
+            .iter()
+            .copied()
+            .reduce(|a, b| {
+                let better = if more_is_better { b.1 > a.1 } else { b.1 < a.1 };
+                if better {
+                    b
+                } else {
+                    a
+                }
+            })
+            .expect("two strategies or more");
+        let word = if more_is_better { "best" } else { "lowest" };
+        let best_shown = format_value(unit, best.1, true);
+        // Every strategy the table shows at the best value: a tie names them all.
+        let tied: Vec<&String> = ids
+            .iter()
+            .zip(&shown)
+            .filter(|(_, v)| **v == best_shown)
+            .map(|(id, _)| id)
+            .collect();
+        let who = if tied.len() > 1 {
+            tied.iter()
+                .map(|id| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            s.strategy_label(best.0)
+        };
+        parts.push(format!("{word} {name}: {who} ({best_shown})"));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut line = parts.join("; ");
+    line[..1].make_ascii_uppercase();
+    Some(line + ".")
+}
+
+/// One line per pair of strategies that differ: each measure of [`COMPARED`] on which they
+/// differ (as the tables show it), the difference, and the measured-or-noise verdict (with two
+/// seeds or more; one seed's conclusion ends by saying it has none).
+pub fn pair_lines(s: &ScenarioSummary) -> Vec<String> {
+    let ids = s.strategies();
+    let mut lines = Vec::new();
+    for (i, a) in ids.iter().enumerate() {
+        for b in &ids[i + 1..] {
+            let mut parts = Vec::new();
+            for (name, unit, more_is_better, f) in COMPARED {
+                let (sa, sb) = (spread_of(s, a, f), spread_of(s, b, f));
+                let (va, vb) = (
+                    format_value(unit, sa.mean, true),
+                    format_value(unit, sb.mean, true),
+                );
+                if va == vb {
+                    continue;
+                }
+                let better = if (sb.mean > sa.mean) == more_is_better {
+                    b
+                } else {
+                    a
+                };
+                // One seed has no verdict: the conclusion's last line says so, once.
+                let verdict = if sa.n < 2 || sb.n < 2 {
+                    String::new()
+                } else {
+                    format!(", {}", verdict_words(&sa, &sb))
+                };
+                parts.push(format!(
+                    "{name} {va} vs {vb} ({}, {better} better{verdict})",
+                    format_difference(unit, sb.mean - sa.mean),
+                ));
+            }
+            if !parts.is_empty() {
+                lines.push(format!("{a} vs {b}: {}.", parts.join("; ")));
+            }
+        }
+    }
+    lines
+}
+
 /// How a change of `what` from `from` to `to` reads: "halves B's peak", "cuts B's peak by 40%",
 /// "raises B's peak by 12%", "keeps B's peak".
 fn change_words(what: &str, from: f64, to: f64) -> String {
@@ -503,6 +652,8 @@ pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
             ));
         }
     }
+    lines.extend(best_line(s));
+    lines.extend(pair_lines(s));
     if lines.is_empty() {
         return lines;
     }
@@ -942,7 +1093,93 @@ mod terminal_tests {
             "D sends 96% fewer retries than C (220 -> 9, measured) and loses 26.0 pts of \
              success on affected operations (100.0% -> 74.0%, measured)."
         );
-        assert_eq!(c.len(), 2, "{c:?}");
+        // Then the best of each measure and every pair that differs, with the same verdicts.
+        assert_eq!(
+            c[3],
+            "B vs C: load (total requests) 3020 vs 3010 (-10, C better, within run-to-run \
+             noise); 100 ms peak 155 vs 78 (-77, C better, measured)."
+        );
+        assert_eq!(c.len(), 6, "{c:?}");
+    }
+
+    #[test]
+    fn recovery_reads_n_a_when_nothing_ended_after_the_outage_and_the_note_says_why() {
+        // No operation at all (a run stopped before the freeze): nothing measured.
+        let s = summary("C", vec![run("C", 1, 1.0, 10, 0, 1)]);
+        assert_eq!(main_table(&s).rows[0][9], "n/a");
+        let note = recovery_note(&s).unwrap();
+        assert!(
+            note.contains("`n/a` where no operation ended after the outage"),
+            "{note}"
+        );
+        let mut measured = run("C", 1, 1.0, 10, 0, 1);
+        measured.recovery_s = Some(2);
+        let s = summary("C", vec![measured]);
+        assert_eq!(main_table(&s).rows[0][9], "2");
+        assert!(!recovery_note(&s).unwrap().contains("n/a"));
+    }
+
+    #[test]
+    fn a_run_stopped_before_the_freeze_reads_n_a_for_success_and_recovery() {
+        // Issue 28's new user: SIGINT 5 s into `lab run e03b`, before the freeze (8.5 s): no
+        // operation started in the incident, none ended after it.
+        let mut acc = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 42);
+        acc.operation(1_000_000, 1_050_000, true, None);
+        acc.operation(4_000_000, 4_050_000, true, None);
+        let mut m = acc.finish();
+        m.complete = false;
+        let mut s = summary("C", vec![m]);
+        s.complete = false;
+        let t = main_table(&s);
+        assert_eq!(t.rows[0][0], "C (incomplete) backoff + full jitter");
+        assert_eq!(t.rows[0][1], "n/a", "success (affected): {:?}", t.rows[0]);
+        assert_eq!(t.rows[0][9], "n/a", "recovery (s): {:?}", t.rows[0]);
+        assert!(header_lines(&s)[1].starts_with("INCOMPLETE RUN"));
+    }
+
+    #[test]
+    fn a_two_strategy_scenario_gets_a_conclusion_for_every_measure_the_two_differ_on() {
+        // A user's scenario: E reaches 100% success and F 87.9%, at the same load; F's peak is
+        // lower and E's p99 better.
+        let mut e = run("E", 42, 1.0, 3000, 200, 120);
+        let mut f = run("F", 42, 0.879, 3000, 180, 60);
+        e.p99_ms = 123.0;
+        f.p99_ms = 724.0;
+        let c = conclusion(&summary("E,F", vec![e, f]));
+        assert_eq!(
+            c,
+            vec![
+                "Best success: E backoff + equal jitter (100.0%); lowest 100 ms peak: F \
+                 decorrelated jitter (60); lowest p99 latency: E backoff + equal jitter (123 ms)."
+                    .to_string(),
+                "E vs F: success 100.0% vs 87.9% (-12.1 pts, E better); 100 ms peak 120 vs 60 \
+                 (-60, F better); p99 latency 123 ms vs 724 ms (+601 ms, E better)."
+                    .to_string(),
+                "One seed cannot tell a difference from run-to-run noise: run more seeds \
+                 (--seeds 1-20) for verdicts."
+                    .to_string(),
+            ]
+        );
+        // A tie names every strategy at the best value.
+        let tie = summary(
+            "E,F,B",
+            vec![
+                run("E", 1, 1.0, 9, 0, 1),
+                run("F", 1, 1.0, 8, 0, 1),
+                run("B", 1, 0.9, 9, 0, 1),
+            ],
+        );
+        assert!(
+            conclusion(&tie)[0].starts_with("Best success: E, F (100.0%); lowest load"),
+            "{:?}",
+            conclusion(&tie)
+        );
+        // Two strategies that do not differ get no conclusion.
+        let same = summary(
+            "E,F",
+            vec![run("E", 1, 1.0, 9, 0, 1), run("F", 1, 1.0, 9, 0, 1)],
+        );
+        assert!(conclusion(&same).is_empty(), "{:?}", conclusion(&same));
     }
 
     #[test]
@@ -965,7 +1202,12 @@ mod terminal_tests {
             c[1],
             "A's immediate retries give the highest 100 ms peak (264)."
         );
-        assert!(c[2].starts_with("One seed cannot tell"), "{c:?}");
+        assert!(c[2].starts_with("Best success: B"), "{c:?}");
+        assert!(c[3].starts_with("A vs B: success 90.0% vs 100.0%"), "{c:?}");
+        assert!(
+            c.last().unwrap().starts_with("One seed cannot tell"),
+            "{c:?}"
+        );
         // Retries within 3% read as "as many".
         let same = summary(
             "C,D",

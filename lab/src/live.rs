@@ -206,6 +206,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             step_check(&dir, *scenario, &summary)?;
         }
         println!("results: {}", outdir::shown(&dir));
+        index_beside(out);
         if !summary.complete {
             eprintln!("lab: the run in {} is incomplete", dir.display());
             code = 1;
@@ -393,6 +394,11 @@ fn run_group(
             start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0), &extra)
                 .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
+        // Where to scrape it (GET /metrics on the work port): Prometheus, curl.
+        eprintln!(
+            "lab: strategy {}'s dependency: work http://{work} (GET /metrics), control http://{control}",
+            strategy.id
+        );
         targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
     }
     // The user's own values only: each scenario's file supplies the rest in the swarm.
@@ -518,13 +524,37 @@ fn wait_bounded(child: &mut Child, limit: Duration) {
     let _ = child.wait();
 }
 
+/// Rewrites the index of the output folder holding the run directory `run` (`OUT/index.html`,
+/// where OUT holds the `latest` link), when the lab wrote the one there (or there is none). Its failure is a warning: the results
+/// themselves are written.
+pub fn index_beside(run: &Path) {
+    let Some(out) = run.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return;
+    };
+    // Only an output folder the lab runs into (it holds the `latest` link), never any parent.
+    if std::fs::symlink_metadata(out.join(outdir::LATEST)).is_err() {
+        return;
+    }
+    match analyzer::html::write_index(out) {
+        Ok(true) => {}
+        Ok(false) => eprintln!(
+            "lab: {} was not written by the lab; left alone",
+            out.join("index.html").display()
+        ),
+        Err(e) => eprintln!(
+            "lab: warning: could not write {}: {e}",
+            out.join("index.html").display()
+        ),
+    }
+}
+
 /// `lab report [--out DIR] [SCENARIO]`: the analysis step alone (compose's analyzer container).
 pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     let cmd = clap::Command::new("lab report")
         .bin_name("lab report")
         .about(
             "analyse the logs of a finished run and print its tables; the results (summary.json, \
-             CSVs, figures, report.md) are written beside the logs",
+             CSVs, figures, report.md, report.html) are written beside the logs",
         )
         .arg(
             clap::Arg::new("out")

@@ -177,6 +177,90 @@ fn sigterm_mid_run_exits_130_with_whole_logs_marked_incomplete() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Issue 28's new user: SIGINT a few seconds into `lab run e03b`, before the freeze. Nothing
+/// was measured about the outage, so the tables say `n/a` for success (affected) and recovery
+/// (they said 100.0% and 0), and every figure's title says INCOMPLETE RUN (also in the
+/// inlined SVGs of report.html).
+#[test]
+fn sigint_before_the_freeze_reads_n_a_and_marks_every_figure_incomplete() {
+    let out = std::env::temp_dir().join(format!("e03-lab-stop-early-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let child = lab()
+        .args(["run", "e03b", "--seed", "42", "--out"])
+        .arg(&out)
+        .args(["--clients", "20", "--duration-s", "30"])
+        .args(["--freeze-start-s", "25", "--freeze-end-s", "26"])
+        .args(["--recovery-end-s", "28"])
+        .args(["--think-min-ms", "200", "--think-max-ms", "400"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lab starts");
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    let done = Arc::new(AtomicBool::new(false));
+    let signaller = {
+        let done = Arc::clone(&done);
+        let dir = out.join("latest/e03b");
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while log_count(&dir) < 8 && started.elapsed() < START_LIMIT {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(TRAFFIC_BEFORE_STOP);
+            kill(pid, Signal::SIGINT).expect("SIGINT sent");
+            let deadline = Instant::now() + WATCHDOG;
+            while !done.load(Ordering::SeqCst) {
+                if Instant::now() > deadline {
+                    let _ = kill(pid, Signal::SIGKILL);
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            true
+        })
+    };
+    let output = child.wait_with_output().expect("lab ends");
+    done.store(true, Ordering::SeqCst);
+    let in_time = signaller.join().expect("signaller");
+    let context = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(in_time, "the lab did not stop\n{context}");
+    assert_eq!(output.status.code(), Some(130), "{context}");
+    let dir = out.join("latest/e03b");
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let rows: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains("(incomplete)"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{report}");
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // | strategy | success (affected) | ... | recovery (s) |
+        assert_eq!(cells[2], "n/a", "success (affected): {row}");
+        assert_eq!(cells[10], "n/a", "recovery (s): {row}");
+    }
+    for figure in ["comparison", "arrivals_100ms", "arrivals_1s"] {
+        let svg = std::fs::read_to_string(dir.join(format!("{figure}.svg"))).expect("figure");
+        assert!(svg.contains("INCOMPLETE RUN"), "{figure}.svg is not marked");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    // Each inlined figure is marked.
+    for figure in ["comparison", "arrivals_100ms", "arrivals_1s"] {
+        let at = html
+            .find(&format!("data-figure=\"{figure}\""))
+            .unwrap_or_else(|| panic!("{figure} in report.html"));
+        let end = at + html[at..].find("</figure>").expect("figure ends");
+        assert!(
+            html[at..end].contains("INCOMPLETE RUN"),
+            "{figure} in report.html is not marked"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// Processes whose command line mentions `needle` (the test's own directory).
 fn processes_mentioning(needle: &str) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
