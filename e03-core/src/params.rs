@@ -523,6 +523,30 @@ impl TryFrom<ParamsFields> for Params {
         if f.strategies.is_empty() {
             return Err("parameters with no strategy".into());
         }
+        // Every single value within its range, by the same reader (and bounds) as typed values:
+        // the raw form of the values, strategies and seeds aside (checked here and below).
+        let mut raw = Params {
+            service: f.service.clone(),
+            swarm: f.swarm.clone(),
+            seeds: vec![0],
+            strategies: f.strategies.clone(),
+            steps: f.steps.clone(),
+        }
+        .to_raw();
+        for own in ["E03_STRATEGIES", "E03_SEEDS", "E03_SEED"] {
+            raw.remove(own);
+        }
+        Params::from_raw(&raw).map_err(|e| e.to_string())?;
+        if let Some(s) = f
+            .strategies
+            .iter()
+            .find(|s| !crate::control::valid_strategy_id(&s.id))
+        {
+            return Err(format!(
+                "invalid strategy id {:?}: expected 1 to 32 ASCII letters, digits or '-'",
+                s.id
+            ));
+        }
         Params {
             service: f.service,
             swarm: f.swarm,
@@ -778,6 +802,21 @@ impl Params {
             });
         }
         Ok(Params { seeds, ..self })
+    }
+
+    /// These parameters with only the strategies `keep` accepts (in order); `None` when none is
+    /// left (a run needs at least one).
+    pub fn with_strategies_where(&self, keep: impl Fn(&Strategy) -> bool) -> Option<Params> {
+        let strategies: Vec<Strategy> = self
+            .strategies
+            .iter()
+            .filter(|s| keep(s))
+            .cloned()
+            .collect();
+        (!strategies.is_empty()).then(|| Params {
+            strategies,
+            ..self.clone()
+        })
     }
 
     /// The raw form of these parameters (env name to value), for passing them on to another
