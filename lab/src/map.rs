@@ -301,8 +301,6 @@ fn verify_cells(
             ..spec.clone()
         };
         let params = cell_spec.cell_params(cell.load, cell.trigger_s)?;
-        let mut child_raw = params.to_raw();
-        child_raw.remove("E03_SEEDS");
         let name = format!("verify-{}", n + 1);
         eprintln!(
             "lab map: verify {}/{}: {} at {:.0}% load, freeze {} s, seed {seed}, live for {:.0} s",
@@ -316,8 +314,16 @@ fn verify_cells(
         let plan = RunPlan {
             scenarios: vec![spec.scenario],
             scenario_args: vec![scenario_arg.to_string()],
+            // The definition's text, kept beside the cell's logs (as `lab run` keeps it).
+            definitions: client_swarm::scenario_files::resolve(scenario_arg)
+                .map_err(anyhow::Error::msg)?
+                .into_iter()
+                .map(|a| a.text)
+                .collect(),
             params: vec![params.clone()],
-            raw: child_raw,
+            progress: None,
+            answer_spin: None,
+            metrics_listen: None,
             out: dir.to_path_buf(),
             sequential: false,
             scenarios_at_once: 1,
