@@ -669,6 +669,8 @@ pub struct ChainArgs {
     pub shutdown: Option<Vec<String>>,
     /// `E03_OVERWRITE=1`.
     pub overwrite: bool,
+    /// `E03_UID`, `E03_GID`, `E03_ALLOW_ROOT`, `E03_OVERWRITE`, `E03_HOST_RESULTS`, read once.
+    pub host: HostSettings,
 }
 
 /// One scenario of [`ChainArgs`] and its definition's text (kept beside its logs).
@@ -704,6 +706,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
     let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
+    let host = HostSettings::from_env(&|k| std::env::var(k).ok());
     Ok(ChainArgs {
         out: PathBuf::from(value("out")),
         scenarios,
@@ -712,7 +715,8 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
         shutdown: m
             .get_flag("shutdown-targets")
             .then(|| targets.into_iter().map(|t| t.control_url).collect()),
-        overwrite: std::env::var("E03_OVERWRITE").is_ok_and(|v| v == "1" || v == "true"),
+        overwrite: host.overwrite,
+        host,
     })
 }
 
@@ -720,7 +724,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
 /// `OUT/<run id>/`, `OUT/latest`; uid 0 refused) and checks it can be written; the run
 /// directory. `Err` is the one-line message (exit 2).
 pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| a.host.var(k);
     let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario).collect();
     let dir = match &a.claim {
         Some(id) => {
@@ -728,7 +732,7 @@ pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
             eprintln!(
                 "client-swarm: run {} writes into {}",
                 run.id,
-                outdir::shown(&run.dir)
+                outdir::shown_under(&run.dir, a.host.host_results.as_deref())
             );
             let _ = CLAIMED.set(run.dir.clone());
             run.dir
@@ -751,7 +755,7 @@ fn claim_if_asked(setup: &mut Setup, env: &dyn Fn(&str) -> Option<String>) -> Re
     eprintln!(
         "client-swarm: run {} writes into {}",
         run.id,
-        outdir::shown(&run.dir)
+        outdir::shown_under(&run.dir, setup.host.host_results.as_deref())
     );
     let _ = CLAIMED.set(run.dir.clone());
     setup.out = run.dir;

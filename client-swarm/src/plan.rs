@@ -73,6 +73,9 @@ pub struct HostSettings {
     pub allow_root: bool,
     /// `E03_OVERWRITE=1`: replace an earlier run's logs.
     pub overwrite: bool,
+    /// `E03_HOST_RESULTS`: the host's path of `/results`, for the paths the swarm prints.
+    #[serde(default)]
+    pub host_results: Option<String>,
 }
 
 impl HostSettings {
@@ -85,6 +88,7 @@ impl HostSettings {
             gid: set("E03_GID"),
             allow_root: on("E03_ALLOW_ROOT"),
             overwrite: on("E03_OVERWRITE"),
+            host_results: set("E03_HOST_RESULTS"),
         }
     }
 
@@ -96,6 +100,7 @@ impl HostSettings {
             "E03_GID" => self.gid.clone(),
             "E03_ALLOW_ROOT" => flag(self.allow_root),
             "E03_OVERWRITE" => flag(self.overwrite),
+            "E03_HOST_RESULTS" => self.host_results.clone(),
             _ => None,
         }
     }
