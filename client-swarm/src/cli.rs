@@ -18,7 +18,10 @@ use tokio::sync::watch;
 
 use crate::http::wait_healthy;
 use crate::outdir::{self, RunChoice, RunDir};
-use crate::plan::{parse_targets, SwarmPlan, Target, DEFAULT_START_DELAY};
+use crate::plan::{
+    parse_targets, HostSettings, PlannedScenario, SwarmPlan, SwarmRunPlan, Target,
+    DEFAULT_START_DELAY,
+};
 use crate::run::run_swarm;
 
 /// Health checks before the first run: tries and the pause between them (30 s in all).
@@ -65,6 +68,10 @@ const EXIT_STOPPED: i32 = 130;
 fn command() -> Command {
     let cmd = Command::new("client-swarm")
         .about("Closed-loop HTTP clients that retry with each strategy against its own dependency (E03).")
+        .after_help(
+            "Or: --plan FILE alone runs the plan in FILE (JSON, as `lab run` writes it for its \
+             swarm) and reads no other flag and no E03_* variable.",
+        )
         .arg(
             Arg::new("targets")
                 .long("targets")
@@ -190,10 +197,140 @@ struct Setup {
     metrics_listen: Option<std::net::SocketAddr>,
     /// `--progress`: how the progress of a run is shown.
     progress: crate::progress::ProgressMode,
+    /// `E03_UID`, `E03_GID`, `E03_ALLOW_ROOT`, `E03_OVERWRITE`, read once.
+    host: HostSettings,
+    /// Whether `lab swarm` analyses the logs after a signal stopped it.
+    report_when_stopped: bool,
+}
+
+impl Setup {
+    /// The plan this setup stands for (what `--plan FILE` holds).
+    fn to_plan(&self) -> SwarmRunPlan {
+        SwarmRunPlan {
+            targets: self.targets.clone(),
+            scenarios: self
+                .scenarios
+                .iter()
+                .zip(&self.params)
+                .zip(&self.definitions)
+                .map(|((s, params), text)| PlannedScenario {
+                    definition: s.def().clone(),
+                    text: text.clone(),
+                    params: params.clone(),
+                })
+                .collect(),
+            out: self.out.clone(),
+            claim: self.claim.clone(),
+            shutdown_targets: self.shutdown_targets,
+            chain_hops: self.chain_hops.clone(),
+            policies: self.policies.clone(),
+            metrics_listen: self.metrics_listen,
+            progress: self.progress,
+            host: self.host.clone(),
+            report_when_stopped: self.report_when_stopped,
+        }
+    }
+
+    /// A plan made ready to run: its scenarios made known to this process by value, every
+    /// strategy given a target. `Err` is the one-line message.
+    fn from_plan(plan: SwarmRunPlan) -> Result<Setup, String> {
+        let mut scenarios = Vec::new();
+        for s in &plan.scenarios {
+            s.definition.check()?;
+            scenarios.push(Scenario::register(s.definition.clone()).map_err(|e| e.to_string())?);
+        }
+        let params: Vec<Params> = plan.scenarios.iter().map(|s| s.params.clone()).collect();
+        check_targets(&params, &plan.targets, "")?;
+        Ok(Setup {
+            targets: plan.targets,
+            scenarios,
+            params,
+            definitions: plan.scenarios.into_iter().map(|s| s.text).collect(),
+            out: plan.out,
+            claim: plan.claim,
+            run_dir: None,
+            shutdown_targets: plan.shutdown_targets,
+            chain_hops: plan.chain_hops,
+            policies: plan.policies,
+            metrics_listen: plan.metrics_listen,
+            progress: plan.progress,
+            host: plan.host,
+            report_when_stopped: plan.report_when_stopped,
+        })
+    }
+}
+
+/// Every strategy of every scenario needs a target; `given` is the `--targets` text, if any.
+fn check_targets(params: &[Params], targets: &[Target], given: &str) -> Result<(), String> {
+    for p in params {
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
+        if let Some(missing) = ids
+            .iter()
+            .find(|id| !targets.iter().any(|t| t.strategy == **id))
+        {
+            return Err(format!(
+                "invalid --targets (E03_TARGETS) {given:?}: strategy {missing} of E03_STRATEGIES={} has \
+                 no target; expected one entry {missing}=WORK_URL@CONTROL_URL per strategy",
+                ids.join(",")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--metrics-listen` (`E03_METRICS_LISTEN`), checked: `None` when not given or empty.
+pub fn metrics_listen(value: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => Ok(Some(v.parse::<std::net::SocketAddr>().map_err(|_| {
+            format!(
+                "invalid --metrics-listen (E03_METRICS_LISTEN) {v:?}: expected IP:PORT, \
+                 for example 127.0.0.1:9464 (port 0: any free port)"
+            )
+        })?)),
+    }
+}
+
+/// `--plan FILE`: the whole command line when it is `PROGRAM --plan FILE`; `Err` when `--plan`
+/// comes with anything else (a plan is the whole setting).
+fn plan_arg(args: &[OsString]) -> Result<Option<PathBuf>, String> {
+    match args {
+        [_, flag, file] if flag == "--plan" => Ok(Some(PathBuf::from(file))),
+        _ if args.iter().skip(1).any(|a| a == "--plan") => {
+            Err("--plan FILE takes no other flag: the plan is the whole setting".into())
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Reads a plan file ([`SwarmRunPlan`] as JSON) into a setup; `Err` names `--plan`.
+fn load_plan(path: &Path) -> Result<Setup, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("invalid --plan {:?}: cannot read it: {e}", path.display()))?;
+    let plan: SwarmRunPlan = serde_json::from_str(&text)
+        .map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))?;
+    Setup::from_plan(plan).map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))
+}
+
+/// The plan of a command line, resolved from its flags and env vars as `main_entry` resolves
+/// it (for a look at it, or to write it as `--plan FILE`); `Err` is the one-line message.
+pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, String> {
+    if let Some(path) = plan_arg(args)? {
+        return load_plan(&path).map(|s| s.to_plan());
+    }
+    let m = command()
+        .try_get_matches_from(args)
+        .map_err(|e| e.to_string())?;
+    let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+    setup(&m, env_names.collect(), &|k| std::env::var(k).ok()).map(|s| s.to_plan())
 }
 
 /// Checks everything, in the order a user would fix it; `Err` is the one-line message.
-fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
+fn setup(
+    m: &ArgMatches,
+    env_names: Vec<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Setup, String> {
     if let Some(name) = unknown_env(env_names).into_iter().next() {
         return Err(e03_core::cli::unknown_env_message(&name));
     }
@@ -213,29 +350,8 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         .map(|s| e03_core::cli::params_for_scenario(m, *s).map_err(|e| e.to_string()))
         .collect::<Result<Vec<Params>, String>>()?;
     let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
-    for p in &params {
-        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
-        if let Some(missing) = ids
-            .iter()
-            .find(|id| !targets.iter().any(|t| t.strategy == **id))
-        {
-            return Err(format!(
-                "invalid --targets (E03_TARGETS) {:?}: strategy {missing} of E03_STRATEGIES={} has \
-                 no target; expected one entry {missing}=WORK_URL@CONTROL_URL per strategy",
-                value("targets"),
-                ids.join(",")
-            ));
-        }
-    }
-    let metrics_listen = match m.get_one::<String>("metrics-listen").map(|v| v.trim()) {
-        None | Some("") => None,
-        Some(v) => Some(v.parse::<std::net::SocketAddr>().map_err(|_| {
-            format!(
-                "invalid --metrics-listen (E03_METRICS_LISTEN) {v:?}: expected IP:PORT, \
-                 for example 127.0.0.1:9464 (port 0: any free port)"
-            )
-        })?),
-    };
+    check_targets(&params, &targets, &value("targets"))?;
+    let metrics_listen = metrics_listen(m.get_one::<String>("metrics-listen").map(String::as_str))?;
     let progress = m
         .get_one::<String>("progress")
         .map_or(Ok(crate::progress::ProgressMode::Auto), |v| v.parse())?;
@@ -262,6 +378,8 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
         policies,
         metrics_listen,
         progress,
+        host: HostSettings::from_env(env),
+        report_when_stopped: true,
     })
 }
 
@@ -378,6 +496,11 @@ static CLAIMED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 /// [`main_entry`] parses them (flags, env vars, defaults); `None` if it does not parse. The lab's
 /// `swarm` wrapper uses it to analyse what a stopped swarm logged.
 pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> {
+    if let Some(path) = plan_arg(args).ok()? {
+        let setup = load_plan(&path).ok()?;
+        let out = CLAIMED.get().cloned().unwrap_or(setup.out);
+        return Some((out, setup.scenarios));
+    }
     let m = command().try_get_matches_from(args).ok()?;
     let out = match CLAIMED.get() {
         Some(dir) => dir.clone(),
@@ -387,19 +510,37 @@ pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> 
     Some((out, scenarios.into_iter().map(|a| a.scenario).collect()))
 }
 
-/// The whole CLI with its own tokio runtime; returns the exit code.
+/// Whether a signal-stopped swarm of this command line should be analysed by `lab swarm`: the
+/// plan's word with `--plan FILE` (`lab run` analyses itself), else yes.
+pub fn report_when_stopped(args: &[OsString]) -> bool {
+    match plan_arg(args) {
+        Ok(Some(path)) => load_plan(&path).is_ok_and(|s| s.report_when_stopped),
+        _ => true,
+    }
+}
+
+/// The whole CLI with its own tokio runtime; returns the exit code. `PROGRAM --plan FILE` runs
+/// the plan in FILE and reads no flag and no `E03_*` variable; otherwise the flags and env vars
+/// are resolved into the same plan, once, here.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
-    let m = match command().try_get_matches_from(args) {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+    let resolved = match plan_arg(&args) {
+        Ok(Some(path)) => load_plan(&path),
+        Ok(None) => {
+            let m = match command().try_get_matches_from(args) {
+                Ok(m) => m,
+                Err(e) => {
+                    let _ = e.print();
+                    return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+                }
+            };
+            let env_names = std::env::vars_os()
+                .filter_map(|(k, _)| k.into_string().ok())
+                .collect();
+            setup(&m, env_names, &|k| std::env::var(k).ok())
         }
+        Err(msg) => Err(msg),
     };
-    let env_names = std::env::vars_os()
-        .filter_map(|(k, _)| k.into_string().ok())
-        .collect();
-    let mut setup = match setup(&m, env_names) {
+    let mut setup = match resolved {
         Ok(s) => s,
         Err(msg) => {
             eprintln!("client-swarm: {msg}");
@@ -462,7 +603,8 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                 }
             });
         }
-        let env = |k: &str| std::env::var(k).ok();
+        let host = setup.host.clone();
+        let env = move |k: &str| host.var(k);
         let checked = claim_if_asked(&mut setup, &env)
             .and_then(|()| preflight(&setup.out, &setup.scenarios, &env));
         let code = match checked {
@@ -528,6 +670,8 @@ pub struct ChainArgs {
     pub shutdown: Option<Vec<String>>,
     /// `E03_OVERWRITE=1`.
     pub overwrite: bool,
+    /// `E03_UID`, `E03_GID`, `E03_ALLOW_ROOT`, `E03_OVERWRITE`, `E03_HOST_RESULTS`, read once.
+    pub host: HostSettings,
 }
 
 /// One scenario of [`ChainArgs`] and its definition's text (kept beside its logs).
@@ -563,6 +707,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
     let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
+    let host = HostSettings::from_env(&|k| std::env::var(k).ok());
     Ok(ChainArgs {
         out: PathBuf::from(value("out")),
         scenarios,
@@ -571,7 +716,8 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
         shutdown: m
             .get_flag("shutdown-targets")
             .then(|| targets.into_iter().map(|t| t.control_url).collect()),
-        overwrite: std::env::var("E03_OVERWRITE").is_ok_and(|v| v == "1" || v == "true"),
+        overwrite: host.overwrite,
+        host,
     })
 }
 
@@ -579,7 +725,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
 /// `OUT/<run id>/`, `OUT/latest`; uid 0 refused) and checks it can be written; the run
 /// directory. `Err` is the one-line message (exit 2).
 pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| a.host.var(k);
     let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario).collect();
     let dir = match &a.claim {
         Some(id) => {
@@ -587,7 +733,7 @@ pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
             eprintln!(
                 "client-swarm: run {} writes into {}",
                 run.id,
-                outdir::shown(&run.dir)
+                outdir::shown_under(&run.dir, a.host.host_results.as_deref())
             );
             let _ = CLAIMED.set(run.dir.clone());
             run.dir
@@ -610,7 +756,7 @@ fn claim_if_asked(setup: &mut Setup, env: &dyn Fn(&str) -> Option<String>) -> Re
     eprintln!(
         "client-swarm: run {} writes into {}",
         run.id,
-        outdir::shown(&run.dir)
+        outdir::shown_under(&run.dir, setup.host.host_results.as_deref())
     );
     let _ = CLAIMED.set(run.dir.clone());
     setup.out = run.dir;
@@ -778,7 +924,7 @@ mod tests {
         let m = command()
             .try_get_matches_from(args.iter().copied())
             .map_err(|e| e.to_string())?;
-        setup(&m, Vec::new())
+        setup(&m, Vec::new(), &|_| None)
     }
 
     const T: &str =
@@ -930,7 +1076,7 @@ mod tests {
         let m = command()
             .try_get_matches_from(["cs", "--targets", T, "--strategies", "A"])
             .unwrap();
-        let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()]).unwrap_err();
+        let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()], &|_| None).unwrap_err();
         assert!(e.contains("E03_CLIENT:"), "{e}");
         assert!(e.contains("did you mean E03_CLIENTS?"), "{e}");
     }

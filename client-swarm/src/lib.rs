@@ -34,14 +34,14 @@ mod steps;
 mod stop;
 
 pub use cli::{
-    chain_args, claim_chain_run, main_entry, out_and_scenarios, shutdown_hops, shutdown_signal,
-    ChainArgs, ScenarioArgs,
+    chain_args, claim_chain_run, main_entry, metrics_listen, out_and_scenarios,
+    report_when_stopped, resolve_plan, shutdown_hops, shutdown_signal, ChainArgs, ScenarioArgs,
 };
 pub use error::SwarmError;
 pub use http::{shutdown_target, wait_healthy};
 pub use metrics::{serve_metrics, METRICS_PATH};
 pub use plan::{
-    parse_targets, StrategyReport, SwarmPlan, SwarmReport, Target, TargetsError,
-    DEFAULT_START_DELAY,
+    parse_targets, HostSettings, PlannedScenario, StrategyReport, SwarmPlan, SwarmReport,
+    SwarmRunPlan, Target, TargetsError, DEFAULT_START_DELAY,
 };
 pub use run::run_swarm;

@@ -192,11 +192,14 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// The path to print: inside a container (`/results/..`) the host's folder when compose said
 /// where it is (`E03_HOST_RESULTS`), so that the user can open it.
 pub fn shown(path: &Path) -> String {
-    if let Ok(host) = std::env::var("E03_HOST_RESULTS") {
+    shown_under(path, std::env::var("E03_HOST_RESULTS").ok().as_deref())
+}
+
+/// [`shown`] with the host's path of `/results` given (a swarm's plan holds it).
+pub fn shown_under(path: &Path, host_results: Option<&str>) -> String {
+    if let Some(host) = host_results.filter(|h| !h.is_empty()) {
         if let Ok(rest) = path.strip_prefix("/results") {
-            if !host.is_empty() {
-                return Path::new(&host).join(rest).display().to_string();
-            }
+            return Path::new(host).join(rest).display().to_string();
         }
     }
     path.display().to_string()

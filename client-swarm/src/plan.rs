@@ -10,13 +10,100 @@ use e03_core::{Params, Scenario};
 use crate::http::endpoint;
 
 /// One strategy's dependency: where its work goes and where its run is controlled.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     pub strategy: String,
     /// Base URL of the work listener, e.g. `http://127.0.0.1:8080` (`/work` is appended).
     pub work_url: String,
     /// Base URL of the control listener (`/control/start`, `/control/stop`, `/health`).
     pub control_url: String,
+}
+
+/// Everything a swarm process does, resolved once, before it starts: the scenarios by value
+/// with their typed parameters, the targets and every setting that used to come from the
+/// environment. `lab run` writes it as JSON and starts `lab swarm --plan FILE`, which reads
+/// nothing else (no flag, no `E03_*` variable); `lab swarm` started alone (compose) resolves
+/// the same plan from its own flags and env vars, at start, once.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SwarmRunPlan {
+    /// Each strategy's dependency.
+    pub targets: Vec<Target>,
+    /// The scenarios, run one after the other, every seed of each.
+    pub scenarios: Vec<PlannedScenario>,
+    /// The run directory (or, with `claim`, the results root).
+    pub out: PathBuf,
+    /// Claim `out/<run id>/` first (the id when given): compose's `--claim-run-dir`.
+    pub claim: Option<Option<String>>,
+    /// Ask every target (and hop) to shut down at the end.
+    pub shutdown_targets: bool,
+    /// The hop services (shut down with the targets).
+    pub chain_hops: Vec<String>,
+    /// The text of the user's policy file, kept beside the logs (its strategies are in the
+    /// parameters, by value).
+    pub policies: Option<String>,
+    /// Where to serve `GET /metrics` (off when `None`).
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// How the progress of a run is shown.
+    pub progress: crate::progress::ProgressMode,
+    /// The container's user and the run directory's rules (compose's `E03_UID`, ...).
+    pub host: HostSettings,
+    /// When a signal stops the swarm, `lab swarm` analyses what the logs hold (compose has no
+    /// analyzer after Ctrl-C); `lab run` analyses itself and says `false`.
+    pub report_when_stopped: bool,
+}
+
+/// One scenario of a [`SwarmRunPlan`], by value.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlannedScenario {
+    /// The scenario's data (registered by the process that reads the plan).
+    pub definition: e03_core::scenario::ScenarioDef,
+    /// Its definition's text, kept beside its logs (`scenario.toml`).
+    pub text: String,
+    /// Its parameters: its settings under the user's values, the strategies this swarm runs.
+    pub params: Params,
+}
+
+/// The settings of the host a swarm writes on (compose's environment), resolved once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HostSettings {
+    /// `E03_UID`, `E03_GID`: the containers' user (named in the fix of an unwritable folder).
+    pub uid: Option<String>,
+    pub gid: Option<String>,
+    /// `E03_ALLOW_ROOT=1`: uid 0 on purpose.
+    pub allow_root: bool,
+    /// `E03_OVERWRITE=1`: replace an earlier run's logs.
+    pub overwrite: bool,
+    /// `E03_HOST_RESULTS`: the host's path of `/results`, for the paths the swarm prints.
+    #[serde(default)]
+    pub host_results: Option<String>,
+}
+
+impl HostSettings {
+    /// The settings from environment variables (`env` reads one).
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> HostSettings {
+        let on = |name: &str| env(name).is_some_and(|v| v == "1" || v == "true");
+        let set = |name: &str| env(name).filter(|v| !v.is_empty());
+        HostSettings {
+            uid: set("E03_UID"),
+            gid: set("E03_GID"),
+            allow_root: on("E03_ALLOW_ROOT"),
+            overwrite: on("E03_OVERWRITE"),
+            host_results: set("E03_HOST_RESULTS"),
+        }
+    }
+
+    /// The settings seen as the environment variables they stand for.
+    pub fn var(&self, name: &str) -> Option<String> {
+        let flag = |on: bool| on.then(|| "1".to_string());
+        match name {
+            "E03_UID" => self.uid.clone(),
+            "E03_GID" => self.gid.clone(),
+            "E03_ALLOW_ROOT" => flag(self.allow_root),
+            "E03_OVERWRITE" => flag(self.overwrite),
+            "E03_HOST_RESULTS" => self.host_results.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// One scenario x seed: every target's strategy runs AT THE SAME TIME, each against its own

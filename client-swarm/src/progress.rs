@@ -26,7 +26,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// How the swarm shows its progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProgressMode {
     /// A bar on a terminal, lines otherwise.
     Auto,

@@ -96,7 +96,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             scenario: plan.scenario,
             strategy: p.strategy.id.clone(),
             seed: plan.seed,
-            params: plan.params.to_raw(),
+            params: plan.params.clone(),
             start_unix_ms,
             definition: Some(plan.scenario.def().clone()),
             run_dir: plan.run_dir.clone(),

@@ -40,8 +40,10 @@ pub enum ConfigError {
     UnknownEnv(String),
 }
 
-/// What the command line asks for, validated.
-#[derive(Debug, Clone)]
+/// What the command line asks for, validated: the service's plan. `lab run` writes it as JSON
+/// and starts `lab serve --plan FILE`, which reads no other flag and no `E03_*` variable; the
+/// runs themselves come by control call with their typed parameters ([`e03_core::control::StartRun`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub listen: SocketAddr,
     pub control_listen: SocketAddr,
@@ -68,6 +70,10 @@ const ANSWER_SPIN_HELP: &str = "µs before each of the schedule's due instants (
 pub fn command() -> Command {
     let cmd = Command::new("dependency-service")
         .about("The E03 dependency: a bounded worker pool that freezes on a timeline")
+        .after_help(
+            "Or: --plan FILE alone serves the plan in FILE (JSON, as `lab run` writes it for its \
+             dependencies) and reads no other flag and no E03_* variable.",
+        )
         .arg(
             Arg::new("listen")
                 .long("listen")
@@ -177,6 +183,43 @@ fn param_error(e: ParamError) -> ConfigError {
     ConfigError::Param(e.to_string())
 }
 
+/// `--answer-spin-us` (`E03_ANSWER_SPIN_US`), checked.
+pub fn answer_spin_us(spin: &str) -> Result<std::time::Duration, ConfigError> {
+    match spin.trim().parse::<u64>() {
+        Ok(us) if us <= MAX_ANSWER_SPIN_US => Ok(std::time::Duration::from_micros(us)),
+        _ => Err(ConfigError::Setting {
+            flag: "answer-spin-us",
+            env: "E03_ANSWER_SPIN_US",
+            value: spin.to_string(),
+            accepts: "a whole number of microseconds from 0 to 5000",
+        }),
+    }
+}
+
+/// `PROGRAM --plan FILE`: the plan in FILE ([`Plan`] as JSON); `None` for any other command
+/// line, `Err` when `--plan` comes with other flags or the file is not a plan.
+fn plan_file(args: &[OsString]) -> Option<Result<Plan, String>> {
+    match args {
+        [_, flag, file] if flag == "--plan" => {
+            let path = std::path::Path::new(file);
+            Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| {
+                        format!("invalid --plan {:?}: cannot read it: {e}", path.display())
+                    })
+                    .and_then(|text| {
+                        serde_json::from_str(&text)
+                            .map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))
+                    }),
+            )
+        }
+        _ if args.iter().skip(1).any(|a| a == "--plan") => Some(Err(
+            "--plan FILE takes no other flag: the plan is the whole setting".into(),
+        )),
+        _ => None,
+    }
+}
+
 impl Plan {
     /// Validates the matches and the names of the process's env vars.
     pub fn from_matches<I: IntoIterator<Item = String>>(
@@ -210,18 +253,7 @@ impl Plan {
                 })
             }
         };
-        let spin = setting(m, "answer-spin-us");
-        let answer_spin = match spin.trim().parse::<u64>() {
-            Ok(us) if us <= MAX_ANSWER_SPIN_US => std::time::Duration::from_micros(us),
-            _ => {
-                return Err(ConfigError::Setting {
-                    flag: "answer-spin-us",
-                    env: "E03_ANSWER_SPIN_US",
-                    value: spin,
-                    accepts: "a whole number of microseconds from 0 to 5000",
-                })
-            }
-        };
+        let answer_spin = answer_spin_us(&setting(m, "answer-spin-us"))?;
         let params = e03_core::cli::params_from_matches(m).map_err(param_error)?;
         Ok(Plan {
             listen,
@@ -237,6 +269,15 @@ impl Plan {
 /// The whole CLI (`args[0]` is the program name); builds its own tokio runtime; returns the exit
 /// code.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
+    if let Some(plan) = plan_file(&args) {
+        return match plan {
+            Ok(plan) => serve_plan(plan),
+            Err(e) => {
+                eprintln!("dependency-service: {e}");
+                2
+            }
+        };
+    }
     let m = match command().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => {
@@ -274,6 +315,11 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
             return 2;
         }
     };
+    serve_plan(plan)
+}
+
+/// Serves a validated plan until shut down; the exit code.
+fn serve_plan(plan: Plan) -> i32 {
     init_tracing();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .on_thread_start(precise_timer::realtime::on_worker_start)

@@ -25,5 +25,5 @@ mod run;
 mod server;
 mod service;
 
-pub use cli::{main_entry, DEFAULT_HEALTH_URL};
+pub use cli::{answer_spin_us, main_entry, Plan as ServePlan, ANSWER_SPIN_US, DEFAULT_HEALTH_URL};
 pub use server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};

@@ -25,7 +25,7 @@ use e03_core::control::{
     STOP_PATH,
 };
 use e03_core::scenario::ScenarioDef;
-use e03_core::{Params, Scenario};
+use e03_core::Scenario;
 use tokio::sync::oneshot;
 
 use crate::run::Status;
@@ -336,9 +336,9 @@ fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
              digits, '-', '_' or '.', not starting with '.'"
         ));
     }
-    // The scenario (registered above when the call brought its definition) may define the
-    // strategies the parameters name.
-    let params = Params::for_scenario(req.scenario, &req.params).map_err(|e| e.to_string())?;
+    // Typed and checked when read (`Params`' `serde(try_from)`): the values the swarm resolved,
+    // the strategies by value; nothing is merged or parsed again here.
+    let params = req.params;
     let t0 = instant_at_unix_ms(req.start_unix_ms).ok_or_else(|| {
         format!(
             "invalid start_unix_ms {}: expected a time within {} s of the service's clock",
@@ -503,21 +503,40 @@ mod tests {
 
     #[test]
     fn start_calls_are_validated_with_clear_messages() {
+        let typed = |pairs: &[(&str, &str)]| {
+            let mut v = serde_json::to_value(e03_core::Params::default()).unwrap();
+            for (path, value) in pairs {
+                let (group, field) = path.split_once('.').unwrap();
+                v[group][field] = serde_json::from_str(value).unwrap();
+            }
+            v.to_string()
+        };
         let ok = |params: &str, strategy: &str, start: u64| {
             format!(
                 r#"{{"run":"r1","scenario":"e03b","strategy":"{strategy}","seed":1,"params":{params},"start_unix_ms":{start}}}"#
             )
         };
         let now = crate::service::unix_ms_now();
-        let spec = validate_start(ok("{}", "C", now).as_bytes()).unwrap();
+        let spec = validate_start(ok(&typed(&[]), "C", now).as_bytes()).unwrap();
         assert_eq!(spec.log_file(), "e03b/server-C-seed1.jsonl");
+        let spec =
+            validate_start(ok(&typed(&[("service.workers", "3")]), "C", now).as_bytes()).unwrap();
+        assert_eq!(
+            spec.params.service().workers,
+            3,
+            "the typed value is used as sent"
+        );
         let err = |body: String| validate_start(body.as_bytes()).err().unwrap();
         assert!(err("{nope".into()).starts_with("malformed start call JSON"));
-        assert!(err(ok("{}", "../x", now)).starts_with("invalid strategy \"../x\""));
-        assert!(
-            err(ok(r#"{"E03_WORKERS":"0"}"#, "C", now)).starts_with("invalid E03_WORKERS=\"0\"")
-        );
-        assert!(err(ok(r#"{"E03_WORKER":"1"}"#, "C", now)).contains("unknown parameter"));
-        assert!(err(ok("{}", "C", 5)).starts_with("invalid start_unix_ms 5"));
+        assert!(err(ok(&typed(&[]), "../x", now)).starts_with("invalid strategy \"../x\""));
+        // A typed value out of its range, named by its parameter.
+        let e = err(ok(&typed(&[("service.workers", "0")]), "C", now));
+        assert!(e.contains("invalid E03_WORKERS=\"0\""), "{e}");
+        // A broken cross-parameter rule.
+        let e = err(ok(&typed(&[("swarm.think_max_ms", "1.0")]), "C", now));
+        assert!(e.contains("E03_THINK_MAX_MS"), "{e}");
+        // Strings are no longer accepted as parameters.
+        assert!(err(ok(r#"{"E03_WORKERS":"1"}"#, "C", now)).contains("malformed start call"));
+        assert!(err(ok(&typed(&[]), "C", 5)).starts_with("invalid start_unix_ms 5"));
     }
 }

@@ -156,16 +156,19 @@ async fn malformed_control_calls_are_400_with_a_reason() {
     let (status, body) = common::post(&url, "{not json").await;
     assert_eq!(status, 400);
     assert!(body.starts_with("malformed start call JSON"), "{body}");
-    let bad_params = common::start_call(
-        "r",
-        "A",
-        1,
-        &[("E03_SERVICE_MS", "-3")],
-        common::unix_ms_now(),
-    );
-    let (status, body) = common::post(&url, &bad_params).await;
+    // The typed parameters with a value out of its range: refused, named by its parameter.
+    let mut bad_params: serde_json::Value =
+        serde_json::from_str(&common::start_call("r", "A", 1, &[], common::unix_ms_now())).unwrap();
+    bad_params["params"]["service"]["service_ms"] = serde_json::json!(-3.0);
+    let (status, body) = common::post(&url, &bad_params.to_string()).await;
     assert_eq!(status, 400);
     assert!(body.contains("E03_SERVICE_MS"), "{body}");
+    // Raw strings are not parameters any more.
+    let mut raw_params = bad_params.clone();
+    raw_params["params"] = serde_json::json!({"E03_SERVICE_MS": "40"});
+    let (status, body) = common::post(&url, &raw_params.to_string()).await;
+    assert_eq!(status, 400);
+    assert!(body.starts_with("malformed start call JSON"), "{body}");
     let bad_strategy = common::start_call("r", "../../etc", 1, &[], common::unix_ms_now());
     assert_eq!(common::post(&url, &bad_strategy).await.0, 400);
     let (status, body) = common::post(&srv.control_url(STOP_PATH), r#"{"complete":"yes"}"#).await;

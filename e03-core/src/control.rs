@@ -6,8 +6,6 @@
 //! [`server_log_path`]. `POST /control/stop` with a [`StopRun`] ends it: the log gets its
 //! `run_end` record, is flushed and closed, and the answer is a [`RunCounts`].
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::params::Scenario;
@@ -26,8 +24,10 @@ pub struct StartRun {
     /// Strategy id the traffic will use (for the log only); letters, digits and '-'.
     pub strategy: String,
     pub seed: u64,
-    /// Raw parameters (env name to value), validated by the service with `Params::from_raw`.
-    pub params: BTreeMap<String, String>,
+    /// The run's parameters, typed and already resolved (the scenario's settings under the
+    /// user's values, the strategies by value): read back through `Params`' checked
+    /// `serde(try_from)`, so a start call with a value out of range or a broken rule is refused.
+    pub params: crate::Params,
     /// Time zero of the run, wall clock, ms since the Unix epoch. Usually a little in the
     /// future so that both sides are ready when it comes.
     pub start_unix_ms: u64,
@@ -151,8 +151,11 @@ mod tests {
 
     #[test]
     fn a_start_call_without_run_dir_still_parses() {
-        let json = r#"{"run":"r","scenario":"e03b","strategy":"A","seed":1,"params":{},"start_unix_ms":5}"#;
-        let start: StartRun = serde_json::from_str(json).unwrap();
+        let params = serde_json::to_string(&crate::Params::default()).unwrap();
+        let json = format!(
+            r#"{{"run":"r","scenario":"e03b","strategy":"A","seed":1,"params":{params},"start_unix_ms":5}}"#
+        );
+        let start: StartRun = serde_json::from_str(&json).unwrap();
         assert_eq!(start.run_dir, None);
     }
 }

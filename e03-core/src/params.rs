@@ -531,6 +531,7 @@ impl TryFrom<ParamsFields> for Params {
     type Error = String;
 
     fn try_from(f: ParamsFields) -> Result<Params, String> {
+        let seeds = f.seeds.clone();
         if let Some(name) = broken_rule(&f.service, &f.swarm) {
             return Err(format!("parameters break the rule on {name}"));
         }
@@ -545,15 +546,26 @@ impl TryFrom<ParamsFields> for Params {
         if f.strategies.is_empty() {
             return Err("parameters with no strategy".into());
         }
-        Params {
+        let unchecked = Params {
             service: f.service,
             swarm: f.swarm,
             seeds: vec![0],
             strategies: f.strategies,
             steps: f.steps,
+        };
+        unchecked.check_values().map_err(|e| e.to_string())?;
+        let f = unchecked;
+        if let Some(s) = f
+            .strategies
+            .iter()
+            .find(|s| !crate::control::valid_strategy_id(&s.id))
+        {
+            return Err(format!(
+                "invalid strategy id {:?}: expected 1 to 32 ASCII letters, digits or '-'",
+                s.id
+            ));
         }
-        .with_seeds(f.seeds)
-        .map_err(|e| e.to_string())
+        f.with_seeds(seeds).map_err(|e| e.to_string())
     }
 }
 
@@ -820,6 +832,45 @@ impl Params {
             });
         }
         Ok(Params { seeds, ..self })
+    }
+
+    /// Every single value within its range and the cross-parameter rules, by the same reader
+    /// (and bounds) as raw values: the raw form of the values, strategies and seeds aside (they
+    /// have checks of their own). The error names the parameter.
+    fn check_values(&self) -> Result<(), ParamError> {
+        let mut raw = self.to_raw();
+        for own in ["E03_STRATEGIES", "E03_SEEDS", "E03_SEED"] {
+            raw.remove(own);
+        }
+        Params::from_raw(&raw).map(|_| ())
+    }
+
+    /// These parameters with the dependency's and the swarm's values edited by `edit`, checked
+    /// as `from_raw` checks them (ranges and cross-parameter rules): the typed way to change a
+    /// parameter, with the same rules as typing it.
+    pub fn edited(
+        &self,
+        edit: impl FnOnce(&mut ServiceParams, &mut SwarmParams),
+    ) -> Result<Params, ParamError> {
+        let mut p = self.clone();
+        edit(&mut p.service, &mut p.swarm);
+        p.check_values()?;
+        Ok(p)
+    }
+
+    /// These parameters with only the strategies `keep` accepts (in order); `None` when none is
+    /// left (a run needs at least one).
+    pub fn with_strategies_where(&self, keep: impl Fn(&Strategy) -> bool) -> Option<Params> {
+        let strategies: Vec<Strategy> = self
+            .strategies
+            .iter()
+            .filter(|s| keep(s))
+            .cloned()
+            .collect();
+        (!strategies.is_empty()).then(|| Params {
+            strategies,
+            ..self.clone()
+        })
     }
 
     /// The raw form of these parameters (env name to value), for passing them on to another
@@ -1192,6 +1243,27 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_edits_are_checked_by_the_rules_of_typed_values() {
+        let p = Params::default();
+        let q = p
+            .edited(|service, swarm| {
+                service.workers = 3;
+                swarm.rate = 250.0;
+            })
+            .unwrap();
+        assert_eq!((q.service().workers, q.swarm().rate), (3, 250.0));
+        let e = p.edited(|service, _| service.workers = 0).unwrap_err();
+        assert!(e.to_string().contains("E03_WORKERS"), "{e}");
+        let e = p
+            .edited(|service, _| service.freeze_end_s = service.freeze_start_s - 1.0)
+            .unwrap_err();
+        assert!(e.to_string().contains("E03_FREEZE_END_S"), "{e}");
+        let only_b = p.with_strategies_where(|s| s.id == "B").unwrap();
+        assert_eq!(only_b.strategies().len(), 1);
+        assert!(p.with_strategies_where(|_| false).is_none());
+    }
 
     #[test]
     fn with_seeds_keeps_the_seed_list_rules() {

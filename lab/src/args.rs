@@ -14,16 +14,23 @@ use e03_core::{ParamError, Params, Scenario};
 use crate::outdir::RunChoice;
 use crate::EXIT_USAGE;
 
-/// A validated live run.
+/// A validated live run: everything the children get, typed (they read no env var).
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     pub scenarios: Vec<Scenario>,
     /// What each scenario was named by on the command line (a built-in name or a file path).
     pub scenario_args: Vec<String>,
+    /// The text of each scenario's definition (same order), kept beside its logs.
+    pub definitions: Vec<String>,
     /// The parameters of each scenario (same order): its file's settings under the user's values.
     pub params: Vec<Params>,
-    /// The values the user gave (flags and env vars), keyed by env name: what children get.
-    pub raw: std::collections::BTreeMap<String, String>,
+    /// `E03_PROGRESS`, when the user set it (else each swarm chooses, see `live`).
+    pub progress: Option<client_swarm::progress::ProgressMode>,
+    /// `E03_ANSWER_SPIN_US`, when the user set it (else the dependencies' default, or 0 beside
+    /// other lanes).
+    pub answer_spin: Option<std::time::Duration>,
+    /// `E03_METRICS_LISTEN`: the swarm's Prometheus metrics.
+    pub metrics_listen: Option<std::net::SocketAddr>,
     pub out: PathBuf,
     /// One strategy at a time instead of all at once.
     pub sequential: bool,
@@ -32,8 +39,36 @@ pub struct RunPlan {
     pub scenarios_at_once: usize,
     /// The run directory under `out`.
     pub choice: RunChoice,
-    /// The user's policy file (`--policies`, `E03_POLICIES`), absolute: the children read it too.
+    /// The user's policy file (`--policies`, `E03_POLICIES`), absolute, and its text (kept beside
+    /// the logs; its strategies reach the children by value, in the parameters).
     pub policies: Option<(PathBuf, String)>,
+}
+
+/// The settings of `lab run`'s children that only env vars give, read once: `E03_PROGRESS`,
+/// `E03_ANSWER_SPIN_US` and `E03_METRICS_LISTEN` (`None`: not set).
+pub struct ChildSettings {
+    pub progress: Option<client_swarm::progress::ProgressMode>,
+    pub answer_spin: Option<std::time::Duration>,
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+/// [`ChildSettings`] from environment variables (`env` reads one); `Err` names the variable.
+pub fn child_settings(env: &dyn Fn(&str) -> Option<String>) -> Result<ChildSettings, String> {
+    let progress = env("E03_PROGRESS")
+        .map(|v| {
+            v.parse()
+                .map_err(|e: String| e.replace("--progress (E03_PROGRESS)", "E03_PROGRESS"))
+        })
+        .transpose()?;
+    let answer_spin = env("E03_ANSWER_SPIN_US")
+        .map(|v| dependency_service::answer_spin_us(&v).map_err(|e| e.to_string()))
+        .transpose()?;
+    let metrics_listen = client_swarm::metrics_listen(env("E03_METRICS_LISTEN").as_deref())?;
+    Ok(ChildSettings {
+        progress,
+        answer_spin,
+        metrics_listen,
+    })
 }
 
 /// A validated simulation (or comparison).
@@ -336,17 +371,27 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     };
     crate::outdir::check_choice(&out, &choice, "--run-id").map_err(usage_error)?;
     match name {
-        "run" => Ok(Command::Run(RunPlan {
-            scenarios,
-            scenario_args,
-            params,
-            raw,
-            out,
-            sequential,
-            scenarios_at_once: scenarios_at_once(sub).map_err(usage_error)?,
-            choice,
-            policies,
-        })),
+        "run" => {
+            let ChildSettings {
+                progress,
+                answer_spin,
+                metrics_listen,
+            } = child_settings(&|k| std::env::var(k).ok()).map_err(usage_error)?;
+            Ok(Command::Run(RunPlan {
+                definitions: args.iter().map(|a| a.text.clone()).collect(),
+                scenarios,
+                scenario_args,
+                params,
+                progress,
+                answer_spin,
+                metrics_listen,
+                out,
+                sequential,
+                scenarios_at_once: scenarios_at_once(sub).map_err(usage_error)?,
+                choice,
+                policies,
+            }))
+        }
         "simulate" | "compare" => {
             let mut sweeps = Vec::new();
             if let Ok(Some(values)) = sub.try_get_many::<String>("sweep") {

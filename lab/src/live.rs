@@ -8,7 +8,6 @@
 //! they wrote. Ctrl-C or SIGTERM stops the children gracefully: logs are flushed and the summary is
 //! marked incomplete.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -20,6 +19,8 @@ use anyhow::{bail, Context};
 use e03_core::{Scenario, Strategy};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+
+use client_swarm::progress::ProgressMode;
 
 use crate::args::RunPlan;
 use crate::outdir::{self, RunDir};
@@ -356,23 +357,78 @@ fn run_batch(plan: &RunPlan, out: &Path, batch: &[Lane], stop: &AtomicBool) -> a
     })
 }
 
-/// What a lane's children (swarm and dependencies) get, besides the user's values, when other
-/// lanes run at the same time (`beside_others`); `user_set` says which env vars the user set,
-/// and those are left alone:
-/// - `E03_PROGRESS=lines`: the swarms share the terminal, each line names its scenario;
-/// - `E03_ANSWER_SPIN_US=0`: the dependencies' timers sleep until each due instant (eight
-///   spinning services on two cores starved the swarms, docs/measurements.md).
-fn beside_others_env(
-    beside_others: bool,
-    user_set: impl Fn(&str) -> bool,
-) -> Vec<(&'static str, &'static str)> {
-    if !beside_others {
-        return Vec::new();
+/// How a lane's children show progress and time answers: the user's choice (`E03_PROGRESS`,
+/// `E03_ANSWER_SPIN_US`, in the run's plan) when given; else, when other lanes run at the same
+/// time (`beside_others`):
+/// - progress as lines: the swarms share the terminal, each line names its scenario;
+/// - no answer spin: the dependencies' timers sleep until each due instant (eight spinning
+///   services on two cores starved the swarms, docs/measurements.md);
+///
+/// and alone: the swarm's `auto` and the service's default spin.
+fn lane_settings(plan: &RunPlan, beside_others: bool) -> (ProgressMode, Duration) {
+    let default_spin = dependency_service::answer_spin_us(dependency_service::ANSWER_SPIN_US)
+        .expect("the default is valid");
+    let progress = plan.progress.unwrap_or(if beside_others {
+        ProgressMode::Lines
+    } else {
+        ProgressMode::Auto
+    });
+    let spin = plan.answer_spin.unwrap_or(if beside_others {
+        Duration::ZERO
+    } else {
+        default_spin
+    });
+    (progress, spin)
+}
+
+/// Numbers the plan files of a run's lanes (`plan-lane<N>-swarm.json`, `-serve.json`).
+static LANES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Writes a child's plan, as JSON, into the run directory (it explains the run).
+fn write_plan(path: &Path, plan: serde_json::Result<String>) -> anyhow::Result<()> {
+    let json = plan.context("serialising a plan")?;
+    std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))
+}
+
+/// The swarm's plan for one lane: its scenarios by value, each with the lane's strategies.
+fn swarm_plan(
+    plan: &RunPlan,
+    out: &Path,
+    lane: &Lane,
+    targets: Vec<client_swarm::Target>,
+    progress: ProgressMode,
+) -> client_swarm::SwarmRunPlan {
+    let in_lane = |s: &Strategy| lane.strategies.iter().any(|l| l.id == s.id);
+    let scenarios = lane
+        .scenario_args
+        .iter()
+        .filter_map(|arg| plan.scenario_args.iter().position(|a| a == arg))
+        .filter_map(|i| {
+            Some(client_swarm::PlannedScenario {
+                definition: plan.scenarios[i].def().clone(),
+                text: plan.definitions[i].clone(),
+                params: plan.params[i].with_strategies_where(in_lane)?,
+            })
+        })
+        .collect();
+    client_swarm::SwarmRunPlan {
+        targets,
+        scenarios,
+        out: out.to_path_buf(),
+        claim: None,
+        shutdown_targets: false,
+        chain_hops: Vec::new(),
+        policies: plan.policies.as_ref().map(|p| p.1.clone()),
+        metrics_listen: plan.metrics_listen,
+        progress,
+        // The lab owns this run directory; with --sequential each group adds its own logs.
+        host: client_swarm::HostSettings {
+            overwrite: true,
+            ..Default::default()
+        },
+        // The lab analyses after its swarm itself.
+        report_when_stopped: false,
     }
-    [("E03_PROGRESS", "lines"), ("E03_ANSWER_SPIN_US", "0")]
-        .into_iter()
-        .filter(|(name, _)| !user_set(name))
-        .collect()
 }
 
 /// One dependency per strategy of the lane, one swarm over its scenarios and seeds;
@@ -384,42 +440,43 @@ fn run_group(
     stop: &AtomicBool,
     beside_others: bool,
 ) -> anyhow::Result<()> {
-    let extra = beside_others_env(beside_others, |name| std::env::var_os(name).is_some());
+    let (progress, answer_spin) = lane_settings(plan, beside_others);
+    let n = LANES.fetch_add(1, Ordering::SeqCst) + 1;
     let group = &lane.strategies;
     let exe = std::env::current_exe().context("locating the lab binary")?;
+    let serve_plan = dependency_service::ServePlan {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        control_listen: "127.0.0.1:0".parse().expect("an address"),
+        log_dir: out.to_path_buf(),
+        scenario: None,
+        params: e03_core::Params::default(),
+        answer_spin,
+    };
+    let serve_file = out.join(format!("plan-lane{n}-serve.json"));
+    write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
     let mut services = Vec::new();
     let mut targets = Vec::new();
     for strategy in group {
-        let (child, work, control) =
-            start_service(&exe, out, plan.policies.as_ref().map(|p| &p.0), &extra)
-                .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
+        let (child, work, control) = start_service(&exe, &serve_file)
+            .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
         services.push(child);
         // Where to scrape it (GET /metrics on the work port): Prometheus, curl.
         eprintln!(
             "lab: strategy {}'s dependency: work http://{work} (GET /metrics), control http://{control}",
             strategy.id
         );
-        targets.push(format!("{}=http://{work}@http://{control}", strategy.id));
+        targets.push(client_swarm::Target {
+            strategy: strategy.id.clone(),
+            work_url: format!("http://{work}"),
+            control_url: format!("http://{control}"),
+        });
     }
-    // The user's own values only: each scenario's file supplies the rest in the swarm.
-    let mut raw = plan.raw.clone();
-    let ids: Vec<&str> = group.iter().map(|s| s.id.as_str()).collect();
-    raw.insert("E03_STRATEGIES".into(), ids.join(","));
-    let scenarios = lane.scenario_args.join(",");
-    if let Some((path, _)) = &plan.policies {
-        raw.insert("E03_POLICIES".into(), path.display().to_string());
-    }
-    let mut swarm = child_command(&exe, "swarm", &raw)
-        .envs(extra.iter().copied())
-        .env("E03_SWARM_REPORT", "0")
-        // The lab owns this run directory; with --sequential each group adds its own logs.
-        .env("E03_OVERWRITE", "1")
-        .arg("--targets")
-        .arg(targets.join(","))
-        .arg("--scenarios")
-        .arg(&scenarios)
-        .arg("--out")
-        .arg(out)
+    let swarm_file = out.join(format!("plan-lane{n}-swarm.json"));
+    let swarm_plan = swarm_plan(plan, out, lane, targets, progress);
+    write_plan(&swarm_file, serde_json::to_string_pretty(&swarm_plan))?;
+    let mut swarm = child_command(&exe, "swarm")
+        .arg("--plan")
+        .arg(&swarm_file)
         .stdout(Stdio::inherit())
         .spawn()
         .context("starting the client swarm")?;
@@ -436,33 +493,21 @@ fn run_group(
     Ok(())
 }
 
-/// `lab <sub>` with the parameters the user gave in its environment.
-fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Command {
+/// `lab <sub>`; its settings come in its plan file, not from the environment.
+fn child_command(exe: &Path, sub: &str) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.arg(sub).envs(raw);
+    cmd.arg(sub);
     if std::env::var_os("RUST_LOG").is_none() {
         cmd.env("RUST_LOG", "warn");
     }
     cmd
 }
 
-/// Starts `lab serve` on loopback port 0 and reads the addresses it bound.
-fn start_service(
-    exe: &Path,
-    log_dir: &Path,
-    policies: Option<&std::path::PathBuf>,
-    extra: &[(&str, &str)],
-) -> anyhow::Result<(Child, String, String)> {
-    let mut raw = BTreeMap::new();
-    if let Some(path) = policies {
-        raw.insert("E03_POLICIES".to_string(), path.display().to_string());
-    }
-    let mut child = child_command(exe, "serve", &raw)
-        .envs(extra.iter().copied())
-        .env("E03_LISTEN", "127.0.0.1:0")
-        .env("E03_CONTROL_LISTEN", "127.0.0.1:0")
-        .env("E03_LOG_DIR", log_dir)
-        .env("E03_SCENARIO", "none")
+/// Starts `lab serve --plan FILE` (loopback port 0) and reads the addresses it bound.
+fn start_service(exe: &Path, plan_file: &Path) -> anyhow::Result<(Child, String, String)> {
+    let mut child = child_command(exe, "serve")
+        .arg("--plan")
+        .arg(plan_file)
         .stdout(Stdio::piped())
         .spawn()?;
     let stdout = child.stdout.take().expect("piped");
@@ -657,16 +702,19 @@ mod tests {
     /// command line: the parser also checks the test process's own environment).
     fn plan(scenario: &str, strategies: &str, sequential: bool, at_once: usize) -> RunPlan {
         let scenarios = Scenario::parse_list(scenario).unwrap();
-        let raw: BTreeMap<String, String> =
+        let raw: std::collections::BTreeMap<String, String> =
             [("E03_STRATEGIES".to_string(), strategies.to_string())].into();
         RunPlan {
             scenario_args: scenarios.iter().map(|s| s.name().to_string()).collect(),
+            definitions: scenarios.iter().map(|s| s.name().to_string()).collect(),
             params: scenarios
                 .iter()
                 .map(|s| e03_core::Params::for_scenario(*s, &raw).unwrap())
                 .collect(),
             scenarios,
-            raw,
+            progress: None,
+            answer_spin: None,
+            metrics_listen: None,
             out: "unused".into(),
             sequential,
             scenarios_at_once: at_once,
@@ -698,15 +746,39 @@ mod tests {
 
     #[test]
     fn lanes_beside_others_print_lines_and_do_not_spin_unless_the_user_chose() {
-        assert!(beside_others_env(false, |_| false).is_empty());
+        let spin = Duration::from_micros(200);
+        let mut p = plan("e03b", "A", false, 2);
+        assert_eq!(lane_settings(&p, false), (ProgressMode::Auto, spin));
         assert_eq!(
-            beside_others_env(true, |_| false),
-            vec![("E03_PROGRESS", "lines"), ("E03_ANSWER_SPIN_US", "0")]
+            lane_settings(&p, true),
+            (ProgressMode::Lines, Duration::ZERO)
         );
+        p.answer_spin = Some(Duration::from_micros(50));
+        p.progress = Some(ProgressMode::Off);
         assert_eq!(
-            beside_others_env(true, |name| name == "E03_ANSWER_SPIN_US"),
-            vec![("E03_PROGRESS", "lines")]
+            lane_settings(&p, true),
+            (ProgressMode::Off, Duration::from_micros(50))
         );
+    }
+
+    #[test]
+    fn a_lanes_swarm_plan_holds_each_scenario_with_the_lanes_strategies_only() {
+        let p = plan("all", "A,B,C", true, 1);
+        let lane = Lane {
+            scenario_args: vec!["e03b".into()],
+            strategies: vec![p.params[1].strategies()[1].clone()],
+        };
+        let s = swarm_plan(&p, Path::new("out"), &lane, Vec::new(), ProgressMode::Off);
+        assert_eq!(s.scenarios.len(), 1);
+        assert_eq!(s.scenarios[0].definition.name, "e03b");
+        let ids: Vec<&str> = s.scenarios[0]
+            .params
+            .strategies()
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(ids, ["B"]);
+        assert!(s.host.overwrite && !s.report_when_stopped);
     }
 
     #[test]

@@ -222,9 +222,9 @@ fn swarm(args: &[OsString]) -> i32 {
             return chain::swarm(&child);
         }
     }
+    // `lab run` analyses after its swarm itself: its plan says so.
+    let report = client_swarm::report_when_stopped(&child);
     let code = client_swarm::main_entry(child.clone());
-    // `lab run` analyses after its swarm itself and sets E03_SWARM_REPORT=0 for it.
-    let report = std::env::var("E03_SWARM_REPORT").map_or(true, |v| v != "0");
     if code == EXIT_STOPPED && report {
         if let Some((out, scenarios)) = client_swarm::out_and_scenarios(&child) {
             eprintln!("lab swarm: stopped; analysing what the logs hold (marked incomplete)");

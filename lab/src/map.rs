@@ -3,7 +3,6 @@
 //! as a heat map; `--verify K` runs the K cells nearest the boundary live and says whether the
 //! live verdict agrees with the simulated one.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -292,17 +291,13 @@ fn verify_cells(
     let seed = map.seeds[0];
     let mut rows = Vec::new();
     for (n, cell) in cells.iter().enumerate() {
-        let mut raw: BTreeMap<String, String> = spec.raw.clone();
-        raw.remove("E03_SEEDS");
-        raw.insert("E03_SEED".into(), seed.to_string());
-        raw.insert("E03_STRATEGIES".into(), cell.strategy.clone());
-        let cell_spec = simulator::MapSpec {
-            raw,
-            ..spec.clone()
-        };
-        let params = cell_spec.cell_params(cell.load, cell.trigger_s)?;
-        let mut child_raw = params.to_raw();
-        child_raw.remove("E03_SEEDS");
+        // The cell's typed parameters with its first seed and its strategy only (checked
+        // setters: the rules of typed values still apply).
+        let params = spec
+            .cell_params(cell.load, cell.trigger_s)?
+            .with_seeds(vec![seed])?
+            .with_strategies_where(|s| s.id == cell.strategy)
+            .with_context(|| format!("the map has no strategy {}", cell.strategy))?;
         let name = format!("verify-{}", n + 1);
         eprintln!(
             "lab map: verify {}/{}: {} at {:.0}% load, freeze {} s, seed {seed}, live for {:.0} s",
@@ -316,8 +311,16 @@ fn verify_cells(
         let plan = RunPlan {
             scenarios: vec![spec.scenario],
             scenario_args: vec![scenario_arg.to_string()],
+            // The definition's text, kept beside the cell's logs (as `lab run` keeps it).
+            definitions: client_swarm::scenario_files::resolve(scenario_arg)
+                .map_err(anyhow::Error::msg)?
+                .into_iter()
+                .map(|a| a.text)
+                .collect(),
             params: vec![params.clone()],
-            raw: child_raw,
+            progress: None,
+            answer_spin: None,
+            metrics_listen: None,
             out: dir.to_path_buf(),
             sequential: false,
             scenarios_at_once: 1,

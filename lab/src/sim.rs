@@ -72,11 +72,25 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
 
 /// Live, then simulated, then both side by side.
 pub fn compare(plan: &SimPlan) -> i32 {
+    let crate::args::ChildSettings {
+        progress,
+        answer_spin,
+        metrics_listen,
+    } = match crate::args::child_settings(&|k| std::env::var(k).ok()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lab: {e}");
+            return crate::EXIT_USAGE;
+        }
+    };
     let live_plan = RunPlan {
         scenarios: plan.scenarios.clone(),
         scenario_args: plan.scenario_args.clone(),
+        definitions: plan.definitions.clone(),
         params: plan.params.clone(),
-        raw: plan.raw.clone(),
+        progress,
+        answer_spin,
+        metrics_listen,
         out: plan.out.clone(),
         sequential: plan.sequential,
         scenarios_at_once: 1,

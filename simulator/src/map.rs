@@ -35,17 +35,14 @@ impl MapSpec {
         let start = base.service().freeze_start_s;
         let capacity = base.service().workers as f64 / (base.service().service_ms / 1000.0);
         let end = start + trigger_s;
-        let mut raw = self.raw.clone();
-        for (k, v) in [
-            ("E03_WORKLOAD", "open_loop".to_string()),
-            ("E03_RATE", format!("{}", load * capacity)),
-            ("E03_FREEZE_END_S", format!("{end}")),
-            ("E03_RECOVERY_END_S", format!("{end}")),
-            ("E03_DURATION_S", format!("{}", end + self.horizon_s)),
-        ] {
-            raw.insert(k.to_string(), v);
-        }
-        Params::for_scenario(self.scenario, &raw)
+        // Typed edits, checked by the same rules as the values a user types.
+        base.edited(|service, swarm| {
+            swarm.workload = "open_loop".into();
+            swarm.rate = load * capacity;
+            service.freeze_end_s = end;
+            service.recovery_end_s = end;
+            swarm.duration_s = end + self.horizon_s;
+        })
     }
 }
 

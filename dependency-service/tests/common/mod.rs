@@ -149,7 +149,7 @@ pub fn start_call(
         "scenario": "e03b",
         "strategy": strategy,
         "seed": seed,
-        "params": raw(pairs),
+        "params": e03_core::Params::from_raw(&raw(pairs)).unwrap(),
         "start_unix_ms": start_unix_ms,
     })
     .to_string()
