@@ -227,15 +227,7 @@ fn setup(m: &ArgMatches, env_names: Vec<String>) -> Result<Setup, String> {
             ));
         }
     }
-    let metrics_listen = match m.get_one::<String>("metrics-listen").map(|v| v.trim()) {
-        None | Some("") => None,
-        Some(v) => Some(v.parse::<std::net::SocketAddr>().map_err(|_| {
-            format!(
-                "invalid --metrics-listen (E03_METRICS_LISTEN) {v:?}: expected IP:PORT, \
-                 for example 127.0.0.1:9464 (port 0: any free port)"
-            )
-        })?),
-    };
+    let metrics_listen = metrics_listen(m.get_one::<String>("metrics-listen").map(String::as_str))?;
     let progress = m
         .get_one::<String>("progress")
         .map_or(Ok(crate::progress::ProgressMode::Auto), |v| v.parse())?;
@@ -481,6 +473,20 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
         }
         code
     })
+}
+
+/// `--metrics-listen` / `E03_METRICS_LISTEN`: an address, or none when unset or empty (`lab run`
+/// checks its env var with this before it creates anything).
+pub fn metrics_listen(value: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => v.parse::<std::net::SocketAddr>().map(Some).map_err(|_| {
+            format!(
+                "invalid --metrics-listen (E03_METRICS_LISTEN) {v:?}: expected IP:PORT, \
+                 for example 127.0.0.1:9464 (port 0: any free port)"
+            )
+        }),
+    }
 }
 
 /// `--chain-hops`: comma-separated base URLs (`http://HOST:PORT`).

@@ -34,8 +34,8 @@ mod steps;
 mod stop;
 
 pub use cli::{
-    chain_args, claim_chain_run, main_entry, out_and_scenarios, shutdown_hops, shutdown_signal,
-    ChainArgs, ScenarioArgs,
+    chain_args, claim_chain_run, main_entry, metrics_listen, out_and_scenarios, shutdown_hops,
+    shutdown_signal, ChainArgs, ScenarioArgs,
 };
 pub use error::SwarmError;
 pub use http::{shutdown_target, wait_healthy};

@@ -335,6 +335,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         overwrite: sub.get_flag("overwrite"),
     };
     crate::outdir::check_choice(&out, &choice, "--run-id").map_err(usage_error)?;
+    if name != "simulate" {
+        // The swarm child reads it; checked here so that nothing is created for a bad value.
+        client_swarm::metrics_listen(std::env::var("E03_METRICS_LISTEN").ok().as_deref())
+            .map_err(usage_error)?;
+    }
     match name {
         "run" => Ok(Command::Run(RunPlan {
             scenarios,

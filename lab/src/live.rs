@@ -27,12 +27,15 @@ use crate::outdir::{self, RunDir};
 use crate::EXIT_STOPPED;
 
 pub fn run(plan: &RunPlan) -> i32 {
-    match outdir::claim(&plan.out, &plan.choice) {
-        Ok(run) => run_in(plan, &run),
-        Err(e) => {
-            eprintln!("lab: {}", chain(&e));
-            1
+    match outdir::claim_undoable(&plan.out, &plan.choice) {
+        Ok(claim) => {
+            let code = run_in(plan, &claim.run);
+            if code != 0 {
+                claim.abandon_if_empty(&plan.out);
+            }
+            code
         }
+        Err(e) => crate::outdir::fail("lab", &e),
     }
 }
 
@@ -341,9 +344,14 @@ fn run_group(
     Ok(())
 }
 
-/// `lab <sub>` with the parameters the user gave in its environment.
+/// `lab <sub>` with the parameters the user gave in its environment: `raw` only, the values
+/// the lab validated (a flag wins over its env var: `E03_SEED=abc lab run --seed 5` runs seed 5,
+/// and the children do not see the `abc` the flag replaced).
 fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Command {
     let mut cmd = Command::new(exe);
+    for p in e03_core::params::PARAMS {
+        cmd.env_remove(p.env);
+    }
     cmd.arg(sub).envs(raw);
     if std::env::var_os("RUST_LOG").is_none() {
         cmd.env("RUST_LOG", "warn");

@@ -130,25 +130,33 @@ fn replica(args: &[OsString]) -> i32 {
             return EXIT_USAGE;
         }
     }
+    use std::fmt::Write;
+    let mut o = String::new();
     let cells = simulator::replica002::cells();
     let width = cells.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    println!(
+    let _ = writeln!(
+        o,
         "{:<width$}  {:>9}  {:>9}  check  where in the seed",
         "figure", "published", "ours"
     );
     for c in &cells {
         let mark = if c.pass() { "PASS" } else { "FAIL" };
-        println!(
+        let _ = writeln!(
+            o,
             "{:<width$}  {:>9}  {:>9}  {mark}   {}",
             c.name, c.published, c.ours, c.source
         );
     }
     let failed = cells.iter().filter(|c| !c.pass()).count();
-    println!(
+    let _ = writeln!(
+        o,
         "{} of {} cells reproduced",
         cells.len() - failed,
         cells.len()
     );
+    if let Some(code) = print_out(&o) {
+        return code;
+    }
     if failed == 0 {
         0
     } else {
@@ -209,6 +217,8 @@ fn list(args: &[OsString]) -> i32 {
             }
         }
     }
+    use std::fmt::Write;
+    let mut o = String::new();
     let width = scenarios.iter().map(|s| s.name().len()).max().unwrap_or(4);
     for s in scenarios {
         let def = s.def();
@@ -217,9 +227,12 @@ fn list(args: &[OsString]) -> i32 {
         } else {
             format!(" [{}]", def.source)
         };
-        println!("{:width$}  {}{source}", s.name(), def.description);
+        let _ = writeln!(o, "{:width$}  {}{source}", s.name(), def.description);
     }
-    println!("\nStrategies (--strategies; a scenario file may define its own with [[strategy]]):");
+    let _ = writeln!(
+        o,
+        "\nStrategies (--strategies; a scenario file may define its own with [[strategy]]):"
+    );
     let (base, cap) = (Duration::from_millis(200), Duration::from_millis(2000));
     let budget = e03_core::budget::BudgetSpec::token_bucket(10.0, 0.1);
     let lab: Vec<(String, String)> = ["A", "B", "C", "D", "E", "F"]
@@ -233,9 +246,9 @@ fn list(args: &[OsString]) -> i32 {
     let all: Vec<(String, String)> = lab.into_iter().chain(presets).collect();
     let width = all.iter().map(|(n, _)| n.len()).max().unwrap_or(4);
     for (name, what) in all {
-        println!("{name:width$}  {what}");
+        let _ = writeln!(o, "{name:width$}  {what}");
     }
-    0
+    print_out(&o).unwrap_or(0)
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.
@@ -243,4 +256,19 @@ fn child_args(program: &str, args: &[OsString]) -> Vec<OsString> {
     std::iter::once(OsString::from(program))
         .chain(args.iter().skip(2).cloned())
         .collect()
+}
+
+/// Writes `text` to stdout; `Some(exit code)` when that failed: quietly
+/// [`outdir::EXIT_BROKEN_PIPE`] when the reader went away (`lab list | head -3`), else 1.
+fn print_out(text: &str) -> Option<i32> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(outdir::EXIT_BROKEN_PIPE),
+        Err(e) => {
+            eprintln!("lab: writing to stdout: {e}");
+            Some(1)
+        }
+    }
 }
