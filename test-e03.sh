@@ -41,6 +41,12 @@ fi
 PYTHONPATH="$pydeps" python3 scripts/check-metrics.py "$metrics_dump" docker/observe/grafana/dashboards/e03.json
 rm -rf "$metrics_dump"
 
+step "soak: lab soak --minutes 1 (E03-A against one dependency; RSS, fds, tasks every second)"
+# Fails on RSS growth above 10% after the warm-up or an incomplete log (docs/measurements-soak.md).
+soak_out=$(mktemp -d /tmp/e03-soak.XXXXXX)
+timeout 300 cargo run --quiet --locked -p lab -- soak --minutes 1 --out "$soak_out"
+rm -rf "$soak_out"
+
 step "compose topology (offline path)"
 if [ "${E03_TEST_DOCKER:-1}" = "0" ]; then
     echo "SKIPPED: compose check (E03_TEST_DOCKER=0)"

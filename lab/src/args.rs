@@ -213,6 +213,10 @@ fn cli() -> Clap {
             "the phase map of an open-loop scenario (load x freeze length, recovered or \
              metastable) on the simulator; --verify K checks K boundary cells live",
         ))
+        .subcommand(Clap::new("soak").about(
+            "E03-A's traffic against one dependency for --minutes M, sampling both processes' \
+             RSS, descriptors and tasks every second; fails on RSS growth or an incomplete log",
+        ))
         .subcommand(
             Clap::new("analyze")
                 .about("analyse one scenario folder, or a `lab serve` log alone (--server-log)"),

@@ -347,7 +347,7 @@ fn run_group(
 /// `lab <sub>` with the parameters the user gave in its environment: `raw` only, the values
 /// the lab validated (a flag wins over its env var: `E03_SEED=abc lab run --seed 5` runs seed 5,
 /// and the children do not see the `abc` the flag replaced).
-fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Command {
+pub(crate) fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Command {
     let mut cmd = Command::new(exe);
     for p in e03_core::params::PARAMS {
         cmd.env_remove(p.env);
@@ -360,7 +360,7 @@ fn child_command(exe: &Path, sub: &str, raw: &BTreeMap<String, String>) -> Comma
 }
 
 /// Starts `lab serve` on loopback port 0 and reads the addresses it bound.
-fn start_service(
+pub(crate) fn start_service(
     exe: &Path,
     log_dir: &Path,
     policies: Option<&std::path::PathBuf>,
@@ -401,7 +401,7 @@ fn start_service(
 }
 
 /// Waits for `child`; if the lab is asked to stop meanwhile, passes SIGTERM on and keeps waiting.
-fn wait_forwarding(
+pub(crate) fn wait_forwarding(
     child: &mut Child,
     stop: &AtomicBool,
 ) -> anyhow::Result<std::process::ExitStatus> {
@@ -418,14 +418,14 @@ fn wait_forwarding(
     }
 }
 
-fn terminate(child: &mut Child) {
+pub(crate) fn terminate(child: &mut Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     }
 }
 
 /// Waits up to `limit` for a child that was asked to stop, then kills it.
-fn wait_bounded(child: &mut Child, limit: Duration) {
+pub(crate) fn wait_bounded(child: &mut Child, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

@@ -20,6 +20,7 @@ mod map;
 mod outdir;
 mod progress;
 mod sim;
+mod soak;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -40,6 +41,7 @@ fn main() {
         Some("list") => list(&args),
         Some("replica") => replica(&args),
         Some("map") => map::main(&args),
+        Some("soak") => soak::main(&args),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
         _ if progress::mode_from_env().is_err() => {
