@@ -47,6 +47,9 @@ soak_out=$(mktemp -d /tmp/e03-soak.XXXXXX)
 timeout 300 cargo run --quiet --locked -p lab -- soak --minutes 1 --out "$soak_out"
 rm -rf "$soak_out"
 
+step "API contract: schemathesis (PyPI) against lab serve and lab hop (docs/api-contract.md)"
+timeout 600 scripts/check-openapi.sh 100
+
 step "compose topology (offline path)"
 if [ "${E03_TEST_DOCKER:-1}" = "0" ]; then
     echo "SKIPPED: compose check (E03_TEST_DOCKER=0)"
