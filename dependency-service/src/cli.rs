@@ -164,18 +164,31 @@ fn address(
         .ok_or_else(bad)
 }
 
+/// An address of `--listen` / `--control-listen` that cannot be bound: the user's input (exit
+/// code 2, as for any bad flag).
+#[derive(Debug)]
+struct BindError(String);
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BindError {}
+
 /// The error of a failed bind, with the flag that moves the address when it is taken.
 fn bind_error(e: std::io::Error, flag: &str, env: &str, addr: SocketAddr) -> anyhow::Error {
-    if e.kind() == std::io::ErrorKind::AddrInUse {
-        anyhow::anyhow!(
+    anyhow::Error::new(BindError(if e.kind() == std::io::ErrorKind::AddrInUse {
+        format!(
             "cannot listen on --{flag} {addr}: the address is in use (another `lab serve`?); \
              move it with --{flag} {}:PORT, or {}:0 for any free port (env {env})",
             addr.ip(),
             addr.ip()
         )
     } else {
-        anyhow::Error::new(e).context(format!("cannot listen on --{flag} {addr}"))
-    }
+        format!("cannot listen on --{flag} {addr} (env {env}): {e}")
+    }))
 }
 
 /// A parameter error, already under the name the user typed (flag or env var).
@@ -339,7 +352,11 @@ fn serve_plan(plan: Plan) -> i32 {
                 "dependency-service: {}",
                 e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
             );
-            1
+            if e.is::<BindError>() {
+                2
+            } else {
+                1
+            }
         }
     }
 }

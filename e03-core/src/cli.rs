@@ -87,7 +87,8 @@ pub fn unknown_env<I: IntoIterator<Item = String>>(names: I) -> Vec<String> {
 /// Validates the parameters given (by flag or env var); an invalid value is reported under the
 /// name the user typed: `--clients="-5"` for a flag, `E03_CLIENTS="-5"` for an env var.
 pub fn params_from_matches(m: &ArgMatches) -> Result<Params, ParamError> {
-    Params::from_raw(&raw_params(m)).map_err(|e| typed_name(m, e))
+    empty_flag(m)?;
+    Params::from_raw(&raw_params(m)).map_err(|e| blame_given(m, e, &BTreeMap::new(), "its default"))
 }
 
 /// The parameters of one scenario: its file's settings under the values given by flag or env
@@ -97,7 +98,80 @@ pub fn params_for_scenario(
     m: &ArgMatches,
     scenario: crate::Scenario,
 ) -> Result<Params, ParamError> {
-    Params::for_scenario(scenario, &raw_params(m)).map_err(|e| typed_name(m, e))
+    empty_flag(m)?;
+    let def = scenario.def();
+    let source = format!("{}'s setting", scenario.name());
+    Params::for_scenario(scenario, &raw_params(m))
+        .map_err(|e| blame_given(m, e, &def.settings, &source))
+}
+
+/// A parameter flag typed with an empty value (`--seeds ""`) is refused: it would silently run
+/// the default. (An empty env var stays "not given": compose passes `E03_SEEDS=` so.)
+fn empty_flag(m: &ArgMatches) -> Result<(), ParamError> {
+    for p in PARAMS {
+        let typed = m.try_contains_id(p.env).unwrap_or(false)
+            && m.value_source(p.env) == Some(ValueSource::CommandLine);
+        if typed
+            && m.get_one::<String>(p.env)
+                .is_some_and(|v| v.trim().is_empty())
+        {
+            return Err(ParamError::Invalid {
+                name: format!("--{}", p.flag),
+                value: String::new(),
+                accepts: format!(
+                    "{} (an empty value; leave the flag out for the default)",
+                    p.accepts
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// [`typed_name`], and for a broken ordering rule ([`crate::params::ORDER_RULES`]) whose later
+/// parameter the user did not give but whose earlier one they did, the error names the one the
+/// user gave and the value it conflicts with: `--freeze-start-s="12"` against E03_FREEZE_END_S
+/// 10, `settings`' value (from `source`) or the parameter's default.
+fn blame_given(
+    m: &ArgMatches,
+    e: ParamError,
+    settings: &BTreeMap<String, String>,
+    source: &str,
+) -> ParamError {
+    let given = raw_params(m);
+    if let ParamError::Invalid { name, .. } = &e {
+        let rule = crate::params::ORDER_RULES.iter().find(|(later, earlier)| {
+            later == name && !given.contains_key(*later) && given.contains_key(*earlier)
+        });
+        if let Some((later, earlier)) = rule {
+            let (spec_later, spec_earlier) = (
+                crate::params::spec(later).expect("a parameter"),
+                crate::params::spec(earlier).expect("a parameter"),
+            );
+            let (value, from) = match settings.get(*later) {
+                Some(v) => (v.clone(), source),
+                None => (spec_later.default.to_string(), "its default"),
+            };
+            let accepts = spec_earlier
+                .accepts
+                .split(", not ")
+                .next()
+                .unwrap_or_default();
+            return typed_name(
+                m,
+                ParamError::Invalid {
+                    name: earlier.to_string(),
+                    value: given[*earlier].clone(),
+                    accepts: format!(
+                        "{accepts}, not after {later}, which is {value} here ({from}; \
+                         --{} moves it)",
+                        spec_later.flag
+                    ),
+                },
+            );
+        }
+    }
+    typed_name(m, e)
 }
 
 /// An invalid value named by its flag when the user typed the flag, by its env var otherwise.

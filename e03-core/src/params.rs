@@ -571,6 +571,16 @@ impl TryFrom<ParamsFields> for Params {
 
 /// The cross-parameter rules that single values cannot check: the first one broken, by the
 /// name of its later parameter.
+/// The ordering rules between two parameters, `(later, earlier)`: `later` may not be less than
+/// `earlier`. [`broken_rule`] names `later`; a driver that knows which of the two the user typed
+/// can blame that one instead (see `crate::cli`).
+pub const ORDER_RULES: &[(&str, &str)] = &[
+    ("E03_FREEZE_END_S", "E03_FREEZE_START_S"),
+    ("E03_RECOVERY_END_S", "E03_FREEZE_END_S"),
+    ("E03_THINK_MAX_MS", "E03_THINK_MIN_MS"),
+    ("E03_DEADLINE_MS", "E03_ATTEMPT_TIMEOUT_MS"),
+];
+
 fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static str> {
     if service.freeze_end_s < service.freeze_start_s {
         Some("E03_FREEZE_END_S")
@@ -729,20 +739,30 @@ impl Params {
         let budget = BudgetSpec::token_bucket(swarm.budget_cap, swarm.budget_ratio);
         let (base, cap) = (ms(swarm.backoff_base_ms), ms(swarm.backoff_cap_ms));
         let mut strategies: Vec<Strategy> = Vec::new();
-        let bad_strategies = || ParamError::Invalid {
+        // The error names the entry at fault: `"Z" is not one`, `"A" is repeated`.
+        let bad_strategies = |why: String| ParamError::Invalid {
             name: "E03_STRATEGIES".into(),
             value: r.value("E03_STRATEGIES").to_string(),
-            accepts: accepted_ids(own),
+            accepts: format!("{} ({why})", accepted_ids(own)),
         };
         for id in r.value("E03_STRATEGIES").split(',').map(str::trim) {
             // A step run's own id, `<id>-L<load>` (see below), as a driver passes it on.
             let (base_id, load) = match id.rsplit_once("-L") {
-                Some((b, l)) if swarm.workload == "steps" => {
-                    (b, Some(l.parse::<u32>().map_err(|_| bad_strategies())?))
-                }
+                Some((b, l)) if swarm.workload == "steps" => (
+                    b,
+                    Some(l.parse::<u32>().map_err(|_| {
+                        bad_strategies(format!("{id:?}: the load after -L is not a whole number"))
+                    })?),
+                ),
                 _ => (id, None),
             };
-            let s = resolve_id(base_id, base, cap, budget, own).ok_or_else(bad_strategies)?;
+            let s = resolve_id(base_id, base, cap, budget, own).ok_or_else(|| {
+                bad_strategies(if id.is_empty() {
+                    "an empty entry".to_string()
+                } else {
+                    format!("{id:?} is not one")
+                })
+            })?;
             let mut s = match load {
                 Some(load) => s.at_load(load),
                 None => s,
@@ -751,7 +771,7 @@ impl Params {
                 breaker.break_duration_ms = b;
             }
             if strategies.iter().any(|x| x.id == s.id) {
-                return Err(bad_strategies());
+                return Err(bad_strategies(format!("{:?} is repeated", s.id)));
             }
             strategies.push(s);
         }

@@ -248,6 +248,10 @@ fn cli() -> Clap {
             "the phase map of an open-loop scenario (load x freeze length, recovered or \
              metastable) on the simulator; --verify K checks K boundary cells live",
         ))
+        .subcommand(Clap::new("soak").about(
+            "E03-A's traffic against one dependency for --minutes M, sampling both processes' \
+             RSS, descriptors and tasks every second; fails on RSS growth or an incomplete log",
+        ))
         .subcommand(
             Clap::new("analyze")
                 .about("analyse one scenario folder, or a `lab serve` log alone (--server-log)"),
@@ -370,6 +374,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         overwrite: sub.get_flag("overwrite"),
     };
     crate::outdir::check_choice(&out, &choice, "--run-id").map_err(usage_error)?;
+    if name != "simulate" {
+        // The swarm child reads it; checked here so that nothing is created for a bad value.
+        client_swarm::metrics_listen(std::env::var("E03_METRICS_LISTEN").ok().as_deref())
+            .map_err(usage_error)?;
+    }
     match name {
         "run" => {
             let ChildSettings {

@@ -47,10 +47,7 @@ fn finish(r: anyhow::Result<Option<bool>>) -> i32 {
         Ok(Some(true)) => 0,
         Ok(Some(false)) => crate::live::CHECK_FAILED,
         Ok(None) => crate::EXIT_STOPPED,
-        Err(e) => {
-            eprintln!("lab: {}", crate::live::chain(&e));
-            1
-        }
+        Err(e) => crate::outdir::fail("lab", &e),
     }
 }
 

@@ -28,12 +28,15 @@ use crate::outdir::{self, RunDir};
 use crate::EXIT_STOPPED;
 
 pub fn run(plan: &RunPlan) -> i32 {
-    match outdir::claim(&plan.out, &plan.choice) {
-        Ok(run) => run_in(plan, &run),
-        Err(e) => {
-            eprintln!("lab: {}", chain(&e));
-            1
+    match outdir::claim_undoable(&plan.out, &plan.choice) {
+        Ok(claim) => {
+            let code = run_in(plan, &claim.run);
+            if code != 0 {
+                claim.abandon_if_empty(&plan.out);
+            }
+            code
         }
+        Err(e) => crate::outdir::fail("lab", &e),
     }
 }
 
@@ -385,7 +388,7 @@ fn lane_settings(plan: &RunPlan, beside_others: bool) -> (ProgressMode, Duration
 static LANES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Writes a child's plan, as JSON, into the run directory (it explains the run).
-fn write_plan(path: &Path, plan: serde_json::Result<String>) -> anyhow::Result<()> {
+pub(crate) fn write_plan(path: &Path, plan: serde_json::Result<String>) -> anyhow::Result<()> {
     let json = plan.context("serialising a plan")?;
     std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))
 }
@@ -494,7 +497,7 @@ fn run_group(
 }
 
 /// `lab <sub>`; its settings come in its plan file, not from the environment.
-fn child_command(exe: &Path, sub: &str) -> Command {
+pub(crate) fn child_command(exe: &Path, sub: &str) -> Command {
     let mut cmd = Command::new(exe);
     cmd.arg(sub);
     if std::env::var_os("RUST_LOG").is_none() {
@@ -504,7 +507,10 @@ fn child_command(exe: &Path, sub: &str) -> Command {
 }
 
 /// Starts `lab serve --plan FILE` (loopback port 0) and reads the addresses it bound.
-fn start_service(exe: &Path, plan_file: &Path) -> anyhow::Result<(Child, String, String)> {
+pub(crate) fn start_service(
+    exe: &Path,
+    plan_file: &Path,
+) -> anyhow::Result<(Child, String, String)> {
     let mut child = child_command(exe, "serve")
         .arg("--plan")
         .arg(plan_file)
@@ -533,7 +539,7 @@ fn start_service(exe: &Path, plan_file: &Path) -> anyhow::Result<(Child, String,
 }
 
 /// Waits for `child`; if the lab is asked to stop meanwhile, passes SIGTERM on and keeps waiting.
-fn wait_forwarding(
+pub(crate) fn wait_forwarding(
     child: &mut Child,
     stop: &AtomicBool,
 ) -> anyhow::Result<std::process::ExitStatus> {
@@ -550,14 +556,14 @@ fn wait_forwarding(
     }
 }
 
-fn terminate(child: &mut Child) {
+pub(crate) fn terminate(child: &mut Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     }
 }
 
 /// Waits up to `limit` for a child that was asked to stop, then kills it.
-fn wait_bounded(child: &mut Child, limit: Duration) {
+pub(crate) fn wait_bounded(child: &mut Child, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

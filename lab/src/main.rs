@@ -20,6 +20,7 @@ mod map;
 mod outdir;
 mod progress;
 mod sim;
+mod soak;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -40,6 +41,7 @@ fn main() {
         Some("list") => list(&args),
         Some("replica") => replica(&args),
         Some("map") => map::main(&args),
+        Some("soak") => soak::main(&args),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
         // The timers' scheduling (precise_timer::realtime), read once by every process.
@@ -142,13 +144,17 @@ fn replica(args: &[OsString]) -> i32 {
             cells.extend(simulator::replica002::seed_cells(seed));
         }
     }
+    use std::fmt::Write;
+    let mut o = String::new();
     let width = cells.iter().map(|c| c.name.len()).max().unwrap_or(0);
-    println!(
+    let _ = writeln!(
+        o,
         "{:<width$}  {:>9}  {:>9}  check  where in the seed",
         "figure", "published", "ours"
     );
     for c in &cells {
-        println!(
+        let _ = writeln!(
+            o,
             "{:<width$}  {:>9}  {:>9}  {:<5}  {}",
             c.name,
             c.published.unwrap_or("-"),
@@ -160,12 +166,20 @@ fn replica(args: &[OsString]) -> i32 {
     let judged = cells.iter().filter(|c| c.published.is_some()).count();
     let failed = cells.iter().filter(|c| !c.pass()).count();
     if judged == 0 {
-        println!(
+        let _ = writeln!(
+            o,
             "{} figures; none published for these seeds (the article ran 20260218 and 20260219)",
             cells.len()
         );
     } else {
-        println!("{} of {judged} published cells reproduced", judged - failed);
+        let _ = writeln!(
+            o,
+            "{} of {judged} published cells reproduced",
+            judged - failed
+        );
+    }
+    if let Some(code) = print_out(&o) {
+        return code;
     }
     if failed == 0 {
         0
@@ -263,6 +277,8 @@ fn list(args: &[OsString]) -> i32 {
             }
         }
     }
+    use std::fmt::Write;
+    let mut o = String::new();
     let width = scenarios.iter().map(|s| s.name().len()).max().unwrap_or(4);
     for s in scenarios {
         let def = s.def();
@@ -271,9 +287,12 @@ fn list(args: &[OsString]) -> i32 {
         } else {
             format!(" [{}]", def.source)
         };
-        println!("{:width$}  {}{source}", s.name(), def.description);
+        let _ = writeln!(o, "{:width$}  {}{source}", s.name(), def.description);
     }
-    println!("\nStrategies (--strategies; a scenario file may define its own with [[strategy]]):");
+    let _ = writeln!(
+        o,
+        "\nStrategies (--strategies; a scenario file may define its own with [[strategy]]):"
+    );
     let (base, cap) = (Duration::from_millis(200), Duration::from_millis(2000));
     let budget = e03_core::budget::BudgetSpec::token_bucket(10.0, 0.1);
     let lab: Vec<(String, String)> = ["A", "B", "C", "D", "E", "F"]
@@ -287,9 +306,9 @@ fn list(args: &[OsString]) -> i32 {
     let all: Vec<(String, String)> = lab.into_iter().chain(presets).collect();
     let width = all.iter().map(|(n, _)| n.len()).max().unwrap_or(4);
     for (name, what) in all {
-        println!("{name:width$}  {what}");
+        let _ = writeln!(o, "{name:width$}  {what}");
     }
-    0
+    print_out(&o).unwrap_or(0)
 }
 
 /// `E03_REALTIME` checked: `auto` (the default) or `off`.
@@ -306,4 +325,19 @@ fn child_args(program: &str, args: &[OsString]) -> Vec<OsString> {
     std::iter::once(OsString::from(program))
         .chain(args.iter().skip(2).cloned())
         .collect()
+}
+
+/// Writes `text` to stdout; `Some(exit code)` when that failed: quietly
+/// [`outdir::EXIT_BROKEN_PIPE`] when the reader went away (`lab list | head -3`), else 1.
+fn print_out(text: &str) -> Option<i32> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(outdir::EXIT_BROKEN_PIPE),
+        Err(e) => {
+            eprintln!("lab: writing to stdout: {e}");
+            Some(1)
+        }
+    }
 }

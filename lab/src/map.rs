@@ -213,10 +213,7 @@ pub fn main(args: &[OsString]) -> i32 {
     }
     match run(&spec, &scenario_arg, &out, &choice, verify) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("lab map: {}", crate::live::chain(&e));
-            1
-        }
+        Err(e) => crate::outdir::fail("lab map", &e),
     }
 }
 

@@ -13,10 +13,7 @@ pub fn simulate(plan: &SimPlan) -> i32 {
     match simulate_inner(plan) {
         Ok(true) => 0,
         Ok(false) => crate::live::CHECK_FAILED,
-        Err(e) => {
-            eprintln!("lab: {}", crate::live::chain(&e));
-            1
-        }
+        Err(e) => crate::outdir::fail("lab", &e),
     }
 }
 
@@ -97,17 +94,18 @@ pub fn compare(plan: &SimPlan) -> i32 {
         choice: plan.choice.clone(),
         policies: plan.policies.clone(),
     };
-    let run = match outdir::claim(&plan.out, &plan.choice) {
-        Ok(run) => run,
+    let claim = match outdir::claim_undoable(&plan.out, &plan.choice) {
+        Ok(claim) => claim,
         Err(e) => {
-            eprintln!("lab: {}", crate::live::chain(&e));
-            return 1;
+            return crate::outdir::fail("lab", &e);
         }
     };
-    let code = crate::live::run_in(&live_plan, &run);
+    let code = crate::live::run_in(&live_plan, &claim.run);
     if code != 0 {
+        claim.abandon_if_empty(&plan.out);
         return code;
     }
+    let run = claim.run;
     let mut out = std::io::stdout().lock();
     for (i, scenario) in plan.scenarios.iter().enumerate() {
         let live = match analyzer::analyze_dir(&run.dir.join(scenario.name()), *scenario) {
