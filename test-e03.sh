@@ -5,18 +5,20 @@
 #      run of the whole pipeline (lab run) over loopback
 #   3. every shell command of README.md, ARCHITECTURE.md and docs/*.md, and every file in
 #      examples/, run against the lab just built (scripts/check-docs.sh; Docker commands are
-#      left to step 5, and it says so)
+#      left to step 7, and it says so)
 #   4. the /metrics expositions of that live run parsed by a real Prometheus parser (Python's
 #      prometheus_client, installed from PyPI into target/), their counters checked against the
 #      logs, and the Grafana dashboard's metric names checked against them
 #   5. report.html opened in headless Chromium for every built-in scenario (scripts/check-report.sh)
 #      and the dashboard's queries run on a real Prometheus against a live run
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
-#   6. the compose topology for real, when a Docker engine answers (skipped, and said so, when
+#   6. lab soak --minutes 1 (RSS, descriptors, tasks), then Schemathesis against lab serve and
+#      lab hop with the OpenAPI documents (scripts/check-openapi.sh)
+#   7. the compose topology for real, when a Docker engine answers (skipped, and said so, when
 #      none does): the offline path (static binary, FROM scratch images), then the standard
 #      Dockerfile built with the legacy builder (local stand-ins for its base images when they
 #      cannot be pulled, vendored crates) and its default topology run.
-# Env: E03_TEST_DOCKER=0 skips step 5 on purpose.
+# Env: E03_TEST_DOCKER=0 skips step 7 on purpose.
 set -euo pipefail
 cd "$(dirname "$0")"
 

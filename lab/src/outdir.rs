@@ -101,8 +101,25 @@ impl Claim {
     /// After a run that failed before it wrote anything: removes the run folder it made if it
     /// holds no file (only the empty folders the lab made), and points `OUT/latest` back where
     /// it pointed (or removes it if there was none). Anything holding a file is left alone.
+    ///
+    /// The files the lab writes before any traffic, at the folder's top (the children's plans,
+    /// `plan-*.json`, and the machine's floor, `machine.json`), are no result: in a folder this
+    /// run made, they are removed first.
     pub fn abandon_if_empty(&self, out: &Path) {
-        if !self.made || holds_a_file(&self.run.dir) {
+        if !self.made {
+            return;
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.run.dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let preamble = name == "machine.json"
+                    || (name.starts_with("plan-") && name.ends_with(".json"));
+                if preamble && e.file_type().is_ok_and(|t| t.is_file()) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        if holds_a_file(&self.run.dir) {
             return;
         }
         if remove_empty_tree(&self.run.dir).is_err() {
