@@ -3,8 +3,8 @@
 
 Usage: check-prometheus.py LAB_BINARY DASHBOARD.json PROMETHEUS.yml RULES.yml
 
-1. Starts `lab run e03b` (short: 60 clients, freeze 9-10.5 s, degraded to 13 s, operations starting
-   in [0, 17 s)) with the swarm's metrics on a free loopback port (E03_METRICS_LISTEN); reads the
+1. Starts `lab run e03b` (short: 60 clients, freeze 14-15.5 s (Prometheus starts after the lab names its dependencies: the later freeze leaves it time to be scraping), degraded to 18 s, operations starting
+   in [0, 22 s)) with the swarm's metrics on a free loopback port (E03_METRICS_LISTEN); reads the
    dependencies' addresses from the lab's `strategy X's dependency: work http://...` lines.
 2. Starts Prometheus on loopback with the observe profile's prometheus.yml, its targets
    (dep-a:8080 ... swarm:9464) replaced by those addresses, and its recording rules.
@@ -99,8 +99,8 @@ def main(argv):
         t_start = time.time()
         lab_proc = subprocess.Popen(
             [lab, "run", "e03b", "--out", os.path.join(tmp, "out"), "--run-id", "prom",
-             "--clients", "60", "--freeze-start-s", "9", "--freeze-end-s", "10.5",
-             "--recovery-end-s", "13", "--duration-s", "17"],
+             "--clients", "60", "--freeze-start-s", "14", "--freeze-end-s", "15.5",
+             "--recovery-end-s", "18", "--duration-s", "22"],
             env=env, stdout=subprocess.DEVNULL, stderr=lab_err)
         # The dependencies' addresses, printed before the swarm starts.
         deps = {}

@@ -95,7 +95,13 @@ fn seconds(list: &[f64]) -> String {
 /// The checks of the summary's scenario that apply to it (live or simulated), one row per
 /// check and seed, in the file's order.
 pub fn evaluate(s: &ScenarioSummary) -> Vec<CheckRow> {
+    evaluate_with_specs(s).into_iter().map(|(_, r)| r).collect()
+}
+
+/// [`evaluate`]'s rows, each beside the check it comes from.
+fn evaluate_with_specs(s: &ScenarioSummary) -> Vec<(&CheckSpec, CheckRow)> {
     let live = !s.simulated;
+    let seeds = s.seeds();
     let mut rows = Vec::new();
     for check in s
         .scenario
@@ -104,8 +110,8 @@ pub fn evaluate(s: &ScenarioSummary) -> Vec<CheckRow> {
         .iter()
         .filter(|c| c.mode.applies(live))
     {
-        for seed in s.seeds() {
-            rows.push(evaluate_one(s, check, seed));
+        for &seed in &seeds {
+            rows.push((check, evaluate_one(s, check, seed)));
         }
     }
     rows
@@ -323,36 +329,25 @@ pub fn needs_model(s: &ScenarioSummary) -> bool {
 /// One line per failed check: the metric, the strategy (and seed), ours, the published
 /// figure, the band, and the check's known cause in words when its file gives one.
 pub fn fail_lines(s: &ScenarioSummary) -> Vec<String> {
-    let live = !s.simulated;
-    let checks: Vec<&CheckSpec> = s
-        .scenario
-        .def()
-        .checks
-        .iter()
-        .filter(|c| c.mode.applies(live))
-        .collect();
     let seeds = s.seeds();
     let mut lines = Vec::new();
-    for check in checks {
-        for &seed in &seeds {
-            let r = evaluate_one(s, check, seed);
-            if r.pass != Some(false) {
-                continue;
-            }
-            let seed_text = if seeds.len() > 1 {
-                format!(", seed {seed}")
-            } else {
-                String::new()
-            };
-            let mut line = format!(
-                "FAIL {} of {}{seed_text}: ours {}, published {}, band {}",
-                r.metric, r.strategy, r.ours, r.published, r.band
-            );
-            if let Some(cause) = &check.cause {
-                line.push_str(&format!("; known cause: {cause}"));
-            }
-            lines.push(line);
+    for (check, r) in evaluate_with_specs(s) {
+        if r.pass != Some(false) {
+            continue;
         }
+        let seed_text = if seeds.len() > 1 {
+            format!(", seed {}", r.seed)
+        } else {
+            String::new()
+        };
+        let mut line = format!(
+            "FAIL {} of {}{seed_text}: ours {}, published {}, band {}",
+            r.metric, r.strategy, r.ours, r.published, r.band
+        );
+        if let Some(cause) = &check.cause {
+            line.push_str(&format!("; known cause: {cause}"));
+        }
+        lines.push(line);
     }
     lines
 }

@@ -447,14 +447,7 @@ fn run_group(
     let n = LANES.fetch_add(1, Ordering::SeqCst) + 1;
     let group = &lane.strategies;
     let exe = std::env::current_exe().context("locating the lab binary")?;
-    let serve_plan = dependency_service::ServePlan {
-        listen: "127.0.0.1:0".parse().expect("an address"),
-        control_listen: "127.0.0.1:0".parse().expect("an address"),
-        log_dir: out.to_path_buf(),
-        scenario: None,
-        params: e03_core::Params::default(),
-        answer_spin,
-    };
+    let serve_plan = loopback_serve_plan(out, answer_spin);
     let serve_file = out.join(format!("plan-lane{n}-serve.json"));
     write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
     let mut services = Vec::new();
@@ -504,6 +497,22 @@ pub(crate) fn child_command(exe: &Path, sub: &str) -> Command {
         cmd.env("RUST_LOG", "warn");
     }
     cmd
+}
+
+/// The plan of a `lab serve` child of a loopback run: both listeners on port 0, logs into
+/// `log_dir`, no scenario of its own (each run's comes in its start call).
+pub(crate) fn loopback_serve_plan(
+    log_dir: &Path,
+    answer_spin: Duration,
+) -> dependency_service::ServePlan {
+    dependency_service::ServePlan {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        control_listen: "127.0.0.1:0".parse().expect("an address"),
+        log_dir: log_dir.to_path_buf(),
+        scenario: None,
+        params: e03_core::Params::default(),
+        answer_spin,
+    }
 }
 
 /// Starts `lab serve --plan FILE` (loopback port 0) and reads the addresses it bound.

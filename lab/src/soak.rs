@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use e03_core::Scenario;
 
-use crate::live::{child_command, start_service, terminate, wait_bounded, write_plan};
+use crate::live::{
+    child_command, loopback_serve_plan, start_service, terminate, wait_bounded, write_plan,
+};
 use crate::outdir::{self, RunChoice};
 use crate::{EXIT_STOPPED, EXIT_USAGE};
 
@@ -203,14 +205,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     raw.insert("E03_DURATION_S".to_string(), format!("{total_s}"));
     let params = e03_core::Params::for_scenario(scenario, &raw)
         .map_err(|e| anyhow::anyhow!("the soak's parameters: {e}"))?;
-    let serve_plan = dependency_service::ServePlan {
-        listen: "127.0.0.1:0".parse().expect("an address"),
-        control_listen: "127.0.0.1:0".parse().expect("an address"),
-        log_dir: dir.to_path_buf(),
-        scenario: None,
-        params: e03_core::Params::default(),
-        answer_spin: Duration::ZERO,
-    };
+    let serve_plan = loopback_serve_plan(dir, Duration::ZERO);
     let serve_file = dir.join("plan-soak-serve.json");
     write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
     let (mut service, work, control) =

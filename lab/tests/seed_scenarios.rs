@@ -198,3 +198,37 @@ fn gateway4_runs_live_with_its_own_strategies_and_attempt_log() {
         .unwrap();
     assert!(first >= 26, "{log}");
 }
+
+#[test]
+fn the_breaker_sweep_shows_the_knife_edge_of_its_break() {
+    // Any latency before a failure is known moves each half-open probe one period later:
+    // 123 sent / 117 failed fast on the virtual clock, 120 / 120 from 0.5 ms on (README).
+    let dir = temp("sweep");
+    let o = lab()
+        .args([
+            "simulate",
+            "breaker",
+            "--sweep",
+            "E03_DOWN_LATENCY_MS=0,0.5",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let row = |first: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("| {first} ")) && l.contains("breaker"))
+            .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no breaker row for {first}: {out}"))
+    };
+    assert_eq!(row("0")[3..5], ["123", "117"]);
+    assert!(row("0")[5].starts_with("0.450 2.450 2.450 4.450"), "{out}");
+    assert_eq!(row("0.5")[3..5], ["120", "120"]);
+    assert!(
+        row("0.5")[5].contains(" 2.500 ") && row("0.5")[5].contains(" 6.600 "),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
