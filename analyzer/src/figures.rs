@@ -1289,6 +1289,7 @@ mod tests {
             complete: true,
             runs: Vec::new(),
             model: None,
+            machine: None,
         };
         assert!(!comparison_title(&s).contains("INCOMPLETE"));
         s.complete = false;

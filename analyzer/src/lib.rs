@@ -196,6 +196,7 @@ pub fn analyze_dir_with_warnings(
     let mut summary = ScenarioSummary {
         scenario,
         model: None,
+        machine: machine_floor(dir, &mut warnings),
         params,
         simulated: false,
         complete: metrics.iter().all(|m| m.complete),
@@ -203,6 +204,28 @@ pub fn analyze_dir_with_warnings(
     };
     summary.model = model_run(&summary);
     Ok((summary, warnings))
+}
+
+/// The machine's floor that `lab run` measured before the traffic: `machine.json` in the run's
+/// folder, the parent of the scenario's. `None` when there is none (a compose run, or
+/// `lab analyze` on logs copied elsewhere); a file that does not parse is named in a warning and
+/// left out, never guessed.
+fn machine_floor(
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Option<e03_metrics::fidelity::MachineFloor> {
+    let path = dir.parent()?.join(e03_metrics::fidelity::MACHINE_FILE);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(floor) => Some(floor),
+        Err(e) => {
+            warnings.push(format!(
+                "{}: not the machine's floor the lab writes ({e}); the tables leave it out",
+                path.display()
+            ));
+            None
+        }
+    }
 }
 
 /// The model a live run's `live_model` checks are judged against: the failure latency measured

@@ -74,6 +74,7 @@ pub fn analyze_server_log(
     let summary = ScenarioSummary {
         scenario,
         model: None,
+        machine: None,
         params,
         simulated: false,
         complete: run.complete,

@@ -564,6 +564,7 @@ mod tests {
         let summary = ScenarioSummary {
             scenario,
             model: None,
+            machine: None,
             params,
             simulated: true,
             complete: true,
@@ -662,6 +663,7 @@ mod tests {
         let mut s = ScenarioSummary {
             scenario,
             model: None,
+            machine: None,
             params,
             simulated: false,
             complete: true,

@@ -112,10 +112,22 @@ pub struct Fidelity {
 impl Fidelity {
     /// Warning lines when the run drifted from the model more than the thresholds allow.
     pub fn warnings(&self) -> Vec<String> {
+        self.warnings_beside(None)
+    }
+
+    /// [`Fidelity::warnings`], the lateness one saying whose lateness it is when the machine's
+    /// floor was measured ([`MachineFloor::verdict`]).
+    pub fn warnings_beside(&self, floor: Option<&MachineFloor>) -> Vec<String> {
         let mut w = Vec::new();
         if self.lateness_p99_ms > LATENESS_WARN_MS {
+            let whose = floor.map_or(String::new(), |m| {
+                format!(
+                    "; {}",
+                    m.verdict(self.lateness_p99_ms.max(self.answer_lateness_p99_ms))
+                )
+            });
             w.push(format!(
-                "client send lateness p99 {:.1} ms exceeds {LATENESS_WARN_MS} ms: the swarm's timers ran late",
+                "client send lateness p99 {:.1} ms exceeds {LATENESS_WARN_MS} ms: the swarm's timers ran late{whose}",
                 self.lateness_p99_ms
             ));
         }
@@ -127,6 +139,73 @@ impl Fidelity {
             ));
         }
         w
+    }
+}
+
+/// The file of a live run's folder (`OUT/<run id>/machine.json`) in which the lab keeps the
+/// machine's own wake-up latency, measured before the traffic.
+pub const MACHINE_FILE: &str = "machine.json";
+
+/// How much later than the machine's own floor the lab may be before its lateness is its own:
+/// within 1.5x of how late the machine wakes any sleeping thread, the machine set the figure.
+pub const MACHINE_FACTOR: f64 = 1.5;
+
+/// The machine's own limit: how late it woke a sleeping thread (1 s of 1 ms sleeps, as
+/// `cyclictest` measures), at the scheduling the run's timers got, measured by `lab run` just
+/// before the traffic and kept in [`MACHINE_FILE`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineFloor {
+    /// `SCHED_FIFO` (real-time timers) or `SCHED_OTHER`.
+    pub scheduling: String,
+    /// Why the timers did not get real-time scheduling (empty when they did).
+    #[serde(default)]
+    pub why: String,
+    pub wake_samples: u64,
+    pub wake_p99_ms: f64,
+    pub wake_mean_ms: f64,
+    pub wake_max_ms: f64,
+}
+
+/// Whose lateness a live run's figure is: the machine's, or the lab's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatenessOwner {
+    /// Within [`MACHINE_FACTOR`] of the machine's floor: any sleeping thread is this late here.
+    Machine,
+    /// More than [`MACHINE_FACTOR`] times the floor: another process busy on the cores, or the
+    /// lab's own work delaying its timers.
+    Lab,
+}
+
+impl MachineFloor {
+    /// Whose lateness `lab_p99_ms` (the worst of the send and answer lateness p99) is.
+    pub fn owner(&self, lab_p99_ms: f64) -> LatenessOwner {
+        if lab_p99_ms <= MACHINE_FACTOR * self.wake_p99_ms {
+            LatenessOwner::Machine
+        } else {
+            LatenessOwner::Lab
+        }
+    }
+
+    /// The words a lateness WARNING ends with: whose lateness it is.
+    pub fn verdict(&self, lab_p99_ms: f64) -> String {
+        match self.owner(lab_p99_ms) {
+            LatenessOwner::Machine => format!(
+                "the machine's: within {MACHINE_FACTOR}x of how late this machine wakes any \
+                 sleeping thread ({:.2} ms at p99, {}){}",
+                self.wake_p99_ms,
+                self.scheduling,
+                if self.scheduling == "SCHED_FIFO" {
+                    ""
+                } else {
+                    "; real-time timers need root or CAP_SYS_NICE"
+                }
+            ),
+            LatenessOwner::Lab => format!(
+                "the lab's: more than {MACHINE_FACTOR}x the machine's own floor ({:.2} ms at p99, \
+                 {}): another process busy on the cores, or the lab's own work delaying its timers",
+                self.wake_p99_ms, self.scheduling
+            ),
+        }
     }
 }
 
@@ -669,6 +748,67 @@ mod tests {
         let w = f.warnings();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("lateness"));
+    }
+
+    fn floor(scheduling: &str, p99: f64) -> MachineFloor {
+        MachineFloor {
+            scheduling: scheduling.into(),
+            why: String::new(),
+            wake_samples: 1000,
+            wake_p99_ms: p99,
+            wake_mean_ms: p99 / 10.0,
+            wake_max_ms: p99 * 2.0,
+        }
+    }
+
+    #[test]
+    fn lateness_within_one_and_a_half_times_the_machine_floor_is_the_machines() {
+        // Floor 2.0 ms at p99: up to 3.0 ms is the machine's, beyond it the lab's.
+        let m = floor("SCHED_OTHER", 2.0);
+        assert_eq!(m.owner(1.0), LatenessOwner::Machine);
+        assert_eq!(m.owner(3.0), LatenessOwner::Machine);
+        assert_eq!(m.owner(3.01), LatenessOwner::Lab);
+        assert!(m.verdict(2.5).starts_with("the machine's: within 1.5x"));
+        assert!(m
+            .verdict(2.5)
+            .ends_with("real-time timers need root or CAP_SYS_NICE"));
+        assert!(m.verdict(9.0).starts_with("the lab's: more than 1.5x"));
+        // A real-time floor does not send the user after a privilege the run already had.
+        assert!(!floor("SCHED_FIFO", 0.2)
+            .verdict(0.25)
+            .contains("CAP_SYS_NICE"));
+    }
+
+    #[test]
+    fn a_lateness_warning_says_whose_it_is_when_the_floor_was_measured() {
+        let mut a = RunAccumulator::new(Scenario::E03A, &Params::default(), "C", 1);
+        a.arrival_event(&arrival(0, 1_000, Some((1, 0, 1))));
+        a.response(&response(0, Cause::Ok, Some(1_000), true));
+        a.attempt(1, 0, 5_000); // 5 ms late
+        let f = a.finish().fidelity.unwrap();
+        // Without a floor, today's words; with a 4 ms floor, the machine's (5 <= 6); with a
+        // 1 ms floor, the lab's (5 > 1.5).
+        assert!(f.warnings()[0].ends_with("the swarm's timers ran late"));
+        let machine = f.warnings_beside(Some(&floor("SCHED_OTHER", 4.0)));
+        assert!(
+            machine[0].contains("ran late; the machine's: within 1.5x"),
+            "{machine:?}"
+        );
+        let lab = f.warnings_beside(Some(&floor("SCHED_FIFO", 1.0)));
+        assert!(
+            lab[0].contains("ran late; the lab's: more than 1.5x"),
+            "{lab:?}"
+        );
+    }
+
+    #[test]
+    fn the_machine_file_reads_back_what_the_lab_writes() {
+        let m = floor("SCHED_FIFO", 0.14);
+        let back: MachineFloor = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        // An older file without `why` still reads.
+        let old = r#"{"scheduling":"SCHED_OTHER","wake_samples":3,"wake_p99_ms":2.5,"wake_mean_ms":0.2,"wake_max_ms":3.0}"#;
+        assert_eq!(serde_json::from_str::<MachineFloor>(old).unwrap().why, "");
     }
 
     #[test]

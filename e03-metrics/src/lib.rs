@@ -53,6 +53,9 @@ pub struct ScenarioSummary {
     /// A live run's model: what its `live_model` checks are judged against (see
     /// [`checks::failure_latency_us`]); `None` for a simulated run or without such checks.
     pub model: Option<ModelRun>,
+    /// A live run's machine floor ([`fidelity::MachineFloor`]), shown beside its lateness;
+    /// `None` for a simulated run, or a live one without `machine.json` (a compose run).
+    pub machine: Option<fidelity::MachineFloor>,
 }
 
 /// The model a live run is checked against: the same scenario, seeds and strategies simulated

@@ -711,27 +711,26 @@ pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
                 Some(m) => format!("{}/{} incomplete", m.matched, m.client_attempts),
                 None => "-".into(),
             };
-            vec![
-                format!("{} seed {}", r.strategy, r.seed),
-                late,
-                queue,
-                answer,
-                ratio,
-                matched,
-            ]
+            let mut row = vec![format!("{} seed {}", r.strategy, r.seed), late, answer];
+            if let Some(m) = &s.machine {
+                row.push(ms(m.wake_p99_ms));
+            }
+            row.extend([queue, ratio, matched]);
+            row
         })
         .collect();
+    let mut headers = vec!["run", "send late p99", "answer late p99"];
+    if let Some(m) = &s.machine {
+        // The machine's own floor beside the lab's lateness: whose lateness a WARNING is.
+        headers.push(if m.scheduling == "SCHED_FIFO" {
+            "machine wake p99 (FIFO)"
+        } else {
+            "machine wake p99"
+        });
+    }
+    headers.extend(["queueing p99", "throughput/capacity", "attempts matched"]);
     (!rows.is_empty()).then(|| Table {
-        headers: [
-            "run",
-            "send late p99",
-            "queueing p99",
-            "answer late p99",
-            "throughput/capacity",
-            "attempts matched",
-        ]
-        .map(String::from)
-        .to_vec(),
+        headers: headers.into_iter().map(String::from).collect(),
         rows,
     })
 }
@@ -741,7 +740,7 @@ pub fn warning_lines(s: &ScenarioSummary) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &s.runs {
         if let Some(f) = &r.fidelity {
-            for w in f.warnings() {
+            for w in f.warnings_beside(s.machine.as_ref()) {
                 lines.push(format!("WARNING {} seed {}: {w}", r.strategy, r.seed));
             }
         }
@@ -762,9 +761,25 @@ pub fn fidelity_lines(s: &ScenarioSummary) -> Vec<String> {
             f.queueing_p99_ms, f.queueing_max_ms, f.queueing_samples,
             f.answer_lateness_p99_ms, f.answer_lateness_max_ms
         ));
-        for w in f.warnings() {
+        for w in f.warnings_beside(s.machine.as_ref()) {
             lines.push(format!("WARNING {} seed {}: {w}", r.strategy, r.seed));
         }
+    }
+    if let Some(m) = &s.machine {
+        lines.push(format!(
+            "machine floor ({}): before the traffic, a sleeping thread woke {:.2} ms late at p99 \
+             ({:.3} ms mean, {:.2} ms max, {} wake-ups of 1 ms){}",
+            m.scheduling,
+            m.wake_p99_ms,
+            m.wake_mean_ms,
+            m.wake_max_ms,
+            m.wake_samples,
+            if m.why.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", m.why)
+            }
+        ));
     }
     lines
 }
@@ -1013,9 +1028,48 @@ mod terminal_tests {
             complete: true,
             runs,
             model: None,
+            machine: None,
         };
         s.params = s.params.clone().with_seeds(s.seeds()).unwrap();
         s
+    }
+
+    #[test]
+    fn the_fidelity_table_shows_the_machine_floor_beside_the_lateness() {
+        use crate::fidelity::MachineFloor;
+        let mut s = wide_summary();
+        s.simulated = false;
+        let plain = fidelity_table(&s).expect("live runs have fidelity");
+        assert!(!plain.headers.iter().any(|h| h.starts_with("machine")));
+        s.machine = Some(MachineFloor {
+            scheduling: "SCHED_OTHER".into(),
+            why: "SCHED_FIFO refused".into(),
+            wake_samples: 1000,
+            wake_p99_ms: 2.5,
+            wake_mean_ms: 0.17,
+            wake_max_ms: 4.0,
+        });
+        let t = fidelity_table(&s).unwrap();
+        let col = t
+            .headers
+            .iter()
+            .position(|h| h == "machine wake p99")
+            .unwrap();
+        assert_eq!(t.headers[col - 1], "answer late p99");
+        assert_eq!(t.headers[col - 2], "send late p99");
+        assert!(
+            t.rows.iter().all(|r| r[col] == "2.50 ms"),
+            "{:?}",
+            t.rows[0]
+        );
+        let lines = fidelity_lines(&s);
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "machine floor (SCHED_OTHER): before the traffic, \
+                 a sleeping thread woke 2.50 ms late at p99"
+            ) && l.ends_with("; SCHED_FIFO refused")),
+            "{lines:?}"
+        );
     }
 
     #[test]

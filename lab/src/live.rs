@@ -97,9 +97,7 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     })
 }
 
-/// The file of a live run's folder that holds the machine's own wake-up latency, measured
-/// before the traffic ([`machine_floor`]).
-const MACHINE_FILE: &str = "machine.json";
+use e03_metrics::fidelity::{MachineFloor, MACHINE_FILE};
 
 /// Before a live run: which scheduling the timers get (real-time when the process may have it,
 /// [`precise_timer::realtime`]), and how late this machine wakes a sleeping thread at that
@@ -118,33 +116,29 @@ fn machine_floor(run_dir: &Path) -> anyhow::Result<()> {
         w.mean.as_secs_f64() * 1000.0,
         w.samples
     );
-    let json = serde_json::json!({
-        "scheduling": w.scheduling,
-        "why": match sched {
+    let floor = MachineFloor {
+        scheduling: w.scheduling.to_string(),
+        why: match sched {
             realtime::Scheduling::Realtime => String::new(),
             realtime::Scheduling::Normal { why } => why.clone(),
         },
-        "wake_samples": w.samples,
-        "wake_p99_ms": w.p99.as_secs_f64() * 1000.0,
-        "wake_mean_ms": w.mean.as_secs_f64() * 1000.0,
-        "wake_max_ms": w.max.as_secs_f64() * 1000.0,
-    });
+        wake_samples: w.samples as u64,
+        wake_p99_ms: w.p99.as_secs_f64() * 1000.0,
+        wake_mean_ms: w.mean.as_secs_f64() * 1000.0,
+        wake_max_ms: w.max.as_secs_f64() * 1000.0,
+    };
+    let json = serde_json::to_string_pretty(&floor)?;
     let path = run_dir.join(MACHINE_FILE);
-    std::fs::write(&path, format!("{json:#}\n"))
+    std::fs::write(&path, format!("{json}\n"))
         .with_context(|| format!("writing {}", path.display()))
 }
 
 /// After a live scenario's tables: the machine's own wake-up latency beside the lab's send and
-/// answer lateness, and whose lateness it is when the lab warned (nothing when the run folder
-/// has no `machine.json`: a compose run, or a run of an older lab).
-fn print_machine_beside(run_dir: &Path, summary: &e03_metrics::ScenarioSummary) {
-    let Ok(text) = std::fs::read_to_string(run_dir.join(MACHINE_FILE)) else {
-        return;
-    };
-    let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return;
-    };
-    let (Some(wake), Some(sched)) = (m["wake_p99_ms"].as_f64(), m["scheduling"].as_str()) else {
+/// answer lateness, and whose lateness it is when the lab warned
+/// ([`e03_metrics::fidelity::MachineFloor::verdict`]; nothing when the run has no machine
+/// floor: a compose run, or a run of an older lab).
+fn print_machine_beside(summary: &e03_metrics::ScenarioSummary) {
+    let Some(m) = &summary.machine else {
         return;
     };
     let worst = |f: fn(&e03_metrics::fidelity::Fidelity) -> f64| {
@@ -157,8 +151,9 @@ fn print_machine_beside(run_dir: &Path, summary: &e03_metrics::ScenarioSummary) 
     let send = worst(|f| f.lateness_p99_ms);
     let answer = worst(|f| f.answer_lateness_p99_ms);
     println!(
-        "Machine floor ({sched}): a sleeping thread wakes {wake:.2} ms late at p99; the lab's \
-         worst send lateness p99 {send:.2} ms, answer lateness p99 {answer:.2} ms."
+        "Machine floor ({}): a sleeping thread wakes {:.2} ms late at p99; the lab's worst send \
+         lateness p99 {send:.2} ms, answer lateness p99 {answer:.2} ms.",
+        m.scheduling, m.wake_p99_ms
     );
     let warned = summary.runs.iter().any(|r| {
         r.fidelity
@@ -166,22 +161,7 @@ fn print_machine_beside(run_dir: &Path, summary: &e03_metrics::ScenarioSummary) 
             .is_some_and(|f| !f.warnings().is_empty())
     });
     if warned {
-        if send.max(answer) <= 1.5 * wake {
-            println!(
-                "The lateness WARNING is the machine's: the lab is within 1.5x of how late this \
-                 machine wakes any sleeping thread{}.",
-                if sched == "SCHED_OTHER" {
-                    " (real-time timers need root or CAP_SYS_NICE)"
-                } else {
-                    ""
-                }
-            );
-        } else {
-            println!(
-                "The lateness WARNING is the lab's: it is more than 1.5x the machine's own floor \
-                 (another process busy on the cores, or the lab's own work delaying its timers)."
-            );
-        }
+        println!("The lateness WARNING is {}.", m.verdict(send.max(answer)));
     }
 }
 
@@ -203,7 +183,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
         let summary = analyzer::analyze_dir(&dir, *scenario)
             .with_context(|| format!("analysing {}", dir.display()))?;
         analyzer::print_tables(&mut std::io::stdout().lock(), &summary)?;
-        print_machine_beside(out, &summary);
+        print_machine_beside(&summary);
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
         if summary.params.is_steps() && summary.complete {

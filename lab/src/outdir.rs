@@ -112,7 +112,7 @@ impl Claim {
         if let Ok(entries) = std::fs::read_dir(&self.run.dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let preamble = name == "machine.json"
+                let preamble = name == e03_metrics::fidelity::MACHINE_FILE
                     || (name.starts_with("plan-") && name.ends_with(".json"));
                 if preamble && e.file_type().is_ok_and(|t| t.is_file()) {
                     let _ = std::fs::remove_file(e.path());

@@ -189,6 +189,7 @@ pub fn simulate(scenario: Scenario, params: &Params) -> ScenarioSummary {
     ScenarioSummary {
         scenario,
         model: None,
+        machine: None,
         params: params.clone(),
         simulated: true,
         complete: true,
