@@ -1,6 +1,6 @@
-//! One live run: a thin driver of the core's [`DependencySchedule`] (the model and everything
-//! due around it, in logical time) behind a `std::sync::Mutex`, the tasks that drive it, and its
-//! log records.
+//! One live run: a thin driver of the core's [`DependencyNode`] (the model and everything due
+//! around it, in logical time, with the ledger and its commit rule) behind a `std::sync::Mutex`,
+//! the tasks that drive it, and its log records.
 //!
 //! Two things advance the schedule: each arrival (up to its own arrival time, before the model
 //! decides about it, so it sees the pool exactly as it is at that instant) and one driver task
@@ -30,9 +30,9 @@ use e03_core::dependency::ServiceConfig;
 use e03_core::events::{
     self, Arrival, Cause, ChargeRecord, Event, RunEnd, RunStart, RunTag, Source,
 };
-use e03_core::ledger::{ChargeRequest, Commit, Ledger};
+use e03_core::ledger::ChargeRequest;
 use e03_core::schedule::{Answer, Step};
-use e03_core::{DependencySchedule, ReqId};
+use e03_core::{DependencyNode, ReqId};
 use precise_timer::PreciseTimer;
 use tokio::sync::{oneshot, Notify, RwLock};
 use tokio::time::Instant;
@@ -65,50 +65,38 @@ impl Status {
     }
 }
 
-/// The run's schedule and where each waiting request's answer goes.
+/// The run's dependency node (schedule, ledger and commit rule: the core's
+/// [`DependencyNode`]) and where each waiting request's answer goes.
 struct RunState {
-    schedule: DependencySchedule,
+    node: DependencyNode,
     senders: HashMap<ReqId, oneshot::Sender<Status>>,
     ended: bool,
-    /// The charges (`POST /charge`) waiting for their work, by request.
-    charges: HashMap<ReqId, ChargeRequest>,
-    /// The run's ledger and key store (the core's state machine).
-    ledger: Ledger,
     /// The ledger's file, written under this lock as each charge commits.
     ledger_file: LedgerFile,
 }
 
 impl RunState {
-    /// The answers among `steps`, each with its handler's sender. A charge whose work
-    /// committed is decided by the ledger here, in the schedule's order, and its line written
-    /// before the lock is released (so `Run::end` can never close the file before it).
+    /// The answers among `steps`, each with its handler's sender. Each is settled by the
+    /// node's commit rule here, in the schedule's order, and a new charge's line written before
+    /// the lock is released (so `Run::end` can never close the file before it).
     fn deliveries(&mut self, steps: Vec<Step>, tag: &RunTag) -> Vec<Delivery> {
         let mut out = Vec::with_capacity(steps.len());
         for step in steps {
             let Step::Answer(answer) = step else { continue };
-            let mut status = Status {
-                code: answer.status,
+            let settled = self.node.settle(&answer);
+            if let Some(charge) = settled.charged {
+                self.ledger_file.write(&Event::Charge(ChargeRecord {
+                    tag: tag.clone(),
+                    seq: answer.req,
+                    charge,
+                }));
+            }
+            let status = Status {
+                code: settled.status,
                 retry_after: answer.retry_after,
                 lost: answer.cause == Cause::Lost,
-                charge: None,
+                charge: settled.charge,
             };
-            if let Some(req) = self.charges.remove(&answer.req) {
-                if matches!(answer.cause, Cause::Ok | Cause::Slow | Cause::Lost) {
-                    let commit = self.ledger.commit(answer.at, &req);
-                    status.code = commit.status();
-                    status.charge = Some(match &commit {
-                        Commit::Charged(c) => c.charge,
-                        Commit::Replayed { charge } | Commit::KeyReused { charge } => *charge,
-                    });
-                    if let Commit::Charged(charge) = commit {
-                        self.ledger_file.write(&Event::Charge(ChargeRecord {
-                            tag: tag.clone(),
-                            seq: answer.req,
-                            charge,
-                        }));
-                    }
-                }
-            }
             out.push(Delivery {
                 tx: self.senders.remove(&answer.req),
                 answer,
@@ -239,11 +227,9 @@ impl Run {
             t0: setup.t0,
             log_file: setup.log_file,
             state: Mutex::new(RunState {
-                schedule: DependencySchedule::new(setup.config),
+                node: DependencyNode::new(setup.config),
                 senders: HashMap::new(),
                 ended: false,
-                charges: HashMap::new(),
-                ledger: Ledger::new(),
                 ledger_file: LedgerFile {
                     path: LedgerFile::beside(&setup.log_path),
                     out: None,
@@ -367,17 +353,14 @@ impl Run {
                 return;
             }
             st.senders.insert(seq, tx);
-            if let Some(charge) = charge {
-                st.charges.insert(seq, charge);
-            }
-            let before = st.schedule.next_due();
+            let before = st.node.next_due();
             let mut steps = Vec::new();
-            let admission = st.schedule.arrive(now, seq, key, &mut steps);
+            let admission = st.node.arrive(now, seq, key, charge, &mut steps);
             self.metrics.admission(admission);
             // Wake the driver only if this arrival made something due earlier than what it
             // sleeps for (the schedule's next due instant only moves earlier through arrivals):
             // every needless wake-up costs two thread hops that delay the answers due next.
-            let earlier = match (st.schedule.next_due(), before) {
+            let earlier = match (st.node.next_due(), before) {
                 (Some(after), Some(before)) => after < before,
                 (after, _) => after.is_some(),
             };
@@ -399,7 +382,7 @@ impl Run {
                 if st.ended {
                     return;
                 }
-                st.schedule.next_due()
+                st.node.next_due()
             };
             match next {
                 Some(t) => {
@@ -417,8 +400,7 @@ impl Run {
                     return;
                 }
                 let mut steps = Vec::new();
-                st.schedule
-                    .advance(self.since_t0(Instant::now()), &mut steps);
+                st.node.advance(self.since_t0(Instant::now()), &mut steps);
                 st.deliveries(steps, &self.tag)
             };
             self.deliver(out).await;
@@ -488,7 +470,7 @@ impl Run {
     pub fn model_state(&self) -> ModelState {
         let now = self.since_t0(Instant::now());
         let st = self.lock();
-        let model = st.schedule.model();
+        let model = st.node.schedule().model();
         ModelState {
             queued: model.queued(),
             busy_workers: model.busy_workers(),
@@ -507,9 +489,8 @@ impl Run {
         {
             let mut st = self.lock();
             st.ended = true;
-            st.schedule.end();
+            st.node.end();
             st.senders.clear();
-            st.charges.clear();
             if let Some(mut out) = st.ledger_file.out.take() {
                 use std::io::Write;
                 if let Err(e) = out.flush() {

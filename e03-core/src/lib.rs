@@ -54,6 +54,7 @@ pub mod dependency;
 pub mod events;
 pub mod faults;
 pub mod ledger;
+pub mod node;
 pub mod operation;
 pub mod params;
 pub mod policy;
@@ -69,6 +70,7 @@ pub mod timeline;
 
 pub use budget::{RetryBudget, TokenBucket, Unlimited};
 pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};
+pub use node::DependencyNode;
 pub use operation::{AttemptResult, GiveUp, Next, OpOutcome, Operation};
 pub use params::{ParamError, Params, Scenario};
 pub use schedule::DependencySchedule;

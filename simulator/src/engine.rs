@@ -12,7 +12,7 @@
 //!   with the run's one budget.
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
-//! test's trace is another. The dependency is the core's [`DependencySchedule`]: whenever it has
+//! test's trace is another. The dependency is the core's [`DependencyNode`]: whenever it has
 //! something due at or before the clients' next event, the engine advances it to that instant
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
@@ -20,12 +20,12 @@
 use e03_core::arrivals::{Arrival, OpenLoop};
 use e03_core::breaker::BreakerState;
 use e03_core::events::Cause;
-use e03_core::ledger::{ChargeRequest, Commit, KeyPolicy, Ledger};
+use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::{
-    Admission, AttemptResult, DependencySchedule, OpOutcome, Params, ReqId, Scenario, Strategy,
+    Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
 
 use crate::queue::{Event, EventQueue, Nanos};
@@ -79,15 +79,12 @@ struct Client {
 pub struct Engine<'a, O: Observer> {
     strategy: &'a Strategy,
     queue: EventQueue,
-    service: DependencySchedule,
+    /// The dependency: its schedule, ledger and commit rule (the core's [`DependencyNode`], the
+    /// same the live service drives).
+    service: DependencyNode,
     clients: Vec<Client>,
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
-    /// A charging strategy's requests: (op, attempt) of each (indexed like `owner`), for the
-    /// ledger; empty otherwise.
-    idents: Vec<(u32, u32)>,
-    /// The dependency's ledger of charges and key store (a charging strategy only).
-    ledger: Ledger,
     seed: u64,
     /// One budget and breaker shared by every client of this run.
     budget: ClientPolicy,
@@ -109,7 +106,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     ) -> Self {
         let n = params.swarm().clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
-        let service = DependencySchedule::new(params.service_config(scenario, seed));
+        let service = DependencyNode::new(params.service_config(scenario, seed));
         let config = SessionConfig::from_params(params);
         let open = params.is_open_loop().then(|| params.open_loop(seed));
         let n = if open.is_some() { 0 } else { n };
@@ -138,8 +135,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             service,
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
-            idents: Vec::new(),
-            ledger: Ledger::new(),
             seed,
             budget: ClientPolicy::new(strategy, seed),
             answers: Vec::with_capacity(256),
@@ -217,16 +212,21 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.report_breaker();
         let req = self.owner.len() as ReqId;
         self.owner.push(c);
-        if self.strategy.idempotency.is_some() {
-            self.idents.push((send.id.op, send.id.attempt));
-        }
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
         self.observer
             .arrival(t, req, c, send.id.op, send.id.attempt);
+        // A charging strategy's attempt is a charge (`POST /charge`) with its policy's key.
+        let charge = self.strategy.idempotency.map(|policy| ChargeRequest {
+            key: policy.key(self.seed, c, send.id.op, send.id.attempt),
+            amount: 1,
+            client: Some(c),
+            op: Some(send.id.op),
+            attempt: Some(send.id.attempt),
+        });
         let admission = self
             .service
-            .arrive(dur(t), req, send.id.key(), &mut self.answers);
+            .arrive(dur(t), req, send.id.key(), charge, &mut self.answers);
         self.observer.admission(t, req, admission);
     }
 
@@ -239,12 +239,15 @@ impl<'a, O: Observer> Engine<'a, O> {
                 let c = self.owner[a.req as usize];
                 let given_up = self.clients[c as usize].in_flight != Some(a.req);
                 self.observer.served(t, a.req, &a, given_up);
-                let mut code = a.status;
-                if let Some(policy) = self.strategy.idempotency {
-                    if matches!(a.cause, Cause::Ok | Cause::Slow | Cause::Lost) {
-                        code = self.commit(t, a.req, policy);
-                    }
+                let settled = self.service.settle(&a);
+                if let Some(charge) = &settled.charged {
+                    self.observer.charge(
+                        t,
+                        c,
+                        charge.op.expect("the engine's charges carry their op"),
+                    );
                 }
+                let code = settled.status;
                 let result = if a.cause == Cause::Lost {
                     self.observer.lost(t, a.req);
                     AttemptResult::ConnectionError
@@ -258,25 +261,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
         }
         self.answers.clear();
-    }
-
-    /// A charge's work is committed: the ledger charges it or answers its key's first charge.
-    /// Returns the answer's status.
-    fn commit(&mut self, t: Nanos, req: ReqId, policy: KeyPolicy) -> u16 {
-        let client = self.owner[req as usize];
-        let (op, attempt) = self.idents[req as usize];
-        let request = ChargeRequest {
-            key: policy.key(self.seed, client, op, attempt),
-            amount: 1,
-            client: Some(client),
-            op: Some(op),
-            attempt: Some(attempt),
-        };
-        let commit = self.ledger.commit(dur(t), &request);
-        if let Commit::Charged(_) = commit {
-            self.observer.charge(t, client, op);
-        }
-        commit.status()
     }
 
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {

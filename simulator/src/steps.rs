@@ -1,6 +1,6 @@
 //! The step workload (seed 002, `E03_WORKLOAD=steps`) on the virtual clock.
 //!
-//! The core's [`StepWorkload`] decides every call; the core's [`DependencySchedule`] answers
+//! The core's [`StepWorkload`] decides every call; the core's [`DependencyNode`] answers
 //! them. As the live swarm does, the calls of a step are sent at the step's start one after the
 //! other, each when the previous one was answered (so the dependency sees them in the
 //! workload's order, a service time apart), and a step is `E03_STEP_MS` of virtual time. Every
@@ -10,7 +10,7 @@ use e03_core::events::us;
 use e03_core::policy::ClientPolicy;
 use e03_core::schedule::{Answer, Step};
 use e03_core::steps::{Call, Done, StepWorkload};
-use e03_core::{AttemptResult, DependencySchedule, GiveUp, Params, ReqId, Scenario, Strategy};
+use e03_core::{AttemptResult, DependencyNode, GiveUp, Params, ReqId, Scenario, Strategy};
 use e03_metrics::RunAccumulator;
 
 /// One run of the step workload (strategy at its load, seed), measured by `acc`.
@@ -24,7 +24,7 @@ pub fn run_steps(
     let load = strategy.load.unwrap_or(params.steps().loads[0]);
     let cfg = params.step_config(load);
     let timeout = params.limits().attempt_timeout;
-    let mut service = DependencySchedule::new(params.service_config(scenario, seed));
+    let mut service = DependencyNode::new(params.service_config(scenario, seed));
     let mut workload = StepWorkload::new(cfg, strategy, seed);
     let mut policy = ClientPolicy::new(strategy, seed);
     let mut out: Vec<Step> = Vec::new();
@@ -81,7 +81,7 @@ pub fn run_steps(
 /// Sends `call` as request `req` at `t` and waits for its answer (or its timeout): the answer,
 /// if any, and the instant the wait ended.
 fn send(
-    service: &mut DependencySchedule,
+    service: &mut DependencyNode,
     acc: &mut RunAccumulator,
     out: &mut Vec<Step>,
     call: &Call,
@@ -95,7 +95,7 @@ fn send(
     if let Some(st) = acc.steps_mut() {
         st.call(req, Some(call.flow.client()), t_us);
     }
-    service.arrive(t, req, call.key(), out);
+    service.arrive(t, req, call.key(), None, out);
     let deadline = t + timeout;
     loop {
         let mine = out.iter().find_map(|s| match s {

@@ -1,0 +1,210 @@
+//! One dependency node: the schedule (the model and everything due around it), the ledger of
+//! charges and the commit rule, as one state machine. It takes `now`, reads no clock and does no
+//! IO. The live service (`dependency-service`'s run) drives it from tokio; the simulator drives
+//! it from its event queue. Neither writes the commit rule again.
+//!
+//! The commit rule (seed 004, docs/idempotency.md): a charge commits to the ledger when its work
+//! ran, that is when its answer is `Ok`, `Slow` or `Lost` (a lost answer's work was done; only
+//! the answer never reached the caller). A charge rejected, failed or held past a freeze commits
+//! nothing. A commit either charges (a new line of the ledger) or, for an `Idempotency-Key`
+//! committed before, answers the first charge's number (200) or refuses a reuse of the key for
+//! another amount (422). The answer's status is the commit's.
+
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+
+use crate::dependency::{Admission, ReqId, ServiceConfig};
+use crate::events::Cause;
+use crate::ledger::{Charge, ChargeRequest, Commit, Ledger};
+use crate::schedule::{Answer, DependencySchedule, Step};
+
+/// The dependency's schedule, its ledger, and the charges waiting for their work.
+#[derive(Debug)]
+pub struct DependencyNode {
+    schedule: DependencySchedule,
+    ledger: Ledger,
+    /// The charges whose answers are not settled yet, by request.
+    charges: FxHashMap<ReqId, ChargeRequest>,
+}
+
+/// An answer of the node, settled by the commit rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// The status to answer: the model's, or the commit's for a charge whose work ran.
+    pub status: u16,
+    /// The ledger's number for a committed charge (the new one, or its key's first).
+    pub charge: Option<u64>,
+    /// The ledger's new line, when this answer charged.
+    pub charged: Option<Charge>,
+}
+
+impl DependencyNode {
+    /// A fresh dependency at time zero, with an empty ledger.
+    pub fn new(config: ServiceConfig) -> Self {
+        Self {
+            schedule: DependencySchedule::new(config),
+            ledger: Ledger::new(),
+            charges: FxHashMap::default(),
+        }
+    }
+
+    pub fn schedule(&self) -> &DependencySchedule {
+        &self.schedule
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The earliest instant something is due ([`DependencySchedule::next_due`]).
+    pub fn next_due(&self) -> Option<Duration> {
+        self.schedule.next_due()
+    }
+
+    /// A request arrives at `now` ([`DependencySchedule::arrive`]); a charge (`POST /charge`)
+    /// waits here for its answer to settle.
+    pub fn arrive(
+        &mut self,
+        now: Duration,
+        req: ReqId,
+        key: u64,
+        charge: Option<ChargeRequest>,
+        out: &mut Vec<Step>,
+    ) -> Admission {
+        if let Some(charge) = charge {
+            self.charges.insert(req, charge);
+        }
+        self.schedule.arrive(now, req, key, out)
+    }
+
+    /// Everything due up to `now` ([`DependencySchedule::advance`]).
+    pub fn advance(&mut self, now: Duration, out: &mut Vec<Step>) {
+        self.schedule.advance(now, out);
+    }
+
+    /// The commit rule, applied to one answer of [`Self::arrive`] or [`Self::advance`]: a
+    /// charge whose work ran commits at the answer's instant, and the answer takes the
+    /// commit's status. Anything else keeps the model's status. Each answer is settled once.
+    pub fn settle(&mut self, answer: &Answer) -> Settled {
+        let mut settled = Settled {
+            status: answer.status,
+            charge: None,
+            charged: None,
+        };
+        let Some(req) = self.charges.remove(&answer.req) else {
+            return settled;
+        };
+        if matches!(answer.cause, Cause::Ok | Cause::Slow | Cause::Lost) {
+            let commit = self.ledger.commit(answer.at, &req);
+            settled.status = commit.status();
+            settled.charge = Some(match &commit {
+                Commit::Charged(c) => c.charge,
+                Commit::Replayed { charge } | Commit::KeyReused { charge } => *charge,
+            });
+            if let Commit::Charged(charge) = commit {
+                settled.charged = Some(charge);
+            }
+        }
+        settled
+    }
+
+    /// The run ended: waiting requests and charges are dropped (their callers get nothing
+    /// from the model any more); the freeze edges stay ([`DependencySchedule::end`]).
+    pub fn end(&mut self) {
+        self.schedule.end();
+        self.charges.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Params;
+    use crate::Scenario;
+
+    fn charge(key: &str, amount: u64) -> ChargeRequest {
+        ChargeRequest {
+            key: Some(key.into()),
+            amount,
+            client: Some(1),
+            op: Some(0),
+            attempt: Some(1),
+        }
+    }
+
+    fn answer(req: ReqId, at_ms: u64, status: u16, cause: Cause) -> Answer {
+        Answer {
+            req,
+            at: Duration::from_millis(at_ms),
+            status,
+            cause,
+            admit: Some(Duration::ZERO),
+            immediate: true,
+            retry_after: None,
+            cost: None,
+        }
+    }
+
+    fn node() -> DependencyNode {
+        DependencyNode::new(Params::default().service_config(Scenario::E03A, 1))
+    }
+
+    #[test]
+    fn work_that_ran_commits_and_a_key_answers_its_first_charge() {
+        // Hand-computed: request 0 (key k, 1) answered Ok at 40 ms -> charge 1, 200; request 1
+        // (k, 1) answered Lost at 90 ms -> its work ran: replayed, charge 1, 200, nothing new;
+        // request 2 (k, 5) Slow -> the key reused for another amount: 422, charge 1; request 3
+        // (k2, 1) answered 503 Fault -> no work ran, no commit, the model's 503.
+        let mut n = node();
+        let mut out = Vec::new();
+        for (req, key, amount) in [(0, "k", 1), (1, "k", 1), (2, "k", 5), (3, "k2", 1)] {
+            n.arrive(
+                Duration::ZERO,
+                req,
+                req,
+                Some(charge(key, amount)),
+                &mut out,
+            );
+        }
+        let first = n.settle(&answer(0, 40, 200, Cause::Ok));
+        assert_eq!((first.status, first.charge), (200, Some(1)));
+        let line = first.charged.expect("a new charge");
+        assert_eq!((line.charge, line.t_us, line.amount), (1, 40_000, 1));
+        let lost = n.settle(&answer(1, 90, 200, Cause::Lost));
+        assert_eq!(
+            (lost.status, lost.charge, lost.charged),
+            (200, Some(1), None)
+        );
+        let reused = n.settle(&answer(2, 95, 200, Cause::Slow));
+        assert_eq!((reused.status, reused.charge), (422, Some(1)));
+        let failed = n.settle(&answer(3, 99, 503, Cause::Fault));
+        assert_eq!(
+            (failed.status, failed.charge, failed.charged),
+            (503, None, None)
+        );
+        assert_eq!((n.ledger().charges(), n.ledger().replays()), (1, 2));
+        // Settled once: the same answer again is not a charge any more.
+        assert_eq!(n.settle(&answer(0, 100, 200, Cause::Ok)).charge, None);
+    }
+
+    #[test]
+    fn a_request_that_is_no_charge_keeps_the_models_status() {
+        let mut n = node();
+        let mut out = Vec::new();
+        n.arrive(Duration::ZERO, 7, 7, None, &mut out);
+        let s = n.settle(&answer(7, 40, 200, Cause::Ok));
+        assert_eq!((s.status, s.charge, s.charged), (200, None, None));
+        assert_eq!(n.ledger().charges(), 0);
+    }
+
+    #[test]
+    fn ending_drops_the_waiting_charges() {
+        let mut n = node();
+        let mut out = Vec::new();
+        n.arrive(Duration::ZERO, 0, 0, Some(charge("k", 1)), &mut out);
+        n.end();
+        assert_eq!(n.settle(&answer(0, 40, 200, Cause::Ok)).charge, None);
+        assert_eq!(n.ledger().charges(), 0);
+    }
+}
