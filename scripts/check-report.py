@@ -16,6 +16,11 @@ what the browser laid out into the DOM, and this script asserts:
   table's first column), the arrivals figures name every phase kind of the scenario's timeline
   (scenario.toml beside the page) after "shaded: ".
 
+A chain run's page (chain.json beside it, no summary.json): the calls-per-layer table's cells
+match chain.json (counts and layer names exactly, the rest to the table's 0.1), the checks
+table equals chain.json's check rows with PASS green and FAIL red, the calls_per_layer figure
+names every variant, and the page has a conclusion.
+
 Only the standard library. Exit 0 when every page passes, 1 otherwise, 2 on bad usage.
 """
 
@@ -51,11 +56,18 @@ const figs = [...document.querySelectorAll('figure.figure')].map(f => {
   return {name: f.dataset.figure, svg: !!s, width: r.width, height: r.height,
           text: s ? s.textContent.replace(/\\s+/g, ' ') : ''};
 });
-const tables = [...document.querySelectorAll('table.comparison')].map(
+const cells = sel => [...document.querySelectorAll(sel)].map(
   t => [...t.rows].map(r => [...r.cells].map(c => c.textContent)));
+const tables = cells('table.comparison');
+const chain = cells('table.chain');
+const checks = cells('table.checks');
+const coloured = [...document.querySelectorAll('td.pass, td.fail')].map(
+  c => c.className + ' ' + c.textContent);
+const conclusions = [...document.querySelectorAll('p.conclusion')].map(p => p.textContent);
 const pre = document.createElement('pre');
 pre.id = 'probe';
-pre.textContent = JSON.stringify({figs, tables, errors: window.__errors,
+pre.textContent = JSON.stringify({figs, tables, chain, checks, coloured, conclusions,
+  errors: window.__errors,
   missing: [...document.querySelectorAll('.missing')].map(m => m.textContent)});
 document.body.appendChild(pre);
 </script>"""
@@ -143,6 +155,62 @@ def phase_kinds(page_dir):
     return kinds
 
 
+def check_chain(data, figs, summary, failures):
+    """A chain run's page (chain.json beside it): the calls-per-layer table's cells equal
+    chain.json's figures (counts exactly, the rest to the table's 0.1), the checks table equals
+    its check rows with PASS/FAIL coloured, the figure names every variant, a conclusion."""
+    variants = summary["variants"]
+    if not data["chain"]:
+        failures.append("no chain table (calls per layer)")
+    else:
+        rows = data["chain"][0]
+        headers, body = rows[0], rows[1:]
+        if len(body) != len(variants):
+            failures.append(f"chain table has {len(body)} rows, chain.json {len(variants)} variants")
+        for row, v in zip(body, variants):
+            cell = dict(zip(headers, row))
+            want_exact = {
+                "variant": v["id"],
+                "requests": str(v["requests"]),
+                "calls per layer (top first)": ", ".join(
+                    f"{name} {n}" for name, n in zip(v["layers"], v["calls_per_layer"])),
+                "ok": str(v["succeeded"]),
+                "refused": str(sum(v["refused_per_layer"])),
+            }
+            for col, want in want_exact.items():
+                if cell.get(col) != want:
+                    failures.append(f"{v['id']} {col}: cell {cell.get(col)!r}, chain.json {want!r}")
+            for col, field in [("bottom per request", "bottom_per_request"),
+                               ("op max ms", "op_max_ms"), ("op mean ms", "op_mean_ms"),
+                               ("wasted ms/request", "wasted_ms"),
+                               ("late calls/request", "late_calls_per_request")]:
+                got = numbers(cell.get(col, ""))
+                if len(got) != 1 or abs(got[0] - float(v[field])) > 0.05 + 1e-9:
+                    failures.append(f"{v['id']} {col}: cell {cell.get(col)!r}, chain.json {v[field]}")
+    want_checks = [[c["variant"], c["figure"], c["published"], c["ours"], c["band"], c["check"]]
+                   for c in summary["checks"]]
+    got_checks = data["checks"][0][1:] if data["checks"] else []
+    if got_checks != want_checks:
+        failures.append(f"checks table {got_checks}, chain.json {want_checks}")
+    verdicts = [c[-1] for c in want_checks if c[-1] in ("PASS", "FAIL")]
+    coloured = [c for c in data["coloured"] if c.split()[1] in ("PASS", "FAIL")]
+    if len(coloured) != len(verdicts):
+        failures.append(f"{len(verdicts)} PASS/FAIL verdicts, {len(coloured)} coloured cells")
+    for c in coloured:
+        cls, word = c.split()[:2]
+        if cls != word.lower():
+            failures.append(f"verdict {word} coloured {cls}")
+    layer_figs = [f for f in figs if f["name"] == "calls_per_layer"]
+    if not layer_figs:
+        failures.append("no calls_per_layer figure")
+    for fig in layer_figs:
+        for v in variants:
+            if v["id"] not in fig["text"]:
+                failures.append(f"calls_per_layer legend lacks {v['id']!r}")
+    if not data["conclusions"]:
+        failures.append("no conclusion")
+
+
 def check_page(page, failures):
     page_dir = os.path.dirname(os.path.abspath(page))
     with open(page, encoding="utf-8") as f:
@@ -174,6 +242,11 @@ def check_page(page, failures):
         if not fig["svg"] or fig["width"] <= 0 or fig["height"] <= 0:
             failures.append(f"figure {fig['name']}: rendered {fig['width']}x{fig['height']} "
                             f"(svg: {fig['svg']})")
+    chain_json = os.path.join(page_dir, "chain.json")
+    if os.path.exists(chain_json):
+        with open(chain_json, encoding="utf-8") as f:
+            check_chain(data, figs, json.load(f), failures)
+        return len(figs), ["chain"]
     with open(os.path.join(page_dir, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
     if not data["tables"]:
@@ -220,8 +293,12 @@ def main(argv):
                 print(f"  - {f}")
         else:
             n, kinds = got
-            print(f"ok   {page}: {n} figures, non-zero size, legends, phases "
-                  f"{','.join(kinds) or 'none'} named, table = summary.json, no console error")
+            if kinds == ["chain"]:
+                print(f"ok   {page}: {n} figure(s), non-zero size, variants in the legend, "
+                      f"tables = chain.json, verdicts coloured, conclusion, no console error")
+            else:
+                print(f"ok   {page}: {n} figures, non-zero size, legends, phases "
+                      f"{','.join(kinds) or 'none'} named, table = summary.json, no console error")
     if shot:
         res = run_chromium(["--window-size=900,1500", "--hide-scrollbars",
                             f"--screenshot={os.path.abspath(shot)}",

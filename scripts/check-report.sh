@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The browser test of report.html (docs/report.md): `lab simulate` for every built-in scenario
-# that writes a report (the chain scenarios, amplification and deadline, write chain.md instead),
-# one short live `lab run e03b`, then each report.html opened in headless Chromium by
-# scripts/check-report.py (figures rendered at a non-zero size, legends and phases named, the
-# comparison's cells equal to summary.json, no console error), and OUT/index.html listing them.
+# (the chain scenarios, amplification and deadline, included), one short live `lab run e03b` and
+# one live `lab run amplification` (a chain over loopback hops), then each report.html opened in
+# headless Chromium by scripts/check-report.py (figures rendered at a non-zero size, legends and
+# phases named, the tables' cells equal to summary.json or, for a chain, chain.json, no console
+# error), and OUT/index.html listing them.
 #
 # Installs Debian's chromium when it is missing (apt-get, as root); prints SKIPPED and why when it
 # cannot. Env: CHECK_REPORT_SCREENSHOT=PATH also writes a screenshot of the live E03-B report there
@@ -30,11 +31,14 @@ lab=target/debug/lab
 out=$(mktemp -d /tmp/e03-report.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-# Every built-in scenario but the chains (their own chain.md, no report.html yet).
+# Every built-in scenario, the chains (amplification, deadline) included.
 catalogue=$("$lab" list)
-scenarios=$(printf '%s\n' "$catalogue" | awk '/^Strategies/ {done = 1} !done && NF && $1 ~ /^[a-z0-9]+$/ {print $1}' \
-    | grep -v -x -e amplification -e deadline)
+scenarios=$(printf '%s\n' "$catalogue" | awk '/^Strategies/ {done = 1} !done && NF && $1 ~ /^[a-z0-9]+$/ {print $1}')
 [ -n "$scenarios" ] || { echo "check-report: lab list named no scenario" >&2; exit 1; }
+for chain in amplification deadline; do
+    printf '%s\n' "$scenarios" | grep -q -x "$chain" \
+        || { echo "check-report: lab list does not name the chain scenario $chain" >&2; exit 1; }
+done
 for s in $scenarios; do
     timeout 120 "$lab" simulate "$s" --out "$out" --run-id "sim-$s" >/dev/null 2>"$out/sim-$s.err" \
         || [ $? = 3 ] || { cat "$out/sim-$s.err" >&2; echo "check-report: lab simulate $s failed" >&2; exit 1; }
@@ -44,7 +48,12 @@ E03_PROGRESS=off timeout 120 "$lab" run e03b --out "$out" --run-id live-e03b --c
     --freeze-start-s 2 --freeze-end-s 3 --recovery-end-s 5 --duration-s 7 >/dev/null 2>"$out/live.err" \
     || [ $? = 3 ] || { cat "$out/live.err" >&2; echo "check-report: lab run e03b failed" >&2; exit 1; }
 
-pages=("$out/live-e03b/e03b/report.html")
+# One live chain: a hop process per layer on loopback, 3 top requests per variant (about 1 s).
+E03_PROGRESS=off timeout 120 "$lab" run amplification --out "$out" --run-id live-amplification \
+    >/dev/null 2>"$out/live-chain.err" \
+    || [ $? = 3 ] || { cat "$out/live-chain.err" >&2; echo "check-report: lab run amplification failed" >&2; exit 1; }
+
+pages=("$out/live-e03b/e03b/report.html" "$out/live-amplification/amplification/report.html")
 for s in $scenarios; do pages+=("$out/sim-$s/simulated/$s/report.html"); done
 shot=()
 if [ -n "${CHECK_REPORT_SCREENSHOT:-}" ]; then shot=(--screenshot "$CHECK_REPORT_SCREENSHOT"); fi

@@ -36,11 +36,16 @@ fn colour(id: &str, i: usize) -> RGBColor {
         "B" => RGBColor(31, 119, 180),
         "C" => RGBColor(44, 160, 44),
         "D" => RGBColor(148, 103, 189),
+        // Six, so that a chain's four variants (`deadline`) or a user's strategies get
+        // colours of their own.
         _ => [
             RGBColor(255, 127, 14),
             RGBColor(140, 86, 75),
             RGBColor(23, 190, 207),
-        ][i % 3],
+            RGBColor(227, 119, 194),
+            RGBColor(188, 189, 34),
+            RGBColor(127, 127, 127),
+        ][i % 6],
     }
 }
 

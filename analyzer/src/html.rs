@@ -5,7 +5,9 @@
 //! scenario and its parameters, every table, the conclusion, the checks (PASS and FAIL
 //! coloured) and the figures, inlined as the SVG files the analyzer wrote beside it. It loads
 //! nothing (no script, no external style sheet, font or image), and its style sheet reads on a
-//! phone (tables scroll sideways, figures shrink to the width) and in print.
+//! phone (tables scroll sideways, figures shrink to the width) and in print. A chain run's page
+//! ([`crate::chain::write_chain_outputs`]) renders the blocks of its `chain.md` the same way
+//! ([`page_html`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -167,36 +169,47 @@ fn params_table(s: &ScenarioSummary) -> Option<Table> {
     })
 }
 
-/// The whole page of one scenario run, reading the figures from `dir`.
-pub fn report_html(dir: &Path, s: &ScenarioSummary) -> String {
-    let title = format!("{} ({})", s.scenario.title(), s.scenario.name());
+/// What a page renders: the blocks of a report, and what goes around them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub title: String,
+    pub blocks: Vec<Block>,
+    /// Folded ("Parameters") before the first section heading.
+    pub params: Option<Table>,
+    /// The paragraphs among the blocks that are the conclusion (highlighted).
+    pub conclusion: Vec<String>,
+    /// The classes of the first tables, in order (the browser test finds by class the tables
+    /// it checks against the run's JSON summary); later tables are `data`.
+    pub table_classes: Vec<&'static str>,
+    /// The footer's line, as HTML.
+    pub footer: String,
+}
+
+/// A page: the blocks rendered as [`report_html`] does, the figures read from `dir`.
+pub fn page_html(dir: &Path, page: Page) -> String {
     let mut h = format!(
         "<!DOCTYPE html>\n{MARK}\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <title>{}</title><style>{STYLE}</style></head><body>\n",
-        escape(&title)
+        escape(&page.title)
     );
-    let conclusion = crate::tables::conclusion(s);
-    let mut params_done = false;
+    let mut params = page.params;
     let mut table_no = 0;
-    for block in report_blocks(s) {
+    for block in page.blocks {
         match block {
             Block::Heading(1, text) => {
                 let _ = writeln!(h, "<h1>{}</h1>", escape(&text));
             }
             Block::Heading(_, text) => {
-                if !params_done {
-                    params_done = true;
-                    if let Some(t) = params_table(s) {
-                        h += "<details><summary>Parameters</summary>\n";
-                        h += &table_html(&t, "params");
-                        h += "</details>\n";
-                    }
+                if let Some(t) = params.take() {
+                    h += "<details><summary>Parameters</summary>\n";
+                    h += &table_html(&t, "params");
+                    h += "</details>\n";
                 }
                 let _ = writeln!(h, "<h2>{}</h2>", escape(&text));
             }
             Block::Para(text) => {
-                let class = if conclusion.contains(&text) {
+                let class = if page.conclusion.contains(&text) {
                     " class=\"conclusion\""
                 } else {
                     ""
@@ -204,8 +217,7 @@ pub fn report_html(dir: &Path, s: &ScenarioSummary) -> String {
                 let _ = writeln!(h, "<p{class}>{}</p>", inline(&text));
             }
             Block::Table(t) => {
-                // The first table is the comparison, the one summary.json's runs fill.
-                let class = if table_no == 0 { "comparison" } else { "data" };
+                let class = page.table_classes.get(table_no).copied().unwrap_or("data");
                 table_no += 1;
                 h += &table_html(&t, class);
             }
@@ -222,13 +234,28 @@ pub fn report_html(dir: &Path, s: &ScenarioSummary) -> String {
             }
         }
     }
-    let _ = writeln!(
-        h,
-        "<p><small>Files: <a href=\"summary.json\">summary.json</a>, <a href=\"report.md\">report.md</a>. \
-         Seeds {}.</small></p>\n</body></html>",
-        escape(&seed_ranges(&s.seeds()))
-    );
+    let _ = writeln!(h, "<p><small>{}</small></p>\n</body></html>", page.footer);
     h
+}
+
+/// The whole page of one scenario run, reading the figures from `dir`.
+pub fn report_html(dir: &Path, s: &ScenarioSummary) -> String {
+    page_html(
+        dir,
+        Page {
+            title: format!("{} ({})", s.scenario.title(), s.scenario.name()),
+            blocks: report_blocks(s),
+            params: params_table(s),
+            conclusion: crate::tables::conclusion(s),
+            // The first table is the comparison, the one summary.json's runs fill.
+            table_classes: vec!["comparison"],
+            footer: format!(
+                "Files: <a href=\"summary.json\">summary.json</a>, <a href=\"report.md\">report.md</a>. \
+                 Seeds {}.",
+                escape(&seed_ranges(&s.seeds()))
+            ),
+        },
+    )
 }
 
 /// One run of an output folder, as the index lists it.
@@ -245,7 +272,7 @@ pub struct IndexEntry {
 }
 
 /// The runs of `out`: every `<run>/<scenario>/` and `<run>/simulated/<scenario>/` holding a
-/// `report.html` and a readable `summary.json`, newest run first.
+/// `report.html` and a readable `summary.json` (a chain run: `chain.json`), newest run first.
 pub fn index_entries(out: &Path) -> Vec<IndexEntry> {
     let mut entries = Vec::new();
     let Ok(runs) = std::fs::read_dir(out) else {
@@ -284,8 +311,11 @@ pub fn index_entries(out: &Path) -> Vec<IndexEntry> {
     entries
 }
 
-/// Scenario, seeds and verdicts from a folder's summary.json.
+/// Scenario, seeds and verdicts from a folder's summary.json, or a chain run's chain.json.
 fn entry_of(dir: &Path) -> Option<IndexEntry> {
+    if !dir.join("summary.json").is_file() {
+        return chain_entry_of(dir);
+    }
     let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let scenario = v.get("scenario")?.as_str()?.to_string();
@@ -316,6 +346,33 @@ fn entry_of(dir: &Path) -> Option<IndexEntry> {
         scenario,
         simulated,
         seeds: seed_ranges(&seeds),
+        verdicts,
+    })
+}
+
+/// Scenario and verdicts from a chain run's chain.json (a chain run has no seeds: "-").
+fn chain_entry_of(dir: &Path) -> Option<IndexEntry> {
+    let text = std::fs::read_to_string(dir.join(crate::chain::CHAIN_JSON)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let scenario = v.get("scenario")?.as_str()?.to_string();
+    let simulated = v.get("simulated")?.as_bool()?;
+    let complete = v.get("complete")?.as_bool()?;
+    let checks = v.get("checks")?.as_array()?;
+    let mut verdicts = String::from(if complete { "complete" } else { "INCOMPLETE" });
+    if checks
+        .iter()
+        .any(|c| c.get("check").and_then(|c| c.as_str()) == Some("FAIL"))
+    {
+        verdicts += ", checks FAIL";
+    } else if !checks.is_empty() {
+        verdicts += ", checks PASS";
+    }
+    Some(IndexEntry {
+        link: String::new(),
+        run_id: String::new(),
+        scenario: format!("{scenario} (chain)"),
+        simulated,
+        seeds: "-".into(),
         verdicts,
     })
 }

@@ -229,8 +229,13 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
 
 /// `report.md`: the report's blocks as markdown, for reading on GitHub.
 pub fn report_markdown(s: &ScenarioSummary) -> String {
+    blocks_markdown(report_blocks(s))
+}
+
+/// Blocks as markdown (`report.md`, and a chain run's `chain.md`).
+pub fn blocks_markdown(blocks: Vec<Block>) -> String {
     let mut md = String::new();
-    for block in report_blocks(s) {
+    for block in blocks {
         match block {
             Block::Heading(level, text) => {
                 md += &format!("{} {text}\n\n", "#".repeat(level as usize))

@@ -198,6 +198,183 @@ pub fn check_rows_table(rows: &[CheckRow]) -> Table {
     }
 }
 
+/// `values` of the runs as `id value, id value, ...` (the table's order).
+fn listed(runs: &[ChainRun], value: impl Fn(&ChainRun) -> String) -> String {
+    runs.iter()
+        .map(|r| format!("{} {}", r.variant.id, value(r)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The conclusion of a chain run, from the same figures as [`chain_table`] and the check rows:
+/// calls at the bottom per top request (and how many times more the most sends than the
+/// fewest), the longest top operation when the variants differ, the work the lower layers did
+/// after the top caller had given up, the top requests that succeeded, and the checks' tally.
+pub fn chain_conclusion(runs: &[ChainRun], rows: &[CheckRow]) -> Vec<String> {
+    let mut out = Vec::new();
+    if runs.is_empty() {
+        return out;
+    }
+    let by = |f: fn(&ChainRun) -> f64| {
+        let most = runs
+            .iter()
+            .max_by(|a, b| f(a).total_cmp(&f(b)))
+            .expect("runs");
+        let fewest = runs
+            .iter()
+            .min_by(|a, b| f(a).total_cmp(&f(b)))
+            .expect("runs");
+        (most, fewest)
+    };
+    let (most, fewest) = by(ChainRun::bottom_per_request);
+    let bottom = |r: &ChainRun| num(r.bottom_per_request());
+    if runs.len() == 1 || most.bottom_per_request() == fewest.bottom_per_request() {
+        out.push(format!(
+            "Calls at the bottom per top request: {} in every variant.",
+            bottom(most)
+        ));
+    } else {
+        let mut line = format!(
+            "Calls at the bottom per top request: {}. The most, {}, sends {}",
+            listed(runs, bottom),
+            most.variant.id,
+            bottom(most)
+        );
+        if fewest.bottom_per_request() > 0.0 {
+            line += &format!(
+                ", {}x as many as the fewest, {} ({}).",
+                num(most.bottom_per_request() / fewest.bottom_per_request()),
+                fewest.variant.id,
+                bottom(fewest)
+            );
+        } else {
+            line += &format!("; {} sends none.", fewest.variant.id);
+        }
+        out.push(line);
+    }
+    let (longest, shortest) = by(|r| r.op_max_ms);
+    if longest.op_max_ms - shortest.op_max_ms > 100.0
+        && longest.op_max_ms > 1.5 * shortest.op_max_ms
+    {
+        out.push(format!(
+            "Longest top operation: {} (ms). {} made its caller wait {}x as long as {}.",
+            listed(runs, |r| num(r.op_max_ms)),
+            longest.variant.id,
+            num(longest.op_max_ms / shortest.op_max_ms.max(0.001)),
+            shortest.variant.id
+        ));
+    }
+    if runs.iter().any(|r| r.wasted_ms > 0.0) {
+        let (most, least) = by(|r| r.wasted_ms);
+        out.push(format!(
+            "Work the lower layers did after the top caller had given up, per top request: {} \
+             (ms; calls ending after the top's end, per request: {}). The most in {}, the least \
+             in {}.",
+            listed(runs, |r| num(r.wasted_ms)),
+            listed(
+                runs,
+                |r| num(r.late_calls as f64 / r.requests.max(1) as f64)
+            ),
+            most.variant.id,
+            least.variant.id
+        ));
+    } else {
+        out.push(
+            "No lower layer worked on after its top caller had given up, in any variant.".into(),
+        );
+    }
+    if runs.iter().all(|r| r.succeeded == 0) {
+        out.push("No top request succeeded, in any variant.".into());
+    } else if runs.iter().all(|r| r.succeeded == r.requests) {
+        out.push("Every top request succeeded, in every variant.".into());
+    } else {
+        out.push(format!(
+            "Top requests that succeeded: {}.",
+            listed(runs, |r| format!("{} of {}", r.succeeded, r.requests))
+        ));
+    }
+    if !rows.is_empty() {
+        let count = |v: &str| rows.iter().filter(|r| r.verdict() == v).count();
+        let failed: Vec<String> = rows
+            .iter()
+            .filter(|r| r.pass == Some(false))
+            .map(|r| format!("{} of {}", r.metric, r.strategy))
+            .collect();
+        let mut line = format!(
+            "Checks against the source's figures: {} PASS, {} FAIL",
+            count("PASS"),
+            count("FAIL")
+        );
+        let other = rows.len() - count("PASS") - count("FAIL");
+        if other > 0 {
+            line += &format!(", {other} reported only");
+        }
+        if failed.is_empty() {
+            line += ".";
+        } else {
+            line += &format!(" ({}).", failed.join(", "));
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// The chain run as JSON (`chain.json`, the chain's summary beside its report): the scenario,
+/// live or simulated, each variant's figures unrounded (the table's cells are these, rounded)
+/// with its layers' names, and the check rows.
+pub fn chain_json(
+    scenario: &str,
+    title: &str,
+    live: bool,
+    runs: &[ChainRun],
+    rows: &[CheckRow],
+) -> serde_json::Value {
+    let variants: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.variant.id,
+                "label": r.variant.label,
+                "requests": r.requests,
+                "layers": (0..r.calls_per_layer.len())
+                    .map(|l| r.variant.layer_name(l as u32))
+                    .collect::<Vec<_>>(),
+                "calls_per_layer": r.calls_per_layer,
+                "refused_per_layer": r.refused_per_layer,
+                "bottom_per_request": r.bottom_per_request(),
+                "succeeded": r.succeeded,
+                "op_max_ms": r.op_max_ms,
+                "op_mean_ms": r.op_mean_ms,
+                "wasted_ms": r.wasted_ms,
+                "late_calls": r.late_calls,
+                "late_calls_per_request": r.late_calls as f64 / r.requests.max(1) as f64,
+            })
+        })
+        .collect();
+    let checks: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "variant": r.strategy,
+                "figure": r.metric,
+                "published": r.published,
+                "ours": r.ours,
+                "band": r.band,
+                "check": r.verdict(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "scenario": scenario,
+        "title": title,
+        "kind": "chain",
+        "simulated": !live,
+        "complete": true,
+        "variants": variants,
+        "checks": checks,
+    })
+}
+
 /// Whether any chain check of `def`'s runs failed (or could not be computed).
 pub fn any_failed(rows: &[CheckRow]) -> bool {
     rows.iter().any(|r| r.pass == Some(false))
@@ -258,5 +435,51 @@ mod tests {
         assert_eq!(r.wasted_ms, 2500.0);
         assert_eq!(r.op_max_ms, 1000.0);
         assert_eq!(r.figure(&CheckMetric::LateCalls), Some(2.0));
+    }
+
+    #[test]
+    fn the_conclusion_names_the_multiplier_the_wasted_work_and_a_failed_check() {
+        let mut fast = variant(1);
+        fast.id = "one-hop".into();
+        let mut deep = variant(2);
+        deep.id = "two-hops".into();
+        let tops = [TopRecord {
+            req: 1,
+            start_us: 0,
+            end_us: 1_000_000,
+            status: 503,
+            attempts: 1,
+        }];
+        let a = ChainRun::of(&fast, &tops, &[call(1, 1, 0, 10), call(2, 1, 0, 10)]);
+        let bottom: Vec<CallRecord> = (0..4).map(|_| call(3, 1, 0, 1_500_000)).collect();
+        let b = ChainRun::of(&deep, &tops, &bottom);
+        let row = |strategy: &str, pass| CheckRow {
+            metric: "bottom calls per top request".into(),
+            strategy: strategy.into(),
+            seed: 0,
+            ours: "4".into(),
+            published: "3".into(),
+            band: "exact".into(),
+            pass: Some(pass),
+        };
+        let lines = chain_conclusion(&[a, b], &[row("one-hop", true), row("two-hops", false)]);
+        assert_eq!(
+            lines[0],
+            "Calls at the bottom per top request: one-hop 1, two-hops 4. The most, two-hops, \
+             sends 4, 4x as many as the fewest, one-hop (1)."
+        );
+        assert!(
+            lines[1].starts_with(
+                "Work the lower layers did after the top caller had given up, per top request: \
+                 one-hop 0, two-hops 2000 (ms;"
+            ),
+            "{lines:?}"
+        );
+        assert_eq!(lines[2], "No top request succeeded, in any variant.");
+        assert_eq!(
+            lines[3],
+            "Checks against the source's figures: 1 PASS, 1 FAIL (bottom calls per top request \
+             of two-hops)."
+        );
     }
 }

@@ -103,6 +103,7 @@ fn run_inner(
             }
         }
         passed &= report_dir(&dir, *scenario, live)?;
+        crate::live::index_beside(&run.dir);
     }
     Ok(Some(passed))
 }
@@ -151,7 +152,8 @@ fn stopped(dir: &Path, tops: &[e03_core::chain::TopRecord], requests: u32) -> an
 }
 
 /// Analyses a chain scenario's directory (live or simulated logs, the same files), prints its
-/// tables and writes its outputs; whether every check passed.
+/// tables and writes its outputs (`chain.md`, `report.html`, ...); whether every check passed.
+/// The caller rewrites `OUT/index.html` ([`crate::live::index_beside`]).
 pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<bool> {
     let def = scenario.def();
     let chain = def.chain.as_ref().expect("a chain scenario");
@@ -164,7 +166,7 @@ pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<
         &runs,
         &rows,
     )?;
-    analyzer::chain::write_chain_outputs(dir, &def.title, live, &runs, &rows)?;
+    analyzer::chain::write_chain_outputs(dir, scenario.name(), &def.title, live, &runs, &rows)?;
     println!("results: {}\n", outdir::shown(dir));
     let failed = e03_metrics::chain::any_failed(&rows);
     for r in rows.iter().filter(|r| r.pass == Some(false)) {

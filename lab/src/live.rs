@@ -178,6 +178,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             if !crate::chain::report_dir(&dir, *scenario, true)? && code == 0 {
                 code = CHECK_FAILED;
             }
+            index_beside(out);
             continue;
         }
         let summary = analyzer::analyze_dir(&dir, *scenario)

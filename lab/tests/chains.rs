@@ -2,7 +2,8 @@
 //! (one `lab hop` process per layer) and simulated prints the published 27, 3 and 243 with
 //! PASS; a bad hop configuration is refused with exit 2; the compose path (hop services started
 //! without a role, configured by `lab swarm --chain-hops` per variant, tables by `lab report`)
-//! gives the same figures on loopback.
+//! gives the same figures on loopback. Live and simulated, the run writes `report.html` (the
+//! blocks of `chain.md`, the figure inlined) and `OUT/index.html` links it.
 
 mod common;
 
@@ -39,6 +40,66 @@ fn amplification(command: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert_published(&out);
+    assert_report_and_index(&dir, command == "run");
+}
+
+/// The chain run wrote `report.html` beside `chain.md` (the figure inlined, the checks with
+/// PASS, the conclusion, the table's row of the 5-layer chain) and `chain.json`, and
+/// `OUT/index.html` links to the page.
+fn assert_report_and_index(out: &std::path::Path, live: bool) {
+    let run = std::fs::read_link(out.join("latest")).expect("OUT/latest");
+    let run = run.file_name().unwrap().to_string_lossy().into_owned();
+    let rel = if live {
+        format!("{run}/amplification")
+    } else {
+        format!("{run}/simulated/amplification")
+    };
+    let dir = out.join(&rel);
+    let md = std::fs::read_to_string(dir.join("chain.md")).expect("chain.md");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("a chain run's report.html");
+    for part in [
+        "<svg role=\"img\" aria-label=\"calls per top request at each layer\"",
+        "data-figure=\"calls_per_layer\"",
+        "<table class=\"chain\">",
+        "<table class=\"checks\">",
+        "<td class=\"pass\">PASS</td>",
+        "<p class=\"conclusion\">Calls at the bottom per top request: every-layer 27, \
+         top-only 3, five-layers 243.",
+        "<td>client 3, gateway 3, order 9, inventory 27, stock 81, pricing 243, bottom 729</td>",
+    ] {
+        assert!(html.contains(part), "report.html lacks {part}:\n{html}");
+    }
+    assert!(!html.contains("class=\"missing\""), "{html}");
+    // The same blocks as chain.md: its conclusion and its table's cells.
+    assert!(
+        md.contains(
+            "Calls at the bottom per top request: every-layer 27, top-only 3, five-layers 243."
+        ),
+        "{md}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("chain.json")).expect("chain.json"))
+            .unwrap();
+    assert_eq!(summary["scenario"], "amplification");
+    assert_eq!(summary["simulated"], !live);
+    assert_eq!(
+        summary["variants"][2]["calls_per_layer"],
+        serde_json::json!([3, 3, 9, 27, 81, 243, 729])
+    );
+    let index = std::fs::read_to_string(out.join("index.html")).expect("OUT/index.html");
+    assert!(
+        index.contains(&format!("href=\"{rel}/report.html\"")),
+        "index.html does not link {rel}/report.html:\n{index}"
+    );
+    assert!(index.contains("amplification (chain)"), "{index}");
+    assert!(
+        index.contains(if live {
+            "<td>live</td>"
+        } else {
+            "<td>simulated</td>"
+        }),
+        "{index}"
+    );
 }
 
 fn assert_published(out: &str) {
@@ -180,6 +241,8 @@ fn amplification_through_hop_services_gives_27_3_and_243_and_shuts_them_down() {
     let (out, err) = common::text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert_published(&out);
+    // ... and writes the same report.html and index as `lab run`.
+    assert_report_and_index(&dir, true);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
