@@ -17,6 +17,7 @@ COPY docker/cargo-home/ /usr/local/cargo/
 # 1. The dependencies, from the manifests only: every workspace crate gets an empty stub.
 COPY Cargo.toml Cargo.lock ./
 COPY e03-core/Cargo.toml e03-core/
+COPY e03-io/Cargo.toml e03-io/
 COPY e03-metrics/Cargo.toml e03-metrics/
 COPY precise-timer/Cargo.toml precise-timer/
 COPY dependency-service/Cargo.toml dependency-service/
@@ -26,7 +27,7 @@ COPY simulator/Cargo.toml simulator/
 COPY lab/Cargo.toml lab/
 #    Every target a manifest names (a [[bench]], a `path = "..."`) gets a stub too.
 RUN set -eu; \
-    for c in e03-core e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab; do \
+    for c in e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab; do \
         mkdir -p "$c/src"; : >"$c/src/lib.rs"; echo 'fn main() {}' >"$c/src/main.rs"; \
         for b in $(sed -n '/^\[\[bench\]\]/,/^$/s/^name *= *"\(.*\)"/\1/p' "$c/Cargo.toml"); do \
             mkdir -p "$c/benches"; echo 'fn main() {}' >"$c/benches/$b.rs"; \
@@ -36,11 +37,11 @@ RUN set -eu; \
         done; \
     done; \
     cargo build --release --locked -p lab; \
-    rm -rf e03-core e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab
+    rm -rf e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab
 # 2. The lab's own crates. Their stubs' build results are dropped, so nothing stale survives
 #    whatever the sources' timestamps.
 COPY . .
-RUN cargo clean --release -p e03-core -p e03-metrics -p precise-timer -p dependency-service \
+RUN cargo clean --release -p e03-core -p e03-io -p e03-metrics -p precise-timer -p dependency-service \
         -p client-swarm -p analyzer -p simulator -p lab \
     && cargo build --release --locked -p lab \
     && cp target/release/lab /usr/local/bin/lab

@@ -160,6 +160,10 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
             log.display().to_string()
         )));
     }
+    // A standalone `lab serve --scenario FILE` keeps the file beside its log.
+    if let Some(dir) = log.parent() {
+        crate::kept::register_kept(dir).map_err(Usage)?;
+    }
     let (mut summary, mut warnings) = match standalone::analyze_server_log(log, scenario) {
         Ok(s) => s,
         Err(e) => return Ok(report_error(&e)),
@@ -169,7 +173,7 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
     let standalone = crate::reader::read_run_start(log)
         .ok()
         .flatten()
-        .is_some_and(|s| s.scenario == "standalone");
+        .is_some_and(|s| s.scenario == "standalone" || s.tag.strategy == "standalone");
     if standalone
         && warnings
             .iter()

@@ -27,7 +27,8 @@ pub struct Load {
 }
 
 /// Reads a server log alone. `scenario` overrides the one in its `run_start` (a standalone
-/// service says "standalone"; E03-B's timeline is then assumed for the shading of the figures).
+/// service names its scenario; an older one said "standalone", and E03-B's timeline is then
+/// assumed for the shading of the figures).
 pub fn analyze_server_log(
     path: &Path,
     scenario: Option<Scenario>,

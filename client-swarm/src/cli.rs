@@ -17,12 +17,12 @@ use e03_core::{Params, Scenario};
 use tokio::sync::watch;
 
 use crate::http::wait_healthy;
-use crate::outdir::{self, RunChoice, RunDir};
 use crate::plan::{
     parse_targets, HostSettings, PlannedScenario, SwarmPlan, SwarmRunPlan, Target,
     DEFAULT_START_DELAY,
 };
 use crate::run::run_swarm;
+use e03_io::rundir::{self as outdir, RunChoice, RunDir};
 
 /// Health checks before the first run: tries and the pause between them (30 s in all).
 const HEALTH_TRIES: u32 = 60;
@@ -335,9 +335,9 @@ fn setup(
         return Err(e03_core::cli::unknown_env_message(&name));
     }
     // A user's strategies first: a scenario (file) may name them.
-    let policies = crate::scenario_files::load_policies_from_env()?;
+    let policies = e03_io::scenario_files::load_policies_from_env()?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-    let args = crate::scenario_files::resolve(&value("scenarios")).map_err(|e| {
+    let args = e03_io::scenario_files::resolve(&value("scenarios")).map_err(|e| {
         format!(
             "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
             value("scenarios")
@@ -506,7 +506,7 @@ pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> 
         Some(dir) => dir.clone(),
         None => PathBuf::from(m.get_one::<String>("out")?),
     };
-    let scenarios = crate::scenario_files::resolve(m.get_one::<String>("scenarios")?).ok()?;
+    let scenarios = e03_io::scenario_files::resolve(m.get_one::<String>("scenarios")?).ok()?;
     Some((out, scenarios.into_iter().map(|a| a.scenario).collect()))
 }
 
@@ -691,7 +691,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
         return Err(e03_core::cli::unknown_env_message(&name));
     }
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-    let scenarios = crate::scenario_files::resolve(&value("scenarios"))
+    let scenarios = e03_io::scenario_files::resolve(&value("scenarios"))
         .map_err(|e| {
             format!(
                 "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
@@ -801,12 +801,12 @@ async fn run_all(setup: Setup) -> i32 {
     }
     for (i, (&scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
         let dir = setup.out.join(scenario.name());
-        if let Err(e) = crate::scenario_files::keep(&dir, &setup.definitions[i]) {
+        if let Err(e) = e03_io::scenario_files::keep(&dir, &setup.definitions[i]) {
             eprintln!("client-swarm: {e}");
             return EXIT_FAILED;
         }
         if let Some(text) = &setup.policies {
-            if let Err(e) = crate::scenario_files::keep_policies(&dir, text) {
+            if let Err(e) = e03_io::scenario_files::keep_policies(&dir, text) {
                 eprintln!("client-swarm: {e}");
                 return EXIT_FAILED;
             }

@@ -16,8 +16,10 @@
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
 //! - `progress`: the once-a-second progress line (or bar) on stderr (`--progress`).
 //! - `stop`: the stop signal every client watches.
-//! - `outdir`: the run directory `OUT/<run id>/` and the `OUT/latest` link (shared with `lab`).
 //! - `cli`: the `client-swarm` command line ([`main_entry`]).
+//!
+//! The run directory, scenario files and the progress setting are the `e03-io` crate's,
+//! shared with `lab` and its simulated path.
 
 mod cli;
 mod client;
@@ -25,11 +27,9 @@ mod error;
 mod http;
 mod log;
 mod metrics;
-pub mod outdir;
 mod plan;
 pub mod progress;
 mod run;
-pub mod scenario_files;
 mod steps;
 mod stop;
 

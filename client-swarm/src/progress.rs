@@ -15,7 +15,6 @@
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -25,32 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// How the swarm shows its progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProgressMode {
-    /// A bar on a terminal, lines otherwise.
-    Auto,
-    Bar,
-    Lines,
-    Off,
-}
-
-impl FromStr for ProgressMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "" | "auto" => Ok(ProgressMode::Auto),
-            "bar" => Ok(ProgressMode::Bar),
-            "lines" => Ok(ProgressMode::Lines),
-            "off" => Ok(ProgressMode::Off),
-            other => Err(format!(
-                "invalid --progress (E03_PROGRESS) {other:?}: expected auto, bar, lines or off"
-            )),
-        }
-    }
-}
+pub use e03_io::progress::ProgressMode;
 
 static MODE: OnceLock<ProgressMode> = OnceLock::new();
 

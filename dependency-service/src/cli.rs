@@ -1,7 +1,8 @@
 //! The command line: raw arguments and env vars, then a validated [`Plan`], then the service.
 //!
 //! ```text
-//! dependency-service [--listen ADDR] [--control-listen ADDR] [--log-dir DIR] [--scenario e03a|e03b]
+//! dependency-service [--listen ADDR] [--control-listen ADDR] [--log-dir DIR] [--scenario NAME|FILE|none]
+//!                    [--timeline-start process|first-request]
 //!                    [run-parameter flags]
 //! dependency-service health [URL]
 //! ```
@@ -51,6 +52,13 @@ pub struct Plan {
     /// Scenario of the run started at process start; `None` (`--scenario none`): no run until a
     /// control call starts one (the lab and compose start every run by control call).
     pub scenario: Option<Scenario>,
+    /// A scenario file's text (`--scenario FILE`), kept beside the standalone log as
+    /// `scenario.toml` so `lab analyze` knows the scenario; `None` for a built-in one.
+    #[serde(default)]
+    pub scenario_text: Option<String>,
+    /// When the standalone run's timeline starts (`--timeline-start`).
+    #[serde(default)]
+    pub timeline_start: TimelineStart,
     pub params: Params,
     /// `--answer-spin-us`: how long before each due instant the timer spins.
     pub answer_spin: std::time::Duration,
@@ -111,9 +119,22 @@ pub fn command() -> Command {
                 .long("scenario")
                 .env("E03_SCENARIO")
                 .default_value("e03b")
-                .value_name("e03a|e03b|none")
+                .value_name("NAME|FILE|none")
                 .help(
-                    "Scenario of the run started at process start (none: wait for a control call)",
+                    "Scenario of the run started without a control call: a built-in scenario \
+                     with a single dependency (`lab list`), or a scenario file; its own \
+                     parameters apply under the flags given (none: wait for a control call)",
+                ),
+        )
+        .arg(
+            Arg::new("timeline-start")
+                .long("timeline-start")
+                .env("E03_TIMELINE_START")
+                .default_value("process")
+                .value_name("process|first-request")
+                .help(
+                    "When that run's timeline starts: at the process's start, or at the first \
+                     request it receives (so a client started later still meets every phase)",
                 ),
         )
         .subcommand(
@@ -191,6 +212,60 @@ fn bind_error(e: std::io::Error, flag: &str, env: &str, addr: SocketAddr) -> any
     }))
 }
 
+/// When a standalone run's timeline starts (`--timeline-start`, `E03_TIMELINE_START`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimelineStart {
+    /// At the process's start (the default).
+    #[default]
+    Process,
+    /// At the first request the service receives.
+    FirstRequest,
+}
+
+impl TimelineStart {
+    fn parse(value: &str) -> Result<TimelineStart, ConfigError> {
+        match value.trim() {
+            "process" => Ok(TimelineStart::Process),
+            "first-request" => Ok(TimelineStart::FirstRequest),
+            _ => Err(ConfigError::Setting {
+                flag: "timeline-start",
+                env: "E03_TIMELINE_START",
+                value: value.to_string(),
+                accepts: "process or first-request",
+            }),
+        }
+    }
+}
+
+/// `--scenario` of a standalone service: `none`, one built-in scenario with a single dependency
+/// or one scenario file (read, checked and registered here, its text kept for the log's folder).
+fn standalone_scenario(value: &str) -> Result<(Option<Scenario>, Option<String>), ConfigError> {
+    const ACCEPTS: &str = "none, a built-in scenario with a single dependency (`lab list`; not a \
+                           chain: amplification and deadline run their hops with `lab run`) or a \
+                           scenario file";
+    let refuse = |why: String| {
+        ConfigError::Param(format!(
+            "invalid --scenario (env E03_SCENARIO) value {value:?}: {why}; expected {ACCEPTS}"
+        ))
+    };
+    if value.trim().eq_ignore_ascii_case("none") {
+        return Ok((None, None));
+    }
+    let mut args = e03_io::scenario_files::resolve(value).map_err(refuse)?;
+    if args.len() != 1 || value.trim().eq_ignore_ascii_case("all") {
+        return Err(refuse("one dependency serves one scenario".into()));
+    }
+    let arg = args.remove(0);
+    if arg.scenario.def().chain.is_some() {
+        return Err(refuse(format!(
+            "{} is a chain of services, not a single dependency",
+            arg.scenario.name()
+        )));
+    }
+    Ok((Some(arg.scenario), arg.file.map(|_| arg.text)))
+}
+
 /// A parameter error, already under the name the user typed (flag or env var).
 fn param_error(e: ParamError) -> ConfigError {
     ConfigError::Param(e.to_string())
@@ -253,26 +328,22 @@ impl Plan {
                 accepts: "a directory path",
             });
         }
-        let value = setting(m, "scenario");
-        let scenario = match Scenario::parse_list(&value).as_deref() {
-            Ok([one]) => Some(*one),
-            _ if value.trim().eq_ignore_ascii_case("none") => None,
-            _ => {
-                return Err(ConfigError::Setting {
-                    flag: "scenario",
-                    env: "E03_SCENARIO",
-                    value,
-                    accepts: "e03a, e03b or none",
-                })
-            }
-        };
+        let (scenario, scenario_text) = standalone_scenario(&setting(m, "scenario"))?;
+        let timeline_start = TimelineStart::parse(&setting(m, "timeline-start"))?;
         let answer_spin = answer_spin_us(&setting(m, "answer-spin-us"))?;
-        let params = e03_core::cli::params_from_matches(m).map_err(param_error)?;
+        let params = match scenario {
+            // The scenario's own parameters under the flags and env vars given, as `lab run`.
+            Some(s) => e03_core::cli::params_for_scenario(m, s),
+            None => e03_core::cli::params_from_matches(m),
+        }
+        .map_err(param_error)?;
         Ok(Plan {
             listen,
             control_listen,
             log_dir: PathBuf::from(log_dir),
             scenario,
+            scenario_text,
+            timeline_start,
             params,
             answer_spin,
         })
@@ -303,22 +374,9 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     }
     // A user's policy file (E03_POLICIES): its strategies must be known before a control call
     // names them.
-    if let Some(path) = std::env::var_os("E03_POLICIES").filter(|p| !p.is_empty()) {
-        let path = std::path::PathBuf::from(path);
-        let loaded = std::fs::read_to_string(&path)
-            .map_err(|e| {
-                format!(
-                    "invalid E03_POLICIES={:?}: cannot read it: {e}",
-                    path.display()
-                )
-            })
-            .and_then(|text| {
-                e03_core::strategy_table::register_policy_file(&text, &path.display().to_string())
-            });
-        if let Err(e) = loaded {
-            eprintln!("dependency-service: {e}");
-            return 2;
-        }
+    if let Err(e) = e03_io::scenario_files::load_policies_from_env() {
+        eprintln!("dependency-service: {e}");
+        return 2;
     }
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     let plan = match Plan::from_matches(&m, env_names) {
@@ -390,6 +448,8 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
         standalone: plan.scenario.map(|scenario| StandaloneRun {
             scenario,
             params: plan.params,
+            text: plan.scenario_text,
+            at_first_request: plan.timeline_start == TimelineStart::FirstRequest,
         }),
     };
     serve(work, control, opts, shutdown_signal()).await

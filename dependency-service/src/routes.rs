@@ -114,7 +114,7 @@ async fn work(State(svc): State<Arc<Service>>, headers: HeaderMap) -> Response {
 }
 
 async fn answer_work(svc: &Arc<Service>, headers: HeaderMap) -> Response {
-    let Some(run) = svc.current_run() else {
+    let Some(run) = svc.run_for_request().await else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
     };
     let id = Identity::from_headers(&headers);
@@ -242,7 +242,7 @@ async fn charge(State(svc): State<Arc<Service>>, headers: HeaderMap, body: Bytes
 }
 
 async fn answer_charge(svc: &Arc<Service>, headers: HeaderMap, body: Bytes) -> Response {
-    let Some(run) = svc.current_run() else {
+    let Some(run) = svc.run_for_request().await else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
     };
     let id = Identity::from_headers(&headers);

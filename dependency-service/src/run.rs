@@ -168,7 +168,7 @@ struct Delivery {
 /// Everything needed to start a run.
 pub struct RunSetup {
     pub tag: RunTag,
-    /// `run_start.scenario`: "e03a", "e03b" or "standalone".
+    /// `run_start.scenario`: the scenario's name.
     pub scenario_label: String,
     pub config: ServiceConfig,
     /// Time zero, and the same instant as wall clock for `run_start`.

@@ -51,6 +51,17 @@ pub struct ServiceOptions {
 pub struct StandaloneRun {
     pub scenario: e03_core::Scenario,
     pub params: e03_core::Params,
+    /// A scenario file's text, kept as `<log_dir>/standalone/scenario.toml` beside the log.
+    pub text: Option<String>,
+    /// Its timeline starts at the first request, not at the process's start.
+    pub at_first_request: bool,
+}
+
+impl StandaloneRun {
+    /// The run to start now: time zero is this instant.
+    pub fn spec(&self) -> RunSpec {
+        RunSpec::standalone(self.scenario, self.params.clone())
+    }
 }
 
 /// Serves the work endpoint on `work` and the control endpoint on `control` until `shutdown`
@@ -65,8 +76,16 @@ pub async fn serve(
     let (log, writer) = log_sink::start()?;
     let svc = Arc::new(Service::new(log, opts.log_dir).with_answer_spin(opts.answer_spin));
     if let Some(s) = opts.standalone {
-        svc.start_run(RunSpec::standalone(s.scenario, s.params))
-            .await?;
+        if let Some(text) = &s.text {
+            let dir = svc.log_dir().join(crate::service::STANDALONE);
+            std::fs::create_dir_all(&dir)?;
+            e03_io::scenario_files::keep(&dir, text).map_err(anyhow::Error::msg)?;
+        }
+        if s.at_first_request {
+            svc.start_at_first_request(s);
+        } else {
+            svc.start_run(s.spec()).await?;
+        }
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let requested = svc.clone();

@@ -84,6 +84,8 @@ pub struct Service {
     pub metrics: Arc<Metrics>,
     /// How long its runs' timer spins before each due instant.
     answer_spin: std::time::Duration,
+    /// A standalone run waiting for its first request (`--timeline-start first-request`).
+    pending: Mutex<Option<crate::server::StandaloneRun>>,
 }
 
 impl Service {
@@ -96,6 +98,37 @@ impl Service {
             shutdown_requested: tokio::sync::Notify::new(),
             metrics: Arc::new(Metrics::new()),
             answer_spin: std::time::Duration::ZERO,
+            pending: Mutex::new(None),
+        }
+    }
+
+    /// Holds `run` until the first request arrives: its timeline starts then
+    /// ([`Self::run_for_request`]). A control call that starts a run drops it.
+    pub fn start_at_first_request(&self, run: crate::server::StandaloneRun) {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
+    }
+
+    /// The run a request of the work API goes to: the current one, or the standalone run held
+    /// for the first request, started now (time zero is this request's arrival).
+    pub async fn run_for_request(&self) -> Option<Arc<Run>> {
+        if let Some(run) = self.current_run() {
+            return Some(run);
+        }
+        let _control = self.control.lock().await;
+        if let Some(run) = self.current_run() {
+            return Some(run);
+        }
+        let pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        match self.open_run(pending.spec()).await {
+            Ok(run) => Some(run),
+            Err(e) => {
+                tracing::error!("cannot start the standalone run: {e}");
+                None
+            }
         }
     }
 
@@ -105,6 +138,11 @@ impl Service {
             answer_spin: spin,
             ..self
         }
+    }
+
+    /// Where run logs go.
+    pub fn log_dir(&self) -> &std::path::Path {
+        &self.log_dir
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<Arc<Run>>> {
@@ -118,6 +156,16 @@ impl Service {
     /// Ends the current run (not complete) if there is one, then starts `spec`.
     pub async fn start_run(&self, spec: RunSpec) -> Result<Arc<Run>, LogError> {
         let _control = self.control.lock().await;
+        // A run started by control call replaces a standalone run still waiting for a request.
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        self.open_run(spec).await
+    }
+
+    /// [`Self::start_run`] under the control lock, held by the caller.
+    async fn open_run(&self, spec: RunSpec) -> Result<Arc<Run>, LogError> {
         let previous = self.slot().take();
         if let Some(run) = previous {
             run.end(false).await?;
@@ -130,11 +178,9 @@ impl Service {
                 seed: spec.seed,
                 strategy: spec.strategy,
             },
-            scenario_label: if spec.standalone {
-                STANDALONE.to_string()
-            } else {
-                spec.scenario.name().to_string()
-            },
+            // A standalone run names its scenario too (its strategy, "standalone", says it is
+            // one), so `lab analyze` shades the right timeline.
+            scenario_label: spec.scenario.name().to_string(),
             config: spec.params.service_config(spec.scenario, spec.seed),
             t0: spec.t0,
             start_unix_ms: spec.start_unix_ms,

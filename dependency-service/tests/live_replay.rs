@@ -104,6 +104,8 @@ async fn run_live(params: Params) -> (Vec<Event>, Vec<u16>) {
         standalone: Some(StandaloneRun {
             scenario: Scenario::E03B,
             params,
+            text: None,
+            at_first_request: false,
         }),
     };
     // The run's time zero is taken inside `serve`, just after this instant.

@@ -35,6 +35,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_METRICS_LISTEN",
     "E03_PROGRESS",
     "E03_REALTIME",
+    "E03_TIMELINE_START",
 ];
 
 /// Adds one flag per parameter to `cmd`.

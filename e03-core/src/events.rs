@@ -38,7 +38,9 @@ pub struct RunStart {
     #[serde(flatten)]
     pub tag: RunTag,
     pub source: Source,
-    /// "e03a", "e03b", or "standalone" for a dependency started without a control call.
+    /// The scenario's name ("e03a", "e03b", ...); a dependency started without a control call
+    /// names its scenario too since its strategy says "standalone" (older logs said
+    /// "standalone" here).
     pub scenario: String,
     /// Wall-clock time of time zero, in ms since the Unix epoch.
     pub start_unix_ms: u64,

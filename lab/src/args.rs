@@ -25,7 +25,7 @@ pub struct RunPlan {
     /// The parameters of each scenario (same order): its file's settings under the user's values.
     pub params: Vec<Params>,
     /// `E03_PROGRESS`, when the user set it (else each swarm chooses, see `live`).
-    pub progress: Option<client_swarm::progress::ProgressMode>,
+    pub progress: Option<e03_io::progress::ProgressMode>,
     /// `E03_ANSWER_SPIN_US`, when the user set it (else the dependencies' default, or 0 beside
     /// other lanes).
     pub answer_spin: Option<std::time::Duration>,
@@ -47,7 +47,7 @@ pub struct RunPlan {
 /// The settings of `lab run`'s children that only env vars give, read once: `E03_PROGRESS`,
 /// `E03_ANSWER_SPIN_US` and `E03_METRICS_LISTEN` (`None`: not set).
 pub struct ChildSettings {
-    pub progress: Option<client_swarm::progress::ProgressMode>,
+    pub progress: Option<e03_io::progress::ProgressMode>,
     pub answer_spin: Option<std::time::Duration>,
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -337,13 +337,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     let policies = match sub.get_one::<String>("policies").filter(|p| !p.is_empty()) {
         Some(p) => {
             let path = std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p));
-            let text = client_swarm::scenario_files::load_policies(&path).map_err(usage_error)?;
+            let text = e03_io::scenario_files::load_policies(&path).map_err(usage_error)?;
             Some((path, text))
         }
         None => None,
     };
     let scenario = sub.get_one::<String>("scenario").expect("required");
-    let args = client_swarm::scenario_files::resolve(scenario).map_err(usage_error)?;
+    let args = e03_io::scenario_files::resolve(scenario).map_err(usage_error)?;
     let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
     let scenario_args: Vec<String> = args
         .iter()

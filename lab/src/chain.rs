@@ -492,7 +492,7 @@ async fn swarm_run(
         let chain = s.scenario.def().chain.as_ref().expect("a chain scenario");
         let dir = run_dir.join(s.scenario.name());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        client_swarm::scenario_files::keep(&dir, &s.text).map_err(anyhow::Error::msg)?;
+        e03_io::scenario_files::keep(&dir, &s.text).map_err(anyhow::Error::msg)?;
         for v in &chain.variants {
             let started = Instant::now();
             let vdir = dir.join(&v.id);

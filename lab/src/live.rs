@@ -20,7 +20,7 @@ use e03_core::{Scenario, Strategy};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use client_swarm::progress::ProgressMode;
+use e03_io::progress::ProgressMode;
 
 use crate::args::RunPlan;
 use crate::outdir::{self, RunDir};
@@ -491,6 +491,8 @@ pub(crate) fn loopback_serve_plan(
         control_listen: "127.0.0.1:0".parse().expect("an address"),
         log_dir: log_dir.to_path_buf(),
         scenario: None,
+        scenario_text: None,
+        timeline_start: Default::default(),
         params: e03_core::Params::default(),
         answer_spin,
     }

@@ -269,7 +269,7 @@ fn list(args: &[OsString]) -> i32 {
             );
             return 0;
         }
-        match client_swarm::scenario_files::resolve(&a) {
+        match e03_io::scenario_files::resolve(&a) {
             Ok(found) => scenarios.extend(found.into_iter().map(|f| f.scenario)),
             Err(e) => {
                 eprintln!("lab list: {e}");

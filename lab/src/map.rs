@@ -130,7 +130,7 @@ pub fn main(args: &[OsString]) -> i32 {
         return usage(unknown_env_message(name));
     }
     let get = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-    let found = match client_swarm::scenario_files::resolve(&get("scenario")) {
+    let found = match e03_io::scenario_files::resolve(&get("scenario")) {
         Ok(f) if f.len() == 1 => f.into_iter().next().expect("one"),
         Ok(_) => return usage("expected one scenario"),
         Err(e) => return usage(e),
@@ -309,7 +309,7 @@ fn verify_cells(
             scenarios: vec![spec.scenario],
             scenario_args: vec![scenario_arg.to_string()],
             // The definition's text, kept beside the cell's logs (as `lab run` keeps it).
-            definitions: client_swarm::scenario_files::resolve(scenario_arg)
+            definitions: e03_io::scenario_files::resolve(scenario_arg)
                 .map_err(anyhow::Error::msg)?
                 .into_iter()
                 .map(|a| a.text)

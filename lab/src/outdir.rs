@@ -1,6 +1,6 @@
 //! Where a run writes: a directory of its own, `OUT/<run id>/`, never a shared one.
 //!
-//! The claim itself lives in [`client_swarm::outdir`], so that the compose swarm (which claims
+//! The claim itself lives in [`e03_io::rundir`], so that the compose swarm (which claims
 //! its run directory under `/results` itself) and `lab run`/`simulate`/`compare` share one
 //! implementation. Here: an `--out` that cannot hold a run folder is the user's input (exit 2,
 //! naming `--out` and the cause), and a run that fails before it wrote anything leaves no empty
@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use client_swarm::outdir::{check_choice, remove_old_logs, shown, RunChoice, RunDir, LATEST};
+pub use e03_io::rundir::{check_choice, remove_old_logs, shown, RunChoice, RunDir, LATEST};
 
 /// `--out` cannot hold a run folder: it is a file, lies under a file, or cannot be written.
 #[derive(Debug)]
@@ -57,7 +57,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Claims the run directory under `out` (see [`client_swarm::outdir::claim`]); a failure is a
+/// Claims the run directory under `out` (see [`e03_io::rundir::claim`]); a failure is a
 /// [`BadOut`].
 pub fn claim(out: &Path, choice: &RunChoice) -> anyhow::Result<RunDir> {
     Ok(claim_undoable(out, choice)?.run)
@@ -77,7 +77,7 @@ pub struct Claim {
 pub fn claim_undoable(out: &Path, choice: &RunChoice) -> anyhow::Result<Claim> {
     let previous = std::fs::read_link(out.join(LATEST)).ok();
     let existed = choice.id.as_ref().is_some_and(|id| out.join(id).exists());
-    match client_swarm::outdir::claim(out, choice) {
+    match e03_io::rundir::claim(out, choice) {
         Ok(run) => Ok(Claim {
             run,
             previous,

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use client_swarm::progress::ProgressMode;
+use e03_io::progress::ProgressMode;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use simulator::run::{JOBS_DONE, JOBS_QUEUED};
 

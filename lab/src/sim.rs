@@ -2,7 +2,7 @@
 //! comparison of a live run with its simulation.
 
 use anyhow::Context;
-use client_swarm::progress::ProgressMode;
+use e03_io::progress::ProgressMode;
 
 use crate::args::{RunPlan, SimPlan};
 use crate::outdir;
@@ -32,10 +32,9 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
     for (i, (scenario, params)) in plan.scenarios.iter().zip(&plan.params).enumerate() {
         let dir = run.dir.join("simulated").join(scenario.name());
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        client_swarm::scenario_files::keep(&dir, &plan.definitions[i])
-            .map_err(anyhow::Error::msg)?;
+        e03_io::scenario_files::keep(&dir, &plan.definitions[i]).map_err(anyhow::Error::msg)?;
         if let Some((_, text)) = &plan.policies {
-            client_swarm::scenario_files::keep_policies(&dir, text).map_err(anyhow::Error::msg)?;
+            e03_io::scenario_files::keep_policies(&dir, text).map_err(anyhow::Error::msg)?;
         }
         if plan.sweeps.is_empty() {
             let summary = crate::progress::watch(progress, scenario.name(), || {

@@ -232,7 +232,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
         chain_hops: Vec::new(),
         policies: None,
         metrics_listen: None,
-        progress: client_swarm::progress::ProgressMode::Lines,
+        progress: e03_io::progress::ProgressMode::Lines,
         host: client_swarm::HostSettings {
             overwrite: true,
             ..Default::default()

@@ -323,3 +323,61 @@ fn a_closed_stdout_ends_a_printing_command_quietly() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Issue 26, tried as a new user would: `lab serve --scenario budget` ran E03-A's parameters,
+/// and `lab analyze` then titled its log "E03-B outage". Now the service runs budget (down from
+/// its first instant: 503 at once) and the analyzer titles the log with budget's title.
+#[test]
+fn a_served_scenario_is_the_one_lab_analyze_titles() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let logs = temp("newuser", "serve-budget");
+    let mut child = lab()
+        .args(["serve", "--scenario", "budget"])
+        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
+        .arg("--log-dir")
+        .arg(&logs)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let work = line
+        .trim()
+        .strip_prefix("listening work=")
+        .and_then(|r| r.split_once(" control="))
+        .expect(&line)
+        .0
+        .to_string();
+    let mut conn = std::net::TcpStream::connect(&work).unwrap();
+    conn.write_all(b"GET /work HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:.80}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let out = temp("newuser", "serve-budget-out");
+    let o = lab()
+        .args(["analyze", "--server-log"])
+        .arg(logs.join("standalone/server-standalone.jsonl"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("Load at the dependency (budget: 10,000 requests against a dependency"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("E03-B"), "{stdout}");
+    let _ = std::fs::remove_dir_all(logs);
+    let _ = std::fs::remove_dir_all(out);
+}

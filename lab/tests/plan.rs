@@ -63,6 +63,8 @@ fn children_run_their_plan_not_the_environment() {
         control_listen: "127.0.0.1:0".parse().unwrap(),
         log_dir: out.clone(),
         scenario: None,
+        scenario_text: None,
+        timeline_start: Default::default(),
         params: Params::default(),
         answer_spin: std::time::Duration::ZERO,
     };

@@ -55,6 +55,8 @@ pub async fn start(name: &str, standalone: Option<(Scenario, &[(&str, &str)])>) 
         standalone: standalone.map(|(scenario, pairs)| StandaloneRun {
             scenario,
             params: params(pairs),
+            text: None,
+            at_first_request: false,
         }),
     };
     let task = tokio::spawn(serve(work, control, opts, async {

@@ -1,0 +1,12 @@
+//! The lab's shared file IO, one crate under the drivers (the live service and swarm, the
+//! simulator's `lab simulate` and `lab map`): nothing here starts a runtime or opens a socket,
+//! so the simulated path needs no live crate to claim a run folder or read a scenario file.
+//!
+//! - [`rundir`]: the run directory, `OUT/<run id>/`, claimed once per run, and `OUT/latest`.
+//! - [`scenario_files`]: scenario arguments (built-in names and files) and policy files, read,
+//!   validated and kept beside the run's outputs.
+//! - [`progress`]: the progress setting every driver shares.
+
+pub mod progress;
+pub mod rundir;
+pub mod scenario_files;
