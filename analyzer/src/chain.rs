@@ -23,10 +23,7 @@ use serde::de::DeserializeOwned;
 use crate::outputs::{blocks_markdown, write_atomic, write_csv_rows, Block};
 use crate::AnalyzeError;
 
-/// The name of the log of layer `layer` of `variant`.
-pub fn layer_log_name(variant: &ChainVariant, layer: u32) -> String {
-    format!("layer-{layer}-{}.jsonl", variant.layer_name(layer))
-}
+pub use e03_io::logs::{layer_log_name, STOPPED_MARKER, TOP_LOG};
 
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, AnalyzeError> {
     let io = |source| AnalyzeError::Io {
@@ -56,22 +53,6 @@ fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, AnalyzeError> 
     Ok(out)
 }
 
-/// Writes records as JSON Lines (the simulator's runs, in the hops' format).
-pub fn write_records<T: serde::Serialize>(path: &Path, records: &[T]) -> Result<(), AnalyzeError> {
-    let mut text = String::new();
-    for r in records {
-        text.push_str(&serde_json::to_string(r).map_err(|e| AnalyzeError::Output {
-            path: path.into(),
-            message: e.to_string(),
-        })?);
-        text.push('\n');
-    }
-    write_atomic(path, text.as_bytes())
-}
-
-/// The file a stopped chain run leaves in the variant it was running: why it is incomplete.
-pub const STOPPED_MARKER: &str = "STOPPED.txt";
-
 /// Reads one variant's directory.
 pub fn read_variant(dir: &Path, variant: &ChainVariant) -> Result<ChainRun, AnalyzeError> {
     let marker = dir.join(STOPPED_MARKER);
@@ -85,7 +66,7 @@ pub fn read_variant(dir: &Path, variant: &ChainVariant) -> Result<ChainRun, Anal
             note: note.trim().to_string(),
         });
     }
-    let tops: Vec<TopRecord> = read_lines(&dir.join("top.jsonl"))?;
+    let tops: Vec<TopRecord> = read_lines(&dir.join(TOP_LOG))?;
     let mut calls: Vec<CallRecord> = Vec::new();
     for layer in 1..=variant.bottom_layer() {
         calls.extend(read_lines::<CallRecord>(
@@ -301,10 +282,10 @@ mod tests {
             std::fs::create_dir_all(&vdir).unwrap();
             let (tops, calls) =
                 simulator::chain::simulate_chain(v, chain.bottom, chain.requests, 1);
-            write_records(&vdir.join("top.jsonl"), &tops).unwrap();
+            e03_io::logs::write_jsonl(&vdir.join(TOP_LOG), &tops).unwrap();
             for layer in 1..=v.bottom_layer() {
                 let mine: Vec<_> = calls.iter().filter(|c| c.layer == layer).collect();
-                write_records(&vdir.join(layer_log_name(v, layer)), &mine).unwrap();
+                e03_io::logs::write_jsonl(&vdir.join(layer_log_name(v, layer)), &mine).unwrap();
             }
         }
         let runs = analyze_chain(&dir, chain).unwrap();

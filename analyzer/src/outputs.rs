@@ -6,7 +6,6 @@
 //! and `matched` (null for the simulator).
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use crate::metrics::RunMetrics;
@@ -20,19 +19,9 @@ fn out_err(path: &Path, e: impl std::fmt::Display) -> AnalyzeError {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+/// Writes `bytes` to `path` at once ([`e03_io::logs::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AnalyzeError> {
-    let tmp = path.with_extension("json.tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        out_err(path, e)
-    })
+    e03_io::logs::write_atomic(path, bytes).map_err(|e| out_err(path, e))
 }
 
 pub use e03_metrics::summary_json;

@@ -6,7 +6,9 @@
 //! - [`scenario_files`]: scenario arguments (built-in names and files) and policy files, read,
 //!   validated and kept beside the run's outputs.
 //! - [`progress`]: the progress setting every driver shares.
+//! - [`logs`]: the names of a chain run's logs, JSON Lines written at once, atomic writes.
 
+pub mod logs;
 pub mod progress;
 pub mod rundir;
 pub mod scenario_files;

@@ -135,11 +135,11 @@ async fn until_stopped<T>(
 }
 
 /// Marks the variant in `dir` incomplete: the top requests that finished go to `top.jsonl`,
-/// and [`analyzer::chain::STOPPED_MARKER`] says why the rest is missing (the analyzer then
+/// and [`e03_io::logs::STOPPED_MARKER`] says why the rest is missing (the analyzer then
 /// refuses to make tables of it). The calls the hops answered are in their logs.
 fn stopped(dir: &Path, tops: &[e03_core::chain::TopRecord], requests: u32) -> anyhow::Result<()> {
-    analyzer::chain::write_records(&dir.join("top.jsonl"), tops)?;
-    let marker = dir.join(analyzer::chain::STOPPED_MARKER);
+    e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), tops)?;
+    let marker = dir.join(e03_io::logs::STOPPED_MARKER);
     std::fs::write(
         &marker,
         format!(
@@ -186,14 +186,11 @@ pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<
 /// The simulator's records, written as the live hops write theirs.
 fn simulated_variant(dir: &Path, chain: &ChainDef, v: &ChainVariant) -> anyhow::Result<()> {
     let (tops, calls) = simulator::chain::simulate_chain(v, chain.bottom, chain.requests, 1);
-    analyzer::chain::write_records(&dir.join("top.jsonl"), &tops)?;
+    e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), &tops)?;
     for layer in 1..=v.bottom_layer() {
         let mine: Vec<_> = calls.iter().filter(|c| c.layer == layer).collect();
         if !mine.is_empty() {
-            analyzer::chain::write_records(
-                &dir.join(analyzer::chain::layer_log_name(v, layer)),
-                &mine,
-            )?;
+            e03_io::logs::write_jsonl(&dir.join(e03_io::logs::layer_log_name(v, layer)), &mine)?;
         }
     }
     Ok(())
@@ -282,7 +279,7 @@ fn live_variant(
             &HopConfig {
                 layer,
                 role: role_of(chain, v, layer, &format!("http://{upstream}")),
-                log: dir.join(analyzer::chain::layer_log_name(v, layer)),
+                log: dir.join(e03_io::logs::layer_log_name(v, layer)),
                 listen: "127.0.0.1:0".into(),
             },
         )?;
@@ -328,7 +325,7 @@ async fn drive_variant(
     if !idle? {
         bail!("the hops were still working after 300 s; their logs are incomplete");
     }
-    analyzer::chain::write_records(&dir.join("top.jsonl"), &tops)?;
+    e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), &tops)?;
     Ok(true)
 }
 
@@ -448,10 +445,10 @@ fn relative_log(root: &Path, dir: &Path, file: &str) -> anyhow::Result<String> {
 fn prepare_variant_dir(dir: &Path, v: &ChainVariant, overwrite: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut ours: Vec<PathBuf> = vec![
-        dir.join("top.jsonl"),
-        dir.join(analyzer::chain::STOPPED_MARKER),
+        dir.join(e03_io::logs::TOP_LOG),
+        dir.join(e03_io::logs::STOPPED_MARKER),
     ];
-    ours.extend((1..=v.bottom_layer()).map(|l| dir.join(analyzer::chain::layer_log_name(v, l))));
+    ours.extend((1..=v.bottom_layer()).map(|l| dir.join(e03_io::logs::layer_log_name(v, l))));
     let earlier: Vec<&PathBuf> = ours.iter().filter(|p| p.exists()).collect();
     if earlier.is_empty() {
         return Ok(());
@@ -503,7 +500,7 @@ async fn swarm_run(
                 let setup = HopSetup {
                     layer,
                     role: role_of(chain, v, layer, &below),
-                    log: relative_log(root, &vdir, &analyzer::chain::layer_log_name(v, layer))?,
+                    log: relative_log(root, &vdir, &e03_io::logs::layer_log_name(v, layer))?,
                 };
                 hop::configure_hop(&client, &a.hops[layer as usize - 1], &setup)
                     .await

@@ -1,0 +1,67 @@
+//! The names of the logs a run leaves, and the one way the lab writes a finished file.
+//!
+//! A chain scenario's variant directory holds `top.jsonl` (the top caller's operations) and
+//! `layer-<L>-<name>.jsonl` (the calls that arrived at layer L), written by the hops when live
+//! and by the simulator in the same format; a stopped variant leaves [`STOPPED_MARKER`].
+//! (The E03 logs' names, `<scenario>/server-<strategy>-seed<N>.jsonl` and the client's, are
+//! the control protocol's: `e03_core::control::server_log_path`.)
+
+use std::io::Write;
+use std::path::Path;
+
+use e03_core::chain::ChainVariant;
+
+/// The top caller's log in a chain variant's directory.
+pub const TOP_LOG: &str = "top.jsonl";
+
+/// The file a stopped chain run leaves in the variant it was running: why it is incomplete.
+pub const STOPPED_MARKER: &str = "STOPPED.txt";
+
+/// The name of the log of layer `layer` of `variant`.
+pub fn layer_log_name(variant: &ChainVariant, layer: u32) -> String {
+    format!("layer-{layer}-{}.jsonl", variant.layer_name(layer))
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename: a
+/// reader sees the old file or the whole new one, never half of it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Writes records as JSON Lines, at once ([`write_atomic`]): the simulator's chain runs, in the
+/// hops' format.
+pub fn write_jsonl<T: serde::Serialize>(path: &Path, records: &[T]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).map_err(std::io::Error::other)?);
+        text.push('\n');
+    }
+    write_atomic(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_written_one_line_each_and_no_temporary_file_is_left() {
+        let dir = std::env::temp_dir().join(format!("e03-io-logs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(TOP_LOG);
+        write_jsonl(&path, &[1, 2, 3]).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\n2\n3\n");
+        assert!(!path.with_extension("json.tmp").exists());
+        // A folder that does not exist: an error, and nothing left behind.
+        assert!(write_jsonl(&dir.join("nope/x.jsonl"), &[1]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
