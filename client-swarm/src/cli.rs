@@ -59,11 +59,9 @@ fn worker_threads(env: Option<OsString>, cores: usize) -> Result<usize, String> 
         })
 }
 
-/// Exit codes.
-const EXIT_OK: i32 = 0;
-const EXIT_FAILED: i32 = 1;
-const EXIT_USAGE: i32 = 2;
-const EXIT_STOPPED: i32 = 130;
+use e03_io::exit::{
+    FAILED as EXIT_FAILED, OK as EXIT_OK, STOPPED as EXIT_STOPPED, USAGE as EXIT_USAGE,
+};
 
 fn command() -> Command {
     let cmd = Command::new("client-swarm")

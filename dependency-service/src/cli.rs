@@ -358,7 +358,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
             Ok(plan) => serve_plan(plan),
             Err(e) => {
                 eprintln!("dependency-service: {e}");
-                2
+                e03_io::exit::USAGE
             }
         };
     }
@@ -376,14 +376,14 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     // names them.
     if let Err(e) = e03_io::scenario_files::load_policies_from_env() {
         eprintln!("dependency-service: {e}");
-        return 2;
+        return e03_io::exit::USAGE;
     }
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     let plan = match Plan::from_matches(&m, env_names) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("dependency-service: {e}");
-            return 2;
+            return e03_io::exit::USAGE;
         }
     };
     serve_plan(plan)
@@ -400,20 +400,20 @@ fn serve_plan(plan: Plan) -> i32 {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("dependency-service: cannot start the runtime: {e}");
-            return 1;
+            return e03_io::exit::FAILED;
         }
     };
     match rt.block_on(run(plan)) {
-        Ok(()) => 0,
+        Ok(()) => e03_io::exit::OK,
         Err(e) => {
             eprintln!(
                 "dependency-service: {}",
                 e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
             );
             if e.is::<BindError>() {
-                2
+                e03_io::exit::USAGE
             } else {
-                1
+                e03_io::exit::FAILED
             }
         }
     }

@@ -6,8 +6,10 @@
 //! - [`scenario_files`]: scenario arguments (built-in names and files) and policy files, read,
 //!   validated and kept beside the run's outputs.
 //! - [`progress`]: the progress setting every driver shares.
+//! - [`exit`]: the exit codes every process uses.
 //! - [`logs`]: the names of a chain run's logs, JSON Lines written at once, atomic writes.
 
+pub mod exit;
 pub mod logs;
 pub mod progress;
 pub mod rundir;

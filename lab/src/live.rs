@@ -251,8 +251,7 @@ fn step_check(
     Ok(())
 }
 
-/// Exit code of a run whose figures are sound but fail a check against the source's figures.
-pub const CHECK_FAILED: i32 = 3;
+pub use e03_io::exit::CHECK_FAILED;
 
 /// True when every run's client attempts and server arrivals matched one to one.
 fn counts_match(summary: &analyzer::ScenarioSummary) -> bool {

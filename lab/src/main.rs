@@ -25,10 +25,7 @@ mod soak;
 use std::ffi::OsString;
 use std::time::Duration;
 
-/// Exit code for bad input (flags, env vars).
-const EXIT_USAGE: i32 = 2;
-/// Exit code of a run stopped by a signal.
-const EXIT_STOPPED: i32 = 130;
+use e03_io::exit::{STOPPED as EXIT_STOPPED, USAGE as EXIT_USAGE};
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -105,7 +102,7 @@ fn chains_only(scenarios: &[e03_core::Scenario]) -> Result<bool, i32> {
 }
 
 /// Exit code of `lab replica` when a published cell is not reproduced.
-const EXIT_REPLICA_MISMATCH: i32 = 3;
+const EXIT_REPLICA_MISMATCH: i32 = e03_io::exit::CHECK_FAILED;
 
 /// `lab replica ratelimit [--seed N ...]`: every published figure of seed 002 beside the
 /// replica's ([`simulator::replica002`]), PASS or FAIL per cell; with `--seed`, the main table

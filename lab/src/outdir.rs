@@ -30,9 +30,7 @@ impl std::fmt::Display for BadOut {
 
 impl std::error::Error for BadOut {}
 
-/// Exit code of a command whose stdout's reader went away (`lab simulate e03b | head -3`): what
-/// a shell reports for a process that SIGPIPE ended (128 + 13), without a word on stderr.
-pub const EXIT_BROKEN_PIPE: i32 = 141;
+pub use e03_io::exit::BROKEN_PIPE as EXIT_BROKEN_PIPE;
 
 /// Says why a command failed (under `prefix`) and gives its exit code: 2
 /// ([`crate::EXIT_USAGE`]) when `--out` was at fault; quietly [`EXIT_BROKEN_PIPE`] when stdout's
