@@ -99,26 +99,10 @@ fn bad_values_exit_2_naming_the_setting_and_write_nothing() {
 #[test]
 fn the_binary_serves_checks_its_health_and_stops_cleanly_on_sigterm() {
     let dir = common::temp_dir("cli-serve");
-    let mut cmd = Command::new(BIN);
-    clear_e03_env(&mut cmd);
-    let mut child = cmd
-        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
-        .arg("--log-dir")
-        .arg(&dir)
-        .args(["--scenario", "e03a", "--workers", "3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let rest = line.trim().strip_prefix("listening work=").expect(&line);
-    let (work, control) = rest.split_once(" control=").expect(&line);
+    let (child, work, control) = serve_alone(&["--scenario", "e03a", "--workers", "3"], &dir);
     assert!(
         work.starts_with("127.0.0.1:") && !work.ends_with(":0"),
-        "{line}"
+        "{work}"
     );
 
     let health = |url: String| {
@@ -131,37 +115,9 @@ fn the_binary_serves_checks_its_health_and_stops_cleanly_on_sigterm() {
     assert_eq!(health(format!("http://{work}/nope")), Some(1));
 
     // One request of the standalone run, then SIGTERM.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let status = rt.block_on(async {
-        common::client()
-            .get(format!("http://{work}/work"))
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    });
+    let status = get_work(&work);
     assert!(status == 200 || status == 503, "{status}");
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("no exit within 15 s of SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(code, Some(0));
+    assert_eq!(stop(child), Some(0));
     let log = common::read_log(&dir.join(common::STANDALONE_LOG));
     let Event::RunStart(start) = &log[0] else {
         panic!("{:?}", log[0])
@@ -175,8 +131,8 @@ fn the_binary_serves_checks_its_health_and_stops_cleanly_on_sigterm() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Starts the binary alone with `args` on free ports; the child and its work address.
-fn serve_alone(args: &[&str], dir: &std::path::Path) -> (std::process::Child, String) {
+/// Starts the binary alone with `args` on free ports; the child, its work and control addresses.
+fn serve_alone(args: &[&str], dir: &std::path::Path) -> (std::process::Child, String, String) {
     let mut cmd = Command::new(BIN);
     clear_e03_env(&mut cmd);
     let mut child = cmd
@@ -193,8 +149,8 @@ fn serve_alone(args: &[&str], dir: &std::path::Path) -> (std::process::Child, St
         .read_line(&mut line)
         .unwrap();
     let rest = line.trim().strip_prefix("listening work=").expect(&line);
-    let work = rest.split_once(" control=").expect(&line).0.to_string();
-    (child, work)
+    let (work, control) = rest.split_once(" control=").expect(&line);
+    (child, work.to_string(), control.to_string())
 }
 
 /// SIGTERM, then the exit code (within 15 s).
@@ -239,7 +195,7 @@ fn get_work(work: &str) -> u16 {
 #[test]
 fn a_built_in_scenario_is_served_alone_with_its_own_parameters() {
     let dir = common::temp_dir("cli-budget");
-    let (child, work) = serve_alone(&["--scenario", "budget", "--workers", "3"], &dir);
+    let (child, work, _) = serve_alone(&["--scenario", "budget", "--workers", "3"], &dir);
     // budget's dependency is down from 0 s: 503 at once.
     assert_eq!(get_work(&work), 503);
     assert_eq!(stop(child), Some(0));
@@ -269,7 +225,7 @@ fn a_built_in_scenario_is_served_alone_with_its_own_parameters() {
 fn a_scenario_file_is_served_alone_from_its_first_request() {
     let dir = common::temp_dir("cli-file");
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/blip.toml");
-    let (child, work) = serve_alone(
+    let (child, work, _) = serve_alone(
         &["--scenario", file, "--timeline-start", "first-request"],
         &dir,
     );
