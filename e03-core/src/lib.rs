@@ -46,6 +46,7 @@ pub mod arrivals;
 pub mod breaker;
 pub mod budget;
 pub mod chain;
+pub mod chain_file;
 pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;

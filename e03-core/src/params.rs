@@ -1260,6 +1260,19 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
     (sorted.len() == seeds.len() && !seeds.is_empty()).then_some(seeds)
 }
 
+/// The config layer builds the model's configs: a client session's, from the parameters.
+impl crate::session::SessionConfig {
+    pub fn from_params(params: &Params) -> Self {
+        Self {
+            limits: params.limits(),
+            duration: params.duration(),
+            think: params.think_range(),
+            starts: params.starts(),
+            max_ops: params.max_ops(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,8 @@ use std::sync::{Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::chain::{ChainDef, FileChain};
+use crate::chain::ChainDef;
+use crate::chain_file::FileChain;
 use crate::checks::{parse_check_table, CheckSpec};
 use crate::params::{ParamError, Params};
 use crate::strategy_table::{parse_strategy_tables, StrategySpec};

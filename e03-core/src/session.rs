@@ -38,7 +38,6 @@ use rand::Rng;
 use crate::budget::{Rejection, RetryBudget};
 use crate::faults::request_key;
 use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
-use crate::params::Params;
 use crate::rng::{stream, LabRng, Stream};
 use crate::strategy::Strategy;
 
@@ -77,18 +76,6 @@ pub struct SessionConfig {
     pub starts: Starts,
     /// At most this many operations per client (`None`: as many as fit in the duration).
     pub max_ops: Option<u32>,
-}
-
-impl SessionConfig {
-    pub fn from_params(params: &Params) -> Self {
-        Self {
-            limits: params.limits(),
-            duration: params.duration(),
-            think: params.think_range(),
-            starts: params.starts(),
-            max_ops: params.max_ops(),
-        }
-    }
 }
 
 /// Who an attempt is: what the swarm sends in its `x-e03-*` headers.

@@ -1,0 +1,123 @@
+//! The core in two layers (issue "One plan, one workload interface, one IO layer", item 2): the
+//! model layer (state machines that take only their own typed configs) imports nothing from the
+//! config layer (the parameter table, scenario, policy and chain files, presets, checks, the
+//! command line and the control protocol). The config layer builds the model's configs.
+//!
+//! Read from the sources: every `crate::<module>` a model module names outside its tests and
+//! comments, and the crate-root names that are config types.
+
+use std::path::Path;
+
+/// The model layer: no parameters, no files, no presets.
+const MODEL: &[&str] = &[
+    "rng",
+    "timeline",
+    "faults",
+    "dependency",
+    "schedule",
+    "node",
+    "ledger",
+    "budget",
+    "breaker",
+    "policy",
+    "operation",
+    "strategy",
+    "session",
+    "arrivals",
+    "steps",
+    "events",
+    "chain",
+];
+
+/// The config layer.
+const CONFIG: &[&str] = &[
+    "params",
+    "scenario",
+    "strategy_table",
+    "presets",
+    "checks",
+    "cli",
+    "control",
+    "chain_file",
+];
+
+/// Crate-root re-exports that are config types.
+const CONFIG_ROOT_NAMES: &[&str] = &["Params", "Scenario", "ParamError"];
+
+/// The code of a module: before its `#[cfg(test)]`, without comment lines.
+fn code_of(module: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(format!("{module}.rs"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let code = text.split("#[cfg(test)]").next().unwrap();
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The names that follow `crate::` in `code` (including inside `use crate::{a, b::c}`).
+fn crate_names(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let first = item.trim().split("::").next().unwrap_or("").trim();
+                if !first.is_empty() {
+                    names.push(first.to_string());
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            names.push(name);
+        }
+    }
+    names
+}
+
+#[test]
+fn every_module_of_the_core_is_in_one_layer() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(module) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        if module == "lib" {
+            continue;
+        }
+        assert!(
+            MODEL.contains(&module) ^ CONFIG.contains(&module),
+            "e03-core/src/{name} must be in exactly one layer (tests/layers.rs)"
+        );
+    }
+}
+
+#[test]
+fn the_model_layer_imports_nothing_from_the_config_layer() {
+    let mut found = Vec::new();
+    for module in MODEL {
+        for name in crate_names(&code_of(module)) {
+            if CONFIG.contains(&name.as_str()) || CONFIG_ROOT_NAMES.contains(&name.as_str()) {
+                found.push(format!("{module}.rs uses crate::{name}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "model -> config: {found:#?}");
+}
+
+#[test]
+fn the_check_sees_a_config_import() {
+    // The reader itself: a `use` of a config module, alone or in a group, is seen.
+    assert_eq!(crate_names("use crate::params::Params;"), ["params"]);
+    assert_eq!(
+        crate_names("use crate::{budget::X, Scenario};"),
+        ["budget", "Scenario"]
+    );
+}
