@@ -137,8 +137,8 @@ impl FaultModel {
     /// accounting (`input_tokens` 0). A rejection (429) and every answer without work cost 0; a
     /// timeout pays the input; a cut-off output the input and one output token; a complete
     /// answer (also a late or lost one: the work was done) the input and the output.
-    pub fn cost(&self, cause: crate::events::Cause) -> Option<u32> {
-        use crate::events::Cause;
+    pub fn cost(&self, cause: crate::cause::Cause) -> Option<u32> {
+        use crate::cause::Cause;
         if self.input_tokens == 0 {
             return None;
         }

@@ -43,8 +43,10 @@
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
 pub mod arrivals;
+pub mod attempt;
 pub mod breaker;
 pub mod budget;
+pub mod cause;
 pub mod chain;
 pub mod chain_file;
 pub mod checks;

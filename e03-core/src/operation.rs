@@ -33,39 +33,7 @@ pub struct Limits {
     pub deadline: Duration,
 }
 
-/// How one attempt ended, as the client saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptResult {
-    /// An HTTP answer, with its Retry-After if it had one.
-    Status {
-        code: u16,
-        retry_after: Option<Duration>,
-    },
-    /// No answer within the attempt's timeout.
-    Timeout,
-    /// The connection could not be made or broke.
-    ConnectionError,
-}
-
-impl AttemptResult {
-    pub fn status(code: u16) -> Self {
-        AttemptResult::Status {
-            code,
-            retry_after: None,
-        }
-    }
-
-    /// Whether E03's rule allows a retry after this result (a strategy's own rule is
-    /// [`Strategy::classify`]).
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            AttemptResult::Status { code, .. } => {
-                matches!(code, 408 | 429 | 500 | 502 | 503 | 504)
-            }
-            AttemptResult::Timeout | AttemptResult::ConnectionError => true,
-        }
-    }
-}
+pub use crate::attempt::AttemptResult;
 
 /// Why an operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

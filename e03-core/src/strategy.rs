@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use crate::attempt::AttemptResult;
 use crate::breaker::BreakerSpec;
 use crate::budget::{AttemptClass, BudgetSpec, RetryCause};
-use crate::operation::AttemptResult;
 
 /// How the un-jittered wait grows with the retry number.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -11,6 +11,8 @@ use std::path::Path;
 /// The model layer: no parameters, no files, no presets.
 const MODEL: &[&str] = &[
     "rng",
+    "attempt",
+    "cause",
     "timeline",
     "faults",
     "dependency",
@@ -120,4 +122,52 @@ fn the_check_sees_a_config_import() {
         crate_names("use crate::{budget::X, Scenario};"),
         ["budget", "Scenario"]
     );
+}
+
+/// The modules of `layer` that `module` names outside its tests and comments.
+fn edges(module: &str, layer: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = crate_names(&code_of(module))
+        .into_iter()
+        .filter(|n| n != module && layer.contains(&n.as_str()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A circle of imports among `layer`'s modules, if there is one (depth-first search).
+fn circle(layer: &[&str]) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        layer: &[&str],
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            let mut c = path[i..].to_vec();
+            c.push(m.to_string());
+            return Some(c);
+        }
+        if done.iter().any(|d| d == m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for next in edges(m, layer) {
+            if let Some(c) = visit(&next, layer, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(m.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    layer
+        .iter()
+        .find_map(|m| visit(m, layer, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_model_layer_has_no_circle_of_imports() {
+    assert_eq!(circle(MODEL), None, "a circle among the model's modules");
 }

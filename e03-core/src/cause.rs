@@ -1,0 +1,36 @@
+//! Why the dependency answered as it did: a log field ([`crate::events`]) and what the fault
+//! model's costs depend on ([`crate::faults`]); a leaf of the model layer.
+
+use serde::{Deserialize, Serialize};
+
+/// Why the dependency answered as it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Served normally.
+    Ok,
+    /// Transient fault (E03-A): 503 after service time.
+    Fault,
+    /// Transient fault (E03-A): answered late.
+    Slow,
+    /// Workers and queue full: 503 at once.
+    Full,
+    /// Held by the freeze and released as 503 at its end.
+    Freeze,
+    /// The dependency is down (a `down` phase): its status at once, no work done.
+    Down,
+    /// Over the limit of a `rate_limited` phase: 429 with `Retry-After` at once, no work done.
+    RateLimited,
+    /// Lost response (seed 004): the work was done and committed, then the connection was reset
+    /// before the answer (whose status is logged) went out.
+    Lost,
+    /// Permanent error (seed 004): the request is wrong in itself (400, 404, 409, 422), after
+    /// its service time; nothing committed.
+    Permanent,
+    /// Timed out before any output (seed 002): 504 after its service time, its input tokens
+    /// paid.
+    Timeout,
+    /// Output cut off (seed 002): 502 after its service time, its input and one output token
+    /// paid.
+    Cutoff,
+}
