@@ -491,13 +491,14 @@ fn run_group(
 
 /// glibc's malloc arenas a child may use (`MALLOC_ARENA_MAX`), unless the user set it.
 ///
-/// glibc gives each thread that allocates an arena of its own, up to 8 per core; a child's
-/// tokio workers, blocking-pool threads (the swarm's log files) and timer thread allocate on
-/// up to 11 threads. Each arena keeps its own high-water mark of freed, fragmented memory, so
-/// the RSS of a long run crept up with every new burst of connections although the live heap
-/// stayed flat (heaptrack: 1.3 MiB for 5 minutes): +2.6% and +2.8% in the swarm from the first
-/// minute to the fourth, +0.7% with two arenas (docs/measurements-soak.md). Two arenas are as
-/// many as the lab's 2 busy tokio workers; musl and other allocators ignore the variable.
+/// glibc gives each thread that allocates an arena of its own, up to 8 per core; the swarm
+/// allocates on 11 threads on 2 cores (its tokio workers, 4 per core, the precise timer, the
+/// blocking pool that writes its log). Each arena keeps its own high-water mark of freed,
+/// fragmented memory, so the RSS of a long run crept up with every new burst of connections
+/// although the live heap stayed flat (heaptrack: 1.3 MiB for 5 minutes): +2.6% and +2.8% in
+/// the swarm from the first minute to the fourth, +0.7% and +0.8% with two arenas
+/// (docs/measurements-soak.md), its send lateness unchanged. musl and other allocators ignore
+/// the variable.
 pub(crate) const MALLOC_ARENAS: &str = "2";
 
 /// `lab <sub>`; its settings come in its plan file, not from the environment (but for
