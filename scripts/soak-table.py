@@ -15,8 +15,11 @@ def main() -> None:
     for row in csv.DictReader(open(path, encoding="utf-8")):
         by.setdefault(row["process"], []).append(row)
     names = sorted(by)
-    print("| t (s) | " + " | ".join(f"{n} RSS KiB | {n} fds | {n} tasks" for n in names) + " |")
-    print("|---:|" + "---:|---:|---:|" * len(names))
+    # Soaks since 2026-12-02 18:00 also sample RSS's anonymous part (heap, stacks).
+    anon = all("rss_anon_kib" in r for rows in by.values() for r in rows)
+    cols = ["RSS KiB"] + (["anon KiB"] if anon else []) + ["fds", "tasks"]
+    print("| t (s) | " + " | ".join(f"{n} {c}" for n in names for c in cols) + " |")
+    print("|---:|" + "---:|" * len(cols) * len(names))
     end = max(float(r["t_s"]) for rows in by.values() for r in rows)
     marks = [0.0, 60.0] + [k * step for k in range(1, int(end // step) + 1) if k * step > 60.0]
     marks.append(end)
@@ -25,7 +28,7 @@ def main() -> None:
         for n in names:
             # The sample nearest to t.
             r = min(by[n], key=lambda r: abs(float(r["t_s"]) - t))
-            cells += [r["rss_kib"], r["fds"], r["tasks"]]
+            cells += [r["rss_kib"]] + ([r["rss_anon_kib"]] if anon else []) + [r["fds"], r["tasks"]]
         print(f"| {t:.0f} | " + " | ".join(cells) + " |")
     for n in names:
         rows = by[n]

@@ -29,6 +29,13 @@
 //! Request headers: [`REQUEST_HEADER`] (the top request's number, passed on), and with deadline
 //! propagation [`DEADLINE_HEADER`] (whole ms the caller will wait). A bad value of either is a
 //! `400` naming the header.
+//!
+//! A hop has the service's limits against hostile or broken peers, from the same code
+//! (`crate::server`'s accept loop, `crate::routes`' body limits): `431` for a head over 16 KiB,
+//! a connection closed when its head has not come within 10 s (slowloris, idle connections), at
+//! most 20,000 connections at once, `413` for a body over the limit of `/work` (1 KiB, declared)
+//! or of the configuration (64 KiB, declared or sent), `408` for a configuration whose body has
+//! not come within 10 s.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -38,8 +45,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
@@ -522,12 +530,24 @@ async fn bind_with(
         seq: AtomicU64::new(0),
         stop: tokio::sync::Notify::new(),
     });
+    // The service's limits (`crate::routes`): a declared body on `/work` over its limit is 413
+    // (the handler reads none); a configuration's body over its limit 413, not sent in time 408.
     let router = Router::new()
-        .route("/work", get(work))
+        .route(
+            "/work",
+            get(work).layer(middleware::from_fn(crate::routes::limit_work_body)),
+        )
         .route("/inflight", get(inflight))
         .route(HEALTH_PATH, get(health))
-        .route(CONFIGURE_PATH, post(configure))
+        .route(
+            CONFIGURE_PATH,
+            post(configure).layer(middleware::from_fn_with_state(
+                crate::routes::CONTROL_BODY_LIMIT,
+                crate::routes::buffer_body,
+            )),
+        )
         .route(SHUTDOWN_PATH, post(shutdown))
+        .layer(DefaultBodyLimit::max(crate::routes::CONTROL_BODY_LIMIT))
         .with_state(Arc::clone(&hop));
     Ok(BoundHop {
         addr,
@@ -538,20 +558,36 @@ async fn bind_with(
 }
 
 impl BoundHop {
-    /// Serves until `stop` resolves or `POST /control/shutdown` comes.
+    /// Serves until `stop` resolves or `POST /control/shutdown` comes, with the service's
+    /// connection limits (`crate::server`'s accept loop: 431 for headers over its limit, slow
+    /// or idle connections closed after its header timeout, at most
+    /// [`crate::server::MAX_WORK_CONNECTIONS`] open at once); then gives open connections the
+    /// service's drain time to finish.
     pub async fn serve(self, stop: impl std::future::Future<Output = ()> + Send + 'static) {
         let hop = Arc::clone(&self.hop);
-        let end = async move {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
             tokio::select! {
                 () = stop => {}
                 () = hop.stop.notified() => {}
             }
-        };
-        if let Err(e) = axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(end)
+            let _ = stop_tx.send(true);
+        });
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        crate::server::accept_loop(
+            self.listener,
+            self.router,
+            &graceful,
+            crate::server::MAX_WORK_CONNECTIONS,
+            stop_rx,
+        )
+        .await;
+        let drain = crate::server::DRAIN_TIMEOUT;
+        if tokio::time::timeout(drain, graceful.shutdown())
             .await
+            .is_err()
         {
-            tracing::error!("hop server: {e}");
+            tracing::warn!("hop: connections still open after {drain:?}; closing them");
         }
     }
 }

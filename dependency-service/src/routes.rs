@@ -8,8 +8,9 @@
 //! keeps its worker.
 //!
 //! Abuse resistance lives here too: unknown paths 404 and wrong methods 405 (axum), bodies over
-//! [`WORK_BODY_LIMIT`] or [`CONTROL_BODY_LIMIT`] 413, malformed control calls 400 with a message
-//! saying what was wrong.
+//! [`WORK_BODY_LIMIT`] or [`CONTROL_BODY_LIMIT`] 413 (declared or sent), bodies not sent within
+//! [`BODY_READ_TIMEOUT`] 408 ([`buffer_body`]), malformed control calls 400 with a message
+//! saying what was wrong. A hop (`crate::hop`) uses the same limits.
 
 use std::sync::Arc;
 
@@ -47,7 +48,13 @@ const MAX_RUN_ID: usize = 200;
 pub fn work_router(svc: Arc<Service>) -> Router {
     Router::new()
         .route(WORK_PATH, get(work))
-        .route(CHARGE_PATH, post(charge))
+        .route(
+            CHARGE_PATH,
+            post(charge).layer(middleware::from_fn_with_state(
+                WORK_BODY_LIMIT as usize,
+                buffer_body,
+            )),
+        )
         // Bodies read by an extractor (a charge's) stop at the same limit as declared ones.
         .layer(DefaultBodyLimit::max(WORK_BODY_LIMIT as usize))
         .route(HEALTH_PATH, get(health))
@@ -63,6 +70,10 @@ pub fn control_router(svc: Arc<Service>) -> Router {
         .route(SHUTDOWN_PATH, post(shutdown))
         .route(HEALTH_PATH, get(health))
         .layer(DefaultBodyLimit::max(CONTROL_BODY_LIMIT))
+        .layer(middleware::from_fn_with_state(
+            CONTROL_BODY_LIMIT,
+            buffer_body,
+        ))
         .with_state(svc)
 }
 
@@ -71,7 +82,8 @@ async fn health() -> &'static str {
 }
 
 /// 413 for a declared body over the work endpoint's limit (the handler never reads bodies).
-async fn limit_work_body(req: Request, next: Next) -> Response {
+/// Also a hop's `/work` (`crate::hop`).
+pub(crate) async fn limit_work_body(req: Request, next: Next) -> Response {
     let too_long = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -88,6 +100,78 @@ async fn limit_work_body(req: Request, next: Next) -> Response {
         );
     }
     next.run(req).await
+}
+
+/// Longest a client may take to send a request's body once its head has arrived (the head
+/// has `crate::server::HEADER_READ_TIMEOUT`): a body sent byte by byte cannot hold a
+/// connection for ever.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A request's body as [`buffer_body`] read it.
+enum ReadBody {
+    Whole(Bytes),
+    TooLarge,
+    /// The connection broke mid-body (or the body was malformed).
+    Broken,
+}
+
+/// Reads `body` to its end, stopping as soon as it passes `limit` bytes.
+async fn read_at_most(mut body: axum::body::Body, limit: usize) -> ReadBody {
+    use hyper::body::Body as _;
+    let mut out = Vec::new();
+    loop {
+        let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await;
+        match frame {
+            None => return ReadBody::Whole(out.into()),
+            Some(Err(_)) => return ReadBody::Broken,
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    if out.len() + data.len() > limit {
+                        return ReadBody::TooLarge;
+                    }
+                    out.extend_from_slice(&data);
+                }
+            }
+        }
+    }
+}
+
+/// Reads a request's whole body before its handler runs, under the limits of the routes that
+/// take one (the control calls, `POST /charge`, a hop's configuration): 413 when its declared
+/// length is over `limit` (at once, before any of it is read) or when what is sent passes it
+/// (a chunked body), 408 when the body has not arrived within [`BODY_READ_TIMEOUT`], 400 when
+/// the connection breaks mid-body. The handler gets the body already read.
+pub(crate) async fn buffer_body(State(limit): State<usize>, req: Request, next: Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().parse::<u64>().unwrap_or(u64::MAX));
+    let too_large = || {
+        text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body larger than {limit} bytes"),
+        )
+    };
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(BODY_READ_TIMEOUT, read_at_most(body, limit)).await {
+        Err(_) => text(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "request body not received within {} s",
+                BODY_READ_TIMEOUT.as_secs()
+            ),
+        ),
+        Ok(ReadBody::TooLarge) => too_large(),
+        Ok(ReadBody::Broken) => text(StatusCode::BAD_REQUEST, "request body broken off".into()),
+        Ok(ReadBody::Whole(bytes)) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+    }
 }
 
 /// `GET /metrics`: the Prometheus text exposition (see `crate::metrics`).

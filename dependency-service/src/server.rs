@@ -133,7 +133,13 @@ pub async fn serve(
     Ok(())
 }
 
-async fn accept_loop(
+/// Accepts HTTP/1 connections on `listener` for `app` until `stop` turns true, with the limits
+/// every listener of the lab shares (the service's work and control listeners, a hop's one):
+/// headers over [`MAX_HEADER_BYTES`] get 431, a connection that has not sent a whole request
+/// head within [`HEADER_READ_TIMEOUT`] (a slow or idle client, including an idle keep-alive
+/// connection) is closed, and at most `max_connections` are open at once (one beyond is closed
+/// at once). Every connection is watched by `graceful`, for the caller's drain.
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     app: Router,
     graceful: &GracefulShutdown,

@@ -13,7 +13,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -226,14 +226,10 @@ impl Drop for Hops {
 /// Starts `lab hop` with `config`; its address (from its first stdout line).
 fn start_hop(hops: &mut Hops, config: &HopConfig) -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("finding the lab's own executable")?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("hop")
-        .arg("--config")
+    let mut cmd = crate::live::child_command(&exe, "hop");
+    cmd.arg("--config")
         .arg(serde_json::to_string(config)?)
         .stdout(Stdio::piped());
-    if std::env::var_os("RUST_LOG").is_none() {
-        cmd.env("RUST_LOG", "warn");
-    }
     let mut child = cmd.spawn().context("starting a hop")?;
     let stdout = child.stdout.take().expect("piped");
     hops.0.push(child);

@@ -5,9 +5,10 @@
 //! E03-A's workload (200 closed-loop clients, 5% of requests failing, 1% answered late) for
 //! strategy A (immediate retry: the most requests per operation of the E03 strategies) and
 //! `E03_DURATION_S` = M minutes. Every second the lab samples each process's resident memory
-//! (`VmRSS` of `/proc/PID/status`), open file descriptors (the entries of `/proc/PID/fd`) and
-//! tasks (threads, the entries of `/proc/PID/task`) into `OUT/<run id>/soak.csv`. At the end it
-//! prints their growth and analyses the logs as `lab run` does.
+//! (`VmRSS` of `/proc/PID/status`, and its anonymous and file-backed parts, `RssAnon` and
+//! `RssFile`), open file descriptors (the entries of `/proc/PID/fd`) and tasks (threads, the
+//! entries of `/proc/PID/task`) into `OUT/<run id>/soak.csv`. At the end it prints their growth
+//! (and which part of the RSS grew) and analyses the logs as `lab run` does.
 //!
 //! It fails (exit 1) when a process's RSS at the end is more than 10% above its RSS after the
 //! warm-up (the first minute; the first third of a soak shorter than 3 minutes, so that a short
@@ -46,22 +47,32 @@ pub struct Sample {
     pub rss_kib: u64,
     pub fds: u64,
     pub tasks: u64,
+    /// The anonymous part of the RSS (`RssAnon`: the heap, thread stacks), in KiB.
+    pub rss_anon_kib: u64,
+    /// The file-backed part of the RSS (`RssFile`: mostly the binary's own pages), in KiB.
+    pub rss_file_kib: u64,
 }
 
 /// `/proc/PID`'s resident memory, descriptors and tasks; `None` once the process is gone.
 pub fn sample(pid: u32, t_s: f64) -> Option<Sample> {
     let proc = PathBuf::from(format!("/proc/{pid}"));
     let status = std::fs::read_to_string(proc.join("status")).ok()?;
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())?;
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    };
+    let rss_kib = kib("VmRSS:")?;
     let count = |dir: &str| std::fs::read_dir(proc.join(dir)).map(|d| d.count() as u64);
     Some(Sample {
         t_s,
         rss_kib,
         fds: count("fd").ok()?,
         tasks: count("task").ok()?,
+        // Linux 4.5 and later; 0 before.
+        rss_anon_kib: kib("RssAnon:").unwrap_or(0),
+        rss_file_kib: kib("RssFile:").unwrap_or(0),
     })
 }
 
@@ -259,7 +270,10 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
         std::fs::File::create(&csv_path)
             .with_context(|| format!("creating {}", csv_path.display()))?,
     );
-    writeln!(csv, "t_s,process,pid,rss_kib,fds,tasks")?;
+    writeln!(
+        csv,
+        "t_s,process,pid,rss_kib,fds,tasks,rss_anon_kib,rss_file_kib"
+    )?;
     let procs = [("dependency", service.id()), ("swarm", swarm.id())];
     let mut samples: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
     let started = Instant::now();
@@ -278,8 +292,8 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
             if let Some(s) = sample(*pid, t) {
                 writeln!(
                     csv,
-                    "{:.3},{name},{pid},{},{},{}",
-                    s.t_s, s.rss_kib, s.fds, s.tasks
+                    "{:.3},{name},{pid},{},{},{},{},{}",
+                    s.t_s, s.rss_kib, s.fds, s.tasks, s.rss_anon_kib, s.rss_file_kib
                 )?;
                 samples[i].push(s);
             }
@@ -357,6 +371,23 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
             )?;
         }
     }
+    // What grew: the anonymous part (heap, thread stacks) or the file-backed part (the
+    // binary's pages, touched as code runs for the first time).
+    for ((name, _), s) in procs.iter().zip(&samples) {
+        if let Some(g) = Growth::of(s, warm_up) {
+            writeln!(
+                stdout,
+                "{name}: RSS after the warm-up -> end: anonymous (heap, stacks) {} -> {} KiB \
+                 ({:+} KiB), file-backed (the binary's pages) {} -> {} KiB ({:+} KiB)",
+                g.baseline.rss_anon_kib,
+                g.last.rss_anon_kib,
+                g.last.rss_anon_kib as i64 - g.baseline.rss_anon_kib as i64,
+                g.baseline.rss_file_kib,
+                g.last.rss_file_kib,
+                g.last.rss_file_kib as i64 - g.baseline.rss_file_kib as i64
+            )?;
+        }
+    }
     if report == 1 {
         writeln!(stdout, "FAIL: a log of the soak is incomplete (see above)")?;
     }
@@ -374,6 +405,8 @@ mod tests {
             rss_kib,
             fds: 10,
             tasks: 4,
+            rss_anon_kib: rss_kib / 4,
+            rss_file_kib: rss_kib - rss_kib / 4,
         }
     }
 

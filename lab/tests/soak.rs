@@ -21,7 +21,10 @@ fn a_short_soak_samples_both_processes_every_second_and_passes() {
     }
     let csv = std::fs::read_to_string(out.join("latest/soak.csv")).expect("soak.csv written");
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("t_s,process,pid,rss_kib,fds,tasks"));
+    assert_eq!(
+        lines.next(),
+        Some("t_s,process,pid,rss_kib,fds,tasks,rss_anon_kib,rss_file_kib")
+    );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     for process in ["dependency", "swarm"] {
         let mine: Vec<&Vec<&str>> = rows.iter().filter(|r| r[1] == process).collect();
@@ -37,7 +40,16 @@ fn a_short_soak_samples_both_processes_every_second_and_passes() {
         for r in &mine {
             let n: Vec<u64> = r[3..].iter().map(|v| v.parse().unwrap()).collect();
             assert!(n.iter().all(|v| *v > 0), "{r:?}");
+            // VmRSS is its anonymous, file-backed and shared parts (read at the same moment;
+            // the shared part is small).
+            assert!(n[3] + n[4] <= n[0] && n[0] - n[3] - n[4] < 1024, "{r:?}");
         }
+        assert!(
+            stdout.contains(&format!(
+                "{process}: RSS after the warm-up -> end: anonymous"
+            )),
+            "{stdout}"
+        );
     }
     // The traffic's logs were analysed like a run's.
     assert!(out.join("latest/e03a/summary.json").is_file());
