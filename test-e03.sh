@@ -12,8 +12,10 @@
 #   5. report.html opened in headless Chromium for every built-in scenario (scripts/check-report.sh)
 #      and the dashboard's queries run on a real Prometheus against a live run
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
-#   6. lab soak --minutes 1 (RSS, descriptors, tasks), then Schemathesis against lab serve and
-#      lab hop with the OpenAPI documents (scripts/check-openapi.sh)
+#   6. lab soak --minutes 1 (RSS, descriptors, tasks), then every fuzz target of fuzz/ for 30 s
+#      on a copy of its seeds (scripts/check-fuzz.sh: cargo fuzz on nightly, cargo-fuzz installed
+#      from crates.io; SKIPPED, and said so, without a nightly toolchain), then Schemathesis
+#      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh)
 #   7. the compose topology for real, when a Docker engine answers (skipped, and said so, when
 #      none does): the offline path (static binary, FROM scratch images), then the standard
 #      Dockerfile built with the legacy builder (local stand-ins for its base images when they
@@ -67,6 +69,10 @@ step "soak: lab soak --minutes 1 (E03-A against one dependency; RSS, fds, tasks 
 soak_out=$(mktemp -d /tmp/e03-soak.XXXXXX)
 timeout 300 cargo run --quiet --locked -p lab -- soak --minutes 1 --out "$soak_out"
 rm -rf "$soak_out"
+
+step "fuzzing: every target of fuzz/ for 30 s (scripts/check-fuzz.sh, docs/fuzzing.md)"
+# 7 targets x 30 s, and the first build of the targets (nightly, AddressSanitizer).
+timeout --kill-after=10 900 scripts/check-fuzz.sh 30
 
 step "API contract: schemathesis (PyPI) against lab serve and lab hop (docs/api-contract.md)"
 timeout 600 scripts/check-openapi.sh 100

@@ -305,9 +305,20 @@ fn plan_arg(args: &[OsString]) -> Result<Option<PathBuf>, String> {
 fn load_plan(path: &Path) -> Result<Setup, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("invalid --plan {:?}: cannot read it: {e}", path.display()))?;
-    let plan: SwarmRunPlan = serde_json::from_str(&text)
-        .map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))?;
-    Setup::from_plan(plan).map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))
+    setup_of_plan_text(&text).map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))
+}
+
+/// A plan's text, parsed and checked into a setup; `Err` is the message without the file's name.
+fn setup_of_plan_text(text: &str) -> Result<Setup, String> {
+    let plan: SwarmRunPlan = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Setup::from_plan(plan)
+}
+
+/// A plan file's text read and checked as `lab swarm --plan FILE` reads it (its scenarios are
+/// registered with this process); the plan as it will run. `Err` is the message without the
+/// file's name (the fuzz target `plan` drives it, see docs/fuzzing.md).
+pub fn check_plan_text(text: &str) -> Result<SwarmRunPlan, String> {
+    setup_of_plan_text(text).map(|s| s.to_plan())
 }
 
 /// The plan of a command line, resolved from its flags and env vars as `main_entry` resolves

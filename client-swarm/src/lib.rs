@@ -34,7 +34,7 @@ mod steps;
 mod stop;
 
 pub use cli::{
-    chain_args, claim_chain_run, main_entry, metrics_listen, out_and_scenarios,
+    chain_args, check_plan_text, claim_chain_run, main_entry, metrics_listen, out_and_scenarios,
     report_when_stopped, resolve_plan, shutdown_hops, shutdown_signal, ChainArgs, ScenarioArgs,
 };
 pub use error::SwarmError;

@@ -373,13 +373,23 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
     }
 }
 
-async fn work(State(hop): State<Arc<Hop>>, headers: HeaderMap) -> (StatusCode, String) {
-    let (req, received_ms) = match (
-        header_u64(&headers, REQUEST_HEADER),
-        header_u64(&headers, DEADLINE_HEADER),
+/// A call's request number ([`REQUEST_HEADER`], 0 when absent) and received deadline
+/// ([`DEADLINE_HEADER`], whole ms), or the 400 message naming the bad header (the fuzz target
+/// `headers` drives it).
+pub fn call_headers(headers: &HeaderMap) -> Result<(u64, Option<u64>), String> {
+    match (
+        header_u64(headers, REQUEST_HEADER),
+        header_u64(headers, DEADLINE_HEADER),
     ) {
-        (Ok(r), Ok(d)) => (r.unwrap_or(0), d),
-        (Err(e), _) | (_, Err(e)) => return (StatusCode::BAD_REQUEST, e),
+        (Ok(r), Ok(d)) => Ok((r.unwrap_or(0), d)),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+async fn work(State(hop): State<Arc<Hop>>, headers: HeaderMap) -> (StatusCode, String) {
+    let (req, received_ms) = match call_headers(&headers) {
+        Ok(values) => values,
+        Err(e) => return (StatusCode::BAD_REQUEST, e),
     };
     // The configuration the call arrived under: it keeps it (and its log) to its end.
     let active = hop.active.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -444,27 +454,9 @@ async fn configure(State(hop): State<Arc<Hop>>, body: Bytes) -> (StatusCode, Str
             "this hop was started with --config; it takes no control call".into(),
         );
     };
-    let setup: HopSetup = match serde_json::from_slice(&body) {
-        Ok(s) => s,
-        Err(e) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "invalid hop configuration: {e}; expected JSON {{\"layer\": 1, \"log\": \
-                     \"RUN/SCENARIO/VARIANT/layer-1-NAME.jsonl\", \"role\": ...}} (see lab hop \
-                     --help)"
-                ),
-            )
-        }
-    };
-    let rel = match check_role(setup.layer, &setup.role).and_then(|()| check_log_name(&setup.log)) {
-        Ok(rel) => rel,
-        Err(e) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!("invalid hop configuration: {e}"),
-            )
-        }
+    let (setup, rel) = match check_setup(&body) {
+        Ok(checked) => checked,
+        Err(e) => return (StatusCode::BAD_REQUEST, e),
     };
     let path = log_dir.join(rel);
     if let Some(parent) = path.parent() {
@@ -490,6 +482,21 @@ async fn configure(State(hop): State<Arc<Hop>>, body: Bytes) -> (StatusCode, Str
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
     *hop.active.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(active));
     (StatusCode::OK, line)
+}
+
+/// A `POST /control/configure` body, read and checked: the setup and its log's relative path,
+/// or the 400 message. Nothing is opened or changed (the fuzz target `control` drives it).
+pub fn check_setup(body: &[u8]) -> Result<(HopSetup, PathBuf), String> {
+    let setup: HopSetup = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "invalid hop configuration: {e}; expected JSON {{\"layer\": 1, \"log\": \
+             \"RUN/SCENARIO/VARIANT/layer-1-NAME.jsonl\", \"role\": ...}} (see lab hop --help)"
+        )
+    })?;
+    let rel = check_role(setup.layer, &setup.role)
+        .and_then(|()| check_log_name(&setup.log))
+        .map_err(|e| format!("invalid hop configuration: {e}"))?;
+    Ok((setup, rel))
 }
 
 /// A bound hop, ready to serve.

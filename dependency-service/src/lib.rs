@@ -26,4 +26,7 @@ mod server;
 mod service;
 
 pub use cli::{answer_spin_us, main_entry, Plan as ServePlan, ANSWER_SPIN_US, DEFAULT_HEALTH_URL};
+pub use identity::Identity;
+pub use routes::{charge_request, validate_start, MAX_AMOUNT};
 pub use server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
+pub use service::RunSpec;

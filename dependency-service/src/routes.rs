@@ -249,7 +249,7 @@ pub const MAX_AMOUNT: u64 = 1_000_000_000;
 /// [`e03_core::ledger::MAX_KEY_LEN`] bytes, or not visible ASCII) or a body that is not JSON,
 /// 422 for JSON that is not an object with a whole `amount` from 1 to [`MAX_AMOUNT`]. No body:
 /// amount 1. (A body over [`WORK_BODY_LIMIT`] is refused 413 before this.)
-pub(crate) fn charge_request(
+pub fn charge_request(
     headers: &HeaderMap,
     body: &[u8],
     id: &Identity,
@@ -389,8 +389,9 @@ fn bad_request(msg: String) -> Response {
     text(StatusCode::BAD_REQUEST, msg)
 }
 
-/// Checks a start call into a [`RunSpec`]; the error is the 400 message.
-fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
+/// Checks a start call (`POST /control/start`'s body) into a [`RunSpec`]; the error is the 400
+/// message. A scenario definition it carries is registered with this process.
+pub fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("malformed start call JSON: {e}"))?;
     // A scenario this service does not know (a user's file) comes with its data.

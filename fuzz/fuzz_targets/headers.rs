@@ -1,0 +1,70 @@
+//! The identity headers of an attempt (`x-e03-client`, `x-e03-op`, `x-e03-attempt`:
+//! `dependency_service::Identity::from_headers`) and the hop's request and deadline headers
+//! (`dependency_service::hop::call_headers`).
+//! Input: lines; each line's first byte picks a header, the rest is its value (repeats kept).
+//! Invariants: a value read is the header's trimmed value as a number; a full, well-formed
+//! identity has a fault key.
+#![no_main]
+
+use dependency_service::hop::call_headers;
+use dependency_service::Identity;
+use e03_core::chain::{DEADLINE_HEADER, REQUEST_HEADER};
+use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use libfuzzer_sys::fuzz_target;
+
+const NAMES: [&str; 5] = [
+    HEADER_CLIENT,
+    HEADER_OP,
+    HEADER_ATTEMPT,
+    REQUEST_HEADER,
+    DEADLINE_HEADER,
+];
+
+/// The first value of `name`, trimmed and read as a number as the lab must read it.
+fn first<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Option<Option<T>> {
+    h.get(name)
+        .map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<T>().ok()))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut h = HeaderMap::new();
+    for line in data.split(|b| *b == b'\n').take(16) {
+        let Some((&pick, value)) = line.split_first() else {
+            continue;
+        };
+        let name = HeaderName::from_static(NAMES[pick as usize % NAMES.len()]);
+        if let Ok(value) = HeaderValue::from_bytes(value) {
+            h.append(name, value);
+        }
+    }
+    let id = Identity::from_headers(&h);
+    let (c, o, a) = (
+        first::<u32>(&h, HEADER_CLIENT),
+        first::<u32>(&h, HEADER_OP),
+        first::<u32>(&h, HEADER_ATTEMPT),
+    );
+    assert_eq!(id.client, c.flatten());
+    assert_eq!(id.op, o.flatten());
+    assert_eq!(id.attempt, a.flatten());
+    let malformed = [c, o, a].iter().any(|v| matches!(v, Some(None)));
+    assert_eq!(id.malformed, malformed);
+    assert_eq!(
+        id.fault_key().is_some(),
+        id.client.is_some() && id.op.is_some() && id.attempt.is_some()
+    );
+    let (r, d) = (
+        first::<u64>(&h, REQUEST_HEADER),
+        first::<u64>(&h, DEADLINE_HEADER),
+    );
+    match call_headers(&h) {
+        Ok((req, deadline)) => {
+            assert_eq!(req, r.flatten().unwrap_or(0));
+            assert_eq!(deadline, d.flatten());
+        }
+        Err(e) => {
+            assert!(matches!(r, Some(None)) || matches!(d, Some(None)), "{e}");
+            assert!(e.contains("header x-e03-"), "{e}");
+        }
+    }
+});
