@@ -72,7 +72,7 @@ rm -rf "$soak_out"
 
 step "fuzzing: every target of fuzz/ for 30 s (scripts/check-fuzz.sh, docs/fuzzing.md)"
 # 7 targets x 30 s, and the first build of the targets (nightly, AddressSanitizer).
-timeout --kill-after=10 900 scripts/check-fuzz.sh 30
+timeout --kill-after=10 1800 scripts/check-fuzz.sh 30
 
 step "API contract: schemathesis (PyPI) against lab serve and lab hop (docs/api-contract.md)"
 timeout 600 scripts/check-openapi.sh 100
