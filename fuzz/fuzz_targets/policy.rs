@@ -1,4 +1,4 @@
-//! A policy file (`--policies FILE`, `E03_POLICIES`), as `client_swarm::scenario_files::
+//! A policy file (`--policies FILE`, `E03_POLICIES`), as `e03_io::scenario_files::
 //! load_policies` reads it (`e03_core::strategy_table::parse_policy_file`).
 //! Invariants: each strategy survives the JSON trip (plans carry them by value) and resolves
 //! into a strategy with any backoff base and cap.

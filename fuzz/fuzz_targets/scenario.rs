@@ -1,5 +1,5 @@
 //! A scenario file, as `lab simulate FILE` and `lab run FILE` read it
-//! (`e03_core::scenario::parse`, then registered by `client_swarm::scenario_files`).
+//! (`e03_core::scenario::parse`, then registered by `e03_io::scenario_files`).
 //! Invariants: what parses passes the control call's check (`ScenarioDef::check`, what a
 //! service applies to a definition sent to it), and survives the JSON trip to the service.
 #![no_main]
