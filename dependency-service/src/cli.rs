@@ -253,7 +253,7 @@ fn standalone_scenario(value: &str) -> Result<(Option<Scenario>, Option<String>)
         return Ok((None, None));
     }
     let mut args = e03_io::scenario_files::resolve(value).map_err(refuse)?;
-    if args.len() != 1 || value.trim().eq_ignore_ascii_case("all") {
+    if args.len() != 1 {
         return Err(refuse("one dependency serves one scenario".into()));
     }
     let arg = args.remove(0);

@@ -572,13 +572,11 @@ impl BoundHop {
     /// service's drain time to finish.
     pub async fn serve(self, stop: impl std::future::Future<Output = ()> + Send + 'static) {
         let hop = Arc::clone(&self.hop);
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
+        let stop_rx = crate::server::stop_channel(async move {
             tokio::select! {
                 () = stop => {}
                 () = hop.stop.notified() => {}
             }
-            let _ = stop_tx.send(true);
         });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         crate::server::accept_loop(
@@ -589,13 +587,7 @@ impl BoundHop {
             stop_rx,
         )
         .await;
-        let drain = crate::server::DRAIN_TIMEOUT;
-        if tokio::time::timeout(drain, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("hop: connections still open after {drain:?}; closing them");
-        }
+        crate::server::drain(graceful, "hop").await;
     }
 }
 

@@ -87,16 +87,14 @@ pub async fn serve(
             svc.start_run(s.spec()).await?;
         }
     }
-    let (stop_tx, stop_rx) = watch::channel(false);
     let requested = svc.clone();
-    tokio::spawn(async move {
+    let stop_rx = stop_channel(async move {
         tokio::select! {
             () = shutdown => {}
             () = requested.shutdown_requested.notified() => {
                 tracing::info!("shutdown requested by a control call");
             }
         }
-        let _ = stop_tx.send(true);
     });
     let graceful = GracefulShutdown::new();
     tokio::join!(
@@ -117,12 +115,7 @@ pub async fn serve(
     );
     tracing::info!("shutting down");
     let ended = svc.stop_run(false).await;
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("connections still open after {DRAIN_TIMEOUT:?}; closing them");
-    }
+    drain(graceful, "dependency").await;
     drop(svc);
     // Everything of the last run is already flushed by stop_run; give the writer a moment to
     // exit cleanly (late tasks may still hold a sink).
@@ -179,6 +172,30 @@ pub(crate) async fn accept_loop(
             }
             drop(permit);
         });
+    }
+}
+
+/// The stop every accept loop of a server watches ([`accept_loop`]): `true` once `stop`
+/// resolves.
+pub(crate) fn stop_channel(
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// After the accept loops stopped: gives the connections still open [`DRAIN_TIMEOUT`] to
+/// finish, then closes them (`who` names the server in the warning).
+pub(crate) async fn drain(graceful: GracefulShutdown, who: &str) {
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("{who}: connections still open after {DRAIN_TIMEOUT:?}; closing them");
     }
 }
 

@@ -258,6 +258,45 @@ mod tests {
         assert!(instant_at_unix_ms(u64::MAX).is_none());
     }
 
+    /// A standalone run held for its first request: the first request starts it; a control
+    /// call that starts a run before any request replaces it, and a later request goes to the
+    /// control call's run.
+    #[tokio::test]
+    async fn a_run_held_for_the_first_request_starts_then_or_gives_way_to_a_control_call() {
+        let dir = std::env::temp_dir().join(format!("e03-held-{}", std::process::id()));
+        let standalone = || crate::server::StandaloneRun {
+            scenario: Scenario::E03A,
+            params: Params::default(),
+            text: None,
+            at_first_request: true,
+        };
+        let (log, _writer) = crate::log_sink::start().unwrap();
+        let svc = Service::new(log, dir.clone());
+        svc.start_at_first_request(standalone());
+        assert!(svc.current_run().is_none(), "nothing runs before a request");
+        let run = svc
+            .run_for_request()
+            .await
+            .expect("the first request starts it");
+        assert_eq!(run.tag().strategy, STANDALONE);
+        assert!(Arc::ptr_eq(&run, &svc.run_for_request().await.unwrap()));
+        svc.stop_run(false).await;
+
+        let (log, _writer) = crate::log_sink::start().unwrap();
+        let svc = Service::new(log, dir.clone());
+        svc.start_at_first_request(standalone());
+        let mut spec = RunSpec::standalone(Scenario::E03B, Params::default());
+        spec.strategy = "C".into();
+        spec.standalone = false;
+        svc.start_run(spec).await.unwrap();
+        let run = svc.run_for_request().await.unwrap();
+        assert_eq!(run.tag().strategy, "C");
+        svc.stop_run(false).await;
+        // The held run is gone: with no run, a request finds none.
+        assert!(svc.run_for_request().await.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn standalone_runs_log_to_their_own_file() {
         let spec = RunSpec::standalone(Scenario::E03B, Params::default());

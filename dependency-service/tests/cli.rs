@@ -73,6 +73,11 @@ fn bad_values_exit_2_naming_the_setting_and_write_nothing() {
             &["one dependency serves one scenario"],
         ),
         (
+            &["--scenario", "all"],
+            &[],
+            &["one dependency serves one scenario"],
+        ),
+        (
             &["--timeline-start", "later"],
             &[],
             &["--timeline-start", "later", "process or first-request"],
@@ -118,10 +123,7 @@ fn the_binary_serves_checks_its_health_and_stops_cleanly_on_sigterm() {
     let status = get_work(&work);
     assert!(status == 200 || status == 503, "{status}");
     assert_eq!(stop(child), Some(0));
-    let log = common::read_log(&dir.join(common::STANDALONE_LOG));
-    let Event::RunStart(start) = &log[0] else {
-        panic!("{:?}", log[0])
-    };
+    let (log, start) = standalone_log(&dir);
     assert_eq!(
         (start.scenario.as_str(), start.tag.strategy.as_str()),
         ("e03a", "standalone")
@@ -173,6 +175,15 @@ fn stop(mut child: std::process::Child) -> Option<i32> {
     }
 }
 
+/// The standalone run's log and its `run_start` (its first record).
+fn standalone_log(dir: &std::path::Path) -> (Vec<Event>, e03_core::events::RunStart) {
+    let log = common::read_log(&dir.join(common::STANDALONE_LOG));
+    let Some(Event::RunStart(start)) = log.first().cloned() else {
+        panic!("no run_start first: {:?}", log.first())
+    };
+    (log, start)
+}
+
 fn get_work(work: &str) -> u16 {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -199,10 +210,7 @@ fn a_built_in_scenario_is_served_alone_with_its_own_parameters() {
     // budget's dependency is down from 0 s: 503 at once.
     assert_eq!(get_work(&work), 503);
     assert_eq!(stop(child), Some(0));
-    let log = common::read_log(&dir.join(common::STANDALONE_LOG));
-    let Event::RunStart(start) = &log[0] else {
-        panic!("{:?}", log[0])
-    };
+    let (log, start) = standalone_log(&dir);
     assert_eq!(
         (start.scenario.as_str(), start.tag.strategy.as_str()),
         ("budget", "standalone")
@@ -240,10 +248,7 @@ fn a_scenario_file_is_served_alone_from_its_first_request() {
     assert_eq!(stop(child), Some(0));
     let kept = std::fs::read_to_string(dir.join("standalone/scenario.toml")).unwrap();
     assert_eq!(kept, std::fs::read_to_string(file).unwrap());
-    let log = common::read_log(&dir.join(common::STANDALONE_LOG));
-    let Event::RunStart(start) = &log[0] else {
-        panic!("{:?}", log[0])
-    };
+    let (log, start) = standalone_log(&dir);
     assert_eq!(start.scenario, "blip");
     let Event::Arrival(first) = &log[1] else {
         panic!("{:?}", log[1])

@@ -288,6 +288,10 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
             forwarded = true;
         }
         let t = started.elapsed().as_secs_f64();
+        // No sample in the instant the swarm was started: a process just past `exec` has not
+        // loaded its binary yet (4 KiB resident, no file-backed page, one task), which is no
+        // figure of the lab's. Samples start a second later, then every second.
+        let procs = if tick == 0 { &procs[..0] } else { &procs[..] };
         for (i, (name, pid)) in procs.iter().enumerate() {
             if let Some(s) = sample(*pid, t) {
                 writeln!(
