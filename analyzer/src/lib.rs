@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use e03_core::control::{client_log_path, ledger_log_path, server_log_path};
 use e03_core::{ParamError, Params, Scenario};
 
+pub mod audit;
 pub mod chain;
 pub mod cli;
 pub mod figures;

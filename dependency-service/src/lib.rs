@@ -15,6 +15,7 @@
 //! - `log_sink`: one bounded channel to one writer thread; never drops a record.
 //! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
 
+pub mod audit;
 mod cli;
 pub mod hop;
 mod identity;

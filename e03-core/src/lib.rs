@@ -44,6 +44,7 @@
 
 pub mod arrivals;
 pub mod attempt;
+pub mod audit;
 pub mod breaker;
 pub mod budget;
 pub mod cause;

@@ -29,6 +29,7 @@ const MODEL: &[&str] = &[
     "steps",
     "events",
     "chain",
+    "audit",
 ];
 
 /// The config layer.

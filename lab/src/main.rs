@@ -14,6 +14,7 @@
 //!   tables (the compose analyzer container runs this).
 
 mod args;
+mod audit;
 mod chain;
 mod live;
 mod map;
@@ -39,6 +40,7 @@ fn main() {
         Some("replica") => replica(&args),
         Some("map") => map::main(&args),
         Some("soak") => soak::main(&args),
+        Some("audit") => audit::main(&args),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
         // The timers' scheduling (precise_timer::realtime), read once by every process.
