@@ -12,7 +12,9 @@
 #   5. report.html opened in headless Chromium for every built-in scenario (scripts/check-report.sh)
 #      and the dashboard's queries run on a real Prometheus against a live run
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
-#   6. lab soak --minutes 1 (RSS, descriptors, tasks), then every fuzz target of fuzz/ for 30 s
+#   6. lab soak --minutes 1 (RSS, descriptors, tasks), then `lab audit` of five real clients (urllib3,
+#      curl twice, Node's fetch, the lab's strategy C; scripts/check-audit.sh, every row checked
+#      against the client's documentation), then every fuzz target of fuzz/ for 30 s
 #      on a copy of its seeds (scripts/check-fuzz.sh: cargo fuzz on nightly, cargo-fuzz installed
 #      from crates.io; SKIPPED, and said so, without a nightly toolchain), then Schemathesis
 #      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh)
@@ -69,6 +71,9 @@ step "soak: lab soak --minutes 1 (E03-A against one dependency; RSS, fds, tasks 
 soak_out=$(mktemp -d /tmp/e03-soak.XXXXXX)
 timeout 300 cargo run --quiet --locked -p lab -- soak --minutes 1 --out "$soak_out"
 rm -rf "$soak_out"
+
+step "lab audit: five real clients graded, each row checked against the client's documentation (scripts/check-audit.sh, docs/audit.md)"
+timeout 600 scripts/check-audit.sh
 
 step "fuzzing: every target of fuzz/ for 30 s (scripts/check-fuzz.sh, docs/fuzzing.md)"
 # 7 targets x 30 s, and the first build of the targets (nightly, AddressSanitizer).

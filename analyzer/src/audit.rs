@@ -13,7 +13,8 @@
 //! - deadline: PASS when the client stopped within 15 s of its first attempt, WARN later, FAIL
 //!   when stopped at the limit;
 //! - backoff: the waits between attempts on a 503 grow (the last at least 1.5x the first) and
-//!   are randomized (their spread across the 8 instances, stdev / mean, at least 0.10): PASS for
+//!   are randomized (their spread across the 8 instances, the standard deviations of each retry's
+//!   wait summed over their means summed, at least 0.10): PASS for
 //!   both, WARN for one, FAIL for neither or for immediate retries (median wait under 20 ms);
 //! - Retry-After: FAIL when a retry came more than 100 ms before the time the header gave, WARN
 //!   when one came early by less (5 ms early still counts as on time: the two clocks) or when
@@ -474,9 +475,11 @@ fn backoff(log: &Log) -> Row {
         let median = flat[flat.len() / 2];
         let cap = *flat.last().expect("not empty");
         let longest = all.iter().map(Vec::len).max().unwrap_or(0);
-        // Mean wait and spread (stdev / mean across instances) per retry number.
+        // Mean wait and spread across instances per retry number; the spread is pooled (the
+        // sum of the standard deviations over the sum of the means), so that a near-zero first
+        // wait (urllib3's) does not count its timer noise as randomization.
         let mut means = Vec::new();
-        let mut spreads = Vec::new();
+        let (mut sd_sum, mut mean_sum) = (0.0, 0.0);
         for k in 0..longest {
             let v: Vec<f64> = all
                 .iter()
@@ -485,16 +488,17 @@ fn backoff(log: &Log) -> Row {
                 .collect();
             let m = mean(&v);
             means.push(m);
-            if v.len() >= 2 && m > 0.0 {
+            if v.len() >= 2 {
                 let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64;
-                spreads.push(var.sqrt() / m);
+                sd_sum += var.sqrt();
+                mean_sum += m;
             }
         }
         let grows = means.len() >= 2 && means[means.len() - 1] >= 1.5 * means[0];
-        let spread = if spreads.is_empty() {
-            0.0
+        let spread = if mean_sum > 0.0 {
+            sd_sum / mean_sum
         } else {
-            mean(&spreads)
+            0.0
         };
         let randomized = spread >= 0.10;
         let mut retries: Vec<u64> = instances
@@ -602,7 +606,7 @@ fn retry_after(log: &Log) -> Row {
     )
 }
 
-/// Attempts per operation in the outage probe: per named operation (`x-e03-operation`) when
+/// Attempts per operation in the outage probe: per named operation (`x-e03-op`) when
 /// every attempt names one, or inferred from the operations the client was asked to run.
 fn outage_ops(log: &Log) -> Option<(Vec<u32>, bool, u32)> {
     let probe = log.probes.iter().find(|p| p.kind == ProbeKind::Outage)?;
@@ -631,6 +635,13 @@ fn outage_ops(log: &Log) -> Option<(Vec<u32>, bool, u32)> {
     }
 }
 
+/// Whether a run of the client on `probe` was stopped at the probe's limit.
+fn stopped(log: &Log, probe: &str) -> bool {
+    log.runs
+        .iter()
+        .any(|((p, _), r)| *p == probe && r.stopped_at_limit)
+}
+
 fn amplification(log: &Log) -> Row {
     let ops = log
         .probes
@@ -639,11 +650,26 @@ fn amplification(log: &Log) -> Row {
         .map_or(1, |p| p.operations * p.instances);
     let (verdict, evidence) = match outage_ops(log) {
         None => (Verdict::Warn, "no request".to_string()),
+        Some((_, false, total)) if stopped(log, "outage") => {
+            // Fewer operations than asked may have run: the count is only a floor.
+            let floor = f64::from(total) / f64::from(ops.max(1));
+            (
+                if floor > 4.0 {
+                    Verdict::Fail
+                } else {
+                    Verdict::Warn
+                },
+                format!(
+                    "stopped at the probe's limit after {total} attempts, at least {floor:.1} per \
+                     operation; name operations (x-e03-op) to count them"
+                ),
+            )
+        }
         Some((per_op, named, total)) => {
             let n_ops = if named { per_op.len() as u32 } else { ops };
             let a = f64::from(total) / f64::from(n_ops.max(1));
             let how = if named {
-                "operations named by x-e03-operation"
+                "operations named by x-e03-op"
             } else {
                 "operations inferred: the count the client was asked to run"
             };
@@ -773,8 +799,8 @@ mod tests {
     }
 
     /// Waits by hand: instance 0 waits 100 then 200 ms, instance 1 140 then 260 ms: means 120
-    /// and 230 (growing, 230 >= 1.5 * 120), spreads 20/120 = 0.167 and 30/230 = 0.130, mean
-    /// 0.148 (randomized): PASS. The same waits in both instances: synchronized: WARN.
+    /// and 230 (growing, 230 >= 1.5 * 120), standard deviations 20 and 30, spread
+    /// (20 + 30) / (120 + 230) = 0.143 (randomized): PASS. The same waits in both instances: synchronized: WARN.
     #[test]
     fn backoff_is_graded_on_growth_and_spread() {
         let both = |w1: [u64; 2]| {
@@ -796,7 +822,7 @@ mod tests {
             "{}",
             row.evidence
         );
-        assert!(row.evidence.contains("spread 0.15"), "{}", row.evidence);
+        assert!(row.evidence.contains("spread 0.14"), "{}", row.evidence);
         assert_eq!(both([100, 200]).verdict("backoff"), Some(Verdict::Warn));
         // Immediate retries: FAIL whatever else.
         let c = card(vec![
@@ -805,6 +831,19 @@ mod tests {
             req("backoff", 0, 3, 2, 2),
         ]);
         assert_eq!(c.verdict("backoff"), Some(Verdict::Fail));
+        // urllib3's shape: a first wait of almost nothing, then the same waits everywhere.
+        // Pooled spread (2 + 2) / (4 + 202) = 0.02: synchronized, however noisy the first wait.
+        let c = card(vec![
+            req("backoff", 0, 1, 0, 0),
+            req("backoff", 0, 2, 2, 2),
+            req("backoff", 0, 3, 202, 202),
+            req("backoff", 1, 1, 0, 0),
+            req("backoff", 1, 2, 6, 6),
+            req("backoff", 1, 3, 210, 210),
+        ]);
+        let row = c.rows.iter().find(|r| r.check == "backoff").unwrap();
+        assert_eq!(row.verdict, Verdict::Warn, "{}", row.evidence);
+        assert!(row.evidence.contains("spread 0.02"), "{}", row.evidence);
     }
 
     #[test]

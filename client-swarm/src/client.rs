@@ -58,6 +58,8 @@ pub(crate) struct StrategyRun {
     pub max_ops: Option<u32>,
     /// Wakes the scheduled sends at their due time (tokio's timer is 1 ms coarse).
     pub timer: PreciseTimer,
+    /// Every attempt is a POST to the work URL itself (`lab client`, `E03_TARGET_METHOD=POST`).
+    pub post: bool,
 }
 
 impl StrategyRun {
@@ -261,13 +263,17 @@ pub(crate) async fn run_operation(
             op: attempt.id.op,
             attempt: attempt.id.attempt,
         };
-        let req = match run.strategy.idempotency {
-            // A charging strategy: its key policy decides the attempt's Idempotency-Key.
-            Some(policy) => {
-                let key = policy.key(run.seed, client, id.op, id.attempt);
-                run.work.charge_request(id, key.as_deref())
-            }
-            None => run.work.request(id),
+        // A charging strategy: its key policy decides the attempt's Idempotency-Key.
+        let key = run
+            .strategy
+            .idempotency
+            .and_then(|policy| policy.key(run.seed, client, id.op, id.attempt));
+        let req = if run.post {
+            run.work.post_request(id, key.as_deref())
+        } else if run.strategy.idempotency.is_some() {
+            run.work.charge_request(id, key.as_deref())
+        } else {
+            run.work.request(id)
         };
         let result = tokio::select! {
             r = timeout_at(sent_at + attempt.timeout, run.work.execute(req)) => {
@@ -488,6 +494,7 @@ mod tests {
             starts: Starts::ClosedLoop,
             max_ops: None,
             timer: PreciseTimer::start(),
+            post: false,
         }
     }
 

@@ -77,6 +77,15 @@ impl WorkEndpoint {
     pub(crate) fn charge_request(&self, id: AttemptId, key: Option<&str>) -> Request {
         let mut url = self.url.clone();
         url.set_path(CHARGE_PATH);
+        self.post_to(url, id, key)
+    }
+
+    /// The same POST to the work URL itself (`lab client` with `E03_TARGET_METHOD=POST`).
+    pub(crate) fn post_request(&self, id: AttemptId, key: Option<&str>) -> Request {
+        self.post_to(self.url.clone(), id, key)
+    }
+
+    fn post_to(&self, url: Url, id: AttemptId, key: Option<&str>) -> Request {
         let mut builder = self
             .http
             .post(url)
@@ -99,7 +108,9 @@ impl WorkEndpoint {
             Err(_) => return AttemptResult::ConnectionError,
         };
         let code = resp.status().as_u16();
-        let retry_after = if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+        let retry_after = if resp.status() == StatusCode::TOO_MANY_REQUESTS
+            || resp.status() == StatusCode::SERVICE_UNAVAILABLE
+        {
             resp.headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
@@ -116,10 +127,21 @@ impl WorkEndpoint {
     }
 }
 
-/// `Retry-After` in (possibly fractional) seconds; HTTP dates and nonsense give `None`.
+/// `Retry-After` (on a 429 or a 503) in (possibly fractional) seconds, or an HTTP date (the time
+/// from now until then, zero if it has passed); nonsense gives `None`. At most
+/// [`MAX_RETRY_AFTER`].
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
-    let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs).min(MAX_RETRY_AFTER))
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs).min(MAX_RETRY_AFTER));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_AFTER),
+    )
 }
 
 /// POSTs a JSON body to `base + path` and returns the answer body (200 only).
@@ -218,7 +240,18 @@ mod tests {
         assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
         assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
         assert_eq!(parse_retry_after("-1"), None);
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        // An HTTP date in the past: no wait; one 30 s ahead: about 30 s.
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        let ahead = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(30));
+        let wait = parse_retry_after(&ahead).unwrap();
+        assert!(
+            wait > Duration::from_secs(28) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+        assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("1e12"), Some(MAX_RETRY_AFTER));
     }
 

@@ -30,6 +30,7 @@ mod metrics;
 mod plan;
 pub mod progress;
 mod run;
+mod single;
 mod steps;
 mod stop;
 
@@ -45,3 +46,4 @@ pub use plan::{
     SwarmRunPlan, Target, TargetsError, DEFAULT_START_DELAY,
 };
 pub use run::run_swarm;
+pub use single::client_entry;

@@ -208,6 +208,7 @@ async fn run_strategy(
         starts: plan.params.starts(),
         max_ops: plan.params.max_ops(),
         timer,
+        post: false,
     });
     if let Some(m) = crate::metrics::metrics() {
         m.strategy_started(&run.tag.strategy);

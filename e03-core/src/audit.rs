@@ -310,7 +310,7 @@ pub struct ProbeRequest {
     pub not_before_us: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
-    /// The `x-e03-operation` header, when the client names its operations.
+    /// The `x-e03-op` header, when the client names its operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,
     /// Committed (a charge of the idempotency probe).
@@ -319,8 +319,8 @@ pub struct ProbeRequest {
 }
 
 /// The header a client may send to name its logical operation (any value, the same on every
-/// attempt of one operation).
-pub const OPERATION_HEADER: &str = "x-e03-operation";
+/// attempt of one operation): the one the lab's own clients send their operation number in.
+pub const OPERATION_HEADER: &str = crate::events::HEADER_OP;
 
 #[cfg(test)]
 mod tests {

@@ -36,6 +36,10 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_PROGRESS",
     "E03_REALTIME",
     "E03_TIMELINE_START",
+    "E03_TARGET_URL",
+    "E03_TARGET_METHOD",
+    "E03_OPERATIONS",
+    "E03_AUDIT_PROBE",
 ];
 
 /// Adds one flag per parameter to `cmd`.

@@ -256,6 +256,14 @@ fn cli() -> Clap {
             Clap::new("analyze")
                 .about("analyse one scenario folder, or a `lab serve` log alone (--server-log)"),
         )
+        .subcommand(Clap::new("audit").about(
+            "grade any HTTP client against seed 004's checklist: `lab audit -- COMMAND` runs it \
+             against a battery of probes and prints a PASS/WARN/FAIL scorecard",
+        ))
+        .subcommand(Clap::new("client").about(
+            "one of the lab's strategies as a plain HTTP client of E03_TARGET_URL (for `lab \
+             audit`)",
+        ))
 }
 
 fn usage_error(e: impl std::fmt::Display) -> i32 {

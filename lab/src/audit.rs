@@ -38,7 +38,7 @@ for the backoff probe), with:
   E03_TARGET_URL     the probe's URL: do one operation against it, as your service would
   E03_TARGET_METHOD  GET, or POST for the idempotency probe
   E03_OPERATIONS     operations to run one after another (10 for the outage probe, else 1)
-A client may name its operations with the header x-e03-operation (same value on every attempt
+A client may name its operations with the header x-e03-op (same value on every attempt
 of one operation). A client still running at its probe's limit (10 to 20 s) is stopped.
 
 Options:

@@ -41,6 +41,7 @@ fn main() {
         Some("map") => map::main(&args),
         Some("soak") => soak::main(&args),
         Some("audit") => audit::main(&args),
+        Some("client") => client_swarm::client_entry(child_args("lab client", &args)),
         // Checked before any run starts: `lab simulate` shows progress itself, `lab run`'s
         // swarm child reads the same variable.
         // The timers' scheduling (precise_timer::realtime), read once by every process.

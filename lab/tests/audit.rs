@@ -189,3 +189,101 @@ fn bad_input_exits_2_and_writes_nothing() {
     }
     assert!(!out.exists(), "nothing is created on bad input");
 }
+
+#[test]
+fn lab_client_runs_one_strategy_and_names_what_is_wrong() {
+    for (args, env, said) in [
+        (
+            &["client", "--strategies", "C,D"][..],
+            &[("E03_TARGET_URL", "http://127.0.0.1:9/x")][..],
+            "E03_STRATEGIES (--strategies): lab client runs exactly one strategy",
+        ),
+        (
+            &["client", "--strategies", "C"][..],
+            &[][..],
+            "E03_TARGET_URL (--url): not given",
+        ),
+        (
+            &["client", "--strategies", "C"][..],
+            &[
+                ("E03_TARGET_URL", "http://127.0.0.1:9/x"),
+                ("E03_TARGET_METHD", "POST"),
+            ][..],
+            "E03_TARGET_METHD",
+        ),
+    ] {
+        let o = lab()
+            .args(args)
+            .env_remove("E03_TARGET_URL")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+}
+
+/// `--wait`: the lab runs nothing; the user's client is pointed at each URL the lab prints. Here
+/// the test plays the user: it reads each probe's line and runs the good client at its URLs.
+#[test]
+fn with_wait_the_user_drives_the_client_at_the_printed_urls() {
+    use std::io::{BufRead, BufReader};
+    let out = temp("audit", "wait");
+    let mut child = lab()
+        .args(["audit", "--wait", "--attempts", "4", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut probes = 0;
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        // lab audit: probe NAME: point N client(s) at URL.. (method M, K operation(s) each)
+        let Some(rest) = line.strip_prefix("lab audit: probe ") else {
+            continue;
+        };
+        let (urls, how) = rest
+            .split_once(" at ")
+            .unwrap()
+            .1
+            .split_once(" (method ")
+            .unwrap();
+        let (method, ops) = how.split_once(", ").unwrap();
+        let ops = ops.split(' ').next().unwrap();
+        let clients: Vec<_> = urls
+            .split(' ')
+            .map(|url| {
+                std::process::Command::new("python3")
+                    .arg(client("good.py"))
+                    .env("E03_TARGET_URL", url)
+                    .env("E03_TARGET_METHOD", method)
+                    .env("E03_OPERATIONS", ops)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in clients {
+            c.wait().unwrap();
+        }
+        probes += 1;
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(probes, 13);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let got = verdicts(&run_dir(&out));
+    assert!(got.iter().all(|(_, v)| v == "PASS"), "{got:?}");
+    let log = std::fs::read_to_string(run_dir(&out).join("audit.jsonl")).unwrap();
+    assert!(
+        log.contains(r#""command":[]"#),
+        "the user's client is no command of the lab's"
+    );
+}

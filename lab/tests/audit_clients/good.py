@@ -4,7 +4,7 @@
 Retries only transient failures (408, 425, 429, 500, 502, 503, 504, timeouts, resets), at most 4
 attempts, each with a 1 s timeout, within a 6 s deadline; full-jitter exponential backoff (base
 100 ms, cap 2 s); honours Retry-After (seconds or HTTP date); one Idempotency-Key per operation;
-names each operation with x-e03-operation; a retry budget of 3 tokens (a retry costs 1, a success
+names each operation with x-e03-op; a retry budget of 3 tokens (a retry costs 1, a success
 earns 0.1) stops retrying in a long outage.
 """
 import email.utils
@@ -44,7 +44,7 @@ def operation(name):
             return "deadline"
         body = b"{}" if METHOD == "POST" else None
         req = urllib.request.Request(URL, data=body, method=METHOD,
-                                     headers={"Idempotency-Key": key, "x-e03-operation": name})
+                                     headers={"Idempotency-Key": key, "x-e03-op": name})
         wait = None
         try:
             with urllib.request.urlopen(req, timeout=min(TIMEOUT, left)) as r:
