@@ -11,8 +11,9 @@
 //! (as a server that does not notice its client left), so the work done for a caller that has
 //! gone is measured, and every call is logged when it ends: one JSON line ([`CallRecord`]) per
 //! arrival, times in µs since the Unix epoch (the hops of a chain share the machine's clock).
-//! `GET /inflight` says how many calls are still working (the lab waits for 0 before it stops
-//! the hop, so no call is lost).
+//! `GET /inflight` says how many calls are still working or not yet in the log (the lab waits
+//! for 0 before it stops the hop, so no call is lost). The log is written by a thread of its own
+//! (`e03_io::logs::JsonlSink`), off the request path.
 //!
 //! # Two ways to start a hop
 //!
@@ -41,7 +42,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -172,7 +173,9 @@ pub fn wall_us() -> u64 {
 struct Active {
     layer: u32,
     role: Role,
-    log: Mutex<std::fs::File>,
+    /// Written by a thread of its own, off the request path; `GET /inflight` counts its
+    /// records not yet flushed, so a reader that waits for 0 reads them all.
+    log: e03_io::logs::JsonlSink,
 }
 
 impl Active {
@@ -186,7 +189,7 @@ impl Active {
         Ok(Active {
             layer,
             role,
-            log: Mutex::new(file),
+            log: e03_io::logs::JsonlSink::new(file),
         })
     }
 
@@ -348,12 +351,7 @@ impl Hop {
     }
 
     fn log(active: &Active, record: &CallRecord) {
-        let mut line = serde_json::to_string(record).expect("a record serializes");
-        line.push('\n');
-        let mut file = active.log.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = file.write_all(line.as_bytes()) {
-            tracing::error!("cannot write the hop log: {e}");
-        }
+        active.log.send(record);
     }
 }
 
@@ -432,8 +430,18 @@ async fn work(State(hop): State<Arc<Hop>>, headers: HeaderMap) -> (StatusCode, S
     }
 }
 
+/// Calls still working, and records not yet in the log: 0 means the log is complete. (A call
+/// hands its record over before it stops counting as working, and the count is read first:
+/// a call seen ended has its record counted.)
 async fn inflight(State(hop): State<Arc<Hop>>) -> String {
-    hop.inflight.load(Ordering::SeqCst).to_string()
+    let working = hop.inflight.load(Ordering::SeqCst);
+    let unwritten = hop
+        .active
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, |a| a.log.pending());
+    (working + unwritten).to_string()
 }
 
 async fn health() -> &'static str {

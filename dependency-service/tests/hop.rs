@@ -38,6 +38,27 @@ async fn start(layer: u32, role: Role, log: PathBuf) -> String {
     addr
 }
 
+/// Waits (at most 5 s) until every hop says 0 on `GET /inflight`: no call working and every
+/// record in its log (written off the request path).
+async fn idle(hops: &[&str]) {
+    let bases: Vec<String> = hops
+        .iter()
+        .map(|h| {
+            if h.starts_with("http://") {
+                h.to_string()
+            } else {
+                format!("http://{h}")
+            }
+        })
+        .collect();
+    assert!(
+        dependency_service::hop::wait_idle(&bases, Duration::from_secs(5))
+            .await
+            .unwrap(),
+        "a hop stayed busy"
+    );
+}
+
 fn records(path: &std::path::Path) -> Vec<CallRecord> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -89,6 +110,8 @@ async fn retries_multiply_down_a_chain_over_http() {
         .unwrap();
     assert_eq!(tops.len(), 2);
     assert!(tops.iter().all(|t| t.status == 502));
+    // Every hop reaches 0 (no call working, every record flushed) and stays there.
+    idle(&[&bottom, &order, &gateway]).await;
     let client = reqwest::Client::new();
     for addr in [&bottom, &order, &gateway] {
         assert_eq!(inflight_of(&client, addr).await.unwrap(), 0);
@@ -130,6 +153,7 @@ async fn a_hop_whose_upstream_is_down_answers_502_and_keeps_serving() {
         let body = resp.text().await.unwrap();
         assert!(body.contains("could not connect"), "{body}");
     }
+    idle(&[&hop]).await;
     assert_eq!(records(&log_path(&dir, "order")).len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -170,13 +194,8 @@ async fn a_passed_deadline_is_refused_with_504_and_a_bad_header_is_400() {
     // A deadline of 50 ms: the hop's attempt is capped at it, the bottom's hang ends at it.
     let resp = get("50").await.unwrap();
     assert_eq!(resp.status().as_u16(), 504);
-    // The bottom's hang ends at its own deadline: wait (bounded) until it has logged.
-    for _ in 0..100 {
-        if inflight_of(&client, &bottom).await.unwrap() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The bottom's hang ends at its own deadline: wait (bounded) until both have logged.
+    idle(&[&bottom, &hop]).await;
     let order = records(&log_path(&dir, "order"));
     assert_eq!(order.len(), 2);
     assert!(order[0].refused);
@@ -239,6 +258,8 @@ async fn an_unconfigured_hop_answers_503_until_a_control_call_configures_it() {
     let resp = client.get(format!("{base}/work")).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 503);
     assert_eq!(resp.text().await.unwrap(), "bottom answered 503");
+    // The log is written off the request path: complete once GET /inflight says 0.
+    idle(&[&base]).await;
     let logged = records(&dir.join("run/amplification/v/layer-1-bottom.jsonl"));
     assert_eq!(logged.len(), 1, "only the configured call is logged");
     assert_eq!((logged[0].layer, logged[0].status), (1, 503));
@@ -331,6 +352,8 @@ async fn hops_are_reconfigured_between_variants_and_shut_down_by_a_control_call(
             .await
             .unwrap();
         assert!(tops.iter().all(|t| t.status == 502));
+        // As the lab does before it configures the next variant or reads the logs.
+        idle(&[&hop, &bottom]).await;
     }
     assert_eq!(records(&dir.join("run/one/layer-2-bottom.jsonl")).len(), 6);
     assert_eq!(records(&dir.join("run/one/layer-1-order.jsonl")).len(), 2);
