@@ -14,7 +14,8 @@
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
 #   6. lab soak --minutes 1 (RSS, descriptors, tasks), then `lab audit` of five real clients (urllib3,
 #      curl twice, Node's fetch, the lab's strategy C; scripts/check-audit.sh, every row checked
-#      against the client's documentation), then every fuzz target of fuzz/ for 30 s
+#      against the client's documentation), then `lab proxy` driven by Toxiproxy's Python client
+#      (scripts/check-wire.sh), then every fuzz target of fuzz/ for 30 s
 #      on a copy of its seeds (scripts/check-fuzz.sh: cargo fuzz on nightly, cargo-fuzz installed
 #      from crates.io; SKIPPED, and said so, without a nightly toolchain), then Schemathesis
 #      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh)
@@ -75,8 +76,11 @@ rm -rf "$soak_out"
 step "lab audit: five real clients graded, each row checked against the client's documentation (scripts/check-audit.sh, docs/audit.md)"
 timeout 600 scripts/check-audit.sh
 
+step "lab proxy driven by Toxiproxy's own Python client (PyPI), in front of a real lab serve (scripts/check-wire.sh, docs/wire.md)"
+timeout 300 scripts/check-wire.sh
+
 step "fuzzing: every target of fuzz/ for 30 s (scripts/check-fuzz.sh, docs/fuzzing.md)"
-# 7 targets x 30 s, and the first build of the targets (nightly, AddressSanitizer).
+# 8 targets x 30 s, and the first build of the targets (nightly, AddressSanitizer).
 timeout --kill-after=10 1800 scripts/check-fuzz.sh 30
 
 step "API contract: schemathesis (PyPI) against lab serve and lab hop (docs/api-contract.md)"

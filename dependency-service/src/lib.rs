@@ -21,6 +21,7 @@ pub mod hop;
 mod identity;
 mod log_sink;
 mod metrics;
+pub mod proxy;
 mod routes;
 mod run;
 mod server;

@@ -71,6 +71,7 @@ pub mod steps;
 pub mod strategy;
 pub mod strategy_table;
 pub mod timeline;
+pub mod wire;
 
 pub use budget::{RetryBudget, TokenBucket, Unlimited};
 pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};

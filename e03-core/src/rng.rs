@@ -20,6 +20,8 @@ pub enum Stream {
     Jitter = 2,
     /// The open loop's arrival times (one stream per run, client 0).
     Arrivals = 3,
+    /// A fault proxy's draws (toxicity, jitter, slice sizes): one stream per connection.
+    Wire = 4,
 }
 
 /// SplitMix64 finaliser: a good 64-bit mixer, used to derive stream seeds.

@@ -30,6 +30,7 @@ const MODEL: &[&str] = &[
     "events",
     "chain",
     "audit",
+    "wire",
 ];
 
 /// The config layer.

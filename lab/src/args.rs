@@ -260,6 +260,10 @@ fn cli() -> Clap {
             "grade any HTTP client against seed 004's checklist: `lab audit -- COMMAND` runs it \
              against a battery of probes and prints a PASS/WARN/FAIL scorecard",
         ))
+        .subcommand(Clap::new("proxy").about(
+            "a TCP fault proxy with Toxiproxy's HTTP API: latency, bandwidth, resets, \
+             blackholes, refused connections; every connection logged",
+        ))
         .subcommand(Clap::new("client").about(
             "one of the lab's strategies as a plain HTTP client of E03_TARGET_URL (for `lab \
              audit`)",

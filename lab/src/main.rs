@@ -33,6 +33,7 @@ fn main() {
     let code = match args.get(1).and_then(|a| a.to_str()) {
         Some("serve") => dependency_service::main_entry(child_args("lab serve", &args)),
         Some("hop") => dependency_service::hop::main_entry(child_args("lab hop", &args)),
+        Some("proxy") => dependency_service::proxy::main_entry(child_args("lab proxy", &args)),
         Some("swarm") => swarm(&args),
         Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),

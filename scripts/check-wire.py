@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Drives `lab proxy` with Toxiproxy's own Python client (PyPI `toxiproxy-python`), in front of a
+real `lab serve`, and checks the effect in what the client measures and in the proxy's log.
+
+    python3 scripts/check-wire.py LAB_BINARY WORK_DIR
+
+1. a proxy in front of the dependency, created by the client (`Toxiproxy().create`);
+2. a latency toxic of 100 ms: every GET /work through the proxy takes at least 100 ms more;
+3. `proxy.down()`: a connection is refused; after it, the proxy answers on the same port;
+4. the log: every connection is a record, those made under the toxic name it, and every change
+   (proxy created, toxic added, proxy updated) is a record.
+Exit 0 when all hold, 1 otherwise (the first difference is printed).
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from toxiproxy import Toxiproxy
+from toxiproxy.api import APIConsumer
+
+lab, work = sys.argv[1], sys.argv[2]
+os.makedirs(work, exist_ok=True)
+log_path = os.path.join(work, "proxy.jsonl")
+
+
+def start(args):
+    p = subprocess.Popen([lab, *args], stdout=subprocess.PIPE, text=True)
+    return p
+
+
+def fail(msg):
+    print(f"check-wire: {msg}")
+    sys.exit(1)
+
+
+serve = subprocess.Popen([lab, "serve", "--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0",
+                          "--log-dir", os.path.join(work, "logs"), "--scenario", "none"],
+                         stdout=subprocess.PIPE, text=True)
+proxy = start(["proxy", "--api", "127.0.0.1:0", "--log", log_path])
+try:
+    api = proxy.stdout.readline().strip().removeprefix("listening api=")
+    line = serve.stdout.readline().strip()
+    work_addr = line.split("work=")[1].split()[0] if "work=" in line else None
+    if not api or not work_addr:
+        fail(f"no addresses: proxy {api!r}, serve {line!r}")
+    APIConsumer.host, APIConsumer.port = api.split(":")[0], int(api.split(":")[1])
+    t = Toxiproxy()
+    if not t.running():
+        fail("the Toxiproxy client does not see the proxy running")
+    p = t.create(upstream=work_addr, name="dependency", listen="127.0.0.1:0")
+    url = f"http://{p.listen}/work"
+
+    def timed_get():
+        start_t = time.monotonic()
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                r.read()
+        except urllib.error.HTTPError as e:  # the dependency without a run answers 503
+            e.read()
+        return time.monotonic() - start_t
+
+    base = min(timed_get() for _ in range(5))
+    p.add_toxic(type="latency", attributes={"latency": 100, "jitter": 0})
+    slow = [timed_get() for _ in range(5)]
+    if min(slow) < base + 0.1 - 0.002:
+        fail(f"latency 100 ms: GETs took {slow} s, the fastest without it {base:.4f} s")
+    print(f"check-wire: latency 100 ms through Toxiproxy's client: {min(slow) * 1000:.1f} ms "
+          f"at the fastest (without it {base * 1000:.1f} ms)")
+    p.destroy_toxic("latency_downstream")
+    with p.down():
+        host, port = p.listen.split(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=2).close()
+            fail("a connection to a proxy that is down was accepted")
+        except ConnectionRefusedError:
+            pass
+    timed_get()
+    print("check-wire: proxy.down() refused connections; the proxy came back on its port")
+finally:
+    for proc in (proxy, serve):
+        proc.terminate()
+        proc.wait(timeout=10)
+
+records = [json.loads(l) for l in open(log_path)]
+conns = [r for r in records if r["event"] == "connection"]
+changes = [r["what"] for r in records if r["event"] == "change"]
+with_toxic = [c for c in conns if c["toxics"] == ["latency_downstream"]]
+if len(conns) < 11 or len(with_toxic) < 1:
+    fail(f"the log holds {len(conns)} connections, {len(with_toxic)} with the latency toxic: {conns}")
+for want in ("proxy_created", "toxic_added", "toxic_removed", "proxy_updated"):
+    if want not in changes:
+        fail(f"no {want} record in the log: {changes}")
+print(f"check-wire: the log holds {len(conns)} connections ({len(with_toxic)} under the latency "
+      f"toxic) and the changes {changes}")
