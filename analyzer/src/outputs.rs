@@ -162,6 +162,16 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         b.push(para("([attempts.txt](attempts.txt))"));
         b.push(Pre(log));
     }
+    if let Some(t) = e03_metrics::tables::no_answer_table(s) {
+        b.push(Heading(2, "Attempts without an answer".into()));
+        b.push(para(
+            "Sent attempts that got no HTTP answer, from the client logs: a *read timeout* (no \
+             complete answer within the attempt's timeout), a *connect refused* (nothing \
+             listened), a *connect timeout*, a *reset before answer* (the connection broke \
+             after the request left, before the answer's head) and a *reset mid-body* ([CSV](no_answer.csv)).",
+        ));
+        b.push(Table(t));
+    }
     if let Some(t) = e03_metrics::ledger::ledger_table(s) {
         b.push(Heading(
             2,
@@ -255,6 +265,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     if let Some(t) = e03_metrics::ledger::ledger_table(s) {
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
         write_csv_rows(&dir.join("ledger.csv"), &rows)?;
+    }
+    if let Some(t) = e03_metrics::tables::no_answer_table(s) {
+        let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
+        write_csv_rows(&dir.join("no_answer.csv"), &rows)?;
     }
     if let Some(t) = e03_metrics::steps::step_table(s) {
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();

@@ -462,7 +462,11 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             sent_us: t,
             end_us: t + 20,
             end: if lost {
-                AttemptEnd::ConnectionError
+                // As the live client logs a lost answer (lab/tests/wire_outcomes.rs).
+                AttemptEnd::of(&e03_core::AttemptResult::ConnectionError(
+                    e03_core::cause::LOST_ANSWER,
+                ))
+                .0
             } else {
                 AttemptEnd::Status
             },
@@ -520,4 +524,33 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
     assert!(fs::read_to_string(out.join("report.md"))
         .unwrap()
         .contains("## Charges, lost answers and permanent errors"));
+    // The two lost answers are counted by how the client saw them, in the summary, the table
+    // and its CSV.
+    let no_answer = &summary.runs[0].no_answer;
+    assert_eq!(
+        (
+            no_answer.reset_before_answer,
+            no_answer.broken(),
+            no_answer.timeout
+        ),
+        (2, 2, 0)
+    );
+    let csv = fs::read_to_string(out.join("no_answer.csv")).unwrap();
+    assert_eq!(
+        csv.lines().collect::<Vec<_>>(),
+        [
+            "strategy,read timeout,connect refused,connect timeout,reset before answer,reset mid-body,other",
+            "no-key,0,0,0,2,0,0"
+        ],
+        "{csv}"
+    );
+    let json = fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(json.contains(r#""reset_before_answer": 2"#), "{json}");
+    let mut printed = Vec::new();
+    print_tables(&mut printed, &summary).unwrap();
+    let printed = String::from_utf8(printed).unwrap();
+    assert!(
+        printed.contains("Attempts without an answer, by how they ended:"),
+        "{printed}"
+    );
 }

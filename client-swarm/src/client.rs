@@ -304,11 +304,7 @@ pub(crate) async fn run_operation(
                 .abort(now, &mut *run.budget())
                 .expect("an attempt was in flight");
         };
-        let (end, status) = match result {
-            AttemptResult::Status { code, .. } => (AttemptEnd::Status, Some(code)),
-            AttemptResult::Timeout => (AttemptEnd::Timeout, None),
-            AttemptResult::ConnectionError => (AttemptEnd::ConnectionError, None),
-        };
+        let (end, status) = AttemptEnd::of(&result);
         crate::progress::attempt_ended(status);
         // A closed log means its writer failed; that error is reported when the run ends.
         let _ = log.send(record(end, status)).await;

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use e03_core::attempt::{Broken, Stage};
 use e03_core::control::{RunCounts, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
@@ -105,7 +106,7 @@ impl WorkEndpoint {
     pub(crate) async fn execute(&self, req: Request) -> AttemptResult {
         let resp = match self.http.execute(req).await {
             Ok(resp) => resp,
-            Err(_) => return AttemptResult::ConnectionError,
+            Err(e) => return AttemptResult::ConnectionError(broken(&e)),
         };
         let code = resp.status().as_u16();
         let retry_after = if resp.status() == StatusCode::TOO_MANY_REQUESTS
@@ -122,9 +123,21 @@ impl WorkEndpoint {
         // connection error, not an answer.
         match resp.bytes().await {
             Ok(_) => AttemptResult::Status { code, retry_after },
-            Err(_) => AttemptResult::ConnectionError,
+            Err(e) => AttemptResult::ConnectionError(Broken::of_error(Stage::Body, false, &e)),
         }
     }
+}
+
+/// The class of a request that got no answer's head (issue 27's outcome classes): reqwest says
+/// whether it failed connecting and whether a timeout ended it (the client's connect timeout,
+/// [`build_client`]); the class is read from the error's causes.
+fn broken(e: &reqwest::Error) -> Broken {
+    let stage = if e.is_connect() {
+        Stage::Connect
+    } else {
+        Stage::Request
+    };
+    Broken::of_error(stage, e.is_timeout(), e)
 }
 
 /// `Retry-After` (on a 429 or a 503) in (possibly fractional) seconds, or an HTTP date (the time

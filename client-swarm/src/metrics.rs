@@ -95,9 +95,13 @@ pub fn attempt_outcome(end: AttemptEnd, status: Option<u16>) -> String {
         (AttemptEnd::Status, Some(code)) => code.to_string(),
         (AttemptEnd::Status, None) => "status".into(),
         (AttemptEnd::Timeout, _) => "timeout".into(),
-        (AttemptEnd::ConnectionError, _) => "connection_error".into(),
         (AttemptEnd::FailedFast, _) => "failed_fast".into(),
         (AttemptEnd::Aborted, _) => "aborted".into(),
+        (broken, _) => broken
+            .broken()
+            .expect("every other end is a connection failure")
+            .name()
+            .into(),
     }
 }
 
@@ -136,6 +140,7 @@ impl SwarmMetrics {
         registry.register(
             "e03_swarm_attempts",
             "Attempts logged, by strategy, attempt number and outcome (status code, timeout, \
+             connect_refused, connect_timeout, reset_before_answer, reset_mid_body, \
              connection_error, failed_fast, aborted)",
             attempts.clone(),
         );
@@ -179,7 +184,7 @@ impl SwarmMetrics {
         registry.register(
             "http_client_request_duration_seconds",
             "Duration of attempts sent, from the send to the end, by strategy and status code \
-             (error_type timeout or connection_error when there was no answer)",
+             (error_type timeout, or the connection failure's class, when there was no answer)",
             duration.clone(),
         );
         SwarmMetrics {
@@ -213,13 +218,9 @@ impl SwarmMetrics {
             .inc();
         let error_type = match end {
             AttemptEnd::Timeout => "timeout",
-            AttemptEnd::ConnectionError => "connection_error",
-            _ => "",
+            _ => end.broken().map_or("", |b| b.name()),
         };
-        let sent = matches!(
-            end,
-            AttemptEnd::Status | AttemptEnd::Timeout | AttemptEnd::ConnectionError
-        );
+        let sent = !matches!(end, AttemptEnd::FailedFast | AttemptEnd::Aborted);
         if let (true, Some(elapsed)) = (sent, elapsed) {
             self.duration
                 .get_or_create(&ClientDurationLabels {

@@ -11,8 +11,9 @@
 //! ([`crate::client::run_operation`]). The run parameters (`--strategies` with exactly one id,
 //! `--attempt-timeout-ms`, `--deadline-ms`, the backoff and budget settings, `--seed`) are read
 //! once, like every other program of the lab. Without `--seed`, each process draws its own (the
-//! copies `lab audit` starts at once must not share their jitter). One line per operation on stdout: its outcome and
-//! attempts. Exit 0 when it ran, 2 on bad input.
+//! copies `lab audit` starts at once must not share their jitter). On stdout, one line per attempt (its
+//! status, or how it ended without one: `timeout`, `connect_refused`, `reset_before_answer`, ...),
+//! then one per operation: its outcome and attempts. Exit 0 when it ran, 2 on bad input.
 
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
@@ -182,9 +183,9 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         post: target.post,
     };
     rt.block_on(async {
-        // The attempt records are not kept: the receiving side logs every request.
+        // Each attempt's end is printed before its operation's line (an operation has at most
+        // 100 attempts: the channel never fills); the receiving side logs every request.
         let (log, mut drain) = mpsc::channel(1024);
-        tokio::spawn(async move { while drain.recv().await.is_some() {} });
         let (_trigger, mut stop) = crate::stop::stop_pair();
         let config = e03_core::session::SessionConfig {
             limits: run.limits,
@@ -197,10 +198,29 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         for _ in 0..target.operations {
             session.begin(run.now());
             let done = run_operation(&run, &mut session, &log, &mut stop).await;
+            while let Ok(event) = drain.try_recv() {
+                if let Some(line) = attempt_line(&event) {
+                    println!("{line}");
+                }
+            }
             println!("{:?} after {} attempt(s)", done.outcome, done.attempts);
         }
     });
     EXIT_OK
+}
+
+/// `attempt 2: 503 after 1.2 ms`, or the way it ended without an answer
+/// (`attempt 1: connect_refused after 0.2 ms`); nothing for an operation record.
+fn attempt_line(event: &e03_core::events::Event) -> Option<String> {
+    let e03_core::events::Event::Attempt(a) = event else {
+        return None;
+    };
+    Some(format!(
+        "attempt {}: {} after {:.1} ms",
+        a.attempt,
+        crate::metrics::attempt_outcome(a.end, a.status),
+        a.end_us.saturating_sub(a.sent_us) as f64 / 1000.0
+    ))
 }
 
 #[cfg(test)]

@@ -107,8 +107,10 @@ fn record(
         Some(AttemptResult::Status { code, retry_after }) => {
             (AttemptEnd::Status, Some(code), retry_after)
         }
-        Some(AttemptResult::Timeout) => (AttemptEnd::Timeout, None, None),
-        Some(AttemptResult::ConnectionError) => (AttemptEnd::ConnectionError, None, None),
+        Some(other) => {
+            let (end, status) = AttemptEnd::of(&other);
+            (end, status, None)
+        }
     };
     Event::Attempt(Attempt {
         tag: run.tag.clone(),

@@ -136,10 +136,10 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
                 let outcome = match (a.end, a.status) {
                     (AttemptEnd::Status, Some(code)) => code.to_string(),
                     (AttemptEnd::Timeout, _) => "timeout".into(),
-                    (AttemptEnd::ConnectionError, _) => "connection_error".into(),
                     (AttemptEnd::FailedFast, _) => "failed_fast".into(),
                     (AttemptEnd::Aborted, _) => "aborted".into(),
                     (AttemptEnd::Status, None) => "status".into(),
+                    (end, _) => end.broken().unwrap().name().into(),
                 };
                 if a.end != AttemptEnd::FailedFast {
                     sent += 1;

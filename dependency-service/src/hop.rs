@@ -53,6 +53,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
+use e03_core::attempt::{Broken, Stage};
 use e03_core::chain::{
     Bottom, CallRecord, HopCall, HopSpec, HopStep, TopRecord, DEADLINE_HEADER, MAX_HOPS,
     REQUEST_HEADER,
@@ -260,11 +261,19 @@ async fn attempt(
             match resp.bytes().await {
                 Ok(_) => AttemptResult::status(code),
                 Err(e) if e.is_timeout() => AttemptResult::Timeout,
-                Err(_) => AttemptResult::ConnectionError,
+                Err(e) => AttemptResult::ConnectionError(Broken::of_error(Stage::Body, false, &e)),
             }
         }
-        Err(e) if e.is_timeout() => AttemptResult::Timeout,
-        Err(_) => AttemptResult::ConnectionError,
+        Err(e) if e.is_timeout() && !e.is_connect() => AttemptResult::Timeout,
+        Err(e) => AttemptResult::ConnectionError(Broken::of_error(
+            if e.is_connect() {
+                Stage::Connect
+            } else {
+                Stage::Request
+            },
+            e.is_timeout(),
+            &e,
+        )),
     }
 }
 
@@ -299,8 +308,14 @@ fn describe(last: Option<AttemptResult>) -> String {
         None => "no attempt was sent".into(),
         Some(AttemptResult::Status { code, .. }) => format!("last answer {code}"),
         Some(AttemptResult::Timeout) => "last attempt timed out".into(),
-        Some(AttemptResult::ConnectionError) => {
-            "last attempt could not connect (upstream down?)".into()
+        Some(AttemptResult::ConnectionError(b)) if b.before_sending() => {
+            format!(
+                "last attempt could not connect ({}: upstream down?)",
+                b.name()
+            )
+        }
+        Some(AttemptResult::ConnectionError(b)) => {
+            format!("last attempt's connection failed ({})", b.name())
         }
     }
 }

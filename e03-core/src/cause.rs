@@ -34,3 +34,9 @@ pub enum Cause {
     /// paid.
     Cutoff,
 }
+
+/// What a client sees of a lost answer ([`Cause::Lost`]): the service aborts the connection
+/// before the answer's head leaves, so the client's connection is reset before any answer. The
+/// simulator ends a lost answer this way, and a live test
+/// (`lab/tests/wire_outcomes.rs`) pins that the real client sees the same.
+pub const LOST_ANSWER: crate::attempt::Broken = crate::attempt::Broken::ResetBeforeAnswer;

@@ -95,14 +95,55 @@ pub struct Response {
 pub enum AttemptEnd {
     /// An HTTP status (see `status`).
     Status,
+    /// No complete answer within the attempt's timeout (a read timeout).
     Timeout,
+    /// A connection failure of no other class ([`crate::attempt::Broken::Other`]).
     ConnectionError,
+    /// Nothing listened ([`crate::attempt::Broken`] names the four classes below).
+    ConnectRefused,
+    ConnectTimeout,
+    ResetBeforeAnswer,
+    ResetMidBody,
     /// The run was stopped (signal) while the attempt was in flight.
     Aborted,
     /// Never sent: a policy layer refused it (an open circuit breaker, client-side
     /// throttling; see `rejection`). It did not reach the dependency, and `sent_us` is when it
     /// was refused.
     FailedFast,
+}
+
+impl AttemptEnd {
+    /// How a sent attempt's result is logged: its end and its status, if it had one.
+    pub fn of(result: &crate::AttemptResult) -> (AttemptEnd, Option<u16>) {
+        use crate::attempt::Broken;
+        match *result {
+            crate::AttemptResult::Status { code, .. } => (AttemptEnd::Status, Some(code)),
+            crate::AttemptResult::Timeout => (AttemptEnd::Timeout, None),
+            crate::AttemptResult::ConnectionError(b) => (
+                match b {
+                    Broken::ConnectRefused => AttemptEnd::ConnectRefused,
+                    Broken::ConnectTimeout => AttemptEnd::ConnectTimeout,
+                    Broken::ResetBeforeAnswer => AttemptEnd::ResetBeforeAnswer,
+                    Broken::ResetMidBody => AttemptEnd::ResetMidBody,
+                    Broken::Other => AttemptEnd::ConnectionError,
+                },
+                None,
+            ),
+        }
+    }
+
+    /// The connection failure this end logs, if it is one.
+    pub fn broken(self) -> Option<crate::attempt::Broken> {
+        use crate::attempt::Broken;
+        Some(match self {
+            AttemptEnd::ConnectRefused => Broken::ConnectRefused,
+            AttemptEnd::ConnectTimeout => Broken::ConnectTimeout,
+            AttemptEnd::ResetBeforeAnswer => Broken::ResetBeforeAnswer,
+            AttemptEnd::ResetMidBody => Broken::ResetMidBody,
+            AttemptEnd::ConnectionError => Broken::Other,
+            _ => return None,
+        })
+    }
 }
 
 /// One attempt the swarm sent.
@@ -237,6 +278,28 @@ pub fn us(d: std::time::Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_connection_failure_is_logged_under_its_own_name_and_read_back() {
+        use crate::attempt::Broken;
+        for b in Broken::ALL {
+            let (end, status) = AttemptEnd::of(&crate::AttemptResult::ConnectionError(b));
+            assert_eq!((end.broken(), status), (Some(b), None));
+            assert_eq!(
+                serde_json::to_string(&end).unwrap(),
+                format!("\"{}\"", b.name())
+            );
+        }
+        assert_eq!(
+            AttemptEnd::of(&crate::AttemptResult::Timeout),
+            (AttemptEnd::Timeout, None)
+        );
+        assert_eq!(AttemptEnd::Timeout.broken(), None);
+        assert_eq!(
+            AttemptEnd::of(&crate::AttemptResult::status(503)),
+            (AttemptEnd::Status, Some(503))
+        );
+    }
 
     fn tag() -> RunTag {
         RunTag {

@@ -288,7 +288,10 @@ mod tests {
             assert!(!AttemptResult::status(code).is_retryable(), "{code}");
         }
         assert!(AttemptResult::Timeout.is_retryable());
-        assert!(AttemptResult::ConnectionError.is_retryable());
+        assert!(
+            AttemptResult::ConnectionError(crate::attempt::Broken::ResetBeforeAnswer)
+                .is_retryable()
+        );
     }
 
     #[test]

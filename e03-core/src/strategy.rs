@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::attempt::AttemptResult;
+use crate::attempt::{AttemptResult, Broken};
 use crate::breaker::BreakerSpec;
 use crate::budget::{AttemptClass, BudgetSpec, RetryCause};
 
@@ -77,6 +77,13 @@ pub enum Classify {
     Standard,
     /// Retry every failure, permanent or not (the cost of not classifying).
     Everything,
+    /// Statuses as `Standard`; of the failures without an answer, only those where the
+    /// request never left (connect refused, connect timeout). A read timeout or a reset may
+    /// come after the dependency did the work, so it is final. This is urllib3's rule for a
+    /// method outside `Retry.allowed_methods` (a `POST`): "connect" errors are retried, "read"
+    /// errors are not, "since the request may have side-effects" (urllib3 2.x,
+    /// `urllib3.util.Retry`).
+    ConnectOnly,
 }
 
 /// One retry strategy.
@@ -209,10 +216,27 @@ impl Strategy {
     /// How a policy layer sees `result`: success, a retryable failure (and why), or a
     /// permanent one. A locally rejected attempt never gets here: it was not sent.
     pub fn classify(&self, result: &AttemptResult) -> AttemptClass {
-        let code = match result {
+        let code = match *result {
+            AttemptResult::Timeout if self.classify == Classify::ConnectOnly => {
+                return AttemptClass::Permanent
+            }
             AttemptResult::Timeout => return AttemptClass::Failure(RetryCause::Timeout),
-            AttemptResult::ConnectionError => return AttemptClass::Failure(RetryCause::Error),
-            AttemptResult::Status { code, .. } => *code,
+            AttemptResult::ConnectionError(b)
+                if self.classify == Classify::ConnectOnly && !b.before_sending() =>
+            {
+                return AttemptClass::Permanent
+            }
+            // Each class by name: a connect that timed out costs what a timeout costs.
+            AttemptResult::ConnectionError(b) => {
+                return AttemptClass::Failure(match b {
+                    Broken::ConnectTimeout => RetryCause::Timeout,
+                    Broken::ConnectRefused
+                    | Broken::ResetBeforeAnswer
+                    | Broken::ResetMidBody
+                    | Broken::Other => RetryCause::Error,
+                })
+            }
+            AttemptResult::Status { code, .. } => code,
         };
         if (200..300).contains(&code) {
             return AttemptClass::Success;
@@ -229,7 +253,7 @@ impl Strategy {
         match (transient, self.classify) {
             (true, _) if throttled => AttemptClass::Failure(RetryCause::Throttled),
             (true, _) | (false, Classify::Everything) => AttemptClass::Failure(RetryCause::Error),
-            (false, Classify::Standard) => AttemptClass::Permanent,
+            (false, Classify::Standard | Classify::ConnectOnly) => AttemptClass::Permanent,
         }
     }
 
@@ -408,10 +432,20 @@ mod tests {
             c.classify(&AttemptResult::Timeout),
             AttemptClass::Failure(RetryCause::Timeout)
         );
+        // Each connection failure by name: a connect timeout costs what a timeout costs.
+        let broken = |b| c.classify(&AttemptResult::ConnectionError(b));
         assert_eq!(
-            c.classify(&AttemptResult::ConnectionError),
-            AttemptClass::Failure(RetryCause::Error)
+            broken(Broken::ConnectTimeout),
+            AttemptClass::Failure(RetryCause::Timeout)
         );
+        for b in [
+            Broken::ConnectRefused,
+            Broken::ResetBeforeAnswer,
+            Broken::ResetMidBody,
+            Broken::Other,
+        ] {
+            assert_eq!(broken(b), AttemptClass::Failure(RetryCause::Error), "{b:?}");
+        }
         for code in [400, 401, 403, 404, 409, 422] {
             assert_eq!(
                 c.classify(&AttemptResult::status(code)),
@@ -430,6 +464,37 @@ mod tests {
             all.classify(&AttemptResult::status(200)),
             AttemptClass::Success
         );
+    }
+
+    #[test]
+    fn connect_only_retries_what_never_left_and_nothing_after_it_may_have_been_done() {
+        // urllib3's rule for a POST: connect errors retried, read errors (a read timeout, a
+        // reset after sending) final; statuses as seed 004's list.
+        let mut c = std("C");
+        c.classify = Classify::ConnectOnly;
+        let class = |r| c.classify(&r);
+        assert_eq!(
+            class(AttemptResult::ConnectionError(Broken::ConnectRefused)),
+            AttemptClass::Failure(RetryCause::Error)
+        );
+        assert_eq!(
+            class(AttemptResult::ConnectionError(Broken::ConnectTimeout)),
+            AttemptClass::Failure(RetryCause::Timeout)
+        );
+        for r in [
+            AttemptResult::Timeout,
+            AttemptResult::ConnectionError(Broken::ResetBeforeAnswer),
+            AttemptResult::ConnectionError(Broken::ResetMidBody),
+            AttemptResult::ConnectionError(Broken::Other),
+            AttemptResult::status(404),
+        ] {
+            assert_eq!(class(r), AttemptClass::Permanent, "{r:?}");
+        }
+        assert_eq!(
+            class(AttemptResult::status(503)),
+            AttemptClass::Failure(RetryCause::Error)
+        );
+        assert_eq!(class(AttemptResult::status(200)), AttemptClass::Success);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! jitter = "none"           # none | full | equal | decorrelated | polly | proportional
 //! # spread_pct: proportional only (default 20)
 //! max_attempts = 100        # optional: else the run's E03_MAX_ATTEMPTS
-//! classify = "standard"     # standard | everything
+//! classify = "standard"     # standard | everything | connect_only
 //! budget = { kind = "token_bucket", cap = 10, ratio = 0.1 }
 //! breaker = { failure_ratio = 0.5, min_throughput = 10, sampling_window_ms = 2000, break_duration_ms = 2000 }
 //! retry_after = "at_least" # at_least (wait at least what a Retry-After says) | ignore
@@ -287,10 +287,11 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     }
 
     let max_attempts = whole("max_attempts", 1, 100)?.map(|n| n as u32);
-    const CLASSIFY: &str = "standard or everything";
+    const CLASSIFY: &str = "standard, everything or connect_only";
     let classify = match string("classify", CLASSIFY)?.as_deref() {
         None | Some("standard") => Classify::Standard,
         Some("everything") => Classify::Everything,
+        Some("connect_only") => Classify::ConnectOnly,
         Some(other) => {
             return fail!(
                 "classify",
@@ -748,6 +749,12 @@ mod tests {
         assert!(e.message.contains("from 1 to 100"), "{e:?}");
         let e = err("id = \"x\"\nbackoff = \"none\"\nclassify = \"some\"");
         assert_eq!(e.key, "classify");
+        assert!(e.message.contains("connect_only"), "{e:?}");
+        let post = table("id = \"p\"\nbackoff = \"none\"\nclassify = \"connect_only\"").unwrap();
+        assert_eq!(
+            post.resolve(200 * MS, 2000 * MS).classify,
+            Classify::ConnectOnly
+        );
         let e = err("id = \"x\"\nbackoff = \"none\"\nbudget = { kind = \"jar\" }");
         assert_eq!(e.key, "budget");
         let e = err("id = \"x\"\nbackoff = \"none\"\nbreaker = { failure_ratio = 0.5 }");

@@ -475,7 +475,7 @@ pub fn attempt_log_text(s: &ScenarioSummary) -> Option<String> {
                 LineEnd::Status(503) => "DOWN".to_string(),
                 LineEnd::Status(code) => format!("FAILED {code}"),
                 LineEnd::Timeout => "TIMEOUT".into(),
-                LineEnd::ConnectionError => "CONNECTION ERROR".into(),
+                LineEnd::Broken(b) => b.name().to_uppercase().replace('_', " "),
                 LineEnd::FailedFast => "FAILED FAST".into(),
                 LineEnd::Unanswered => "NO ANSWER".into(),
             };

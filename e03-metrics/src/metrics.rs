@@ -17,6 +17,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use e03_core::attempt::Broken;
 use e03_core::breaker::BreakerState;
 use e03_core::events::{
     Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
@@ -58,6 +59,10 @@ pub struct RunMetrics {
     /// throttling): they never reached the dependency and are not in `total_requests`.
     #[serde(default)]
     pub failed_fast: u64,
+    /// Sent attempts that got no HTTP answer, by class (client side): read timeouts and each
+    /// way a connection failed. Empty (and not written) when every attempt was answered.
+    #[serde(default, skip_serializing_if = "NoAnswer::is_empty")]
+    pub no_answer: NoAnswer,
     /// The circuit breaker's state changes, in order (empty without a breaker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<BreakerMark>,
@@ -114,11 +119,72 @@ pub const ATTEMPT_LOG_MAX: usize = 2000;
 pub enum LineEnd {
     Status(u16),
     Timeout,
-    ConnectionError,
+    /// No HTTP answer: the connection failed, and how.
+    Broken(Broken),
     /// Refused by a policy layer before sending.
     FailedFast,
     /// Not answered before the run ended.
     Unanswered,
+}
+
+/// Sent attempts without an HTTP answer, by how they ended (issue 27's outcome classes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoAnswer {
+    /// No complete answer within the attempt's timeout.
+    #[serde(default)]
+    pub timeout: u64,
+    #[serde(default)]
+    pub connect_refused: u64,
+    #[serde(default)]
+    pub connect_timeout: u64,
+    #[serde(default)]
+    pub reset_before_answer: u64,
+    #[serde(default)]
+    pub reset_mid_body: u64,
+    /// Connection failures of no other class.
+    #[serde(default)]
+    pub connection_error: u64,
+}
+
+impl NoAnswer {
+    /// Counts one attempt's end (answers and unsent attempts count nothing).
+    pub fn add(&mut self, end: LineEnd) {
+        match end {
+            LineEnd::Timeout => self.timeout += 1,
+            LineEnd::Broken(b) => *self.of_mut(b) += 1,
+            LineEnd::Status(_) | LineEnd::FailedFast | LineEnd::Unanswered => {}
+        }
+    }
+
+    /// The count of one connection failure class.
+    pub fn of(&self, b: Broken) -> u64 {
+        match b {
+            Broken::ConnectRefused => self.connect_refused,
+            Broken::ConnectTimeout => self.connect_timeout,
+            Broken::ResetBeforeAnswer => self.reset_before_answer,
+            Broken::ResetMidBody => self.reset_mid_body,
+            Broken::Other => self.connection_error,
+        }
+    }
+
+    fn of_mut(&mut self, b: Broken) -> &mut u64 {
+        match b {
+            Broken::ConnectRefused => &mut self.connect_refused,
+            Broken::ConnectTimeout => &mut self.connect_timeout,
+            Broken::ResetBeforeAnswer => &mut self.reset_before_answer,
+            Broken::ResetMidBody => &mut self.reset_mid_body,
+            Broken::Other => &mut self.connection_error,
+        }
+    }
+
+    /// Attempts whose connection failed, every class.
+    pub fn broken(&self) -> u64 {
+        Broken::ALL.iter().map(|&b| self.of(b)).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.timeout == 0 && self.broken() == 0
+    }
 }
 
 /// One attempt of a small run.
@@ -188,6 +254,7 @@ pub struct RunAccumulator {
     open: Option<OpenLoopAcc>,
     /// The step workload's facts (step runs only).
     steps: Option<crate::steps::StepTally>,
+    no_answer: NoAnswer,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -251,6 +318,7 @@ impl RunAccumulator {
             succeeded: 0,
             attempt_log: Vec::new(),
             attempt_log_full: false,
+            no_answer: NoAnswer::default(),
             in_flight: std::collections::HashMap::new(),
             latency: histogram(),
             lateness: histogram(),
@@ -354,6 +422,7 @@ impl RunAccumulator {
 
     /// A simulated attempt (request `req`) ended at `t_us`.
     pub fn attempt_answered(&mut self, req: u64, t_us: u64, end: LineEnd) {
+        self.no_answer.add(end);
         if let Some(i) = self.in_flight.remove(&req) {
             let line = &mut self.attempt_log[i];
             line.end_us = t_us;
@@ -462,19 +531,29 @@ impl RunAccumulator {
 
     /// A live attempt record: the counts plus its identity for matching.
     pub fn attempt_event(&mut self, a: &Attempt) {
+        let end = match a.end {
+            AttemptEnd::Status => a.status.map_or(LineEnd::Unanswered, LineEnd::Status),
+            AttemptEnd::Timeout => LineEnd::Timeout,
+            AttemptEnd::Aborted => LineEnd::Unanswered,
+            AttemptEnd::FailedFast => LineEnd::FailedFast,
+            AttemptEnd::ConnectionError
+            | AttemptEnd::ConnectRefused
+            | AttemptEnd::ConnectTimeout
+            | AttemptEnd::ResetBeforeAnswer
+            | AttemptEnd::ResetMidBody => LineEnd::Broken(
+                a.end
+                    .broken()
+                    .expect("every connection failure end names its class"),
+            ),
+        };
+        self.no_answer.add(end);
         self.attempt_line(AttemptLine {
             client: a.client,
             op: a.op,
             attempt: a.attempt,
             sent_us: a.sent_us,
             end_us: a.end_us,
-            end: match a.end {
-                AttemptEnd::Status => a.status.map_or(LineEnd::Unanswered, LineEnd::Status),
-                AttemptEnd::Timeout => LineEnd::Timeout,
-                AttemptEnd::ConnectionError => LineEnd::ConnectionError,
-                AttemptEnd::Aborted => LineEnd::Unanswered,
-                AttemptEnd::FailedFast => LineEnd::FailedFast,
-            },
+            end,
         });
         if a.end == AttemptEnd::FailedFast {
             self.failed_fast();
@@ -556,6 +635,7 @@ impl RunAccumulator {
             arrivals: self.arrivals,
             succeeded: self.succeeded,
             attempt_log: self.attempt_log,
+            no_answer: self.no_answer,
             fidelity,
             matched,
             ledger: self.ledger.map(LedgerTally::finish),

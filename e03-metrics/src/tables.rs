@@ -296,6 +296,42 @@ pub fn load_table(s: &ScenarioSummary) -> Table {
     }
 }
 
+/// Sent attempts that got no HTTP answer, by class, per strategy (client logs, or the model; mean (min..max)
+/// over seeds): a read timeout and each way a connection failed (issue 27's outcome classes).
+/// Only when some attempt's connection failed: timeouts alone are the fault of E03-A's slow
+/// answers and need no table.
+pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
+    if s.runs.iter().all(|r| r.no_answer.broken() == 0) {
+        return None;
+    }
+    use e03_core::attempt::Broken;
+    let mut headers = vec!["strategy".to_string(), "read timeout".to_string()];
+    headers.extend(Broken::ALL.iter().map(|b| match b {
+        Broken::ConnectRefused => "connect refused".to_string(),
+        Broken::ConnectTimeout => "connect timeout".to_string(),
+        Broken::ResetBeforeAnswer => "reset before answer".to_string(),
+        Broken::ResetMidBody => "reset mid-body".to_string(),
+        Broken::Other => "other".to_string(),
+    }));
+    let rows = s
+        .strategies()
+        .iter()
+        .map(|id| {
+            let mut row = vec![id.clone()];
+            row.push(cell(
+                &spread_of(s, id, |r| r.no_answer.timeout as f64),
+                Unit::Count,
+            ));
+            for b in Broken::ALL {
+                let counts: Vec<f64> = s.runs_of(id).map(|r| r.no_answer.of(b) as f64).collect();
+                row.push(cell(&Spread::of(&counts), Unit::Count));
+            }
+            row
+        })
+        .collect();
+    Some(Table { headers, rows })
+}
+
 /// Most 100 ms windows the series table shows (15 s): an outage that lasts the whole run (the
 /// `budget` scenario's hour) is shown from its start, not row by row to its end.
 pub const SERIES_MAX_WINDOWS: usize = 150;
@@ -897,6 +933,10 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
     if let Some(log) = crate::checks::attempt_log_text(s) {
         writeln!(w, "\nAttempts of each caller (attempts.txt):")?;
         write!(w, "{log}")?;
+    }
+    if let Some(t) = no_answer_table(s) {
+        writeln!(w, "\nAttempts without an answer, by how they ended:")?;
+        write!(w, "{}", t.markdown())?;
     }
     if let Some(t) = crate::ledger::ledger_table(s) {
         writeln!(

@@ -3,49 +3,27 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Stdio;
-
-use common::{lab, temp, text};
+use common::{http, lab, lab_proxy, temp, text};
 
 #[test]
 fn lab_proxy_prints_its_api_serves_it_and_stops_on_sigterm() {
     let dir = temp("proxy", "run");
     let log = dir.join("proxy.jsonl");
-    let mut child = lab()
-        .args(["proxy", "--api", "127.0.0.1:0", "--log"])
-        .arg(&log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let api = line
-        .trim()
-        .strip_prefix("listening api=")
-        .unwrap()
-        .to_string();
-    let mut s = std::net::TcpStream::connect(&api).unwrap();
-    let body = r#"{"name":"dep","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#;
-    write!(
-        s,
-        "POST /proxies HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
+    let (mut child, api) = lab_proxy(&log);
+    let answer = http(
+        &api,
+        "POST",
+        "/proxies",
+        r#"{"name":"dep","listen":"127.0.0.1:0","upstream":"127.0.0.1:9"}"#,
+    );
     assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
     assert!(answer.contains(r#""name":"dep""#), "{answer}");
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::unistd::Pid::from_raw(child.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(child.0.wait().unwrap().code(), Some(0));
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains(r#""what":"proxy_created""#), "{logged}");
 }

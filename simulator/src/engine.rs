@@ -250,7 +250,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 let code = settled.status;
                 let result = if a.cause == Cause::Lost {
                     self.observer.lost(t, a.req);
-                    AttemptResult::ConnectionError
+                    AttemptResult::ConnectionError(e03_core::cause::LOST_ANSWER)
                 } else {
                     AttemptResult::Status {
                         code,

@@ -52,7 +52,7 @@ impl Observer for RunAccumulator {
                 LineEnd::Status(code)
             }
             AttemptResult::Timeout => LineEnd::Timeout,
-            AttemptResult::ConnectionError => LineEnd::ConnectionError,
+            AttemptResult::ConnectionError(b) => LineEnd::Broken(b),
         };
         RunAccumulator::attempt_answered(self, req, t / 1000, end);
     }

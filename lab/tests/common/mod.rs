@@ -32,3 +32,66 @@ pub fn text(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
+
+/// A `lab` child, killed when dropped, pass or fail.
+#[allow(dead_code)]
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `lab ARGS` with its stdout piped and its stderr dropped; the child and the first line it
+/// printed (a server's addresses), trimmed.
+#[allow(dead_code)]
+pub fn spawn_first_line(args: &[&str]) -> (Running, String) {
+    use std::io::BufRead;
+    let mut child = lab()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (Running(child), line.trim().to_string())
+}
+
+/// `lab proxy` with its API on a free loopback port, logging into `log`; the child and the API's
+/// address.
+#[allow(dead_code)]
+pub fn lab_proxy(log: &std::path::Path) -> (Running, String) {
+    let (child, line) = spawn_first_line(&[
+        "proxy",
+        "--api",
+        "127.0.0.1:0",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let api = line
+        .strip_prefix("listening api=")
+        .unwrap_or_else(|| panic!("no API address in {line:?}"))
+        .to_string();
+    (child, api)
+}
+
+/// One HTTP/1.1 exchange on a fresh connection (`Connection: close`); the whole answer.
+#[allow(dead_code)]
+pub fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}

@@ -1,0 +1,143 @@
+//! What the client sees when the connection fails, classed (issue 27's outcome classes), with
+//! real processes only: `lab client` (the swarm's own HTTP client and operation loop) against a
+//! port where nothing listens, against `lab serve` losing every answer after the commit, and
+//! through `lab proxy` with Toxiproxy's `reset_peer` and `limit_data` toxics in front of
+//! `lab serve`. Each attempt's class is read from `lab client`'s lines.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use common::{http, lab, lab_proxy, spawn_first_line as start, temp, text, Running};
+
+/// `lab serve` with `scenario` and `extra` flags; its work address.
+fn serve(name: &str, scenario: &str, extra: &[&str]) -> (Running, String) {
+    let logs = temp("wire", name);
+    let logs = logs.to_str().unwrap();
+    let mut args = vec![
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--control-listen",
+        "127.0.0.1:0",
+        "--log-dir",
+        logs,
+        "--scenario",
+        scenario,
+    ];
+    args.extend_from_slice(extra);
+    let (child, line) = start(&args);
+    let work = line
+        .split("work=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no work address in {line:?}"))
+        .to_string();
+    (child, work)
+}
+
+/// `lab client` (strategy A, 2 attempts) against `url`; the class of each attempt.
+fn client(url: &str, post: bool) -> Vec<String> {
+    let o = lab()
+        .args(["client", "--strategies", "A", "--max-attempts", "2"])
+        .env("E03_TARGET_URL", url)
+        .env("E03_TARGET_METHOD", if post { "POST" } else { "GET" })
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let ends: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("attempt "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(ends.len(), 2, "{stdout}");
+    assert!(
+        stdout.contains("Failed(AttemptsExhausted) after 2 attempt(s)"),
+        "{stdout}"
+    );
+    ends
+}
+
+#[test]
+fn nothing_listening_is_a_refused_connect() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let ends = client(&format!("http://127.0.0.1:{port}/work"), false);
+    assert_eq!(ends, ["connect_refused", "connect_refused"]);
+}
+
+#[test]
+fn a_lost_answer_is_a_reset_before_the_answer_as_the_simulator_models_it() {
+    // Every answer lost after its commit: the service aborts the connection before the head.
+    let (_serve, work) = serve("lost", "idempotency", &["--lost-rate", "1"]);
+    let ends = client(&format!("http://{work}/charge"), true);
+    let lost = e03_core::cause::LOST_ANSWER.name();
+    assert_eq!(ends, [lost, lost]);
+    assert_eq!(lost, "reset_before_answer");
+}
+
+#[test]
+fn the_proxy_s_resets_and_cut_bodies_are_told_apart() {
+    let (_serve, work) = serve("proxied", "e03a", &["--fail-rate", "0", "--slow-rate", "0"]);
+    let log = temp("wire", "proxy-log").join("proxy.jsonl");
+    let (_proxy, api) = lab_proxy(&log);
+    let created = http(
+        &api,
+        "POST",
+        "/proxies",
+        &format!(r#"{{"name":"dep","listen":"127.0.0.1:0","upstream":"{work}"}}"#),
+    );
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let body = &created[created.find("\r\n\r\n").unwrap() + 4..];
+    let listen = serde_json::from_str::<serde_json::Value>(body).unwrap()["listen"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = format!("http://{listen}/work");
+
+    // Untouched, the answer is a 200 whose head is this long (the proxy passes it whole; asked
+    // on a kept-alive connection, as the client asks, so the head has no `connection: close`).
+    let head = {
+        let mut s = TcpStream::connect(&listen).unwrap();
+        s.write_all(b"GET /work HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "closed before the head: {answer:?}");
+            answer.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&answer).to_string();
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(
+            !text.to_lowercase().contains("content-length: 0\r\n"),
+            "{text}"
+        );
+        text.find("\r\n\r\n").unwrap() + 4
+    };
+
+    // The head and one byte of the body, then the connection closes: a cut body.
+    let toxic = |json: String| {
+        let a = http(&api, "POST", "/proxies/dep/toxics", &json);
+        assert!(a.starts_with("HTTP/1.1 200"), "{a}");
+    };
+    toxic(format!(
+        r#"{{"name":"cut","type":"limit_data","attributes":{{"bytes":{}}}}}"#,
+        head + 1
+    ));
+    assert_eq!(client(&url, false), ["reset_mid_body", "reset_mid_body"]);
+    let removed = http(&api, "DELETE", "/proxies/dep/toxics/cut", "");
+    assert!(removed.starts_with("HTTP/1.1 204"), "{removed}");
+
+    // Reset at once: the request left, no answer came back.
+    toxic(r#"{"name":"rst","type":"reset_peer","attributes":{"timeout":0}}"#.to_string());
+    assert_eq!(
+        client(&url, false),
+        ["reset_before_answer", "reset_before_answer"]
+    );
+}
