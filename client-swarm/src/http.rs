@@ -27,16 +27,24 @@ const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest Retry-After honoured, so a hostile or broken answer cannot park a client for days.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
-/// The client of one target, sized for `clients` concurrent closed-loop clients.
-pub(crate) fn build_client(clients: u32) -> Result<Client, SwarmError> {
-    Client::builder()
+/// The client of one target, sized for `clients` concurrent closed-loop clients, with a connect
+/// timeout when the run sets one (`E03_CONNECT_TIMEOUT_MS`).
+pub(crate) fn build_client(
+    clients: u32,
+    connect_timeout: Option<Duration>,
+) -> Result<Client, SwarmError> {
+    let builder = Client::builder()
         .no_proxy()
         .http1_only()
         .pool_max_idle_per_host(clients as usize + 16)
         .tcp_nodelay(true)
-        .hickory_dns(true)
-        .build()
-        .map_err(SwarmError::Client)
+        .hickory_dns(true);
+    match connect_timeout {
+        Some(t) => builder.connect_timeout(t),
+        None => builder,
+    }
+    .build()
+    .map_err(SwarmError::Client)
 }
 
 /// `base` (`http://host:port`, optionally with a trailing `/`) joined with `path`.
@@ -212,7 +220,7 @@ pub(crate) async fn stop_run(
 
 /// `POST /control/shutdown`: the dependency ends its run and exits (compose runs end so).
 pub async fn shutdown_target(control: &str) -> Result<(), SwarmError> {
-    let http = build_client(1)?;
+    let http = build_client(1, None)?;
     post_json(
         &http,
         control,
@@ -226,7 +234,7 @@ pub async fn shutdown_target(control: &str) -> Result<(), SwarmError> {
 /// Polls `base/health` until it answers 200: at most `tries` calls, `interval` apart.
 pub async fn wait_healthy(base: &str, tries: u32, interval: Duration) -> Result<(), SwarmError> {
     let url = format!("{}{HEALTH_PATH}", base.trim_end_matches('/'));
-    let http = build_client(1)?;
+    let http = build_client(1, None)?;
     for i in 0..tries {
         let ok = http
             .get(&url)
@@ -271,7 +279,7 @@ mod tests {
     #[test]
     fn a_charge_is_a_post_to_charge_with_its_key_identity_and_body() {
         let work = WorkEndpoint {
-            http: build_client(1).unwrap(),
+            http: build_client(1, None).unwrap(),
             url: endpoint("http://127.0.0.1:8080", "/work").unwrap(),
         };
         let id = AttemptId {

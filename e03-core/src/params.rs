@@ -322,6 +322,14 @@ pub const PARAMS: &[ParamSpec] = &[
         "timeout of one attempt"
     ),
     p!(
+        "E03_CONNECT_TIMEOUT_MS",
+        "connect-timeout-ms",
+        "none",
+        "a number of milliseconds from 1 to 600000, or none",
+        "the swarm's connect timeout: a connection not made within it ends its attempt as \
+         connect_timeout; none: a stalled connect ends at the attempt's timeout, as a timeout"
+    ),
+    p!(
         "E03_DEADLINE_MS",
         "deadline-ms",
         "5000",
@@ -490,6 +498,9 @@ pub struct SwarmParams {
     /// `break_duration_ms` (`None`: each strategy's own).
     #[serde(default)]
     pub break_ms: Option<u64>,
+    /// `E03_CONNECT_TIMEOUT_MS`: the swarm's connect timeout (`None`: none of its own).
+    #[serde(default)]
+    pub connect_timeout_ms: Option<f64>,
 }
 
 fn default_rate() -> f64 {
@@ -684,6 +695,10 @@ impl Params {
             break_ms: match r.value("E03_BREAK_MS") {
                 "strategy" => None,
                 _ => Some(r.int("E03_BREAK_MS", 1, 3_600_000)?),
+            },
+            connect_timeout_ms: match r.value("E03_CONNECT_TIMEOUT_MS") {
+                "none" => None,
+                _ => Some(r.num("E03_CONNECT_TIMEOUT_MS", 1.0, 600_000.0, false)?),
             },
         };
         let steps = StepParams {
@@ -968,6 +983,11 @@ impl Params {
                 "E03_BREAK_MS",
                 w.break_ms.map_or("strategy".into(), |v| v.to_string()),
             ),
+            (
+                "E03_CONNECT_TIMEOUT_MS",
+                w.connect_timeout_ms
+                    .map_or("none".into(), |v| v.to_string()),
+            ),
             ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
@@ -1114,6 +1134,11 @@ impl Params {
 
     pub fn duration(&self) -> Duration {
         secs(self.swarm.duration_s)
+    }
+
+    /// The swarm's connect timeout, if it has one (`E03_CONNECT_TIMEOUT_MS`).
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.swarm.connect_timeout_ms.map(ms)
     }
 
     pub fn think_range(&self) -> (Duration, Duration) {

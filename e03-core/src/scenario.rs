@@ -112,6 +112,7 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("policy", "strategies", "E03_STRATEGIES"),
     ("policy", "max_attempts", "E03_MAX_ATTEMPTS"),
     ("policy", "attempt_timeout_ms", "E03_ATTEMPT_TIMEOUT_MS"),
+    ("policy", "connect_timeout_ms", "E03_CONNECT_TIMEOUT_MS"),
     ("policy", "deadline_ms", "E03_DEADLINE_MS"),
     ("policy", "backoff_base_ms", "E03_BACKOFF_BASE_MS"),
     ("policy", "backoff_cap_ms", "E03_BACKOFF_CAP_MS"),

@@ -39,8 +39,14 @@ fn serve(name: &str, scenario: &str, extra: &[&str]) -> (Running, String) {
 
 /// `lab client` (strategy A, 2 attempts) against `url`; the class of each attempt.
 fn client(url: &str, post: bool) -> Vec<String> {
+    client_with(url, post, &[])
+}
+
+/// [`client`] with more flags.
+fn client_with(url: &str, post: bool, flags: &[&str]) -> Vec<String> {
     let o = lab()
         .args(["client", "--strategies", "A", "--max-attempts", "2"])
+        .args(flags)
         .env("E03_TARGET_URL", url)
         .env("E03_TARGET_METHOD", if post { "POST" } else { "GET" })
         .output()
@@ -68,6 +74,45 @@ fn nothing_listening_is_a_refused_connect() {
     };
     let ends = client(&format!("http://127.0.0.1:{port}/work"), false);
     assert_eq!(ends, ["connect_refused", "connect_refused"]);
+}
+
+#[test]
+fn a_connect_that_stalls_is_a_connect_timeout_with_one_and_a_timeout_without() {
+    // A listener whose accept queue is full and never drained: the kernel drops further SYNs,
+    // so a connect neither succeeds nor is refused (Python, as any other program would do it).
+    let script = "import socket, sys, time\n\
+                  l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(0)\n\
+                  port = l.getsockname()[1]\n\
+                  fill = []\n\
+                  for _ in range(4):\n\
+                  \x20   c = socket.socket(); c.setblocking(False)\n\
+                  \x20   try: c.connect(('127.0.0.1', port))\n\
+                  \x20   except BlockingIOError: pass\n\
+                  \x20   fill.append(c)\n\
+                  print(port, flush=True)\n\
+                  time.sleep(60)\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let _stalled = Running(child);
+    let url = format!("http://127.0.0.1:{}/work", port.trim());
+    assert_eq!(
+        client_with(&url, false, &["--connect-timeout-ms", "200"]),
+        ["connect_timeout", "connect_timeout"]
+    );
+    // Without a connect timeout, the attempt's timeout ends it.
+    assert_eq!(
+        client_with(&url, false, &["--attempt-timeout-ms", "300"]),
+        ["timeout", "timeout"]
+    );
 }
 
 #[test]
