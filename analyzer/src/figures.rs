@@ -118,6 +118,8 @@ enum PhaseShade {
     Freeze,
     Degraded(f64),
     RateLimited,
+    /// A wire fault: `refused` or a toxic's type.
+    Wire(&'static str),
 }
 
 impl PhaseShade {
@@ -127,6 +129,7 @@ impl PhaseShade {
             PhaseShade::Freeze => RGBColor(220, 50, 50).mix(0.16),
             PhaseShade::Degraded(_) => RGBColor(240, 160, 40).mix(0.14),
             PhaseShade::RateLimited => RGBColor(40, 120, 220).mix(0.12),
+            PhaseShade::Wire(_) => RGBColor(140, 60, 200).mix(0.14),
         }
     }
 
@@ -136,6 +139,8 @@ impl PhaseShade {
             PhaseShade::Freeze => "freeze (held, then 503)".into(),
             PhaseShade::Degraded(f) => format!("degraded ({:.0}% capacity)", f * 100.0),
             PhaseShade::RateLimited => "rate limited (429 over the limit)".into(),
+            PhaseShade::Wire("refused") => "refused (nothing listens)".into(),
+            PhaseShade::Wire(toxic) => format!("{toxic} (a toxic on the wire)"),
         }
     }
 }
@@ -161,6 +166,11 @@ fn phase_shades(t: &e03_core::timeline::Timeline) -> Vec<(f64, f64, PhaseShade)>
         t.rate_limited
             .iter()
             .map(|r| (s(r.start), s(r.end), PhaseShade::RateLimited)),
+    );
+    v.extend(
+        t.wire
+            .iter()
+            .map(|w| (s(w.start), s(w.end), PhaseShade::Wire(w.fault.name()))),
     );
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     v
@@ -1209,6 +1219,7 @@ mod tests {
                 count_rejected: true,
                 retry_after: None,
             }],
+            wire: Vec::new(),
         };
         let names: Vec<(f64, String)> = phase_shades(&t)
             .into_iter()

@@ -62,6 +62,11 @@ pub struct Plan {
     pub params: Params,
     /// `--answer-spin-us`: how long before each due instant the timer spins.
     pub answer_spin: std::time::Duration,
+    /// A fault proxy in front of the work listener, for runs with wire phases (issue 27,
+    /// [`crate::wire_front`]): set by the lab for a lane whose scenarios have them, and for a
+    /// standalone run whose scenario has them.
+    #[serde(default)]
+    pub wire_front: bool,
 }
 
 /// Default of `--answer-spin-us`: 200 µs (see [`ANSWER_SPIN_HELP`]).
@@ -337,6 +342,7 @@ impl Plan {
             None => e03_core::cli::params_from_matches(m),
         }
         .map_err(param_error)?;
+        let wire_front = scenario.is_some_and(|s| !params.timeline(s).wire.is_empty());
         Ok(Plan {
             listen,
             control_listen,
@@ -346,6 +352,7 @@ impl Plan {
             timeline_start,
             params,
             answer_spin,
+            wire_front,
         })
     }
 }
@@ -420,9 +427,28 @@ fn serve_plan(plan: Plan) -> i32 {
 }
 
 async fn run(plan: Plan) -> anyhow::Result<()> {
-    let work = tokio::net::TcpListener::bind(plan.listen)
+    // With a fault proxy in front, callers reach the proxy on the work address and the
+    // dependency listens behind it on loopback.
+    let behind = if plan.wire_front {
+        "127.0.0.1:0".parse().expect("an address")
+    } else {
+        plan.listen
+    };
+    let work = tokio::net::TcpListener::bind(behind)
         .await
         .map_err(|e| bind_error(e, "listen", "E03_LISTEN", plan.listen))?;
+    let front = if plan.wire_front {
+        let front = crate::wire_front::WireFront::start(
+            plan.listen,
+            work.local_addr()?,
+            plan.params.seed(),
+        )
+        .await
+        .map_err(|e| BindError(format!("--listen {}: {e}", plan.listen)))?;
+        Some(std::sync::Arc::new(front))
+    } else {
+        None
+    };
     let control = tokio::net::TcpListener::bind(plan.control_listen)
         .await
         .map_err(|e| {
@@ -437,12 +463,13 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     writeln!(
         out,
         "listening work={} control={}",
-        work.local_addr()?,
+        front.as_ref().map_or(work.local_addr()?, |f| f.addr()),
         control.local_addr()?
     )?;
     out.flush()?;
     drop(out);
     let opts = ServiceOptions {
+        wire_front: front,
         answer_spin: plan.answer_spin,
         log_dir: plan.log_dir,
         standalone: plan.scenario.map(|scenario| StandaloneRun {

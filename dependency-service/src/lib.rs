@@ -26,6 +26,7 @@ mod routes;
 mod run;
 mod server;
 mod service;
+pub mod wire_front;
 
 pub use cli::{answer_spin_us, main_entry, Plan as ServePlan, ANSWER_SPIN_US, DEFAULT_HEALTH_URL};
 pub use identity::Identity;

@@ -127,7 +127,8 @@ impl Proxy {
 /// The proxies of one `lab proxy` process.
 pub struct Proxies {
     proxies: tokio::sync::Mutex<BTreeMap<String, Proxy>>,
-    log: Option<e03_io::logs::JsonlSink>,
+    /// Replaced per run when the proxy stands in front of a dependency ([`Proxies::set_log`]).
+    log: Mutex<Option<e03_io::logs::JsonlSink>>,
     seed: u64,
     conns: Arc<AtomicU64>,
 }
@@ -140,14 +141,24 @@ impl Proxies {
     pub fn new(log: Option<std::fs::File>, seed: u64) -> Shared {
         Arc::new(Proxies {
             proxies: tokio::sync::Mutex::new(BTreeMap::new()),
-            log: log.map(e03_io::logs::JsonlSink::new),
+            log: Mutex::new(log.map(e03_io::logs::JsonlSink::new)),
             seed,
             conns: Arc::new(AtomicU64::new(0)),
         })
     }
 
+    /// Writes every record from now on to `file` (none: no log); the previous log is flushed
+    /// and closed.
+    pub fn set_log(&self, file: Option<std::fs::File>) {
+        let old = std::mem::replace(
+            &mut *self.log.lock().unwrap_or_else(|e| e.into_inner()),
+            file.map(e03_io::logs::JsonlSink::new),
+        );
+        drop(old);
+    }
+
     fn record(&self, r: &ProxyRecord) {
-        if let Some(log) = &self.log {
+        if let Some(log) = &*self.log.lock().unwrap_or_else(|e| e.into_inner()) {
             log.send(r);
         }
     }
@@ -163,7 +174,11 @@ impl Proxies {
 
     /// Records handed to the log and not yet written.
     pub fn log_pending(&self) -> u64 {
-        self.log.as_ref().map_or(0, |l| l.pending())
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |l| l.pending())
     }
 }
 

@@ -449,6 +449,9 @@ async fn start(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
         Ok(spec) => spec,
         Err(msg) => return bad_request(msg),
     };
+    if let Err(msg) = svc.check_wire(&spec) {
+        return bad_request(msg);
+    }
     let log_file = spec.log_file();
     match svc.start_run(spec).await {
         Ok(run) => {

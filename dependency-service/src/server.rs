@@ -43,6 +43,9 @@ pub struct ServiceOptions {
     /// How long before each due instant of the schedule the timer thread spins instead of
     /// sleeping (`--answer-spin-us`); zero: it sleeps.
     pub answer_spin: Duration,
+    /// The fault proxy in front of the work listener, when the process has one
+    /// ([`crate::wire_front`]).
+    pub wire_front: Option<Arc<crate::wire_front::WireFront>>,
 }
 
 /// The run of a service started alone: its timeline runs from the process's start, with seed
@@ -74,7 +77,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (log, writer) = log_sink::start()?;
-    let svc = Arc::new(Service::new(log, opts.log_dir).with_answer_spin(opts.answer_spin));
+    let svc = Arc::new(
+        Service::new(log, opts.log_dir)
+            .with_answer_spin(opts.answer_spin)
+            .with_wire_front(opts.wire_front),
+    );
     if let Some(s) = opts.standalone {
         if let Some(text) = &s.text {
             let dir = svc.log_dir().join(crate::service::STANDALONE);

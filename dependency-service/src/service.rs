@@ -86,6 +86,8 @@ pub struct Service {
     answer_spin: std::time::Duration,
     /// A standalone run waiting for its first request (`--timeline-start first-request`).
     pending: Mutex<Option<crate::server::StandaloneRun>>,
+    /// The fault proxy in front of the work listener, if any: it applies a run's wire phases.
+    wire_front: Option<Arc<crate::wire_front::WireFront>>,
 }
 
 impl Service {
@@ -99,6 +101,33 @@ impl Service {
             metrics: Arc::new(Metrics::new()),
             answer_spin: std::time::Duration::ZERO,
             pending: Mutex::new(None),
+            wire_front: None,
+        }
+    }
+
+    /// This service with a fault proxy in front of its work listener.
+    pub fn with_wire_front(self, front: Option<Arc<crate::wire_front::WireFront>>) -> Service {
+        Service {
+            wire_front: front,
+            ..self
+        }
+    }
+
+    /// Whether this service can run `spec`: a run with wire phases needs the fault proxy in
+    /// front; the error is the start call's 400.
+    pub fn check_wire(&self, spec: &RunSpec) -> Result<(), String> {
+        let wire = spec.params.timeline(spec.scenario).wire;
+        match (wire.first(), &self.wire_front) {
+            (Some(w), None) => Err(format!(
+                "scenario {} has a wire phase ({} from {} s), and this dependency has no fault \
+                 proxy in front of it: start it from `lab run`, or as `lab serve --scenario \
+                 {}` (docs/wire.md)",
+                spec.scenario.name(),
+                w.fault.name(),
+                w.start.as_secs_f64(),
+                spec.scenario.name()
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -170,7 +199,14 @@ impl Service {
         if let Some(run) = previous {
             run.end(false).await?;
         }
+        if let Some(front) = &self.wire_front {
+            front.end_run().await;
+        }
+        let wire = spec.params.timeline(spec.scenario).wire;
+        let t0 = spec.t0;
         let log_file = spec.log_file();
+        // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
+        let wire_log = self.log_dir.join(log_file.replacen("server-", "wire-", 1));
         let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
         let setup = RunSetup {
             tag: RunTag {
@@ -191,6 +227,13 @@ impl Service {
             answer_spin: self.answer_spin,
         };
         let run = Run::start(setup, self.log.clone()).await?;
+        if let (Some(front), false) = (&self.wire_front, wire.is_empty()) {
+            let file = std::fs::File::create(&wire_log).map_err(|e| LogError::Open {
+                path: wire_log.clone(),
+                source: e,
+            })?;
+            front.begin_run(t0, wire, file).await;
+        }
         tracing::info!(run = %run.tag().run, "run started");
         *self.slot() = Some(run.clone());
         Ok(run)
@@ -206,6 +249,9 @@ impl Service {
     pub async fn stop_run(&self, complete: bool) -> Option<Result<RunCounts, LogError>> {
         let _control = self.control.lock().await;
         let run = self.slot().take()?;
+        if let Some(front) = &self.wire_front {
+            front.end_run().await;
+        }
         let counts = run.end(complete).await;
         if let Ok(c) = &counts {
             tracing::info!(

@@ -101,6 +101,7 @@ async fn run_live(params: Params) -> (Vec<Event>, Vec<u16>) {
     let opts = ServiceOptions {
         log_dir: log_dir.clone(),
         answer_spin: std::time::Duration::ZERO,
+        wire_front: None,
         standalone: Some(StandaloneRun {
             scenario: Scenario::E03B,
             params,

@@ -43,6 +43,8 @@ pub enum CheckMetric {
     Accepted,
     /// Attempts a policy layer (an open breaker) refused before sending.
     FailedFast,
+    /// Attempts sent while nothing listened: their connect was refused (a `refused` phase).
+    ConnectRefused,
     /// The most arrivals in one window of `window_ms` (aligned to time zero); retries only
     /// (attempt number above 1) or all.
     PeakArrivals { window_ms: u64, retries_only: bool },
@@ -203,6 +205,7 @@ impl CheckSpec {
             CheckMetric::Attempts => "attempts".into(),
             CheckMetric::Accepted => "accepted".into(),
             CheckMetric::FailedFast => "failed fast".into(),
+            CheckMetric::ConnectRefused => "connects refused".into(),
             CheckMetric::PeakArrivals {
                 window_ms,
                 retries_only,
@@ -253,7 +256,7 @@ pub const CHECK_KEYS: &[&str] = &[
     "cause",
 ];
 
-const METRICS: &str = "one of attempts, accepted, failed_fast, peak_arrivals, \
+const METRICS: &str = "one of attempts, accepted, failed_fast, connect_refused, peak_arrivals, \
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
@@ -367,6 +370,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "attempts" => CheckMetric::Attempts,
         "accepted" => CheckMetric::Accepted,
         "failed_fast" => CheckMetric::FailedFast,
+        "connect_refused" => CheckMetric::ConnectRefused,
         "distinct_waits" => CheckMetric::DistinctWaits,
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,

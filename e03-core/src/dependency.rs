@@ -298,6 +298,7 @@ mod tests {
                 }),
                 down: Vec::new(),
                 rate_limited: Vec::new(),
+                wire: Vec::new(),
             },
             faults: FaultModel::default(),
             seed: 42,

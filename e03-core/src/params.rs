@@ -16,7 +16,8 @@ use crate::operation::Limits;
 use crate::strategy::Strategy;
 use crate::strategy_table::{accepted_ids, resolve_id, StrategySpec};
 use crate::timeline::{
-    DegradedWindow, DownWindow, FreezeWindow, PhaseKind, RateLimitWindow, Timeline,
+    DegradedWindow, DownWindow, FreezeWindow, PhaseKind, RateLimitWindow, Timeline, WireFault,
+    WireWindow,
 };
 
 pub use crate::scenario::Scenario;
@@ -123,7 +124,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "down-latency-ms",
         "scenario",
         "a number of milliseconds from 0 to 600000 (fractions allowed), or scenario",
-        "how long after its arrival a down phase answers each request; scenario: each down phase's own latency_ms"
+        "how long after its arrival a down phase answers each request, and how long a refused connect takes in the simulator; scenario: each phase's own latency_ms"
     ),
     p!(
         "E03_LOST_RATE",
@@ -1114,6 +1115,28 @@ impl Params {
                         capacity_factor,
                     })
                 }
+                PhaseKind::Refused { latency_ms } => timeline.wire.push(WireWindow {
+                    start,
+                    end,
+                    fault: WireFault::Refused,
+                    latency: s
+                        .down_latency_ms
+                        .map_or(Duration::from_millis(latency_ms), ms),
+                }),
+                PhaseKind::Toxic {
+                    toxic,
+                    stream,
+                    toxicity,
+                } => timeline.wire.push(WireWindow {
+                    start,
+                    end,
+                    fault: WireFault::Toxic {
+                        toxic,
+                        stream,
+                        toxicity,
+                    },
+                    latency: Duration::ZERO,
+                }),
             }
         }
         timeline

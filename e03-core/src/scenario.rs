@@ -63,6 +63,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "ratelimit.toml",
         include_str!("../scenarios/ratelimit.toml"),
     ),
+    ("refused.toml", include_str!("../scenarios/refused.toml")),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -204,6 +205,8 @@ impl ScenarioDef {
                         && (1..=MAX_RATE_WINDOW_MS).contains(&window_ms)
                         && retry_after_ms.is_none_or(|r| r <= MAX_RETRY_AFTER_MS)
                 }
+                PhaseKind::Refused { latency_ms } => latency_ms <= MAX_DOWN_LATENCY_MS,
+                PhaseKind::Toxic { toxicity, .. } => (0.0..=1.0).contains(&toxicity),
             };
             if !ok || !kind_ok {
                 return Err(format!(
@@ -293,6 +296,11 @@ struct FilePhase {
     window_ms: Option<u64>,
     count_rejected: Option<bool>,
     retry_after_ms: Option<u64>,
+    /// A toxic phase: Toxiproxy's type, attributes, stream and toxicity.
+    toxic: Option<String>,
+    attributes: Option<BTreeMap<String, f64>>,
+    stream: Option<crate::wire::Direction>,
+    toxicity: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -303,6 +311,8 @@ enum PhaseName {
     Freeze,
     Degraded,
     RateLimited,
+    Refused,
+    Toxic,
 }
 
 /// Parses and validates a scenario file's text. `origin` names the file in errors.
@@ -558,20 +568,38 @@ impl ScenarioFile {
             if p.status.is_some() && p.phase != PhaseName::Down {
                 return fail("status is only for a down phase".into());
             }
-            if p.latency_ms.is_some() && p.phase != PhaseName::Down {
-                return fail("latency_ms is only for a down phase".into());
+            if p.latency_ms.is_some() && !matches!(p.phase, PhaseName::Down | PhaseName::Refused) {
+                return fail("latency_ms is only for a down or a refused phase".into());
             }
-            let rate_keys = [
-                ("calls", p.calls.is_some()),
-                ("window_ms", p.window_ms.is_some()),
-                ("count_rejected", p.count_rejected.is_some()),
-                ("retry_after_ms", p.retry_after_ms.is_some()),
+            // The keys only one kind of phase takes.
+            let own_keys = [
+                ("calls", p.calls.is_some(), PhaseName::RateLimited),
+                ("window_ms", p.window_ms.is_some(), PhaseName::RateLimited),
+                (
+                    "count_rejected",
+                    p.count_rejected.is_some(),
+                    PhaseName::RateLimited,
+                ),
+                (
+                    "retry_after_ms",
+                    p.retry_after_ms.is_some(),
+                    PhaseName::RateLimited,
+                ),
+                ("toxic", p.toxic.is_some(), PhaseName::Toxic),
+                ("attributes", p.attributes.is_some(), PhaseName::Toxic),
+                ("stream", p.stream.is_some(), PhaseName::Toxic),
+                ("toxicity", p.toxicity.is_some(), PhaseName::Toxic),
             ];
-            if let Some((key, _)) = rate_keys
+            if let Some((key, _, kind)) = own_keys
                 .iter()
-                .find(|(_, set)| *set && p.phase != PhaseName::RateLimited)
+                .find(|(_, set, kind)| *set && p.phase != *kind)
             {
-                return fail(format!("{key} is only for a rate_limited phase"));
+                let kind = if *kind == PhaseName::Toxic {
+                    "toxic"
+                } else {
+                    "rate_limited"
+                };
+                return fail(format!("{key} is only for a {kind} phase"));
             }
             let latency_ms = p.latency_ms.unwrap_or(0);
             if latency_ms > MAX_DOWN_LATENCY_MS {
@@ -616,6 +644,33 @@ impl ScenarioFile {
                 }
                 PhaseName::Up => PhaseKind::Up,
                 PhaseName::Freeze => PhaseKind::Freeze,
+                PhaseName::Refused => PhaseKind::Refused { latency_ms },
+                PhaseName::Toxic => {
+                    let Some(type_name) = &p.toxic else {
+                        return fail(format!(
+                            "expected toxic, a Toxiproxy toxic type: one of {}",
+                            crate::wire::TOXIC_TYPES.join(", ")
+                        ));
+                    };
+                    let toxic = match crate::wire::ToxicKind::from_parts(
+                        type_name,
+                        &p.attributes.clone().unwrap_or_default(),
+                    ) {
+                        Ok(k) => k,
+                        Err(e) => return fail(e.replacen("type: ", "toxic = ", 1)),
+                    };
+                    let toxicity = p.toxicity.unwrap_or(1.0);
+                    if !(0.0..=1.0).contains(&toxicity) {
+                        return fail(format!(
+                            "toxicity = {toxicity}: expected a probability from 0 to 1"
+                        ));
+                    }
+                    PhaseKind::Toxic {
+                        toxic,
+                        stream: p.stream.unwrap_or_default(),
+                        toxicity,
+                    }
+                }
                 PhaseName::Down => match p.status.unwrap_or(503) {
                     status @ 400..=599 => PhaseKind::Down { status, latency_ms },
                     other => return fail(format!("status = {other}: expected 400 to 599")),
@@ -899,7 +954,8 @@ mod tests {
                 "idempotency",
                 "classification",
                 "metastable",
-                "ratelimit"
+                "ratelimit",
+                "refused"
             ]
         );
         let b = builtin("e03b").unwrap();
@@ -991,6 +1047,77 @@ mod tests {
     }
 
     #[test]
+    fn wire_phases_are_read_into_the_timeline_and_checked() {
+        use crate::timeline::WireFault;
+        use crate::wire::{Direction, ToxicKind};
+        use std::time::Duration;
+        let text = "name = \"wire-phases\"\ntitle = \"W\"\ndescription = \"d\"\n\
+             [[timeline]]\nphase = \"refused\"\nstart_s = 1\nend_s = 3\nlatency_ms = 1\n\
+             [[timeline]]\nphase = \"toxic\"\nstart_s = 4\nend_s = 5\ntoxic = \"latency\"\n\
+             attributes = { latency = 50, jitter = 20 }\ntoxicity = 0.5\nstream = \"upstream\"\n";
+        let def = parse(text, "x.toml").unwrap();
+        let t = Scenario::register(def)
+            .map(|s| crate::Params::default().timeline(s))
+            .unwrap();
+        assert_eq!(t.wire.len(), 2);
+        assert_eq!(t.wire[0].fault, WireFault::Refused);
+        assert_eq!(
+            (t.wire[0].start, t.wire[0].end, t.wire[0].latency),
+            (
+                Duration::from_secs(1),
+                Duration::from_secs(3),
+                Duration::from_millis(1)
+            )
+        );
+        assert_eq!(
+            t.wire[1].fault,
+            WireFault::Toxic {
+                toxic: ToxicKind::Latency {
+                    latency_ms: 50,
+                    jitter_ms: 20
+                },
+                stream: Direction::Upstream,
+                toxicity: 0.5
+            }
+        );
+        assert_eq!(t.phase_name(Duration::from_secs(2)), "refused");
+        assert_eq!(t.phase_name(Duration::from_millis(4500)), "latency");
+        assert_eq!(t.phase_name(Duration::from_secs(6)), "normal");
+        assert_eq!(
+            t.incident(),
+            Some((Duration::from_secs(1), Duration::from_secs(5)))
+        );
+        let phase = |body: &str| format!("{MINIMAL}\n[[timeline]]\n{body}\n");
+        let e = err(&phase("phase = \"toxic\"\nstart_s = 1\nend_s = 2"));
+        assert!(
+            e.message.contains("expected toxic, a Toxiproxy toxic type"),
+            "{e}"
+        );
+        let e = err(&phase(
+            "phase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"lag\"",
+        ));
+        assert!(e.message.contains("\"lag\" is not a toxic type"), "{e}");
+        let e = err(&phase(
+            "phase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"timeout\"\nattributes = { latency = 1 }",
+        ));
+        assert!(e.message.contains("attributes.latency"), "{e}");
+        let e = err(&phase(
+            "phase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"timeout\"\ntoxicity = 2",
+        ));
+        assert!(
+            e.message.contains("toxicity = 2: expected a probability"),
+            "{e}"
+        );
+        let e = err(&phase(
+            "phase = \"down\"\nstart_s = 1\nend_s = 2\ntoxicity = 1",
+        ));
+        assert!(
+            e.message.contains("toxicity is only for a toxic phase"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn phases_are_checked() {
         let phase = |body: &str| format!("{MINIMAL}\n[[timeline]]\n{body}\n");
         let e = err(&phase("phase = \"freeze\"\nstart_s = 5\nend_s = 4"));
@@ -1014,7 +1141,8 @@ mod tests {
             "phase = \"freeze\"\nstart_s = 1.0\nend_s = 2.0\nlatency_ms = 26",
         ));
         assert!(
-            e.message.contains("latency_ms is only for a down phase"),
+            e.message
+                .contains("latency_ms is only for a down or a refused phase"),
             "{e}"
         );
         let e = err(&phase(

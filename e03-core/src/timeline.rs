@@ -59,6 +59,44 @@ pub struct RateLimitWindow {
     pub retry_after: Option<Duration>,
 }
 
+/// A fault on the wire between the callers and the dependency (issue 27), applied by a proxy
+/// in front of it: nothing listens, or a Toxiproxy toxic.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "fault", rename_all = "snake_case")]
+pub enum WireFault {
+    /// Nothing listens: every connection is refused, and the open ones are closed.
+    Refused,
+    /// A toxic on every connection (open or new) that its toxicity draws.
+    Toxic {
+        toxic: crate::wire::ToxicKind,
+        #[serde(default)]
+        stream: crate::wire::Direction,
+        toxicity: f64,
+    },
+}
+
+impl WireFault {
+    /// `refused`, or the toxic's type (`latency`, `timeout`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            WireFault::Refused => "refused",
+            WireFault::Toxic { toxic, .. } => toxic.type_name(),
+        }
+    }
+}
+
+/// A wire fault's window.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WireWindow {
+    pub start: Duration,
+    pub end: Duration,
+    pub fault: WireFault,
+    /// How long a refused connect takes, in the simulator (a live one takes what the machine
+    /// takes). Zero: at once.
+    #[serde(default)]
+    pub latency: Duration,
+}
+
 /// What the dependency is doing at a given moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -80,6 +118,10 @@ pub struct Timeline {
     /// Rate-limited windows, in time order, not overlapping the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rate_limited: Vec<RateLimitWindow>,
+    /// Wire faults, in time order, not overlapping the others: they need a proxy in front of
+    /// the dependency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wire: Vec<WireWindow>,
 }
 
 impl Timeline {
@@ -103,6 +145,9 @@ impl Timeline {
     /// The name of what the dependency does at `now`, as the progress lines show it: `down`,
     /// `frozen`, `degraded`, `rate_limited` or `normal`.
     pub fn phase_name(&self, now: Duration) -> &'static str {
+        if let Some(w) = self.wire_at(now) {
+            return w.fault.name();
+        }
         match self.phase(now) {
             Phase::Down(_) => "down",
             Phase::Frozen => "frozen",
@@ -115,6 +160,11 @@ impl Timeline {
     /// The down window `now` falls in, if any.
     pub fn down_at(&self, now: Duration) -> Option<&DownWindow> {
         self.down.iter().find(|d| now >= d.start && now < d.end)
+    }
+
+    /// The wire fault `now` falls in, if any.
+    pub fn wire_at(&self, now: Duration) -> Option<&WireWindow> {
+        self.wire.iter().find(|w| now >= w.start && now < w.end)
     }
 
     /// The rate-limited window `now` falls in, if any, with its index.
@@ -133,10 +183,12 @@ impl Timeline {
         let starts = starts.chain(self.degraded.map(|d| d.start));
         let starts = starts.chain(self.down.iter().map(|d| d.start));
         let starts = starts.chain(self.rate_limited.iter().map(|r| r.start));
+        let starts = starts.chain(self.wire.iter().map(|w| w.start));
         let ends = self.freeze.map(|f| f.end).into_iter();
         let ends = ends.chain(self.degraded.map(|d| d.end));
         let ends = ends.chain(self.down.iter().map(|d| d.end));
         let ends = ends.chain(self.rate_limited.iter().map(|r| r.end));
+        let ends = ends.chain(self.wire.iter().map(|w| w.end));
         Some((starts.min()?, ends.max()?))
     }
 
@@ -177,6 +229,19 @@ pub enum PhaseKind {
         #[serde(default)]
         retry_after_ms: Option<u64>,
     },
+    /// Nothing listens: a proxy in front of the dependency refuses every connection and
+    /// closes the open ones. `latency_ms`: how long a refused connect takes in the simulator.
+    Refused {
+        #[serde(default)]
+        latency_ms: u64,
+    },
+    /// A Toxiproxy toxic on the proxy in front of the dependency.
+    Toxic {
+        toxic: crate::wire::ToxicKind,
+        #[serde(default)]
+        stream: crate::wire::Direction,
+        toxicity: f64,
+    },
 }
 
 /// One phase of a scenario's timeline, half-open `[start_s, end_s)` in seconds after time zero.
@@ -213,6 +278,7 @@ mod tests {
                 latency: Duration::ZERO,
             }],
             rate_limited: Vec::new(),
+            wire: Vec::new(),
         }
     }
 

@@ -39,8 +39,10 @@ pub enum Direction {
     Downstream,
 }
 
-/// A toxic's type and attributes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A toxic's type and attributes (in JSON and TOML: `type` and `attributes`, as Toxiproxy
+/// writes them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "KindJson", into = "KindJson")]
 pub enum ToxicKind {
     Latency {
         latency_ms: u64,
@@ -178,6 +180,37 @@ impl ToxicKind {
                 bytes: get("bytes")?,
             },
         })
+    }
+}
+
+/// A [`ToxicKind`] as written: `type` and `attributes`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindJson {
+    #[serde(rename = "type")]
+    pub type_name: String,
+    #[serde(default)]
+    pub attributes: BTreeMap<String, f64>,
+}
+
+impl TryFrom<KindJson> for ToxicKind {
+    type Error = String;
+
+    fn try_from(j: KindJson) -> Result<Self, String> {
+        ToxicKind::from_parts(&j.type_name, &j.attributes)
+    }
+}
+
+impl From<ToxicKind> for KindJson {
+    fn from(k: ToxicKind) -> Self {
+        KindJson {
+            type_name: k.type_name().to_string(),
+            attributes: k
+                .attributes()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v as f64))
+                .collect(),
+        }
     }
 }
 

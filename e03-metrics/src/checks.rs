@@ -150,6 +150,7 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
         CheckMetric::Attempts => mine.total_requests as f64,
         CheckMetric::Accepted => mine.succeeded as f64,
         CheckMetric::FailedFast => mine.failed_fast as f64,
+        CheckMetric::ConnectRefused => mine.no_answer.connect_refused as f64,
         CheckMetric::PeakArrivals {
             window_ms,
             retries_only,
@@ -291,21 +292,25 @@ fn against_model(
 }
 
 /// The median time from sending an attempt that a down phase failed (its status is a down
-/// phase's) to knowing it failed, in µs, over every run's attempt log, with how many such
-/// attempts there were; `None` when no run kept an attempt log with such an attempt.
+/// phase's) or a refused phase refused (its connect was refused) to knowing it failed, in µs,
+/// over every run's attempt log, with how many such attempts there were; `None` when no run
+/// kept an attempt log with such an attempt.
 pub fn failure_latency_us(s: &ScenarioSummary) -> Option<(u64, usize)> {
-    let statuses: Vec<u16> = s
-        .params
-        .timeline(s.scenario)
-        .down
+    let timeline = s.params.timeline(s.scenario);
+    let statuses: Vec<u16> = timeline.down.iter().map(|d| d.status).collect();
+    let refused = timeline
+        .wire
         .iter()
-        .map(|d| d.status)
-        .collect();
+        .any(|w| w.fault == e03_core::timeline::WireFault::Refused);
     let mut latencies: Vec<u64> = s
         .runs
         .iter()
         .flat_map(|r| &r.attempt_log)
-        .filter(|l| matches!(l.end, LineEnd::Status(st) if statuses.contains(&st)))
+        .filter(|l| match l.end {
+            LineEnd::Status(st) => statuses.contains(&st),
+            LineEnd::Broken(e03_core::attempt::Broken::ConnectRefused) => refused,
+            _ => false,
+        })
         .map(|l| l.end_us.saturating_sub(l.sent_us))
         .collect();
     if latencies.is_empty() {
@@ -358,8 +363,14 @@ pub fn check_notes(s: &ScenarioSummary) -> Vec<String> {
     let live = !s.simulated;
     let mut notes: Vec<String> = Vec::new();
     if let (true, Some(m)) = (live, &s.model) {
+        // A down answer, or a refused connect (a refused phase): what the run's failures were.
+        let what = if s.params.timeline(s.scenario).down.is_empty() {
+            "refused connect"
+        } else {
+            "down answer"
+        };
         notes.push(format!(
-            "model: the same runs simulated with every down answer {:.2} ms after its attempt \
+            "model: the same runs simulated with every {what} {:.2} ms after its attempt \
              (the median failure latency measured in this run, over {} failed attempts)",
             m.failure_latency_us as f64 / 1000.0,
             m.failures

@@ -33,7 +33,8 @@
 //! would give the whole 80 ms of each to the normal side and read some 4% high.
 //!
 //! Matching checks that every attempt the swarm logged arrived at the dependency under the same
-//! identity (client, op, attempt), and the other way round. Arrivals without identity headers
+//! identity (client, op, attempt), and the other way round; an attempt whose connection was
+//! never made (`connect_refused`, `connect_timeout`) has nothing to match. Arrivals without identity headers
 //! count as unmatched server arrivals. The identities are not kept: a fixed-size sketch of the
 //! difference of the two multisets (see `matching`) lists up to a few hundred differing
 //! identities exactly and gives lower bounds beyond; the chance that logs which differ read as
@@ -59,7 +60,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use e03_core::dependency::ServiceConfig;
-use e03_core::events::{Arrival, Attempt, Cause, Response};
+use e03_core::events::{Arrival, Attempt, AttemptEnd, Cause, Response};
+use e03_core::timeline::WireFault;
 
 use crate::matching::IdentitySketch;
 use crate::metrics::{histogram, quantile_ms, MAX_T_US};
@@ -219,11 +221,18 @@ pub struct Matched {
     pub unmatched_client: u64,
     /// Server arrivals with no client attempt of the same identity (or no identity at all).
     pub unmatched_server: u64,
+    /// Client attempts reset before their answer inside a `refused` wire phase: the fault proxy
+    /// closed their connection, maybe before it passed the request on, so each may be missing
+    /// at the dependency ([`Matched::ok`]).
+    #[serde(default)]
+    pub cut_by_proxy: u64,
 }
 
 impl Matched {
+    /// Every server arrival is a client attempt, and every client attempt arrived, but those
+    /// the fault proxy cut (at most `cut_by_proxy` may be missing).
     pub fn ok(&self) -> bool {
-        self.unmatched_client == 0 && self.unmatched_server == 0
+        self.unmatched_client <= self.cut_by_proxy && self.unmatched_server == 0
     }
 }
 
@@ -246,6 +255,8 @@ pub(crate) struct LiveAccumulator {
     anonymous_arrivals: u64,
     server_arrivals: u64,
     client_attempts: u64,
+    /// Client attempts reset before their answer inside a refused wire phase.
+    cut_by_proxy: u64,
     /// Saturation spells outside the freeze, merged as they come: start -> end, µs, disjoint
     /// and not touching.
     spells: BTreeMap<u64, u64>,
@@ -303,6 +314,7 @@ impl LiveAccumulator {
             anonymous_arrivals: 0,
             server_arrivals: 0,
             client_attempts: 0,
+            cut_by_proxy: 0,
             spells: BTreeMap::new(),
             completions: Vec::new(),
             answer_late: histogram(),
@@ -345,8 +357,23 @@ impl LiveAccumulator {
     }
 
     pub(crate) fn attempt(&mut self, a: &Attempt) {
+        // An attempt whose connection was never made (refused, or not made in time) reached
+        // nothing: there is no arrival to match it with.
+        if a.end.broken().is_some_and(|b| b.before_sending()) {
+            return;
+        }
         self.client_attempts += 1;
         self.identities.client(a.client, a.op, a.attempt);
+        let at = std::time::Duration::from_micros(a.end_us);
+        if a.end == AttemptEnd::ResetBeforeAnswer
+            && self
+                .cfg
+                .timeline
+                .wire_at(at)
+                .is_some_and(|w| w.fault == WireFault::Refused)
+        {
+            self.cut_by_proxy += 1;
+        }
     }
 
     /// A response: pairs it with its arrival (logged before it by the service), then forgets
@@ -514,6 +541,7 @@ impl LiveAccumulator {
             matched,
             unmatched_client: self.client_attempts - matched,
             unmatched_server: self.server_arrivals - matched,
+            cut_by_proxy: self.cut_by_proxy,
         };
         (fidelity, matched)
     }
@@ -812,6 +840,38 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_the_proxy_cut_in_a_refused_phase_may_be_missing_at_the_dependency() {
+        // refused: nothing listens from 3 s to 5 s; the proxy closes the open connections.
+        let refused = Scenario::named("refused").unwrap();
+        let matched = |end_us| {
+            let mut a = RunAccumulator::new(refused, &Params::default(), "A", 1);
+            a.attempt_event(&Attempt {
+                tag: tag(),
+                client: 1,
+                op: 0,
+                attempt: 1,
+                due_us: 0,
+                sent_us: end_us - 500,
+                end_us,
+                end: AttemptEnd::ResetBeforeAnswer,
+                status: None,
+                rejection: None,
+                flow: None,
+                step: None,
+                retry_after_us: None,
+            });
+            a.finish().matched.unwrap()
+        };
+        let cut = matched(3_000_400);
+        assert_eq!((cut.unmatched_client, cut.cut_by_proxy), (1, 1));
+        assert!(cut.ok());
+        // A reset outside the phase is the dependency's or the network's: it must have arrived.
+        let lost = matched(2_000_000);
+        assert_eq!((lost.unmatched_client, lost.cut_by_proxy), (1, 0));
+        assert!(!lost.ok());
+    }
+
+    #[test]
     fn identities_are_matched_both_ways() {
         let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
         a.arrival_event(&arrival(0, 10, Some((1, 0, 1))));
@@ -835,6 +895,17 @@ mod tests {
         a.attempt_event(&attempt(1, 1));
         a.attempt_event(&attempt(1, 2));
         a.attempt_event(&attempt(7, 1)); // never arrived
+                                         // Refused, or not connected in time: never left, so not looked for at the dependency.
+        for (client, end) in [
+            (8, AttemptEnd::ConnectRefused),
+            (9, AttemptEnd::ConnectTimeout),
+        ] {
+            a.attempt_event(&Attempt {
+                end,
+                status: None,
+                ..attempt(client, 1)
+            });
+        }
         let m = a.finish().matched.unwrap();
         assert_eq!(
             m,
@@ -843,7 +914,8 @@ mod tests {
                 server_arrivals: 3,
                 matched: 2,
                 unmatched_client: 1,
-                unmatched_server: 1
+                unmatched_server: 1,
+                cut_by_proxy: 0,
             }
         );
         assert!(!m.ok());
@@ -941,7 +1013,8 @@ mod tests {
                 server_arrivals: 9_999,
                 matched: 9_999,
                 unmatched_client: 1,
-                unmatched_server: 0
+                unmatched_server: 0,
+                cut_by_proxy: 0,
             }
         );
         assert!(!m.ok());

@@ -298,10 +298,11 @@ pub fn load_table(s: &ScenarioSummary) -> Table {
 
 /// Sent attempts that got no HTTP answer, by class, per strategy (client logs, or the model; mean (min..max)
 /// over seeds): a read timeout and each way a connection failed (issue 27's outcome classes).
-/// Only when some attempt's connection failed: timeouts alone are the fault of E03-A's slow
-/// answers and need no table.
+/// Only when some attempt's connection failed or the timeline has a fault on the wire: timeouts
+/// alone are the fault of E03-A's slow answers and need no table.
 pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
-    if s.runs.iter().all(|r| r.no_answer.broken() == 0) {
+    let wire = !s.params.timeline(s.scenario).wire.is_empty();
+    if !wire && s.runs.iter().all(|r| r.no_answer.broken() == 0) {
         return None;
     }
     use e03_core::attempt::Broken;
@@ -742,6 +743,11 @@ pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
                 None => ("-".into(), "-".into(), "-".into(), "-".into()),
             };
             let matched = match &r.matched {
+                // Attempts the fault proxy cut in a refused phase may be missing (docs/wire.md).
+                Some(m) if m.ok() && m.unmatched_client > 0 => format!(
+                    "{}/{} ok ({} cut)",
+                    m.matched, m.client_attempts, m.unmatched_client
+                ),
                 Some(m) if m.ok() => format!("{}/{} ok", m.matched, m.client_attempts),
                 Some(m) if r.complete => format!("{}/{} MISMATCH", m.matched, m.client_attempts),
                 Some(m) => format!("{}/{} incomplete", m.matched, m.client_attempts),
@@ -1370,6 +1376,7 @@ mod terminal_tests {
                     matched: 31_233,
                     unmatched_client: 1,
                     unmatched_server: 0,
+                    cut_by_proxy: 0,
                 });
                 m.arrivals_100ms = vec![1_234; 200];
                 m.retries_100ms = vec![1_000; 200];

@@ -427,7 +427,13 @@ fn run_group(
     let n = LANES.fetch_add(1, Ordering::SeqCst) + 1;
     let group = &lane.strategies;
     let exe = std::env::current_exe().context("locating the lab binary")?;
-    let serve_plan = loopback_serve_plan(out, answer_spin);
+    // A fault proxy in front of each dependency when a scenario of the lane has wire phases.
+    let wire_front = lane
+        .scenario_args
+        .iter()
+        .filter_map(|arg| plan.scenario_args.iter().position(|a| a == arg))
+        .any(|i| !plan.params[i].timeline(plan.scenarios[i]).wire.is_empty());
+    let serve_plan = loopback_serve_plan(out, answer_spin, wire_front);
     let serve_file = out.join(format!("plan-lane{n}-serve.json"));
     write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
     let mut services = Vec::new();
@@ -496,10 +502,12 @@ pub(crate) fn child_command(exe: &Path, sub: &str) -> Command {
 }
 
 /// The plan of a `lab serve` child of a loopback run: both listeners on port 0, logs into
-/// `log_dir`, no scenario of its own (each run's comes in its start call).
+/// `log_dir`, no scenario of its own (each run's comes in its start call); `wire_front`: a fault
+/// proxy in front of it, for runs with wire phases.
 pub(crate) fn loopback_serve_plan(
     log_dir: &Path,
     answer_spin: Duration,
+    wire_front: bool,
 ) -> dependency_service::ServePlan {
     dependency_service::ServePlan {
         listen: "127.0.0.1:0".parse().expect("an address"),
@@ -510,6 +518,7 @@ pub(crate) fn loopback_serve_plan(
         timeline_start: Default::default(),
         params: e03_core::Params::default(),
         answer_spin,
+        wire_front,
     }
 }
 

@@ -216,7 +216,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     raw.insert("E03_DURATION_S".to_string(), format!("{total_s}"));
     let params = e03_core::Params::for_scenario(scenario, &raw)
         .map_err(|e| anyhow::anyhow!("the soak's parameters: {e}"))?;
-    let serve_plan = loopback_serve_plan(dir, Duration::ZERO);
+    let serve_plan = loopback_serve_plan(dir, Duration::ZERO, false);
     let serve_file = dir.join("plan-soak-serve.json");
     write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
     let (mut service, work, control) =

@@ -67,6 +67,7 @@ fn children_run_their_plan_not_the_environment() {
         timeline_start: Default::default(),
         params: Params::default(),
         answer_spin: std::time::Duration::ZERO,
+        wire_front: false,
     };
     let serve_file = dir.join("serve.json");
     std::fs::write(&serve_file, serde_json::to_string(&serve_plan).unwrap()).unwrap();

@@ -81,7 +81,8 @@ fn list_shows_the_builtin_catalogue() {
             "idempotency",
             "classification",
             "metastable",
-            "ratelimit"
+            "ratelimit",
+            "refused"
         ],
         "{out}"
     );

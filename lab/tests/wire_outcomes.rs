@@ -186,3 +186,96 @@ fn the_proxy_s_resets_and_cut_bodies_are_told_apart() {
         ["reset_before_answer", "reset_before_answer"]
     );
 }
+
+/// The built-in `refused` scenario, live: a fault proxy in front of each dependency is taken
+/// down from 3 s to 5 s; the refused attempts are counted from the client logs, checked against
+/// the model at the latency measured, and the proxy's log holds both edges.
+#[test]
+fn lab_run_refused_puts_a_proxy_in_front_and_counts_the_refused_connects() {
+    let out = temp("wire", "refused-run");
+    let o = lab()
+        .args(["run", "refused", "--seed", "42", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let checks: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("| connects refused"))
+        .collect();
+    assert_eq!(checks.len(), 2, "{stdout}");
+    assert!(checks.iter().all(|l| l.ends_with("PASS |")), "{stdout}");
+    let dir = out.join("latest").join("refused");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let run = |id: &str| {
+        summary["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["strategy"] == id)
+            .unwrap()
+            .clone()
+    };
+    let (a, c) = (run("A"), run("C"));
+    let refused = |r: &serde_json::Value| r["no_answer"]["connect_refused"].as_u64().unwrap();
+    // Immediate retry spends its 4 attempts at once, operation after operation.
+    assert!(refused(&a) > 3 * refused(&c), "A {a}\nC {c}");
+    // What never connected never arrived: the dependency saw fewer than were sent.
+    let sent = a["total_requests"].as_u64().unwrap();
+    assert!(sent < refused(&a), "{a}");
+    // The proxy was taken down at 3 s and brought back at 5 s, and it logged so.
+    let wire = std::fs::read_to_string(dir.join("wire-A-seed42.jsonl")).unwrap();
+    let changes = wire
+        .lines()
+        .filter(|l| l.contains(r#""what":"proxy_updated""#))
+        .count();
+    assert_eq!(changes, 2, "{wire}");
+    assert!(wire.contains(r#""event":"connection""#), "{wire}");
+}
+
+/// Simulated, a refused phase ends attempts as refused connects that never reach the
+/// dependency; a toxic phase is refused before anything runs (live only for now).
+#[test]
+fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
+    let out = temp("wire", "refused-sim");
+    let o = lab()
+        .args(["simulate", "refused", "--seeds", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| A ") && l.matches('|').count() == 8)
+        .unwrap_or_else(|| panic!("no row of A in the no-answer table: {stdout}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    // "", strategy, read timeout, connect refused, ...
+    assert_eq!(cells[3].parse::<u64>().map(|n| n > 400), Ok(true), "{row}");
+
+    let file = temp("wire", "toxic-file").join("blackhole.toml");
+    std::fs::write(
+        &file,
+        "name = \"blackhole-test\"\ntitle = \"B\"\ndescription = \"d\"\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"timeout\"\n",
+    )
+    .unwrap();
+    let toxic_out = temp("wire", "toxic-out");
+    let o = lab()
+        .args(["simulate"])
+        .arg(&file)
+        .args(["--seeds", "1", "--out"])
+        .arg(&toxic_out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("its timeout toxic (from 1 s) runs live only"),
+        "{stderr}"
+    );
+    // Nothing half-written that looks like a result.
+    assert_eq!(std::fs::read_dir(&toxic_out).unwrap().count(), 0);
+}

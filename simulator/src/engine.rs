@@ -18,12 +18,14 @@
 //! `Vec` indexed by request id, answers go through one reused buffer.
 
 use e03_core::arrivals::{Arrival, OpenLoop};
+use e03_core::attempt::Broken;
 use e03_core::breaker::BreakerState;
 use e03_core::events::Cause;
 use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
+use e03_core::timeline::{WireFault, WireWindow};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -36,6 +38,10 @@ pub trait Observer {
     /// Attempt `attempt` of operation `op` of `client` is sent and arrives at the dependency as
     /// request `req` (sending and arrival are the same instant).
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32);
+    /// Attempt `attempt` of operation `op` of `client` is sent as request `req` while nothing
+    /// listens (a `refused` wire phase): it never reaches the dependency, and its end comes as
+    /// a refused connect.
+    fn refused(&mut self, _t: Nanos, _req: ReqId, _client: u32, _op: u32, _attempt: u32) {}
     /// The dependency's decision about that request.
     fn admission(&mut self, _t: Nanos, _req: ReqId, _admission: Admission) {}
     /// Attempt `attempt` of operation `op` of `client` was refused by a policy layer (an open
@@ -94,6 +100,9 @@ pub struct Engine<'a, O: Observer> {
     /// The open loop's arrivals and slots (`E03_WORKLOAD=open_loop`); its slot `k` is
     /// `clients[k]`, opened as arrivals need it.
     open: Option<OpenLoop>,
+    /// The wire faults in front of the dependency (issue 27): a `refused` phase ends every
+    /// attempt sent in it as a refused connect, after its latency.
+    wire: Vec<WireWindow>,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -130,6 +139,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         .min(1e6) as usize
             + 1;
         Self {
+            wire: params.timeline(scenario).wire,
             strategy,
             queue,
             service,
@@ -162,6 +172,10 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Event::StartOp(c) | Event::SendAttempt(c) => self.wake(t, c),
                 Event::AttemptTimeout(req) => {
                     self.attempt_ends(t, req, AttemptResult::Timeout);
+                }
+                Event::Refused(req) => {
+                    let refused = AttemptResult::ConnectionError(Broken::ConnectRefused);
+                    self.attempt_ends(t, req, refused);
                 }
                 Event::Arrival => self.arrival(t),
             }
@@ -214,6 +228,18 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.owner.push(c);
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
+        let now = dur(t);
+        let refused = self
+            .wire
+            .iter()
+            .find(|w| now >= w.start && now < w.end && w.fault == WireFault::Refused);
+        if let Some(w) = refused {
+            // Nothing listens: the attempt never reaches the dependency.
+            self.observer
+                .refused(t, req, c, send.id.op, send.id.attempt);
+            self.queue.push(t + nanos(w.latency), Event::Refused(req));
+            return;
+        }
         self.observer
             .arrival(t, req, c, send.id.op, send.id.attempt);
         // A charging strategy's attempt is a charge (`POST /charge`) with its policy's key.

@@ -28,6 +28,8 @@ pub enum Event {
     SendAttempt(u32),
     /// The attempt carried by this request timed out on the client's side.
     AttemptTimeout(ReqId),
+    /// The attempt carried by this request found nothing listening (a `refused` wire phase).
+    Refused(ReqId),
     /// The open loop's next operation arrives.
     Arrival,
 }
@@ -37,7 +39,7 @@ impl Event {
     fn rank(self) -> u8 {
         match self {
             Event::StartOp(_) | Event::SendAttempt(_) | Event::Arrival => 0,
-            Event::AttemptTimeout(_) => 1,
+            Event::AttemptTimeout(_) | Event::Refused(_) => 1,
         }
     }
 }

@@ -31,6 +31,16 @@ impl Observer for RunAccumulator {
         }
     }
 
+    fn refused(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
+        // Sent by the client, never arrived: no arrival at the dependency.
+        let t_us = t / 1000;
+        RunAccumulator::attempt(self, attempt, t_us, t_us);
+        RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
+        if let Some(l) = self.ledger_mut() {
+            l.sent(Some(req), client, op, attempt);
+        }
+    }
+
     fn lost(&mut self, _t: Nanos, req: ReqId) {
         if let Some(l) = self.ledger_mut() {
             l.lost(req);

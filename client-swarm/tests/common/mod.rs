@@ -99,6 +99,7 @@ pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target 
     let opts = dependency_service::ServiceOptions {
         log_dir: log_dir.to_path_buf(),
         answer_spin: std::time::Duration::ZERO,
+        wire_front: None,
         standalone: None,
     };
     tokio::spawn(dependency_service::serve(

@@ -52,6 +52,7 @@ pub async fn start(name: &str, standalone: Option<(Scenario, &[(&str, &str)])>) 
     let opts = ServiceOptions {
         log_dir: log_dir.clone(),
         answer_spin: std::time::Duration::ZERO,
+        wire_front: None,
         standalone: standalone.map(|(scenario, pairs)| StandaloneRun {
             scenario,
             params: params(pairs),
