@@ -279,3 +279,53 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
     // Nothing half-written that looks like a result.
     assert_eq!(std::fs::read_dir(&toxic_out).unwrap().count(), 0);
 }
+
+/// A toxic phase, live: 300 ms of latency on the wire from 1 s to 2.5 s against attempts that
+/// time out after 250 ms. The proxy's log holds the toxic added and removed 1.5 s apart, and
+/// the attempts of the phase are read timeouts.
+#[test]
+fn a_toxic_phase_runs_live_through_the_proxy_in_front() {
+    let dir = temp("wire", "toxic-live");
+    let file = dir.join("slow-wire.toml");
+    std::fs::write(
+        &file,
+        "name = \"slow-wire-test\"\ntitle = \"S\"\ndescription = \"d\"\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1.0\nend_s = 2.5\ntoxic = \"latency\"\n\
+         attributes = { latency = 300 }\n\
+         [workload]\nclients = 5\nduration_s = 3.5\nthink_min_ms = 100\nthink_max_ms = 200\n\
+         [policy]\nstrategies = [\"C\"]\nattempt_timeout_ms = 250\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = lab()
+        .arg("run")
+        .arg(&file)
+        .args(["--seed", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("Attempts without an answer, by how they ended:"),
+        "{stdout}"
+    );
+    let run = out.join("latest").join("slow-wire-test");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let timeouts = summary["runs"][0]["no_answer"]["timeout"].as_u64().unwrap();
+    assert!(timeouts > 0, "{summary}");
+    let wire = std::fs::read_to_string(run.join("wire-C-seed1.jsonl")).unwrap();
+    let at = |what: &str| -> u64 {
+        let line = wire
+            .lines()
+            .find(|l| l.contains(&format!(r#""what":"{what}""#)))
+            .unwrap_or_else(|| panic!("no {what} in {wire}"));
+        serde_json::from_str::<serde_json::Value>(line).unwrap()["at_us"]
+            .as_u64()
+            .unwrap()
+    };
+    let held = at("toxic_removed") - at("toxic_added");
+    assert!((1_450_000..1_600_000).contains(&held), "{held} µs: {wire}");
+    assert!(wire.contains(r#""type":"latency""#), "{wire}");
+}
