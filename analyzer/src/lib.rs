@@ -238,11 +238,26 @@ pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
     if !e03_metrics::checks::needs_model(live) {
         return None;
     }
-    let (latency_us, failures) = e03_metrics::checks::failure_latency_us(live)?;
-    let params = live
-        .params
-        .clone()
-        .with_down_latency(std::time::Duration::from_micros(latency_us));
+    // A timeline with no down or refused phase has no failure latency to measure: its model
+    // runs as written.
+    let timeline = live.params.timeline(live.scenario);
+    let measures = !timeline.down.is_empty()
+        || timeline
+            .wire
+            .iter()
+            .any(|w| w.fault == e03_core::timeline::WireFault::Refused);
+    let (latency_us, failures) = match e03_metrics::checks::failure_latency_us(live) {
+        Some(measured) => measured,
+        None if !measures => (0, 0),
+        None => return None,
+    };
+    let params = if measures {
+        live.params
+            .clone()
+            .with_down_latency(std::time::Duration::from_micros(latency_us))
+    } else {
+        live.params.clone()
+    };
     Some(e03_metrics::ModelRun {
         failure_latency_us: latency_us,
         failures,

@@ -45,6 +45,8 @@ pub enum CheckMetric {
     FailedFast,
     /// Attempts sent while nothing listened: their connect was refused (a `refused` phase).
     ConnectRefused,
+    /// Attempts that got no complete answer within their timeout (read timeouts).
+    Timeouts,
     /// The most arrivals in one window of `window_ms` (aligned to time zero); retries only
     /// (attempt number above 1) or all.
     PeakArrivals { window_ms: u64, retries_only: bool },
@@ -206,6 +208,7 @@ impl CheckSpec {
             CheckMetric::Accepted => "accepted".into(),
             CheckMetric::FailedFast => "failed fast".into(),
             CheckMetric::ConnectRefused => "connects refused".into(),
+            CheckMetric::Timeouts => "read timeouts".into(),
             CheckMetric::PeakArrivals {
                 window_ms,
                 retries_only,
@@ -256,7 +259,8 @@ pub const CHECK_KEYS: &[&str] = &[
     "cause",
 ];
 
-const METRICS: &str = "one of attempts, accepted, failed_fast, connect_refused, peak_arrivals, \
+const METRICS: &str =
+    "one of attempts, accepted, failed_fast, connect_refused, timeouts, peak_arrivals, \
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
@@ -371,6 +375,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "accepted" => CheckMetric::Accepted,
         "failed_fast" => CheckMetric::FailedFast,
         "connect_refused" => CheckMetric::ConnectRefused,
+        "timeouts" => CheckMetric::Timeouts,
         "distinct_waits" => CheckMetric::DistinctWaits,
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,

@@ -64,6 +64,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../scenarios/ratelimit.toml"),
     ),
     ("refused.toml", include_str!("../scenarios/refused.toml")),
+    (
+        "blackhole.toml",
+        include_str!("../scenarios/blackhole.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -955,7 +959,8 @@ mod tests {
                 "classification",
                 "metastable",
                 "ratelimit",
-                "refused"
+                "refused",
+                "blackhole"
             ]
         );
         let b = builtin("e03b").unwrap();

@@ -151,6 +151,7 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
         CheckMetric::Accepted => mine.succeeded as f64,
         CheckMetric::FailedFast => mine.failed_fast as f64,
         CheckMetric::ConnectRefused => mine.no_answer.connect_refused as f64,
+        CheckMetric::Timeouts => mine.no_answer.timeout as f64,
         CheckMetric::PeakArrivals {
             window_ms,
             retries_only,
@@ -267,7 +268,12 @@ fn against_model(
         row.band = "model".into();
         return row;
     };
-    let latency = format!("{:.2} ms", model.failure_latency_us as f64 / 1000.0);
+    // The latency the model ran at, when the run had failures to measure it from.
+    let at = if model.failures == 0 {
+        String::new()
+    } else {
+        format!(", at {:.2} ms", model.failure_latency_us as f64 / 1000.0)
+    };
     let theirs = match figure(&model.runs, check, seed) {
         Ok(f) => f,
         Err(shown) => {
@@ -278,12 +284,12 @@ fn against_model(
     row.published = format!("model {}", theirs.text());
     match (ours, &theirs, &check.metric) {
         (Figure::Times(a), Figure::Times(b), CheckMetric::BreakerTransitions { tolerance_ms }) => {
-            row.band = format!("each ± {} ms, at {latency}", number(*tolerance_ms));
+            row.band = format!("each ± {} ms{at}", number(*tolerance_ms));
             row.pass = Some(times_match(a, b, *tolerance_ms));
         }
         (Figure::Number(a), Figure::Number(b), _) => {
             let tolerance = check.tolerance.unwrap_or(0.0);
-            row.band = format!("± {}, at {latency}", number(tolerance));
+            row.band = format!("± {}{at}", number(tolerance));
             row.pass = Some((a - b).abs() <= tolerance + 1e-9);
         }
         _ => {}
@@ -363,18 +369,27 @@ pub fn check_notes(s: &ScenarioSummary) -> Vec<String> {
     let live = !s.simulated;
     let mut notes: Vec<String> = Vec::new();
     if let (true, Some(m)) = (live, &s.model) {
+        if m.failures == 0 {
+            notes.push(
+                "model: the same runs simulated (no down or refused phase: no failure latency \
+                 to measure)"
+                    .into(),
+            );
+        }
         // A down answer, or a refused connect (a refused phase): what the run's failures were.
         let what = if s.params.timeline(s.scenario).down.is_empty() {
             "refused connect"
         } else {
             "down answer"
         };
-        notes.push(format!(
-            "model: the same runs simulated with every {what} {:.2} ms after its attempt \
+        if m.failures > 0 {
+            notes.push(format!(
+                "model: the same runs simulated with every {what} {:.2} ms after its attempt \
              (the median failure latency measured in this run, over {} failed attempts)",
-            m.failure_latency_us as f64 / 1000.0,
-            m.failures
-        ));
+                m.failure_latency_us as f64 / 1000.0,
+                m.failures
+            ));
+        }
     }
     for c in s
         .scenario

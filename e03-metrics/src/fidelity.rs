@@ -34,7 +34,8 @@
 //!
 //! Matching checks that every attempt the swarm logged arrived at the dependency under the same
 //! identity (client, op, attempt), and the other way round; an attempt whose connection was
-//! never made (`connect_refused`, `connect_timeout`) has nothing to match. Arrivals without identity headers
+//! never made (`connect_refused`, `connect_timeout`) has nothing to match, and one without an
+//! answer sent or ended inside a wire phase may be missing (the proxy may have cut it). Arrivals without identity headers
 //! count as unmatched server arrivals. The identities are not kept: a fixed-size sketch of the
 //! difference of the two multisets (see `matching`) lists up to a few hundred differing
 //! identities exactly and gives lower bounds beyond; the chance that logs which differ read as
@@ -61,7 +62,6 @@ use serde::{Deserialize, Serialize};
 
 use e03_core::dependency::ServiceConfig;
 use e03_core::events::{Arrival, Attempt, AttemptEnd, Cause, Response};
-use e03_core::timeline::WireFault;
 
 use crate::matching::IdentitySketch;
 use crate::metrics::{histogram, quantile_ms, MAX_T_US};
@@ -221,9 +221,9 @@ pub struct Matched {
     pub unmatched_client: u64,
     /// Server arrivals with no client attempt of the same identity (or no identity at all).
     pub unmatched_server: u64,
-    /// Client attempts reset before their answer inside a `refused` wire phase: the fault proxy
-    /// closed their connection, maybe before it passed the request on, so each may be missing
-    /// at the dependency ([`Matched::ok`]).
+    /// Client attempts without an answer, sent or ended inside a wire phase: the fault proxy
+    /// closed their connection or dropped their request, maybe before it passed the request
+    /// on, so each may be missing at the dependency ([`Matched::ok`]).
     #[serde(default)]
     pub cut_by_proxy: u64,
 }
@@ -255,7 +255,7 @@ pub(crate) struct LiveAccumulator {
     anonymous_arrivals: u64,
     server_arrivals: u64,
     client_attempts: u64,
-    /// Client attempts reset before their answer inside a refused wire phase.
+    /// Client attempts without an answer, sent or ended inside a wire phase.
     cut_by_proxy: u64,
     /// Saturation spells outside the freeze, merged as they come: start -> end, µs, disjoint
     /// and not touching.
@@ -364,14 +364,16 @@ impl LiveAccumulator {
         }
         self.client_attempts += 1;
         self.identities.client(a.client, a.op, a.attempt);
-        let at = std::time::Duration::from_micros(a.end_us);
-        if a.end == AttemptEnd::ResetBeforeAnswer
-            && self
-                .cfg
+        // Without an answer, and sent or ended inside a wire phase: the proxy may have closed
+        // its connection or dropped its request before passing it on.
+        let inside = |us: u64| {
+            self.cfg
                 .timeline
-                .wire_at(at)
-                .is_some_and(|w| w.fault == WireFault::Refused)
-        {
+                .wire_at(std::time::Duration::from_micros(us))
+                .is_some()
+        };
+        let unanswered = matches!(a.end, AttemptEnd::Timeout) || a.end.broken().is_some();
+        if unanswered && (inside(a.sent_us) || inside(a.end_us)) {
             self.cut_by_proxy += 1;
         }
     }

@@ -78,11 +78,12 @@ fn modelled(plan: &SimPlan) -> Result<(), i32> {
         let toxic = timeline
             .wire
             .iter()
-            .find(|w| w.fault != e03_core::timeline::WireFault::Refused);
+            .find(|w| !simulator::engine::modelled(&w.fault));
         if let Some(w) = toxic {
             eprintln!(
                 "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
-                 the refused phase and no toxic yet (docs/wire.md); run it with `lab run`",
+                 refused phases and blackholes (timeout 0, toxicity 1) only (docs/wire.md); run \
+                 it with `lab run`",
                 scenario.name(),
                 w.fault.name(),
                 w.start.as_secs_f64()

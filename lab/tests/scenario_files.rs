@@ -82,7 +82,8 @@ fn list_shows_the_builtin_catalogue() {
             "classification",
             "metastable",
             "ratelimit",
-            "refused"
+            "refused",
+            "blackhole"
         ],
         "{out}"
     );

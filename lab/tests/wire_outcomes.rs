@@ -187,26 +187,45 @@ fn the_proxy_s_resets_and_cut_bodies_are_told_apart() {
     );
 }
 
-/// The built-in `refused` scenario, live: a fault proxy in front of each dependency is taken
-/// down from 3 s to 5 s; the refused attempts are counted from the client logs, checked against
-/// the model at the latency measured, and the proxy's log holds both edges.
-#[test]
-fn lab_run_refused_puts_a_proxy_in_front_and_counts_the_refused_connects() {
-    let out = temp("wire", "refused-run");
+/// `lab run SCENARIO --seed 42` (exit 0) whose two check rows starting with `check` (A's and
+/// C's) PASS; the scenario's folder of the run.
+fn run_checked(scenario: &str, check: &str) -> std::path::PathBuf {
+    let out = temp("wire", &format!("{scenario}-run"));
     let o = lab()
-        .args(["run", "refused", "--seed", "42", "--out"])
+        .args(["run", scenario, "--seed", "42", "--out"])
         .arg(&out)
         .output()
         .unwrap();
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
-    let checks: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("| connects refused"))
-        .collect();
+    let checks: Vec<&str> = stdout.lines().filter(|l| l.starts_with(check)).collect();
     assert_eq!(checks.len(), 2, "{stdout}");
     assert!(checks.iter().all(|l| l.ends_with("PASS |")), "{stdout}");
-    let dir = out.join("latest").join("refused");
+    out.join("latest").join(scenario)
+}
+
+/// `lab simulate SCENARIO --seeds 1` (exit 0): A's row of the no-answer table, its cells.
+fn simulated_no_answer_of_a(scenario: &str) -> Vec<String> {
+    let o = lab()
+        .args(["simulate", scenario, "--seeds", "1", "--out"])
+        .arg(temp("wire", &format!("{scenario}-sim")))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| A ") && l.matches('|').count() == 8)
+        .unwrap_or_else(|| panic!("no row of A in the no-answer table: {stdout}"));
+    row.split('|').map(|c| c.trim().to_string()).collect()
+}
+
+/// The built-in `refused` scenario, live: a fault proxy in front of each dependency is taken
+/// down from 3 s to 5 s; the refused attempts are counted from the client logs, checked against
+/// the model at the latency measured, and the proxy's log holds both edges.
+#[test]
+fn lab_run_refused_puts_a_proxy_in_front_and_counts_the_refused_connects() {
+    let dir = run_checked("refused", "| connects refused");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let run = |id: &str| {
@@ -236,30 +255,30 @@ fn lab_run_refused_puts_a_proxy_in_front_and_counts_the_refused_connects() {
 }
 
 /// Simulated, a refused phase ends attempts as refused connects that never reach the
-/// dependency; a toxic phase is refused before anything runs (live only for now).
+/// dependency; a toxic the simulator does not model is refused before anything runs.
 #[test]
 fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
-    let out = temp("wire", "refused-sim");
-    let o = lab()
-        .args(["simulate", "refused", "--seeds", "1", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
-    let row = stdout
-        .lines()
-        .find(|l| l.starts_with("| A ") && l.matches('|').count() == 8)
-        .unwrap_or_else(|| panic!("no row of A in the no-answer table: {stdout}"));
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
     // "", strategy, read timeout, connect refused, ...
-    assert_eq!(cells[3].parse::<u64>().map(|n| n > 400), Ok(true), "{row}");
+    let refused = simulated_no_answer_of_a("refused");
+    assert_eq!(
+        refused[3].parse::<u64>().map(|n| n > 400),
+        Ok(true),
+        "{refused:?}"
+    );
+    // A blackhole (timeout 0) is modelled: the answers of the phase are dropped, so its
+    // attempts end at their timeout.
+    let blackhole = simulated_no_answer_of_a("blackhole");
+    assert_eq!(
+        blackhole[2].parse::<u64>().map(|n| n > 10),
+        Ok(true),
+        "{blackhole:?}"
+    );
 
-    let file = temp("wire", "toxic-file").join("blackhole.toml");
+    let file = temp("wire", "toxic-file").join("slow.toml");
     std::fs::write(
         &file,
-        "name = \"blackhole-test\"\ntitle = \"B\"\ndescription = \"d\"\n\
-         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"timeout\"\n",
+        "name = \"slow-test\"\ntitle = \"S\"\ndescription = \"d\"\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"latency\"\n",
     )
     .unwrap();
     let toxic_out = temp("wire", "toxic-out");
@@ -273,7 +292,7 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("its timeout toxic (from 1 s) runs live only"),
+        stderr.contains("its latency toxic (from 1 s) runs live only"),
         "{stderr}"
     );
     // Nothing half-written that looks like a result.
@@ -328,4 +347,16 @@ fn a_toxic_phase_runs_live_through_the_proxy_in_front() {
     let held = at("toxic_removed") - at("toxic_added");
     assert!((1_450_000..1_600_000).contains(&held), "{held} µs: {wire}");
     assert!(wire.contains(r#""type":"latency""#), "{wire}");
+}
+
+/// The built-in `blackhole` scenario, live: the proxy in front drops every answer from 3 s to
+/// 5 s; the read timeouts equal the model's, and the proxy's log holds the toxic's edges.
+#[test]
+fn lab_run_blackhole_times_out_what_the_model_times_out() {
+    let dir = run_checked("blackhole", "| read timeouts");
+    let wire = std::fs::read_to_string(dir.join("wire-A-seed42.jsonl")).unwrap();
+    for what in ["toxic_added", "toxic_removed"] {
+        assert!(wire.contains(&format!(r#""what":"{what}""#)), "{wire}");
+    }
+    assert!(wire.contains(r#""type":"timeout""#), "{wire}");
 }

@@ -26,6 +26,7 @@ use e03_core::policy::ClientPolicy;
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::timeline::{WireFault, WireWindow};
+use e03_core::wire::{Direction, ToxicKind};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -33,14 +34,37 @@ use e03_core::{
 use crate::queue::{Event, EventQueue, Nanos};
 use crate::service::{dur, nanos};
 
+/// Whether the simulator models `fault`: a `refused` phase, and a blackhole (Toxiproxy's
+/// `timeout` toxic with timeout 0 on every connection: nothing passes that way until the phase
+/// ends). Other toxics run live only for now.
+pub fn modelled(fault: &WireFault) -> bool {
+    match *fault {
+        WireFault::Refused => true,
+        WireFault::Toxic {
+            toxic, toxicity, ..
+        } => toxic == ToxicKind::Timeout { timeout_ms: 0 } && toxicity >= 1.0,
+    }
+}
+
+/// Whether a blackhole on `stream` holds the wire at `now`: upstream, requests are dropped on
+/// their way; downstream, answers are.
+fn blackhole(wire: &[WireWindow], now: std::time::Duration, stream: Direction) -> bool {
+    wire.iter().any(|w| {
+        now >= w.start
+            && now < w.end
+            && matches!(w.fault, WireFault::Toxic { stream: s, .. } if s == stream)
+            && modelled(&w.fault)
+    })
+}
+
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
 pub trait Observer {
     /// Attempt `attempt` of operation `op` of `client` is sent and arrives at the dependency as
     /// request `req` (sending and arrival are the same instant).
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32);
-    /// Attempt `attempt` of operation `op` of `client` is sent as request `req` while nothing
-    /// listens (a `refused` wire phase): it never reaches the dependency, and its end comes as
-    /// a refused connect.
+    /// Attempt `attempt` of operation `op` of `client` is sent as request `req` but never
+    /// reaches the dependency: nothing listens (a `refused` phase; its end comes as a refused
+    /// connect) or the wire drops it (an upstream blackhole; its timeout ends it).
     fn refused(&mut self, _t: Nanos, _req: ReqId, _client: u32, _op: u32, _attempt: u32) {}
     /// The dependency's decision about that request.
     fn admission(&mut self, _t: Nanos, _req: ReqId, _admission: Admission) {}
@@ -240,6 +264,12 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.queue.push(t + nanos(w.latency), Event::Refused(req));
             return;
         }
+        if blackhole(&self.wire, now, Direction::Upstream) {
+            // The wire drops the request: its timeout ends it.
+            self.observer
+                .refused(t, req, c, send.id.op, send.id.attempt);
+            return;
+        }
         self.observer
             .arrival(t, req, c, send.id.op, send.id.attempt);
         // A charging strategy's attempt is a charge (`POST /charge`) with its policy's key.
@@ -272,6 +302,10 @@ impl<'a, O: Observer> Engine<'a, O> {
                         c,
                         charge.op.expect("the engine's charges carry their op"),
                     );
+                }
+                if blackhole(&self.wire, dur(t), Direction::Downstream) {
+                    // The wire drops the answer: the work is done, the attempt's timeout ends it.
+                    continue;
                 }
                 let code = settled.status;
                 let result = if a.cause == Cause::Lost {
