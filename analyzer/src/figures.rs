@@ -1219,7 +1219,24 @@ mod tests {
                 count_rejected: true,
                 retry_after: None,
             }],
-            wire: Vec::new(),
+            wire: vec![
+                WireWindow {
+                    start: s(32),
+                    end: s(34),
+                    fault: WireFault::Refused,
+                    latency: Duration::ZERO,
+                },
+                WireWindow {
+                    start: s(40),
+                    end: s(41),
+                    fault: WireFault::Toxic {
+                        toxic: e03_core::wire::ToxicKind::Timeout { timeout_ms: 0 },
+                        stream: e03_core::wire::Direction::Downstream,
+                        toxicity: 1.0,
+                    },
+                    latency: Duration::ZERO,
+                },
+            ],
         };
         let names: Vec<(f64, String)> = phase_shades(&t)
             .into_iter()
@@ -1232,6 +1249,8 @@ mod tests {
                 (8.0, "freeze (held, then 503)".to_string()),
                 (10.0, "degraded (50% capacity)".to_string()),
                 (20.0, "rate limited (429 over the limit)".to_string()),
+                (32.0, "refused (nothing listens)".to_string()),
+                (40.0, "timeout (a toxic on the wire)".to_string()),
             ]
         );
     }

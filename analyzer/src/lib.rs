@@ -240,12 +240,7 @@ pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
     }
     // A timeline with no down or refused phase has no failure latency to measure: its model
     // runs as written.
-    let timeline = live.params.timeline(live.scenario);
-    let measures = !timeline.down.is_empty()
-        || timeline
-            .wire
-            .iter()
-            .any(|w| w.fault == e03_core::timeline::WireFault::Refused);
+    let measures = live.params.timeline(live.scenario).has_failure_phase();
     let (latency_us, failures) = match e03_metrics::checks::failure_latency_us(live) {
         Some(measured) => measured,
         None if !measures => (0, 0),

@@ -80,10 +80,9 @@ impl WireFront {
         self.api.clone()
     }
 
-    /// Starts applying `wire` from time zero `t0`, logging into `log`; undoes what a previous
-    /// run left first.
+    /// Starts applying `wire` from time zero `t0`, logging into `log` (the service ends the
+    /// previous run's phases first, [`Self::end_run`]).
     pub async fn begin_run(&self, t0: Instant, wire: Vec<WireWindow>, log: std::fs::File) {
-        self.end_run().await;
         self.proxies.set_log(Some(log));
         let api = self.api.clone();
         let task = tokio::spawn(async move {

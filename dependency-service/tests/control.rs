@@ -169,6 +169,19 @@ async fn malformed_control_calls_are_400_with_a_reason() {
     let (status, body) = common::post(&url, &raw_params.to_string()).await;
     assert_eq!(status, 400);
     assert!(body.starts_with("malformed start call JSON"), "{body}");
+    // A scenario with a wire phase, and no fault proxy in front of this service: refused,
+    // naming the phase.
+    let mut wire = bad_params.clone();
+    wire["params"] =
+        serde_json::to_value(e03_core::Params::from_raw(&common::raw(&[])).unwrap()).unwrap();
+    wire["scenario"] = serde_json::json!("refused");
+    let (status, body) = common::post(&url, &wire.to_string()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("scenario refused has a wire phase (refused from 3 s)")
+            && body.contains("no fault proxy in front"),
+        "{body}"
+    );
     let bad_strategy = common::start_call("r", "../../etc", 1, &[], common::unix_ms_now());
     assert_eq!(common::post(&url, &bad_strategy).await.0, 400);
     let (status, body) = common::post(&srv.control_url(STOP_PATH), r#"{"complete":"yes"}"#).await;

@@ -76,6 +76,19 @@ pub enum WireFault {
 }
 
 impl WireFault {
+    /// The direction a blackhole holds, if this fault is one: Toxiproxy's `timeout` toxic with
+    /// timeout 0 on every connection (toxicity 1), so nothing passes that way until it ends.
+    pub fn blackhole(&self) -> Option<crate::wire::Direction> {
+        match *self {
+            WireFault::Toxic {
+                toxic: crate::wire::ToxicKind::Timeout { timeout_ms: 0 },
+                stream,
+                toxicity,
+            } if toxicity >= 1.0 => Some(stream),
+            _ => None,
+        }
+    }
+
     /// `refused`, or the toxic's type (`latency`, `timeout`, ...).
     pub fn name(&self) -> &'static str {
         match self {
@@ -160,6 +173,17 @@ impl Timeline {
     /// The down window `now` falls in, if any.
     pub fn down_at(&self, now: Duration) -> Option<&DownWindow> {
         self.down.iter().find(|d| now >= d.start && now < d.end)
+    }
+
+    /// Whether a `refused` phase is on the timeline.
+    pub fn refused(&self) -> bool {
+        self.wire.iter().any(|w| w.fault == WireFault::Refused)
+    }
+
+    /// Whether the timeline has a phase whose failures take a latency a live run measures: a
+    /// `down` phase (its answer) or a `refused` one (the refused connect).
+    pub fn has_failure_phase(&self) -> bool {
+        !self.down.is_empty() || self.refused()
     }
 
     /// The wire fault `now` falls in, if any.
@@ -303,6 +327,39 @@ mod tests {
         assert_eq!(t.service_time(ms(5000), ms(40)), ms(40));
         assert_eq!(t.service_time(ms(12_000), ms(40)), ms(80));
         assert_eq!(Timeline::default().service_time(ms(12_000), ms(40)), ms(40));
+    }
+
+    #[test]
+    fn a_blackhole_is_a_timeout_toxic_at_0_on_every_connection() {
+        use crate::wire::{Direction, ToxicKind};
+        let toxic = |timeout_ms, stream, toxicity| WireFault::Toxic {
+            toxic: ToxicKind::Timeout { timeout_ms },
+            stream,
+            toxicity,
+        };
+        assert_eq!(
+            toxic(0, Direction::Upstream, 1.0).blackhole(),
+            Some(Direction::Upstream)
+        );
+        assert_eq!(
+            toxic(0, Direction::Downstream, 1.0).blackhole(),
+            Some(Direction::Downstream)
+        );
+        // Closed after a while, or on some connections only: not a blackhole.
+        assert_eq!(toxic(300, Direction::Downstream, 1.0).blackhole(), None);
+        assert_eq!(toxic(0, Direction::Downstream, 0.5).blackhole(), None);
+        assert_eq!(WireFault::Refused.blackhole(), None);
+        let mut t = outage();
+        assert!(t.has_failure_phase() && !t.refused());
+        t.down.clear();
+        assert!(!t.has_failure_phase());
+        t.wire.push(WireWindow {
+            start: ms(1),
+            end: ms(2),
+            fault: WireFault::Refused,
+            latency: Duration::ZERO,
+        });
+        assert!(t.has_failure_phase() && t.refused());
     }
 
     #[test]

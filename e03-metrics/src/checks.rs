@@ -304,10 +304,7 @@ fn against_model(
 pub fn failure_latency_us(s: &ScenarioSummary) -> Option<(u64, usize)> {
     let timeline = s.params.timeline(s.scenario);
     let statuses: Vec<u16> = timeline.down.iter().map(|d| d.status).collect();
-    let refused = timeline
-        .wire
-        .iter()
-        .any(|w| w.fault == e03_core::timeline::WireFault::Refused);
+    let refused = timeline.refused();
     let mut latencies: Vec<u64> = s
         .runs
         .iter()
@@ -369,20 +366,19 @@ pub fn check_notes(s: &ScenarioSummary) -> Vec<String> {
     let live = !s.simulated;
     let mut notes: Vec<String> = Vec::new();
     if let (true, Some(m)) = (live, &s.model) {
-        if m.failures == 0 {
-            notes.push(
-                "model: the same runs simulated (no down or refused phase: no failure latency \
-                 to measure)"
-                    .into(),
-            );
-        }
         // A down answer, or a refused connect (a refused phase): what the run's failures were.
         let what = if s.params.timeline(s.scenario).down.is_empty() {
             "refused connect"
         } else {
             "down answer"
         };
-        if m.failures > 0 {
+        if m.failures == 0 {
+            notes.push(
+                "model: the same runs simulated (no down or refused phase: no failure latency \
+                 to measure)"
+                    .into(),
+            );
+        } else {
             notes.push(format!(
                 "model: the same runs simulated with every {what} {:.2} ms after its attempt \
              (the median failure latency measured in this run, over {} failed attempts)",

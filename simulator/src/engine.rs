@@ -25,8 +25,8 @@ use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
-use e03_core::timeline::{WireFault, WireWindow};
-use e03_core::wire::{Direction, ToxicKind};
+use e03_core::timeline::{Timeline, WireFault};
+use e03_core::wire::Direction;
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -38,23 +38,7 @@ use crate::service::{dur, nanos};
 /// `timeout` toxic with timeout 0 on every connection: nothing passes that way until the phase
 /// ends). Other toxics run live only for now.
 pub fn modelled(fault: &WireFault) -> bool {
-    match *fault {
-        WireFault::Refused => true,
-        WireFault::Toxic {
-            toxic, toxicity, ..
-        } => toxic == ToxicKind::Timeout { timeout_ms: 0 } && toxicity >= 1.0,
-    }
-}
-
-/// Whether a blackhole on `stream` holds the wire at `now`: upstream, requests are dropped on
-/// their way; downstream, answers are.
-fn blackhole(wire: &[WireWindow], now: std::time::Duration, stream: Direction) -> bool {
-    wire.iter().any(|w| {
-        now >= w.start
-            && now < w.end
-            && matches!(w.fault, WireFault::Toxic { stream: s, .. } if s == stream)
-            && modelled(&w.fault)
-    })
+    *fault == WireFault::Refused || fault.blackhole().is_some()
 }
 
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
@@ -124,9 +108,9 @@ pub struct Engine<'a, O: Observer> {
     /// The open loop's arrivals and slots (`E03_WORKLOAD=open_loop`); its slot `k` is
     /// `clients[k]`, opened as arrivals need it.
     open: Option<OpenLoop>,
-    /// The wire faults in front of the dependency (issue 27): a `refused` phase ends every
-    /// attempt sent in it as a refused connect, after its latency.
-    wire: Vec<WireWindow>,
+    /// The timeline, for its wire faults (issue 27): a `refused` phase ends every attempt sent
+    /// in it as a refused connect, after its latency; a blackhole drops what passes its way.
+    timeline: Timeline,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -163,7 +147,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         .min(1e6) as usize
             + 1;
         Self {
-            wire: params.timeline(scenario).wire,
+            timeline: params.timeline(scenario),
             strategy,
             queue,
             service,
@@ -252,23 +236,20 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.owner.push(c);
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
-        let now = dur(t);
-        let refused = self
-            .wire
-            .iter()
-            .find(|w| now >= w.start && now < w.end && w.fault == WireFault::Refused);
-        if let Some(w) = refused {
-            // Nothing listens: the attempt never reaches the dependency.
-            self.observer
-                .refused(t, req, c, send.id.op, send.id.attempt);
-            self.queue.push(t + nanos(w.latency), Event::Refused(req));
-            return;
-        }
-        if blackhole(&self.wire, now, Direction::Upstream) {
-            // The wire drops the request: its timeout ends it.
-            self.observer
-                .refused(t, req, c, send.id.op, send.id.attempt);
-            return;
+        if let Some(w) = self.timeline.wire_at(dur(t)) {
+            if w.fault == WireFault::Refused {
+                // Nothing listens: the attempt never reaches the dependency.
+                self.observer
+                    .refused(t, req, c, send.id.op, send.id.attempt);
+                self.queue.push(t + nanos(w.latency), Event::Refused(req));
+                return;
+            }
+            if w.fault.blackhole() == Some(Direction::Upstream) {
+                // The wire drops the request: its timeout ends it.
+                self.observer
+                    .refused(t, req, c, send.id.op, send.id.attempt);
+                return;
+            }
         }
         self.observer
             .arrival(t, req, c, send.id.op, send.id.attempt);
@@ -303,7 +284,8 @@ impl<'a, O: Observer> Engine<'a, O> {
                         charge.op.expect("the engine's charges carry their op"),
                     );
                 }
-                if blackhole(&self.wire, dur(t), Direction::Downstream) {
+                let wire = self.timeline.wire_at(dur(t));
+                if wire.and_then(|w| w.fault.blackhole()) == Some(Direction::Downstream) {
                     // The wire drops the answer: the work is done, the attempt's timeout ends it.
                     continue;
                 }
