@@ -8,9 +8,15 @@ real `lab serve`, and checks the effect in what the client measures and in the p
 2. a latency toxic of 100 ms: every GET /work through the proxy takes at least 100 ms more;
 3. `proxy.down()`: a connection is refused; after it, the proxy answers on the same port;
 4. the log: every connection is a record, those made under the toxic name it, and every change
-   (proxy created, toxic added, proxy updated) is a record.
+   (proxy created, toxic added, proxy updated) is a record;
+5. during a run: `lab serve --scenario e03a --proxy-api ADDR` puts the proxy (named
+   `dependency`) in front of a running dependency and serves its API; the client finds it, adds a
+   100 ms latency of its own, and the run's logs show it: GETs 100 ms slower, the toxic added and
+   removed in the run's proxy log (wire-*.jsonl) with the connections it applied to, and the
+   requests in the run's server log.
 Exit 0 when all hold, 1 otherwise (the first difference is printed).
 """
+import glob
 import json
 import os
 import socket
@@ -54,10 +60,10 @@ try:
     p = t.create(upstream=work_addr, name="dependency", listen="127.0.0.1:0")
     url = f"http://{p.listen}/work"
 
-    def timed_get():
+    def timed_get(target=None):
         start_t = time.monotonic()
         try:
-            with urllib.request.urlopen(url, timeout=5) as r:
+            with urllib.request.urlopen(target or url, timeout=5) as r:
                 r.read()
         except urllib.error.HTTPError as e:  # the dependency without a run answers 503
             e.read()
@@ -96,3 +102,54 @@ for want in ("proxy_created", "toxic_added", "toxic_removed", "proxy_updated"):
         fail(f"no {want} record in the log: {changes}")
 print(f"check-wire: the log holds {len(conns)} connections ({len(with_toxic)} under the latency "
       f"toxic) and the changes {changes}")
+
+# 5. A user's Toxiproxy client during a run of `lab serve --proxy-api`.
+run_logs = os.path.join(work, "run-logs")
+serve = subprocess.Popen([lab, "serve", "--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0",
+                          "--proxy-api", "127.0.0.1:0", "--log-dir", run_logs, "--scenario", "e03a",
+                          "--timeline-start", "first-request"],
+                         stdout=subprocess.PIPE, text=True)
+try:
+    line = serve.stdout.readline().strip()
+    fields = dict(f.split("=", 1) for f in line.removeprefix("listening ").split() if "=" in f)
+    if "work" not in fields or "proxy_api" not in fields:
+        fail(f"lab serve --proxy-api named no work or proxy_api address: {line!r}")
+    host, port = fields["proxy_api"].rsplit(":", 1)
+    APIConsumer.host, APIConsumer.port = host, int(port)
+    front = Toxiproxy().get_proxy("dependency")
+    if front is None:
+        fail("the Toxiproxy client finds no proxy named dependency in front of the run")
+    run_url = f"http://{fields['work']}/work"
+    base = min(timed_get(run_url) for _ in range(5))
+    front.add_toxic(name="user-latency", type="latency", attributes={"latency": 100})
+    slow = [timed_get(run_url) for _ in range(5)]
+    front.destroy_toxic("user-latency")
+    after = min(timed_get(run_url) for _ in range(5))
+    # e03a's service time varies a little from request to request: 90 ms of the 100, and back.
+    if min(slow) < base + 0.09 or after > base + 0.05:
+        fail(f"during a run: GETs took {base:.4f} s, then {slow} s under the client's 100 ms, "
+             f"then {after:.4f} s")
+    print(f"check-wire: during a run of lab serve --proxy-api, the client's 100 ms latency: "
+          f"{min(slow) * 1000:.1f} ms at the fastest (before {base * 1000:.1f} ms, after "
+          f"{after * 1000:.1f} ms)")
+finally:
+    serve.terminate()
+    serve.wait(timeout=10)
+
+wire_logs = glob.glob(os.path.join(run_logs, "**", "wire-*.jsonl"), recursive=True)
+server_logs = glob.glob(os.path.join(run_logs, "**", "server-*.jsonl"), recursive=True)
+if len(wire_logs) != 1 or len(server_logs) != 1:
+    fail(f"the run wrote {wire_logs} and {server_logs}: one proxy log and one server log expected")
+records = [json.loads(l) for l in open(wire_logs[0])]
+changes = [(r["what"], (r.get("toxic") or {}).get("name")) for r in records if r["event"] == "change"]
+for want in (("toxic_added", "user-latency"), ("toxic_removed", "user-latency")):
+    if want not in changes:
+        fail(f"no {want} in the run's proxy log: {changes}")
+under = [r for r in records if r["event"] == "connection" and "user-latency" in r["toxics"]]
+if not under:
+    fail(f"no connection of the run's proxy log ran under user-latency: {records}")
+arrivals = sum(1 for l in open(server_logs[0]) if json.loads(l)["type"] == "arrival")
+if arrivals < 15:
+    fail(f"the run's server log holds {arrivals} arrivals, 15 GETs were sent")
+print(f"check-wire: the run's proxy log holds the client's toxic ({changes}) and "
+      f"{len(under)} connection(s) under it; its server log {arrivals} arrivals")

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! dependency-service [--listen ADDR] [--control-listen ADDR] [--log-dir DIR] [--scenario NAME|FILE|none]
-//!                    [--timeline-start process|first-request]
+//!                    [--timeline-start process|first-request] [--proxy-api ADDR]
 //!                    [run-parameter flags]
 //! dependency-service health [URL]
 //! ```
@@ -67,6 +67,10 @@ pub struct Plan {
     /// standalone run whose scenario has them.
     #[serde(default)]
     pub wire_front: bool,
+    /// `--proxy-api ADDR`: the fault proxy in front, with its Toxiproxy API served here, so a
+    /// user's Toxiproxy client can add faults of its own during a run (implies `wire_front`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_api: Option<SocketAddr>,
 }
 
 /// Default of `--answer-spin-us`: 200 µs (see [`ANSWER_SPIN_HELP`]).
@@ -140,6 +144,17 @@ pub fn command() -> Command {
                 .help(
                     "When that run's timeline starts: at the process's start, or at the first \
                      request it receives (so a client started later still meets every phase)",
+                ),
+        )
+        .arg(
+            Arg::new("proxy-api")
+                .long("proxy-api")
+                .env("E03_PROXY_API")
+                .value_name("ADDR")
+                .help(
+                    "Put the fault proxy in front of the work address (named `dependency`) and \
+                     serve its Toxiproxy API here, for a Toxiproxy client to drive during a \
+                     run; its log is the run's wire-*.jsonl (docs/wire.md)",
                 ),
         )
         .subcommand(
@@ -342,7 +357,12 @@ impl Plan {
             None => e03_core::cli::params_from_matches(m),
         }
         .map_err(param_error)?;
-        let wire_front = scenario.is_some_and(|s| !params.timeline(s).wire.is_empty());
+        let proxy_api = match m.get_one::<String>("proxy-api") {
+            Some(v) if !v.trim().is_empty() => Some(address(m, "proxy-api", "E03_PROXY_API")?),
+            _ => None,
+        };
+        let wire_front =
+            proxy_api.is_some() || scenario.is_some_and(|s| !params.timeline(s).wire.is_empty());
         Ok(Plan {
             listen,
             control_listen,
@@ -353,6 +373,7 @@ impl Plan {
             params,
             answer_spin,
             wire_front,
+            proxy_api,
         })
     }
 }
@@ -459,13 +480,35 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
                 plan.control_listen,
             )
         })?;
+    // The proxy's API for a user's Toxiproxy client (`--proxy-api`), served until the process
+    // ends.
+    let proxy_api = match (plan.proxy_api, &front) {
+        (Some(addr), Some(front)) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| bind_error(e, "proxy-api", "E03_PROXY_API", addr))?;
+            let bound = listener.local_addr()?;
+            let api = front.api();
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, api).await {
+                    tracing::error!("the proxy API stopped: {e}");
+                }
+            });
+            Some(bound)
+        }
+        _ => None,
+    };
     let mut out = std::io::stdout().lock();
-    writeln!(
+    write!(
         out,
         "listening work={} control={}",
         front.as_ref().map_or(work.local_addr()?, |f| f.addr()),
         control.local_addr()?
     )?;
+    match proxy_api {
+        Some(api) => writeln!(out, " proxy_api={api}")?,
+        None => writeln!(out)?,
+    }
     out.flush()?;
     drop(out);
     let opts = ServiceOptions {

@@ -227,7 +227,9 @@ impl Service {
             answer_spin: self.answer_spin,
         };
         let run = Run::start(setup, self.log.clone()).await?;
-        if let (Some(front), false) = (&self.wire_front, wire.is_empty()) {
+        // With a proxy in front, every run has its proxy log: its phases, or a user's own
+        // toxics through the proxy's API (`--proxy-api`).
+        if let Some(front) = &self.wire_front {
             let file = std::fs::File::create(&wire_log).map_err(|e| LogError::Open {
                 path: wire_log.clone(),
                 source: e,

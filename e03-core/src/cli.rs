@@ -40,6 +40,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_TARGET_METHOD",
     "E03_OPERATIONS",
     "E03_AUDIT_PROBE",
+    "E03_PROXY_API",
 ];
 
 /// Adds one flag per parameter to `cmd`.

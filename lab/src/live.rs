@@ -519,6 +519,7 @@ pub(crate) fn loopback_serve_plan(
         params: e03_core::Params::default(),
         answer_spin,
         wire_front,
+        proxy_api: None,
     }
 }
 

@@ -68,6 +68,7 @@ fn children_run_their_plan_not_the_environment() {
         params: Params::default(),
         answer_spin: std::time::Duration::ZERO,
         wire_front: false,
+        proxy_api: None,
     };
     let serve_file = dir.join("serve.json");
     std::fs::write(&serve_file, serde_json::to_string(&serve_plan).unwrap()).unwrap();

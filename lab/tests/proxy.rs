@@ -41,6 +41,10 @@ fn bad_input_names_the_flag_and_exits_2() {
             &["proxy", "--log", "/nonexistent-e03/dir/x.jsonl"][..],
             "invalid --log",
         ),
+        (
+            &["serve", "--scenario", "none", "--proxy-api", "nowhere"][..],
+            "invalid --proxy-api (env E03_PROXY_API) value \"nowhere\"",
+        ),
     ] {
         let o = lab().args(args).output().unwrap();
         let (_, stderr) = text(&o);
