@@ -33,7 +33,7 @@ trap 'rm -rf "$out"' EXIT
 
 # Every built-in scenario, the chains (amplification, deadline) included.
 catalogue=$("$lab" list)
-scenarios=$(printf '%s\n' "$catalogue" | awk '/^Strategies/ {done = 1} !done && NF && $1 ~ /^[a-z0-9]+$/ {print $1}')
+scenarios=$(printf '%s\n' "$catalogue" | awk '/^Strategies/ {done = 1} !done && NF && $1 ~ /^[a-z0-9][a-z0-9-]*$/ {print $1}')
 [ -n "$scenarios" ] || { echo "check-report: lab list named no scenario" >&2; exit 1; }
 for chain in amplification deadline; do
     printf '%s\n' "$scenarios" | grep -q -x "$chain" \

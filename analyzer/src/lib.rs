@@ -304,6 +304,22 @@ fn analyze_run(
                 .filter(|w| !w.contains("run_end")),
         );
     }
+    // The proxy in front (issue 27): its connections, and the ones it reset. Written beside the
+    // server log when the run had one; a line that is not a record is named in a warning.
+    let server = file_name(&server_log_path(scenario, strategy, seed));
+    let wire = dir.join(server.replacen("server-", "wire-", 1));
+    if let (Some(tally), true) = (acc.wire_mut(), wire.exists()) {
+        let text = std::fs::read_to_string(&wire).map_err(|source| AnalyzeError::Io {
+            path: wire.clone(),
+            source,
+        })?;
+        for (i, line) in text.lines().enumerate() {
+            match serde_json::from_str::<e03_core::wire::ProxyRecord>(line) {
+                Ok(r) => tally.proxy_record(&r),
+                Err(e) => warnings.push(format!("{}:{}: {e}", wire.display(), i + 1)),
+            }
+        }
+    }
     let mut m = acc.finish();
     m.complete = complete;
     Ok(m)

@@ -170,6 +170,23 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
              listened), a *connect timeout*, a *reset before answer* (the connection broke \
              after the request left, before the answer's head) and a *reset mid-body* ([CSV](no_answer.csv)).",
         ));
+        if s.runs.iter().any(|r| r.wire.is_some()) {
+            b.push(para(
+                "With a fault on the wire, from both logs: *timed out, answer sent* counts the \
+                 read timeouts whose answer the dependency had already sent (the work fitted in \
+                 the timeout; the network did not), and *ops worked twice* the operations whose \
+                 work the dependency did more than once (a retry left before the first answer \
+                 arrived).",
+            ));
+        }
+        b.push(Table(t));
+    }
+    if let Some(t) = e03_metrics::tables::connections_table(s) {
+        b.push(Heading(2, "Connections to the proxy in front".into()));
+        b.push(para(
+            "From the proxy's log (`wire-*.jsonl`): the connections the callers opened, the ones \
+             the proxy reset, and attempts sent per connection ([CSV](connections.csv)).",
+        ));
         b.push(Table(t));
     }
     if let Some(t) = e03_metrics::ledger::ledger_table(s) {
@@ -269,6 +286,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     if let Some(t) = e03_metrics::tables::no_answer_table(s) {
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
         write_csv_rows(&dir.join("no_answer.csv"), &rows)?;
+    }
+    if let Some(t) = e03_metrics::tables::connections_table(s) {
+        let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
+        write_csv_rows(&dir.join("connections.csv"), &rows)?;
     }
     if let Some(t) = e03_metrics::steps::step_table(s) {
         let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();

@@ -479,7 +479,7 @@ mod tests {
             budget: Arc::new(Mutex::new(ClientPolicy::new(&strategy, 42))),
             strategy,
             work: WorkEndpoint {
-                http: build_client(4, None).unwrap(),
+                http: build_client(4, None, e03_core::strategy::Connections::Reuse).unwrap(),
                 url: crate::http::endpoint(base, path).unwrap(),
             },
             t0: Instant::now(),

@@ -17,6 +17,7 @@ use e03_core::attempt::{Broken, Stage};
 use e03_core::control::{RunCounts, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
+use e03_core::strategy::Connections;
 use e03_core::AttemptResult;
 use reqwest::{Client, Request, StatusCode, Url};
 
@@ -28,15 +29,21 @@ const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// The client of one target, sized for `clients` concurrent closed-loop clients, with a connect
-/// timeout when the run sets one (`E03_CONNECT_TIMEOUT_MS`).
+/// timeout when the run sets one (`E03_CONNECT_TIMEOUT_MS`). With [`Connections::New`] its idle
+/// pool holds nothing: every attempt opens a connection of its own, closed after its answer.
 pub(crate) fn build_client(
     clients: u32,
     connect_timeout: Option<Duration>,
+    connections: Connections,
 ) -> Result<Client, SwarmError> {
+    let idle = match connections {
+        Connections::Reuse => clients as usize + 16,
+        Connections::New => 0,
+    };
     let builder = Client::builder()
         .no_proxy()
         .http1_only()
-        .pool_max_idle_per_host(clients as usize + 16)
+        .pool_max_idle_per_host(idle)
         .tcp_nodelay(true)
         .hickory_dns(true);
     match connect_timeout {
@@ -220,7 +227,7 @@ pub(crate) async fn stop_run(
 
 /// `POST /control/shutdown`: the dependency ends its run and exits (compose runs end so).
 pub async fn shutdown_target(control: &str) -> Result<(), SwarmError> {
-    let http = build_client(1, None)?;
+    let http = build_client(1, None, Connections::Reuse)?;
     post_json(
         &http,
         control,
@@ -234,7 +241,7 @@ pub async fn shutdown_target(control: &str) -> Result<(), SwarmError> {
 /// Polls `base/health` until it answers 200: at most `tries` calls, `interval` apart.
 pub async fn wait_healthy(base: &str, tries: u32, interval: Duration) -> Result<(), SwarmError> {
     let url = format!("{}{HEALTH_PATH}", base.trim_end_matches('/'));
-    let http = build_client(1, None)?;
+    let http = build_client(1, None, Connections::Reuse)?;
     for i in 0..tries {
         let ok = http
             .get(&url)
@@ -279,7 +286,7 @@ mod tests {
     #[test]
     fn a_charge_is_a_post_to_charge_with_its_key_identity_and_body() {
         let work = WorkEndpoint {
-            http: build_client(1, None).unwrap(),
+            http: build_client(1, None, Connections::Reuse).unwrap(),
             url: endpoint("http://127.0.0.1:8080", "/work").unwrap(),
         };
         let id = AttemptId {

@@ -167,7 +167,11 @@ fn resolve(plan: &SwarmPlan) -> Result<Vec<(Strategy, Target, WorkEndpoint)>, Sw
         endpoint(&target.control_url, "/health")
             .ok_or_else(|| bad("control", &target.control_url))?;
         let work = WorkEndpoint {
-            http: build_client(plan.params.swarm().clients, plan.params.connect_timeout())?,
+            http: build_client(
+                plan.params.swarm().clients,
+                plan.params.connect_timeout(),
+                strategy.connections,
+            )?,
             url,
         };
         out.push((strategy.clone(), target.clone(), work));

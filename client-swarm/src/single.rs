@@ -144,7 +144,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         Ok(rt) => rt,
         Err(e) => return fail(format!("starting the runtime: {e}")),
     };
-    let http = match build_client(1, params.connect_timeout()) {
+    let http = match build_client(1, params.connect_timeout(), strategy.connections) {
         Ok(h) => h,
         Err(e) => return fail(e.to_string()),
     };

@@ -65,35 +65,7 @@ struct ProxyBody {
     enabled: Option<bool>,
 }
 
-/// One record of the proxy's log (`--log`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum ProxyRecord {
-    /// A connection ended. Times in µs since the Unix epoch.
-    Connection {
-        proxy: String,
-        conn: u64,
-        accepted_us: u64,
-        ended_us: u64,
-        /// The toxics that applied to it at some time (by name).
-        toxics: Vec<String>,
-        bytes_up: u64,
-        bytes_down: u64,
-        /// `closed` (either side), `reset` (reset_peer), `limit` (limit_data), `timeout` (the
-        /// timeout toxic closed it), `stopped` (the proxy was disabled or deleted),
-        /// `upstream_refused` (the upstream did not accept).
-        end: String,
-    },
-    /// A proxy or a toxic changed (`what`: `proxy_created`, `proxy_updated`, `proxy_deleted`,
-    /// `toxic_added`, `toxic_updated`, `toxic_removed`, `reset`).
-    Change {
-        at_us: u64,
-        what: String,
-        proxy: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        toxic: Option<Toxic>,
-    },
-}
+pub use e03_core::wire::ProxyRecord;
 
 fn wall_us() -> u64 {
     SystemTime::now()
@@ -500,6 +472,11 @@ async fn accept(
             r = listener.accept() => match r {
                 Ok((client, _)) => {
                     let conn = p.conns.fetch_add(1, Ordering::Relaxed);
+                    p.record(&ProxyRecord::Accepted {
+                        proxy: name.clone(),
+                        conn,
+                        at_us: wall_us(),
+                    });
                     conns.spawn(connection(
                         Arc::clone(&p),
                         name.clone(),

@@ -35,6 +35,14 @@ pub enum Cause {
     Cutoff,
 }
 
+impl Cause {
+    /// Whether the request's work was done and committed: served (late or not) or lost after
+    /// its commit ([`crate::faults::Fate::commits`], seen from the answer).
+    pub fn committed(self) -> bool {
+        matches!(self, Cause::Ok | Cause::Slow | Cause::Lost)
+    }
+}
+
 /// What a client sees of a lost answer ([`Cause::Lost`]): the service aborts the connection
 /// before the answer's head leaves, so the client's connection is reset before any answer. The
 /// simulator ends a lost answer this way, and a live test

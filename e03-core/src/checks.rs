@@ -47,6 +47,16 @@ pub enum CheckMetric {
     ConnectRefused,
     /// Attempts that got no complete answer within their timeout (read timeouts).
     Timeouts,
+    /// Read timeouts whose answer the dependency had already sent: the network's alone (a
+    /// timeline with a wire phase; `e03_metrics::wire`).
+    NetworkTimeouts,
+    /// Operations whose work the dependency committed more than once (a timeline with a wire
+    /// phase).
+    DoneTwice,
+    /// Attempts whose connection was reset before the answer (`reset_before_answer`).
+    Resets,
+    /// Connections the callers opened to the proxy in front (a timeline with a wire phase).
+    Connections,
     /// The most arrivals in one window of `window_ms` (aligned to time zero); retries only
     /// (attempt number above 1) or all.
     PeakArrivals { window_ms: u64, retries_only: bool },
@@ -209,6 +219,10 @@ impl CheckSpec {
             CheckMetric::FailedFast => "failed fast".into(),
             CheckMetric::ConnectRefused => "connects refused".into(),
             CheckMetric::Timeouts => "read timeouts".into(),
+            CheckMetric::NetworkTimeouts => "read timeouts, answer sent".into(),
+            CheckMetric::DoneTwice => "operations worked twice".into(),
+            CheckMetric::Resets => "resets before the answer".into(),
+            CheckMetric::Connections => "connections opened".into(),
             CheckMetric::PeakArrivals {
                 window_ms,
                 retries_only,
@@ -260,7 +274,8 @@ pub const CHECK_KEYS: &[&str] = &[
 ];
 
 const METRICS: &str =
-    "one of attempts, accepted, failed_fast, connect_refused, timeouts, peak_arrivals, \
+    "one of attempts, accepted, failed_fast, connect_refused, timeouts, network_timeouts, \
+                       done_twice, resets, connections, peak_arrivals, \
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
@@ -376,6 +391,10 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "failed_fast" => CheckMetric::FailedFast,
         "connect_refused" => CheckMetric::ConnectRefused,
         "timeouts" => CheckMetric::Timeouts,
+        "network_timeouts" => CheckMetric::NetworkTimeouts,
+        "done_twice" => CheckMetric::DoneTwice,
+        "resets" => CheckMetric::Resets,
+        "connections" => CheckMetric::Connections,
         "distinct_waits" => CheckMetric::DistinctWaits,
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,
@@ -631,6 +650,10 @@ mod tests {
                 CheckMetric::RetriesAfterPermanent,
             ),
             ("wasted_per_permanent_op", CheckMetric::WastedPerPermanentOp),
+            ("network_timeouts", CheckMetric::NetworkTimeouts),
+            ("done_twice", CheckMetric::DoneTwice),
+            ("resets", CheckMetric::Resets),
+            ("connections", CheckMetric::Connections),
         ] {
             let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
             assert_eq!(c.metric, metric);

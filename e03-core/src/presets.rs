@@ -112,6 +112,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         throttle_base_ms: None,
         idempotency: None,
         load: None,
+        connections: Default::default(),
     }
 }
 

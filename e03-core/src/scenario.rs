@@ -68,6 +68,14 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "blackhole.toml",
         include_str!("../scenarios/blackhole.toml"),
     ),
+    (
+        "slow-network.toml",
+        include_str!("../scenarios/slow-network.toml"),
+    ),
+    (
+        "reset-storm.toml",
+        include_str!("../scenarios/reset-storm.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -471,6 +479,32 @@ impl ScenarioFile {
                 )
             }
         };
+
+        // A fault on the wire needs the proxy in front of the one dependency of the closed or
+        // open loop: a chain's hops and the step workload's driver have none yet.
+        let steps = validated.as_ref().is_ok_and(|p| p.is_steps());
+        if chain.is_some() || steps {
+            if let Some(i) = phases.iter().position(|p| {
+                matches!(p.phase, PhaseKind::Refused { .. } | PhaseKind::Toxic { .. })
+            }) {
+                let with = if steps {
+                    "the step workload (workload.kind = \"steps\")"
+                } else {
+                    "a [chain]"
+                };
+                return Err(ScenarioError::at(
+                    origin,
+                    text,
+                    Some(self.timeline[i].span().start),
+                    format!(
+                        "the wire phase from {} s: a fault on the wire does not run with {with} \
+                         yet: a proxy stands in front of the closed or open loop's dependency \
+                         only (docs/wire.md)",
+                        phases[i].start_s
+                    ),
+                ));
+            }
+        }
 
         // The checks, each naming strategies (or chain variants) the scenario runs.
         let run_ids: Vec<String> = match &chain {
@@ -960,7 +994,9 @@ mod tests {
                 "metastable",
                 "ratelimit",
                 "refused",
-                "blackhole"
+                "blackhole",
+                "slow-network",
+                "reset-storm"
             ]
         );
         let b = builtin("e03b").unwrap();
@@ -1049,6 +1085,30 @@ mod tests {
                 .contains("clients = many: expected a whole number"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_wire_phase_is_refused_with_a_chain_or_the_step_workload() {
+        let wire = "[[timeline]]\nphase = \"refused\"\nstart_s = 1.0\nend_s = 2.0\n";
+        // The built-in step scenario with its rate limit swapped for a refused phase.
+        let steps = include_str!("../scenarios/ratelimit.toml")
+            .replace("name = \"ratelimit\"", "name = \"steps-wire\"")
+            .replace(
+                "[[timeline]]\nphase = \"rate_limited\"\nstart_s = 0.0\nend_s = 3600.0\n\
+                 calls = 24\nwindow_ms = 250\ncount_rejected = true\n",
+                wire,
+            );
+        assert!(steps.contains("\"refused\""));
+        let e = err(&steps);
+        assert!(
+            e.message.contains("the wire phase from 1 s")
+                && e.message.contains("workload.kind = \"steps\""),
+            "{e}"
+        );
+        let chain = include_str!("../scenarios/amplification.toml")
+            .replace("name = \"amplification\"", "name = \"chain-wire\"");
+        let e = err(&format!("{chain}\n{wire}"));
+        assert!(e.message.contains("with a [chain] yet"), "{e}");
     }
 
     #[test]

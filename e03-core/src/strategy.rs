@@ -123,6 +123,30 @@ pub struct Strategy {
     /// seed 002); its id is then `<base id>-L<load>` (table ids are lowercase, so `-L` is unambiguous). `None` for every other workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<u32>,
+    /// Whether a client keeps its connection for the next attempt (issue 27's `reset-storm`).
+    #[serde(default, skip_serializing_if = "Connections::is_reuse")]
+    pub connections: Connections,
+}
+
+/// Whether a client keeps its connection between attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connections {
+    /// Keep-alive: a client sends attempt after attempt on one connection, and opens a new one
+    /// only when it was closed (every HTTP/1.1 client's default; the lab's until issue 27).
+    #[default]
+    Reuse,
+    /// A new connection for every attempt, closed after its answer (an idle pool of size 0).
+    New,
+}
+
+impl Connections {
+    /// What a strategy table's `connections` key accepts.
+    pub const ACCEPTS: &'static str = "reuse or new";
+
+    pub fn is_reuse(&self) -> bool {
+        *self == Connections::Reuse
+    }
 }
 
 impl Strategy {
@@ -174,6 +198,7 @@ impl Strategy {
             throttle_base_ms: None,
             idempotency: None,
             load: None,
+            connections: Connections::Reuse,
         })
     }
 

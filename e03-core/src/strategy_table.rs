@@ -77,6 +77,10 @@ pub struct StrategySpec {
     /// `at_least`: wait at least as long as it says).
     #[serde(default)]
     pub retry_after: RetryAfter,
+    /// `connections = "reuse" | "new"`: whether a client keeps its connection between attempts
+    /// (default `reuse`).
+    #[serde(default)]
+    pub connections: crate::strategy::Connections,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -105,6 +109,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "breaker",
     "idempotency",
     "retry_after",
+    "connections",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -349,6 +354,18 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         }
     };
 
+    use crate::strategy::Connections;
+    let connections = match string("connections", Connections::ACCEPTS)?.as_deref() {
+        None | Some("reuse") => Connections::Reuse,
+        Some("new") => Connections::New,
+        Some(other) => {
+            return fail!(
+                "connections",
+                format!("connections = {other:?}: expected {}", Connections::ACCEPTS)
+            )
+        }
+    };
+
     Ok(StrategySpec {
         id,
         name,
@@ -360,6 +377,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         breaker,
         idempotency,
         retry_after,
+        connections,
     })
 }
 
@@ -434,6 +452,7 @@ impl StrategySpec {
             throttle_base_ms: None,
             idempotency: self.idempotency,
             load: None,
+            connections: self.connections,
         }
     }
 }
@@ -657,6 +676,14 @@ mod tests {
     #[test]
     fn a_key_policy_makes_a_charging_strategy_and_a_bad_one_is_named() {
         use crate::ledger::KeyPolicy;
+        let s = table("id = \"k\"\nbackoff = \"none\"\nconnections = \"new\"").unwrap();
+        assert_eq!(
+            s.resolve(MS, MS).connections,
+            crate::strategy::Connections::New
+        );
+        let e = err("id = \"k\"\nbackoff = \"none\"\nconnections = \"pool\"");
+        assert_eq!(e.key, "connections");
+        assert_eq!(e.message, "connections = \"pool\": expected reuse or new");
         let s = table("id = \"k\"\nbackoff = \"none\"\nidempotency = \"per_operation\"").unwrap();
         assert_eq!(s.resolve(MS, MS).idempotency, Some(KeyPolicy::PerOperation));
         let s = table("id = \"k\"\nbackoff = \"none\"\nidempotency = \"none\"").unwrap();

@@ -188,7 +188,15 @@ impl Timeline {
 
     /// The wire fault `now` falls in, if any.
     pub fn wire_at(&self, now: Duration) -> Option<&WireWindow> {
-        self.wire.iter().find(|w| now >= w.start && now < w.end)
+        self.wire_phase_at(now).map(|(_, w)| w)
+    }
+
+    /// [`Self::wire_at`] with the window's index in [`Self::wire`].
+    pub fn wire_phase_at(&self, now: Duration) -> Option<(usize, &WireWindow)> {
+        self.wire
+            .iter()
+            .enumerate()
+            .find(|(_, w)| now >= w.start && now < w.end)
     }
 
     /// The rate-limited window `now` falls in, if any, with its index.

@@ -28,6 +28,44 @@ use serde::{Deserialize, Serialize};
 
 use crate::rng::LabRng;
 
+/// One record of a fault proxy's log (`lab proxy --log`, and a run's `wire-*.jsonl`): written by
+/// the live proxy (`dependency_service::proxy`), read by the analyzer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ProxyRecord {
+    /// A connection was accepted (its end comes as [`ProxyRecord::Connection`]). µs since the
+    /// Unix epoch.
+    Accepted {
+        proxy: String,
+        conn: u64,
+        at_us: u64,
+    },
+    /// A connection ended. Times in µs since the Unix epoch.
+    Connection {
+        proxy: String,
+        conn: u64,
+        accepted_us: u64,
+        ended_us: u64,
+        /// The toxics that applied to it at some time (by name).
+        toxics: Vec<String>,
+        bytes_up: u64,
+        bytes_down: u64,
+        /// `closed` (either side), `reset` (reset_peer), `limit` (limit_data), `timeout` (the
+        /// timeout toxic closed it), `stopped` (the proxy was disabled or deleted),
+        /// `upstream_refused` (the upstream did not accept).
+        end: String,
+    },
+    /// A proxy or a toxic changed (`what`: `proxy_created`, `proxy_updated`, `proxy_deleted`,
+    /// `toxic_added`, `toxic_updated`, `toxic_removed`, `reset`).
+    Change {
+        at_us: u64,
+        what: String,
+        proxy: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        toxic: Option<Toxic>,
+    },
+}
+
 /// Which direction of a connection a toxic affects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -291,6 +329,12 @@ impl From<Toxic> for ToxicJson {
     }
 }
 
+/// Whether a toxic of `toxicity` applies to a connection: one draw from `rng`, none at 1 or
+/// above (Toxiproxy's rule: `rand.Float32() < toxicity` when the link is made).
+pub fn applies(toxicity: f64, rng: &mut LabRng) -> bool {
+    toxicity >= 1.0 || rng.random::<f64>() < toxicity
+}
+
 /// What one direction of one connection does: the toxics that applied to it, drawn once when
 /// the connection opened.
 #[derive(Debug, Clone, PartialEq)]
@@ -298,6 +342,19 @@ pub struct Link {
     kinds: Vec<ToxicKind>,
     names: Vec<String>,
     passed: u64,
+}
+
+impl Pass {
+    /// How long after its read the chunk's last byte is written (latency, then each piece's
+    /// wait); `None` for a dropped chunk. The simulator's delay of an answer sent in one chunk.
+    pub fn delay(&self) -> Option<Duration> {
+        match self {
+            Pass::Forward {
+                after_read, pieces, ..
+            } => Some(*after_read + pieces.iter().map(|p| p.0).sum::<Duration>()),
+            Pass::Drop => None,
+        }
+    }
 }
 
 /// What the driver does with a chunk of bytes read from one side.
@@ -323,11 +380,25 @@ impl Link {
         let kept: Vec<&Toxic> = toxics
             .iter()
             .filter(|t| t.stream == direction)
-            .filter(|t| t.toxicity >= 1.0 || rng.random::<f64>() < t.toxicity)
+            .filter(|t| applies(t.toxicity, rng))
             .collect();
         Self {
             kinds: kept.iter().map(|t| t.kind).collect(),
             names: kept.iter().map(|t| t.name.clone()).collect(),
+            passed: 0,
+        }
+    }
+
+    /// The link of a connection under one toxic of `kind`: kept with probability `toxicity`
+    /// ([`applies`], one draw from `rng`), as [`Link::draw`] keeps each of a list. No names.
+    pub fn of_one(kind: ToxicKind, toxicity: f64, rng: &mut LabRng) -> Self {
+        Self {
+            kinds: if applies(toxicity, rng) {
+                vec![kind]
+            } else {
+                Vec::new()
+            },
+            names: Vec::new(),
             passed: 0,
         }
     }
@@ -590,5 +661,41 @@ mod tests {
                 "{after_read:?}"
             );
         }
+    }
+
+    #[test]
+    fn one_toxic_s_link_and_the_delay_of_a_chunk() {
+        let latency = ToxicKind::Latency {
+            latency_ms: 100,
+            jitter_ms: 0,
+        };
+        let mut rng = stream(1, Stream::Wire, 0);
+        // Toxicity 1 always applies (and draws nothing), 0 never.
+        let mut link = Link::of_one(latency, 1.0, &mut rng);
+        assert_eq!(link.kinds(), &[latency]);
+        assert!(Link::of_one(latency, 0.0, &mut rng).kinds().is_empty());
+        assert_eq!(
+            link.pass(10, &mut rng).delay(),
+            Some(Duration::from_millis(100))
+        );
+        // Bandwidth of 1 KB/s: 500 bytes take 500 ms after the latency.
+        let mut paced = Link::draw(
+            &[
+                toxic(r#"{"type":"latency","attributes":{"latency":100}}"#).unwrap(),
+                toxic(r#"{"type":"bandwidth","attributes":{"rate":1}}"#).unwrap(),
+            ],
+            Direction::Downstream,
+            &mut rng,
+        );
+        assert_eq!(
+            paced.pass(500, &mut rng).delay(),
+            Some(Duration::from_millis(600))
+        );
+        assert_eq!(Pass::Drop.delay(), None);
+        // At one half, the draws keep about half of many connections.
+        let kept = (0..1000)
+            .filter(|_| !Link::of_one(latency, 0.5, &mut rng).kinds().is_empty())
+            .count();
+        assert!((400..600).contains(&kept), "{kept}");
     }
 }

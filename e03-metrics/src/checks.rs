@@ -152,6 +152,10 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
         CheckMetric::FailedFast => mine.failed_fast as f64,
         CheckMetric::ConnectRefused => mine.no_answer.connect_refused as f64,
         CheckMetric::Timeouts => mine.no_answer.timeout as f64,
+        CheckMetric::NetworkTimeouts => mine.wire.map_or(0, |w| w.network_timeouts) as f64,
+        CheckMetric::DoneTwice => mine.wire.map_or(0, |w| w.done_twice) as f64,
+        CheckMetric::Resets => mine.no_answer.reset_before_answer as f64,
+        CheckMetric::Connections => mine.wire.map_or(0, |w| w.connections) as f64,
         CheckMetric::PeakArrivals {
             window_ms,
             retries_only,

@@ -13,6 +13,7 @@
 //!   amplification over time) and the recovery verdict (recovered in N s, or metastable).
 //! - [`checks`]: a scenario's `[[check]]` tables evaluated on its runs (ours beside the published
 //!   figure, PASS or FAIL), and the per-caller attempt log of a small run.
+//! - [`wire`]: a wire fault's figures: timeouts only the network caused, work done twice.
 //! - [`stats`]: the figures of a run as a list of named accessors with their units.
 //! - [`tables`]: spreads over seeds, verdicts, the one [`tables::Table`] renderer, every table
 //!   of the lab and the plain-language conclusion under them; printers take any `W: Write`.
@@ -36,6 +37,7 @@ pub mod openloop;
 pub mod stats;
 pub mod steps;
 pub mod tables;
+pub mod wire;
 
 pub use metrics::{RunAccumulator, RunMetrics};
 pub use tables::print_tables;

@@ -109,6 +109,9 @@ pub struct RunMetrics {
     /// The step workload's figures (`E03_WORKLOAD=steps`, seed 002).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<crate::steps::StepFigures>,
+    /// A wire fault's figures (issue 27), for a timeline with a wire phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<crate::wire::WireFigures>,
 }
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
@@ -255,6 +258,8 @@ pub struct RunAccumulator {
     /// The step workload's facts (step runs only).
     steps: Option<crate::steps::StepTally>,
     no_answer: NoAnswer,
+    /// A wire fault's facts (a timeline with a wire phase only).
+    wire: Option<crate::wire::WireTally>,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -319,6 +324,7 @@ impl RunAccumulator {
             attempt_log: Vec::new(),
             attempt_log_full: false,
             no_answer: NoAnswer::default(),
+            wire: (!timeline.wire.is_empty()).then(crate::wire::WireTally::default),
             in_flight: std::collections::HashMap::new(),
             latency: histogram(),
             lateness: histogram(),
@@ -491,6 +497,9 @@ impl RunAccumulator {
                 l.lost(r.seq);
             }
         }
+        if let Some(w) = self.wire.as_mut() {
+            w.answered(r.seq, r.t_us, r.cause);
+        }
         if let Some(open) = self.open.as_mut() {
             let worked = r.admit_us.is_some() && r.cause != e03_core::events::Cause::Freeze;
             open.live_answer(r.seq, r.t_us, worked);
@@ -509,6 +518,11 @@ impl RunAccumulator {
         {
             l.sent(Some(a.seq), client, op, attempt);
         }
+        if let (Some(w), Some(client), Some(op), Some(attempt)) =
+            (self.wire.as_mut(), a.client, a.op, a.attempt)
+        {
+            w.arrived(a.seq, client, op, attempt);
+        }
         if let (Some(open), Some(c), Some(o), Some(n)) =
             (self.open.as_mut(), a.client, a.op, a.attempt)
         {
@@ -522,6 +536,11 @@ impl RunAccumulator {
         self.ledger
             .get_or_insert_with(LedgerTally::default)
             .charge(c.charge.client, c.charge.op);
+    }
+
+    /// The wire fault's tally, when this run keeps one (the simulator feeds it directly).
+    pub fn wire_mut(&mut self) -> Option<&mut crate::wire::WireTally> {
+        self.wire.as_mut()
     }
 
     /// Seed 004's tally, when this run keeps one (the simulator feeds it directly).
@@ -547,6 +566,9 @@ impl RunAccumulator {
             ),
         };
         self.no_answer.add(end);
+        if let (Some(w), LineEnd::Timeout) = (self.wire.as_mut(), end) {
+            w.timed_out(a.client, a.op, a.attempt, a.end_us);
+        }
         self.attempt_line(AttemptLine {
             client: a.client,
             op: a.op,
@@ -641,6 +663,7 @@ impl RunAccumulator {
             ledger: self.ledger.map(LedgerTally::finish),
             open_loop: self.open.map(OpenLoopAcc::finish),
             steps: self.steps.map(crate::steps::StepTally::finish),
+            wire: self.wire.map(crate::wire::WireTally::finish),
         }
     }
 }

@@ -299,7 +299,9 @@ pub fn load_table(s: &ScenarioSummary) -> Table {
 /// Sent attempts that got no HTTP answer, by class, per strategy (client logs, or the model; mean (min..max)
 /// over seeds): a read timeout and each way a connection failed (issue 27's outcome classes).
 /// Only when some attempt's connection failed or the timeline has a fault on the wire: timeouts
-/// alone are the fault of E03-A's slow answers and need no table.
+/// alone are the fault of E03-A's slow answers and need no table. With a wire fault, two more
+/// columns ([`crate::wire`]): the read timeouts whose answer had already left the dependency
+/// (the network's alone), and the operations whose work the dependency did twice.
 pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
     let wire = !s.params.timeline(s.scenario).wire.is_empty();
     if !wire && s.runs.iter().all(|r| r.no_answer.broken() == 0) {
@@ -314,6 +316,13 @@ pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
         Broken::ResetMidBody => "reset mid-body".to_string(),
         Broken::Other => "other".to_string(),
     }));
+    // A wire fault's figures (issue 27): read timeouts whose answer had already left the
+    // dependency, and operations whose work it did twice.
+    let wire_figures = s.runs.iter().any(|r| r.wire.is_some());
+    if wire_figures {
+        headers.push("timed out, answer sent".to_string());
+        headers.push("ops worked twice".to_string());
+    }
     let rows = s
         .strategies()
         .iter()
@@ -327,7 +336,64 @@ pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
                 let counts: Vec<f64> = s.runs_of(id).map(|r| r.no_answer.of(b) as f64).collect();
                 row.push(cell(&Spread::of(&counts), Unit::Count));
             }
+            if wire_figures {
+                for f in [
+                    |w: &crate::wire::WireFigures| w.network_timeouts,
+                    |w: &crate::wire::WireFigures| w.done_twice,
+                ] {
+                    let counts: Vec<f64> = s
+                        .runs_of(id)
+                        .map(|r| r.wire.as_ref().map_or(0.0, |w| f(w) as f64))
+                        .collect();
+                    row.push(cell(&Spread::of(&counts), Unit::Count));
+                }
+            }
             row
+        })
+        .collect();
+    Some(Table { headers, rows })
+}
+
+/// The connections callers opened to the proxy in front, per strategy (the proxy's log, or the
+/// model; mean (min..max) over seeds): how many, how many it reset, and attempts sent per
+/// connection (the mean over seeds). Only when a run counted a connection (a timeline with a wire phase).
+pub fn connections_table(s: &ScenarioSummary) -> Option<Table> {
+    if !s
+        .runs
+        .iter()
+        .any(|r| r.wire.is_some_and(|w| w.connections > 0))
+    {
+        return None;
+    }
+    let headers = [
+        "strategy",
+        "connections opened",
+        "reset by the proxy",
+        "attempts per connection",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = s
+        .strategies()
+        .iter()
+        .map(|id| {
+            let of = |f: fn(&RunMetrics) -> f64| -> Vec<f64> { s.runs_of(id).map(f).collect() };
+            let opened = of(|r| r.wire.map_or(0, |w| w.connections) as f64);
+            let reset = of(|r| r.wire.map_or(0, |w| w.connections_reset) as f64);
+            let per = of(|r| {
+                let n = r.wire.map_or(0, |w| w.connections);
+                if n == 0 {
+                    0.0
+                } else {
+                    (r.operations + r.retries_sent) as f64 / n as f64
+                }
+            });
+            vec![
+                id.clone(),
+                cell(&Spread::of(&opened), Unit::Count),
+                cell(&Spread::of(&reset), Unit::Count),
+                format!("{:.1}", per.iter().sum::<f64>() / per.len().max(1) as f64),
+            ]
         })
         .collect();
     Some(Table { headers, rows })
@@ -942,6 +1008,10 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
     }
     if let Some(t) = no_answer_table(s) {
         writeln!(w, "\nAttempts without an answer, by how they ended:")?;
+        write!(w, "{}", t.markdown())?;
+    }
+    if let Some(t) = connections_table(s) {
+        writeln!(w, "\nConnections to the proxy in front:")?;
         write!(w, "{}", t.markdown())?;
     }
     if let Some(t) = crate::ledger::ledger_table(s) {

@@ -83,7 +83,9 @@ fn list_shows_the_builtin_catalogue() {
             "metastable",
             "ratelimit",
             "refused",
-            "blackhole"
+            "blackhole",
+            "slow-network",
+            "reset-storm"
         ],
         "{out}"
     );

@@ -200,7 +200,13 @@ fn run_checked(scenario: &str, check: &str) -> std::path::PathBuf {
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
     let checks: Vec<&str> = stdout.lines().filter(|l| l.starts_with(check)).collect();
     assert_eq!(checks.len(), 2, "{stdout}");
-    assert!(checks.iter().all(|l| l.ends_with("PASS |")), "{stdout}");
+    // Every check of the scenario, these two among them, passes.
+    let verdicts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.ends_with("PASS |") || l.ends_with("FAIL |"))
+        .collect();
+    assert!(verdicts.len() >= 2, "{stdout}");
+    assert!(verdicts.iter().all(|l| l.ends_with("PASS |")), "{stdout}");
     out.join("latest").join(scenario)
 }
 
@@ -215,9 +221,23 @@ fn simulated_no_answer_of_a(scenario: &str) -> Vec<String> {
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
     let row = stdout
         .lines()
-        .find(|l| l.starts_with("| A ") && l.matches('|').count() == 8)
+        .skip_while(|l| !l.starts_with("Attempts without an answer"))
+        .find(|l| l.starts_with("| A "))
         .unwrap_or_else(|| panic!("no row of A in the no-answer table: {stdout}"));
     row.split('|').map(|c| c.trim().to_string()).collect()
+}
+
+/// The run of strategy `id` in the `summary.json` of the scenario folder `dir`.
+fn summary_run(dir: &std::path::Path, id: &str) -> serde_json::Value {
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["strategy"] == id)
+        .unwrap_or_else(|| panic!("no run of {id} in {summary}"))
+        .clone()
 }
 
 /// The built-in `refused` scenario, live: a fault proxy in front of each dependency is taken
@@ -226,17 +246,7 @@ fn simulated_no_answer_of_a(scenario: &str) -> Vec<String> {
 #[test]
 fn lab_run_refused_puts_a_proxy_in_front_and_counts_the_refused_connects() {
     let dir = run_checked("refused", "| connects refused");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    let run = |id: &str| {
-        summary["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["strategy"] == id)
-            .unwrap()
-            .clone()
-    };
+    let run = |id: &str| summary_run(&dir, id);
     let (a, c) = (run("A"), run("C"));
     let refused = |r: &serde_json::Value| r["no_answer"]["connect_refused"].as_u64().unwrap();
     // Immediate retry spends its 4 attempts at once, operation after operation.
@@ -278,7 +288,7 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
     std::fs::write(
         &file,
         "name = \"slow-test\"\ntitle = \"S\"\ndescription = \"d\"\n\
-         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"latency\"\n",
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"slicer\"\n",
     )
     .unwrap();
     let toxic_out = temp("wire", "toxic-out");
@@ -292,7 +302,7 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("its latency toxic (from 1 s) runs live only"),
+        stderr.contains("its slicer toxic (from 1 s) runs live only"),
         "{stderr}"
     );
     // Nothing half-written that looks like a result.
@@ -359,4 +369,50 @@ fn lab_run_blackhole_times_out_what_the_model_times_out() {
         assert!(wire.contains(&format!(r#""what":"{what}""#)), "{wire}");
     }
     assert!(wire.contains(r#""type":"timeout""#), "{wire}");
+}
+
+/// The built-in `slow-network` scenario, live: a latency on the wire (50 ms, 300 ms from 3 s to
+/// 8 s, 50 ms) in front of a dependency that answers in 40 ms, attempts of 250 ms. The read
+/// timeouts, those whose answer had already left the dependency, and the operations worked
+/// twice all pass their checks against the model; the proxy logged the three toxics.
+#[test]
+fn lab_run_slow_network_times_out_answers_the_dependency_already_sent() {
+    let dir = run_checked("slow-network", "| read timeouts, answer sent");
+    let a = summary_run(&dir, "A");
+    let timeouts = a["no_answer"]["timeout"].as_u64().unwrap();
+    let network = a["wire"]["network_timeouts"].as_u64().unwrap();
+    // The dependency answers in 40 ms: nearly every timeout is the network's alone.
+    assert!(timeouts > 100, "{a}");
+    assert!(network * 10 >= timeouts * 9, "{a}");
+    assert!(a["wire"]["done_twice"].as_u64().unwrap() > 10, "{a}");
+    let wire = std::fs::read_to_string(dir.join("wire-A-seed42.jsonl")).unwrap();
+    let added = wire
+        .lines()
+        .filter(|l| l.contains(r#""what":"toxic_added""#))
+        .count();
+    assert_eq!(added, 3, "{wire}");
+}
+
+/// The built-in `reset-storm` scenario, live: the proxy in front resets 30% of connections for
+/// 3 s; the client that opens a connection per attempt meets the resets on every attempt, the one
+/// that keeps its connection hardly at all. The resets and the connections opened pass their
+/// checks against the model; the proxy's log holds every connection accepted.
+#[test]
+fn lab_run_reset_storm_resets_the_clients_that_open_a_connection_per_attempt() {
+    let dir = run_checked("reset-storm", "| resets before the answer");
+    let run = |id: &str| summary_run(&dir, id);
+    let (reuse, new) = (run("reuse"), run("new"));
+    let opened = |r: &serde_json::Value| r["wire"]["connections"].as_u64().unwrap();
+    // An empty no-answer table is not written: no reset at all.
+    let resets =
+        |r: &serde_json::Value| r["no_answer"]["reset_before_answer"].as_u64().unwrap_or(0);
+    assert!(opened(&new) > 10 * opened(&reuse), "{reuse}\n{new}");
+    assert!(resets(&new) > 5 * resets(&reuse).max(1), "{reuse}\n{new}");
+    let wire = std::fs::read_to_string(dir.join("wire-new-seed42.jsonl")).unwrap();
+    let accepted = wire
+        .lines()
+        .filter(|l| l.contains(r#""event":"accepted""#))
+        .count() as u64;
+    assert_eq!(accepted, opened(&new), "{wire}");
+    assert!(wire.contains(r#""end":"reset""#), "{wire}");
 }

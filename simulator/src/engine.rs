@@ -9,7 +9,9 @@
 //! - an attempt the session sends arrives at the dependency at that instant (network latency
 //!   zero) with request id = arrival sequence and the session's fault key;
 //! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the session
-//!   with the run's one budget.
+//!   with the run's one budget;
+//! - a wire phase changes that ([`modelled`]): nothing listens, a blackhole drops, or a latency
+//!   holds the answer (a `Deliver` event; only these attempts allocate, for their toxic's link).
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
 //! test's trace is another. The dependency is the core's [`DependencyNode`]: whenever it has
@@ -23,10 +25,12 @@ use e03_core::breaker::BreakerState;
 use e03_core::events::Cause;
 use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
+use e03_core::rng::{mix64, stream, LabRng, Stream};
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
+use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::Direction;
+use e03_core::wire::{Direction, Link, ToxicKind};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -34,11 +38,38 @@ use e03_core::{
 use crate::queue::{Event, EventQueue, Nanos};
 use crate::service::{dur, nanos};
 
-/// Whether the simulator models `fault`: a `refused` phase, and a blackhole (Toxiproxy's
-/// `timeout` toxic with timeout 0 on every connection: nothing passes that way until the phase
-/// ends). Other toxics run live only for now.
+/// Whether the simulator models `fault`:
+/// - a `refused` phase;
+/// - a blackhole (Toxiproxy's `timeout` toxic with timeout 0 on every connection: nothing
+///   passes that way until the phase ends);
+/// - a `latency` toxic on the answers (downstream, Toxiproxy's default), at any toxicity: each
+///   answer that leaves the dependency during the phase reaches its client latency +/- jitter
+///   later (the core's [`Link::pass`], the live proxy's rule), on the connections the toxicity
+///   draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its connection).
+///
+/// - `reset_peer` at once (timeout 0), either stream, at any toxicity: each connection open
+///   when the phase starts, and each opened during it, is reset with probability `toxicity`
+///   ([`Link::of_one`], one draw per connection and phase). An attempt on a connection reset
+///   at the phase's start ends as `reset_before_answer` then (its request had arrived, its
+///   answer is lost); one that opens a connection the draw resets ends so at once and never
+///   arrives. A client that reuses its connection ([`Connections::Reuse`]) opens a new one only
+///   after a reset; one that does not opens one per attempt.
+///
+/// Other toxics run live only for now.
 pub fn modelled(fault: &WireFault) -> bool {
-    *fault == WireFault::Refused || fault.blackhole().is_some()
+    *fault == WireFault::Refused
+        || fault.blackhole().is_some()
+        || matches!(
+            fault,
+            WireFault::Toxic {
+                toxic: ToxicKind::Latency { .. },
+                stream: Direction::Downstream,
+                ..
+            } | WireFault::Toxic {
+                toxic: ToxicKind::ResetPeer { timeout_ms: 0 },
+                ..
+            }
+        )
 }
 
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
@@ -69,6 +100,10 @@ pub trait Observer {
     /// Open loop: an operation arrived at `intended` but `max_in_flight` were in progress, so
     /// it was dropped (never started).
     fn dropped(&mut self, _intended: Nanos) {}
+    /// `client` opened a connection (counted only with a wire phase in the timeline).
+    fn connection_opened(&mut self, _t: Nanos, _client: u32) {}
+    /// The proxy reset a connection of `client` (`reset_peer`).
+    fn connection_reset(&mut self, _t: Nanos, _client: u32) {}
     /// An operation ended (`attempts` were sent).
     fn operation(
         &mut self,
@@ -87,6 +122,19 @@ struct Client {
     session: ClientSession,
     /// The request carrying the attempt in flight, if one is.
     in_flight: Option<ReqId>,
+    /// Its connection to the proxy in front (a timeline with wire phases only).
+    conn: Conn,
+}
+
+/// A client's connection, as the proxy in front sees it.
+#[derive(Debug, Default, Clone, Copy)]
+struct Conn {
+    /// A reusing client's connection is open (kept between attempts).
+    open: bool,
+    /// Connections the client opened so far: the current one's number, for its draws.
+    n: u32,
+    /// The wire phase whose `reset_peer` toxicity the current connection has drawn.
+    drawn: Option<usize>,
 }
 
 /// The whole state of one run.
@@ -111,6 +159,10 @@ pub struct Engine<'a, O: Observer> {
     /// The timeline, for its wire faults (issue 27): a `refused` phase ends every attempt sent
     /// in it as a refused connect, after its latency; a blackhole drops what passes its way.
     timeline: Timeline,
+    /// Answers a latency on the wire holds, by request, until their `Deliver` event.
+    held: std::collections::HashMap<ReqId, AttemptResult>,
+    /// The wire's draws of each chunk (a latency's jitter).
+    wire_rng: LabRng,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -139,6 +191,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             clients.push(Client {
                 session,
                 in_flight: None,
+                conn: Conn::default(),
             });
         }
         // Roughly: operations per client x attempts; only a capacity hint.
@@ -146,8 +199,14 @@ impl<'a, O: Observer> Engine<'a, O> {
             / params.swarm().think_min_ms.max(1.0))
         .min(1e6) as usize
             + 1;
+        let timeline = params.timeline(scenario);
+        for (i, w) in timeline.wire.iter().enumerate() {
+            if reset_toxicity(&w.fault).is_some() {
+                queue.push(nanos(w.start), Event::WireStart(i));
+            }
+        }
         Self {
-            timeline: params.timeline(scenario),
+            timeline,
             strategy,
             queue,
             service,
@@ -158,6 +217,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             answers: Vec::with_capacity(256),
             observer,
             open,
+            held: std::collections::HashMap::new(),
+            wire_rng: stream(seed, Stream::Wire, u32::MAX),
         }
     }
 
@@ -186,6 +247,16 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.attempt_ends(t, req, refused);
                 }
                 Event::Arrival => self.arrival(t),
+                Event::Reset(req) => {
+                    let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
+                    self.attempt_ends(t, req, reset);
+                }
+                Event::WireStart(i) => self.reset_open_connections(t, i),
+                Event::Deliver(req) => {
+                    if let Some(result) = self.held.remove(&req) {
+                        self.attempt_ends(t, req, result);
+                    }
+                }
             }
             self.deliver_answers(t);
         }
@@ -206,6 +277,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.clients.push(Client {
                         session: *session,
                         in_flight: None,
+                        conn: Conn::default(),
                     });
                 }
                 self.clients[slot as usize].session.begin(start);
@@ -238,12 +310,23 @@ impl<'a, O: Observer> Engine<'a, O> {
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
         if let Some(w) = self.timeline.wire_at(dur(t)) {
             if w.fault == WireFault::Refused {
-                // Nothing listens: the attempt never reaches the dependency.
+                // Nothing listens: the attempt never reaches the dependency, and the proxy
+                // closed the open connections.
+                self.clients[c as usize].conn.open = false;
                 self.observer
                     .refused(t, req, c, send.id.op, send.id.attempt);
                 self.queue.push(t + nanos(w.latency), Event::Refused(req));
                 return;
             }
+        }
+        if !self.timeline.wire.is_empty() && self.connect(t, c) {
+            // The proxy reset the new connection at once: the request never arrives.
+            self.observer
+                .refused(t, req, c, send.id.op, send.id.attempt);
+            self.queue.push(t, Event::Reset(req));
+            return;
+        }
+        if let Some(w) = self.timeline.wire_at(dur(t)) {
             if w.fault.blackhole() == Some(Direction::Upstream) {
                 // The wire drops the request: its timeout ends it.
                 self.observer
@@ -299,10 +382,103 @@ impl<'a, O: Observer> Engine<'a, O> {
                         retry_after: a.retry_after,
                     }
                 };
-                self.attempt_ends(t, a.req, result);
+                match self.answer_delay(t, c) {
+                    Some(d) if d > 0 => {
+                        self.held.insert(a.req, result);
+                        self.queue.push(t + d, Event::Deliver(a.req));
+                    }
+                    _ => self.attempt_ends(t, a.req, result),
+                }
             }
         }
         self.answers.clear();
+    }
+
+    /// Whether connection `n` of client `c` is reset in wire phase `i` at `toxicity` (one
+    /// draw per connection and phase).
+    fn reset_draw(&self, c: u32, n: u32, i: usize, toxicity: f64) -> bool {
+        let key = ((i as u64 + 1) << 32) | u64::from(n);
+        let mut draw = stream(self.seed ^ mix64(key), Stream::Wire, c);
+        let reset = ToxicKind::ResetPeer { timeout_ms: 0 };
+        !Link::of_one(reset, toxicity, &mut draw).kinds().is_empty()
+    }
+
+    /// The connection client `c` sends its attempt on at `t`: its open one (a reusing client;
+    /// one a reset phase's start reset while idle is gone), else a new one. True when the proxy
+    /// resets that new connection at once ([`modelled`]).
+    fn connect(&mut self, t: Nanos, c: u32) -> bool {
+        let phase = self
+            .timeline
+            .wire_phase_at(dur(t))
+            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|p| (i, p)));
+        let reuse = self.strategy.connections == Connections::Reuse;
+        let conn = self.clients[c as usize].conn;
+        if reuse && conn.open {
+            let Some((i, p)) = phase.filter(|(i, _)| conn.drawn != Some(*i)) else {
+                return false;
+            };
+            self.clients[c as usize].conn.drawn = Some(i);
+            if !self.reset_draw(c, conn.n, i, p) {
+                return false;
+            }
+            // Reset while idle, at the phase's start: a new connection is needed.
+            self.observer.connection_reset(t, c);
+        }
+        let n = conn.n + 1;
+        self.observer.connection_opened(t, c);
+        let reset = phase.is_some_and(|(i, p)| self.reset_draw(c, n, i, p));
+        if reset {
+            self.observer.connection_reset(t, c);
+        }
+        self.clients[c as usize].conn = Conn {
+            open: reuse && !reset,
+            n,
+            drawn: phase.map(|(i, _)| i),
+        };
+        reset
+    }
+
+    /// Wire phase `i` (a `reset_peer`) begins: the connection of every attempt in flight draws
+    /// it, and the attempt of each one reset ends so (its answer, if the dependency sends one,
+    /// finds nobody waiting). Idle connections draw when next used ([`Self::connect`]).
+    fn reset_open_connections(&mut self, t: Nanos, i: usize) {
+        let Some(p) = reset_toxicity(&self.timeline.wire[i].fault) else {
+            return;
+        };
+        for c in 0..self.clients.len() as u32 {
+            let client = &self.clients[c as usize];
+            let (Some(req), n) = (client.in_flight, client.conn.n) else {
+                continue;
+            };
+            if client.conn.drawn == Some(i) {
+                continue;
+            }
+            self.clients[c as usize].conn.drawn = Some(i);
+            if self.reset_draw(c, n, i, p) {
+                self.clients[c as usize].conn.open = false;
+                self.observer.connection_reset(t, c);
+                let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
+                self.attempt_ends(t, req, reset);
+            }
+        }
+    }
+
+    /// How long a latency on the wire holds an answer that leaves for client `c` at `t`
+    /// ([`modelled`]); `None` outside such a phase.
+    fn answer_delay(&mut self, t: Nanos, c: u32) -> Option<Nanos> {
+        let (i, w) = self.timeline.wire_phase_at(dur(t))?;
+        let WireFault::Toxic {
+            toxic: toxic @ ToxicKind::Latency { .. },
+            stream: Direction::Downstream,
+            toxicity,
+        } = w.fault
+        else {
+            return None;
+        };
+        // The client's connection in this phase: one toxicity draw per client and phase.
+        let mut draw = stream(self.seed ^ mix64(i as u64 + 1), Stream::Wire, c);
+        let mut link = Link::of_one(toxic, toxicity, &mut draw);
+        link.pass(1, &mut self.wire_rng).delay().map(nanos)
     }
 
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
@@ -343,5 +519,18 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         self.observer
             .operation(c, end.op, nanos(end.start), t, end.attempts, end.outcome);
+    }
+}
+
+/// The toxicity of `fault` if it is a `reset_peer` at once (timeout 0), the one the simulator
+/// models ([`modelled`]).
+fn reset_toxicity(fault: &WireFault) -> Option<f64> {
+    match *fault {
+        WireFault::Toxic {
+            toxic: ToxicKind::ResetPeer { timeout_ms: 0 },
+            toxicity,
+            ..
+        } => Some(toxicity),
+        _ => None,
     }
 }

@@ -32,14 +32,23 @@ pub enum Event {
     Refused(ReqId),
     /// The open loop's next operation arrives.
     Arrival,
+    /// The answer to this request, held by a latency on the wire, reaches its client.
+    Deliver(ReqId),
+    /// The proxy reset the connection carrying this request (`reset_peer`).
+    Reset(ReqId),
+    /// Wire phase `i` begins: a toxic added applies to the open connections too.
+    WireStart(usize),
 }
 
 impl Event {
     /// Order within an instant (see the module docs).
     fn rank(self) -> u8 {
         match self {
-            Event::StartOp(_) | Event::SendAttempt(_) | Event::Arrival => 0,
-            Event::AttemptTimeout(_) | Event::Refused(_) => 1,
+            Event::StartOp(_) | Event::SendAttempt(_) | Event::Arrival | Event::Deliver(_) => 0,
+            Event::AttemptTimeout(_)
+            | Event::Refused(_)
+            | Event::Reset(_)
+            | Event::WireStart(_) => 1,
         }
     }
 }

@@ -29,6 +29,9 @@ impl Observer for RunAccumulator {
         if let Some(l) = self.ledger_mut() {
             l.sent(Some(req), client, op, attempt);
         }
+        if let Some(w) = self.wire_mut() {
+            w.arrived(req, client, op, attempt);
+        }
     }
 
     fn refused(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
@@ -61,7 +64,12 @@ impl Observer for RunAccumulator {
                 }
                 LineEnd::Status(code)
             }
-            AttemptResult::Timeout => LineEnd::Timeout,
+            AttemptResult::Timeout => {
+                if let Some(w) = self.wire_mut() {
+                    w.timed_out_req(req, t / 1000);
+                }
+                LineEnd::Timeout
+            }
             AttemptResult::ConnectionError(b) => LineEnd::Broken(b),
         };
         RunAccumulator::attempt_answered(self, req, t / 1000, end);
@@ -83,9 +91,24 @@ impl Observer for RunAccumulator {
         );
     }
 
-    fn served(&mut self, t: Nanos, _req: ReqId, answer: &Answer, given_up: bool) {
+    fn served(&mut self, t: Nanos, req: ReqId, answer: &Answer, given_up: bool) {
+        if let Some(w) = self.wire_mut() {
+            w.answered(req, t / 1000, answer.cause);
+        }
         let worked = answer.admit.is_some() && answer.cause != Cause::Freeze;
         RunAccumulator::served(self, t / 1000, worked && given_up);
+    }
+
+    fn connection_opened(&mut self, _t: Nanos, _client: u32) {
+        if let Some(w) = self.wire_mut() {
+            w.connection_opened();
+        }
+    }
+
+    fn connection_reset(&mut self, _t: Nanos, _client: u32) {
+        if let Some(w) = self.wire_mut() {
+            w.connection_reset();
+        }
     }
 
     fn dropped(&mut self, intended: Nanos) {

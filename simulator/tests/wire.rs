@@ -40,3 +40,167 @@ fn a_blackhole_drops_the_answers_downstream_and_the_requests_upstream() {
         );
     }
 }
+
+/// Strategy A, `clients` clients for 3 s against a dependency answering in 40 ms, with a
+/// `latency` toxic on the answers for the whole run.
+fn latency_run(name: &str, clients: u32, attributes: &str, toxicity: f64) -> RunMetrics {
+    let text = format!(
+        "name = \"{name}\"\ntitle = \"L\"\ndescription = \"d\"\n\
+         [dependency]\nworkers = 50\nservice_ms = 40\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 0\nend_s = 3\ntoxic = \"latency\"\n\
+         attributes = {attributes}\ntoxicity = {toxicity}\n\
+         [workload]\nclients = {clients}\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
+         [policy]\nstrategies = [\"A\"]\nattempt_timeout_ms = 250\ndeadline_ms = 2000\n"
+    );
+    let scenario = Scenario::register(parse(&text, "x.toml").unwrap()).unwrap();
+    let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
+    let params = Params::for_scenario(scenario, &raw).unwrap();
+    simulator::run::simulate_all(scenario, &params).remove(0)
+}
+
+/// How long each attempt took whose answer left the dependency inside the phase (sent before
+/// 2.9 s), µs, with its client.
+fn spans(m: &RunMetrics) -> Vec<(u32, u64)> {
+    let spans: Vec<(u32, u64)> = m
+        .attempt_log
+        .iter()
+        .filter(|l| l.sent_us < 2_900_000)
+        .map(|l| (l.client, l.end_us - l.sent_us))
+        .collect();
+    assert!(spans.len() > 10, "{m:?}");
+    spans
+}
+
+/// A latency on the answers holds each answer latency +/- jitter: at 100 ms and no jitter every
+/// attempt takes 40 + 100 = 140 ms exactly; at 300 ms every attempt times out (250 ms) after
+/// its answer left the dependency, and every retry is work done again.
+#[test]
+fn a_latency_holds_every_answer_and_its_timeouts_are_the_network_s() {
+    let m = latency_run("latency-100", 5, "{ latency = 100 }", 1.0);
+    assert!(spans(&m).iter().all(|&(_, s)| s == 140_000), "{m:?}");
+    assert_eq!(m.no_answer.timeout, 0);
+    assert_eq!(m.wire.unwrap().network_timeouts, 0);
+
+    let m = latency_run("latency-300", 5, "{ latency = 300 }", 1.0);
+    let wire = m.wire.unwrap();
+    assert!(spans(&m).iter().all(|&(_, s)| s == 250_000), "{m:?}");
+    assert_eq!(wire.network_timeouts, m.no_answer.timeout, "{m:?}");
+    // Each operation met the phase and retried; every request was worked on.
+    assert_eq!(wire.done_twice, m.operations, "{m:?}");
+    assert_eq!(wire.extra_work, m.total_requests - m.operations, "{m:?}");
+}
+
+/// With jitter, answers take latency +/- jitter (uniform); at a toxicity of one half, a client's
+/// connection is slowed for the whole phase or not at all: its operations take 40 ms or
+/// 40 + 100 ms, never between.
+#[test]
+fn jitter_spreads_the_delay_and_toxicity_draws_per_client_connection() {
+    let m = latency_run("latency-jitter", 5, "{ latency = 100, jitter = 20 }", 1.0);
+    let s: Vec<u64> = spans(&m).into_iter().map(|(_, s)| s).collect();
+    assert!(s.iter().all(|&s| (120_000..=160_000).contains(&s)), "{s:?}");
+    assert!(
+        s.iter().any(|&s| s < 130_000) && s.iter().any(|&s| s > 150_000),
+        "{s:?}"
+    );
+
+    let m = latency_run("latency-half", 20, "{ latency = 100 }", 0.5);
+    let mut slowed = std::collections::BTreeMap::<u32, Vec<u64>>::new();
+    for (client, span) in spans(&m) {
+        slowed.entry(client).or_default().push(span);
+    }
+    let (mut slow, mut fast) = (0, 0);
+    for spans in slowed.values() {
+        if spans.iter().all(|&s| s == 140_000) {
+            slow += 1;
+        } else {
+            assert!(spans.iter().all(|&s| s == 40_000), "{spans:?}");
+            fast += 1;
+        }
+    }
+    assert!(slow > 0 && fast > 0, "slow {slow}, fast {fast}");
+}
+
+/// 4 clients for 3 s against a dependency answering in 40 ms, `reset_peer` at once on every
+/// connection (toxicity 1) from 1 s to 2 s, clients keeping (`reuse`) or not (`new`) their
+/// connection.
+fn reset_run(connections: &str) -> RunMetrics {
+    let text = format!(
+        "name = \"reset-{connections}\"\ntitle = \"R\"\ndescription = \"d\"\n\
+         [dependency]\nworkers = 10\nservice_ms = 40\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"reset_peer\"\n\
+         [workload]\nclients = 4\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
+         [policy]\nstrategies = [\"s\"]\nmax_attempts = 3\nattempt_timeout_ms = 500\n\
+         deadline_ms = 2000\n\
+         [[strategy]]\nid = \"s\"\nbackoff = \"constant\"\nwait_ms = 100\n\
+         connections = \"{connections}\"\n"
+    );
+    let scenario = Scenario::register(parse(&text, "x.toml").unwrap()).unwrap();
+    let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
+    let params = Params::for_scenario(scenario, &raw).unwrap();
+    simulator::run::simulate_all(scenario, &params).remove(0)
+}
+
+/// Every connection reset: an attempt sent in the phase ends as a reset at its send instant and
+/// never arrives; one in flight at the phase's start ends then, its request already arrived.
+/// A client that opens a connection per attempt opens one per attempt; one that keeps its
+/// connection opens one at its first attempt and one per attempt of the phase.
+#[test]
+fn reset_peer_resets_connections_and_their_attempts() {
+    for connections in ["new", "reuse"] {
+        let m = reset_run(connections);
+        let wire = m.wire.unwrap();
+        let sent = m.operations + m.retries_sent;
+        let in_phase: Vec<_> = m
+            .attempt_log
+            .iter()
+            .filter(|l| (1_000_000..2_000_000).contains(&l.sent_us))
+            .collect();
+        assert!(in_phase.len() > 10, "{connections}: {m:?}");
+        use e03_core::attempt::Broken;
+        use e03_metrics::metrics::LineEnd;
+        for l in &in_phase {
+            assert_eq!(
+                (l.end, l.end_us),
+                (LineEnd::Broken(Broken::ResetBeforeAnswer), l.sent_us),
+                "{connections}: {l:?}"
+            );
+        }
+        // Resets at the phase's start: attempts in flight then.
+        let at_start = m
+            .attempt_log
+            .iter()
+            .filter(|l| l.sent_us < 1_000_000 && l.end_us == 1_000_000)
+            .count() as u64;
+        assert_eq!(
+            m.no_answer.reset_before_answer,
+            in_phase.len() as u64 + at_start,
+            "{connections}"
+        );
+        assert_eq!(m.total_requests, sent - in_phase.len() as u64);
+        let clients_in = |from: u64, to: u64| {
+            m.attempt_log
+                .iter()
+                .filter(|l| (from..to).contains(&l.sent_us))
+                .map(|l| l.client)
+                .collect::<std::collections::BTreeSet<u32>>()
+                .len() as u64
+        };
+        let (before, after) = (clients_in(0, 1_000_000), clients_in(2_000_000, u64::MAX));
+        let (expected_connections, idle_resets) = match connections {
+            "new" => (sent, 0),
+            // A connection per client before the phase, one per attempt in it, and one per
+            // client after it (its last was reset); the idle connections open at the phase's
+            // start are reset too.
+            _ => (before + in_phase.len() as u64 + after, before - at_start),
+        };
+        assert_eq!(
+            wire.connections, expected_connections,
+            "{connections}: {m:?}"
+        );
+        assert_eq!(
+            wire.connections_reset,
+            m.no_answer.reset_before_answer + idle_resets,
+            "{connections}"
+        );
+    }
+}
