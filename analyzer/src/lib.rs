@@ -306,8 +306,9 @@ fn analyze_run(
     }
     // The proxy in front (issue 27): its connections, and the ones it reset. Written beside the
     // server log when the run had one; a line that is not a record is named in a warning.
-    let server = file_name(&server_log_path(scenario, strategy, seed));
-    let wire = dir.join(server.replacen("server-", "wire-", 1));
+    let wire = dir.join(file_name(&e03_core::control::wire_log_beside(
+        &server_log_path(scenario, strategy, seed),
+    )));
     if let (Some(tally), true) = (acc.wire_mut(), wire.exists()) {
         let text = std::fs::read_to_string(&wire).map_err(|source| AnalyzeError::Io {
             path: wire.clone(),

@@ -206,7 +206,7 @@ impl Service {
         let t0 = spec.t0;
         let log_file = spec.log_file();
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
-        let wire_log = self.log_dir.join(log_file.replacen("server-", "wire-", 1));
+        let wire_log = self.log_dir.join(control::wire_log_beside(&log_file));
         let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
         let setup = RunSetup {
             tag: RunTag {

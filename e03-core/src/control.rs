@@ -85,6 +85,18 @@ pub fn server_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String 
     format!("{}/server-{strategy}-seed{seed}.jsonl", scenario.name())
 }
 
+/// The log of the fault proxy in front of a dependency (issue 27), beside its server log:
+/// `[dir/]server-X.jsonl` gives `[dir/]wire-X.jsonl`. The service writes it, the analyzer reads
+/// it.
+pub fn wire_log_beside(server_log: &str) -> String {
+    let (dir, file) = match server_log.rsplit_once('/') {
+        Some((dir, file)) => (format!("{dir}/"), file),
+        None => (String::new(), server_log),
+    };
+    let name = file.strip_prefix("server-").unwrap_or(file);
+    format!("{dir}wire-{name}")
+}
+
 /// `<scenario>/ledger-<strategy>-seed<seed>.jsonl`, relative to a log directory: the charges the
 /// service committed (`POST /charge`), one `charge` record a line.
 pub fn ledger_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
@@ -104,6 +116,27 @@ pub fn run_id(scenario: Scenario, strategy: &str, seed: u64, start_unix_ms: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_proxy_log_sits_beside_the_server_log() {
+        assert_eq!(
+            wire_log_beside("run-1/e03b/server-C-seed42.jsonl"),
+            "run-1/e03b/wire-C-seed42.jsonl"
+        );
+        assert_eq!(
+            wire_log_beside("standalone/server-standalone.jsonl"),
+            "standalone/wire-standalone.jsonl"
+        );
+        assert_eq!(
+            wire_log_beside("server-A-seed1.jsonl"),
+            "wire-A-seed1.jsonl"
+        );
+        // A directory named server-... is not renamed: only the file is.
+        assert_eq!(
+            wire_log_beside("server-x/server-A-seed1.jsonl"),
+            "server-x/wire-A-seed1.jsonl"
+        );
+    }
 
     #[test]
     fn layout_names() {

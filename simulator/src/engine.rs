@@ -45,8 +45,7 @@ use crate::service::{dur, nanos};
 /// - a `latency` toxic on the answers (downstream, Toxiproxy's default), at any toxicity: each
 ///   answer that leaves the dependency during the phase reaches its client latency +/- jitter
 ///   later (the core's [`Link::pass`], the live proxy's rule), on the connections the toxicity
-///   draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its connection).
-///
+///   draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its connection);
 /// - `reset_peer` at once (timeout 0), either stream, at any toxicity: each connection open
 ///   when the phase starts, and each opened during it, is reset with probability `toxicity`
 ///   ([`Link::of_one`], one draw per connection and phase). An attempt on a connection reset
@@ -59,14 +58,12 @@ use crate::service::{dur, nanos};
 pub fn modelled(fault: &WireFault) -> bool {
     *fault == WireFault::Refused
         || fault.blackhole().is_some()
+        || reset_toxicity(fault).is_some()
         || matches!(
             fault,
             WireFault::Toxic {
                 toxic: ToxicKind::Latency { .. },
                 stream: Direction::Downstream,
-                ..
-            } | WireFault::Toxic {
-                toxic: ToxicKind::ResetPeer { timeout_ms: 0 },
                 ..
             }
         )
@@ -79,7 +76,8 @@ pub trait Observer {
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32);
     /// Attempt `attempt` of operation `op` of `client` is sent as request `req` but never
     /// reaches the dependency: nothing listens (a `refused` phase; its end comes as a refused
-    /// connect) or the wire drops it (an upstream blackhole; its timeout ends it).
+    /// connect), the wire drops it (an upstream blackhole; its timeout ends it), or the proxy
+    /// resets its new connection at once (`reset_peer`; it ends as a reset).
     fn refused(&mut self, _t: Nanos, _req: ReqId, _client: u32, _op: u32, _attempt: u32) {}
     /// The dependency's decision about that request.
     fn admission(&mut self, _t: Nanos, _req: ReqId, _admission: Admission) {}
