@@ -279,7 +279,7 @@ async fn update(State(p): State<Shared>, Path(name): Path<String>, body: Bytes) 
         || b.upstream.as_ref().is_some_and(|u| u != &proxy.upstream);
     let enabled = b.enabled.unwrap_or(proxy.enabled);
     if moved || !enabled {
-        stop(proxy);
+        stop(proxy).await;
     }
     if let Some(l) = b.listen {
         proxy.listen = l;
@@ -301,7 +301,7 @@ async fn delete_proxy(State(p): State<Shared>, Path(name): Path<String>) -> Resp
     let Some(mut proxy) = proxies.remove(&name) else {
         return unknown_proxy(&name);
     };
-    stop(&mut proxy);
+    stop(&mut proxy).await;
     p.change("proxy_deleted", &name, None);
     StatusCode::NO_CONTENT.into_response()
 }
@@ -450,12 +450,15 @@ async fn start(p: &Shared, proxy: &mut Proxy) -> Result<(), String> {
 }
 
 /// Stops listening and closes every open connection of the proxy (each logged `stopped`).
-fn stop(proxy: &mut Proxy) {
+/// It returns once nothing listens: the accept task owns the listener, so an abort alone would
+/// close it only when that task is next polled, and a client could still connect to a proxy the
+/// API had already answered as down. The accept task needs no lock; its connections end on their
+/// own (dropping its set aborts them), and are not awaited here.
+async fn stop(proxy: &mut Proxy) {
     proxy.enabled = false;
     if let Some(mut set) = proxy.running.take() {
         set.abort_all();
-        // Aborted tasks end on their own; the set must not be awaited under the lock.
-        tokio::spawn(async move { while set.join_next().await.is_some() {} });
+        while set.join_next().await.is_some() {}
     }
 }
 
@@ -800,7 +803,7 @@ impl BoundProxy {
         crate::server::drain(graceful, "proxy").await;
         let mut proxies = self.proxies.proxies.lock().await;
         for proxy in proxies.values_mut() {
-            stop(proxy);
+            stop(proxy).await;
         }
     }
 }
