@@ -11,16 +11,19 @@
 # Then the chain scenario as containers: E03_SCENARIOS=amplification through the hop services
 # hop-1..hop-6, checking the printed figures (27, 3, 243, PASS) and that the hop logs were
 # written by the hop containers.
+# Then slow-network through the fault proxy services wire-a..wire-d: the tables and checks printed,
+# the wire logs written by the proxy containers.
 # Then it builds the standard Dockerfile with the legacy builder (scripts/build-standard-image.sh)
 # and runs the default topology with that image once. It removes only what it made (its run
 # directories, its file) and puts results/latest back as it was.
 #   scripts/test-compose.sh          # everything above
 #   scripts/test-compose.sh chain    # only the static build and the chain run (about a minute)
+#   scripts/test-compose.sh wire     # only the static build and the slow-network run
 set -euo pipefail
 only=${1:-all}
 case "$only" in
-    all|chain) ;;
-    *) echo "test-compose: unknown argument '$only': expected nothing (every check) or 'chain'" >&2; exit 2 ;;
+    all|chain|wire) ;;
+    *) echo "test-compose: unknown argument '$only': expected nothing (every check), 'chain' or 'wire'" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.."
 project=e03test$$
@@ -59,6 +62,29 @@ cleanup() {
     fi
 }
 
+# Every service named exited 0 ($1 names the run in the message).
+exited_0() {
+    local what=$1 svc code
+    shift
+    for svc in "$@"; do
+        code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
+        if [ "$code" != 0 ]; then
+            echo "test-compose: $what: $svc exited with $code" >&2
+            exit 1
+        fi
+    done
+}
+
+# The run id results/latest points at, added to the runs to remove ($1 names the run).
+latest_run() {
+    local id
+    id=$(readlink results/latest || true)
+    case "$id" in
+        ""|*/*|.*) echo "test-compose: $1: results/latest is not a run id: '$id'" >&2; exit 1 ;;
+    esac
+    echo "$id"
+}
+
 # The chain scenario as containers: the swarm configures hop-1..hop-6 per variant through their
 # control call and is the top caller; the analyzer prints the [chain] tables from their logs.
 chain_run() {
@@ -66,17 +92,8 @@ chain_run() {
     start=$(date +%s)
     E03_SCENARIOS=amplification compose up --no-color 2>&1 | tee "$log"
     echo "test-compose: chain compose run (E03_SCENARIOS=amplification) took $(( $(date +%s) - start )) s"
-    for svc in swarm analyzer hop-1 hop-2 hop-3 hop-4 hop-5 hop-6; do
-        code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
-        if [ "$code" != 0 ]; then
-            echo "test-compose: chain run: $svc exited with $code" >&2
-            exit 1
-        fi
-    done
-    run=$(readlink results/latest || true)
-    case "$run" in
-        ""|*/*|.*) echo "test-compose: chain run: results/latest is not a run id: '$run'" >&2; exit 1 ;;
-    esac
+    exited_0 "chain run" swarm analyzer hop-1 hop-2 hop-3 hop-4 hop-5 hop-6
+    run=$(latest_run "chain run") || exit 1
     runs+=("$run")
     # The analyzer's check table: exactly the published figures, PASS.
     for row in "every-layer 27" "top-only 3" "five-layers 243"; do
@@ -110,12 +127,55 @@ chain_run() {
     echo "test-compose: the chain ran as containers: 27, 3 and 243 bottom calls per request, PASS; hop logs in results/$run/amplification"
 }
 
-if [ "$only" = chain ]; then
+# The fault proxy as services of their own (issue 27, item 5): E03_SCENARIOS=slow-network, with
+# the scenario's own settings (the short-run values are not passed), goes through wire-a and
+# wire-c (its strategies are A and C); the analyzer prints its tables and checks from the logs,
+# the proxy containers wrote the runs' wire logs, and every container exits 0.
+wire_run() {
+    local log=/tmp/e03-compose-up-wire-$$.log start run file owner added passed
+    start=$(date +%s)
+    (
+        unset E03_CLIENTS E03_DURATION_S E03_THINK_MIN_MS E03_THINK_MAX_MS \
+            E03_FREEZE_START_S E03_FREEZE_END_S E03_RECOVERY_END_S
+        E03_SCENARIOS=slow-network compose up --no-color 2>&1 | tee "$log"
+    )
+    echo "test-compose: wire compose run (E03_SCENARIOS=slow-network) took $(( $(date +%s) - start )) s"
+    exited_0 "wire run" swarm analyzer dep-a dep-b dep-c dep-d wire-a wire-b wire-c wire-d
+    run=$(latest_run "wire run") || exit 1
+    runs+=("$run")
+    grep -qE "^analyzer[-_]1 +\| .*read timeouts, answer sent" "$log" \
+        || { echo "test-compose: the wire run printed no 'read timeouts, answer sent' column" >&2; exit 1; }
+    for id in A C; do
+        grep -qE "^analyzer[-_]1 +\| \| $id[ |]" "$log" \
+            || { echo "test-compose: the wire run printed no row for $id" >&2; exit 1; }
+        file="results/$run/slow-network/wire-$id-seed42.jsonl"
+        [ -s "$file" ] || { echo "test-compose: the wire run left no $file" >&2; exit 1; }
+        owner=$(stat -c %u "$file")
+        [ "$owner" = "$E03_UID" ] \
+            || { echo "test-compose: $file was written by uid $owner, not the containers' $E03_UID" >&2; exit 1; }
+        added=$(grep -c '"what":"toxic_added"' "$file" || true)
+        [ "$added" = 3 ] || { echo "test-compose: $file holds $added toxics added, expected 3" >&2; exit 1; }
+    done
+    # Its six checks (read timeouts, those whose answer was sent, operations worked twice; A and
+    # C) against the model of the same seed: all PASS.
+    if grep -E "^analyzer[-_]1 +\|.*\| +FAIL +\|" "$log"; then
+        echo "test-compose: a check of the wire run failed" >&2
+        exit 1
+    fi
+    passed=$(grep -cE "^analyzer[-_]1 +\|.*\| +PASS +\|" "$log" || true)
+    if [ "$passed" != 6 ]; then
+        echo "test-compose: the wire run printed $passed checks with PASS, expected 6" >&2
+        exit 1
+    fi
+    echo "test-compose: slow-network ran through the proxy services: 6 checks PASS, wire logs in results/$run/slow-network"
+}
+
+if [ "$only" = chain ] || [ "$only" = wire ]; then
     chmod 0777 results
     compose build
-    chain_run
+    "${only}_run"
     compose down --remove-orphans
-    echo "test-compose: 1 passed, 0 failed (chain as containers, offline path)"
+    echo "test-compose: 1 passed, 0 failed ($only as containers, offline path)"
     exit 0
 fi
 
@@ -165,17 +225,8 @@ one_run() {
         plain_compose up --no-color 2>&1 | tee "$log"
     fi
     echo "test-compose: $how compose run took $(( $(date +%s) - start )) s"
-    for svc in swarm analyzer; do
-        code=$(docker inspect -f '{{.State.ExitCode}}' "$(compose ps -q "$svc")")
-        if [ "$code" != 0 ]; then
-            echo "test-compose: $how run: $svc exited with $code" >&2
-            exit 1
-        fi
-    done
-    run_id=$(readlink results/latest || true)
-    case "$run_id" in
-        ""|*/*|.*) echo "test-compose: $how run: results/latest is not a run id: '$run_id'" >&2; exit 1 ;;
-    esac
+    exited_0 "$how run" swarm analyzer
+    run_id=$(latest_run "$how run") || exit 1
     for seen in "${runs[@]}"; do
         if [ "$seen" = "$run_id" ]; then
             echo "test-compose: $how run reused the run directory $run_id" >&2
@@ -280,6 +331,7 @@ done
 echo "test-compose: the swarm printed a progress line every second: $(grep -m1 "progress e03b seed 42: " /tmp/e03-compose-up-script-$$.log)"
 
 chain_run
+wire_run
 
 compose down --remove-orphans
 left=$(docker ps -q --filter "label=com.docker.compose.project=$project")
@@ -334,4 +386,4 @@ for scenario in e03a e03b; do
 done
 echo "test-compose: the standard Dockerfile's image ran the default topology: results/$std_run"
 std_compose down --remove-orphans
-echo "test-compose: 3 passed, 0 failed (offline path, chain as containers, standard Dockerfile)"
+echo "test-compose: 4 passed, 0 failed (offline path, chain as containers, wire proxies as containers, standard Dockerfile)"

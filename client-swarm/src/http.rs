@@ -14,7 +14,9 @@
 use std::time::Duration;
 
 use e03_core::attempt::{Broken, Stage};
-use e03_core::control::{RunCounts, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH};
+use e03_core::control::{
+    RunCounts, StartAnswer, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH,
+};
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
 use e03_core::strategy::Connections;
@@ -201,14 +203,24 @@ async fn post_json(
     Ok(bytes.to_vec())
 }
 
-/// `POST /control/start`.
+/// `POST /control/start`; where the run's work goes when the dependency has a fault proxy of
+/// its own in front for this run ([`StartAnswer::work`]). An empty answer names nothing.
 pub(crate) async fn start_run(
     http: &Client,
     control: &str,
     start: &StartRun,
-) -> Result<(), SwarmError> {
+) -> Result<Option<String>, SwarmError> {
     let body = serde_json::to_string(start).expect("StartRun serialises");
-    post_json(http, control, START_PATH, body).await.map(|_| ())
+    let bytes = post_json(http, control, START_PATH, body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice::<StartAnswer>(&bytes)
+        .map(|a| a.work)
+        .map_err(|e| SwarmError::Control {
+            url: format!("{}{START_PATH}", control.trim_end_matches('/')),
+            reason: format!("unexpected answer: {e}"),
+        })
 }
 
 /// `POST /control/stop`, answered with the run's server-side counts.

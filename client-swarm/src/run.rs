@@ -90,7 +90,8 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             tag,
         });
     }
-    for (i, p) in prepared.iter().enumerate() {
+    for i in 0..prepared.len() {
+        let p = &prepared[i];
         let start = StartRun {
             run: p.tag.run.clone(),
             scenario: plan.scenario,
@@ -101,12 +102,26 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             definition: Some(plan.scenario.def().clone()),
             run_dir: plan.run_dir.clone(),
         };
-        if let Err(e) = start_run(&p.work.http, &p.control_url, &start).await {
-            // Leave no dependency running a half-started swarm run.
-            for started in &prepared[..i] {
-                let _ = stop_run(&started.work.http, &started.control_url, false).await;
+        let answer = start_run(&p.work.http, &p.control_url, &start).await;
+        // A fault proxy of its own in front of the dependency carries this run.
+        let moved = answer.as_ref().ok().cloned().flatten().map(|w| {
+            endpoint(&w, "/work").ok_or_else(|| SwarmError::BadUrl {
+                strategy: p.strategy.id.clone(),
+                what: "work (the start call's answer)",
+                url: w,
+            })
+        });
+        let answer = answer.and_then(|_| moved.transpose());
+        match answer {
+            Ok(Some(url)) => prepared[i].work.url = url,
+            Ok(None) => {}
+            Err(e) => {
+                // Leave no dependency running a half-started swarm run.
+                for started in &prepared[..=i] {
+                    let _ = stop_run(&started.work.http, &started.control_url, false).await;
+                }
+                return Err(e);
             }
-            return Err(e);
         }
     }
     let ticker = crate::progress::Ticker::start(

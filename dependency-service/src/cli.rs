@@ -71,6 +71,11 @@ pub struct Plan {
     /// user's Toxiproxy client can add faults of its own during a run (implies `wire_front`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_api: Option<SocketAddr>,
+    /// `--wire-proxy URL --wire-upstream HOST:PORT`: the fault proxy is a `lab proxy` of its
+    /// own (compose's `wire-*` services), in front of this dependency for runs with wire
+    /// phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_proxy: Option<crate::wire_front::RemoteFront>,
 }
 
 /// Default of `--answer-spin-us`: 200 µs (see [`ANSWER_SPIN_HELP`]).
@@ -155,6 +160,28 @@ pub fn command() -> Command {
                     "Put the fault proxy in front of the work address (named `dependency`) and \
                      serve its Toxiproxy API here, for a Toxiproxy client to drive during a \
                      run; its log is the run's wire-*.jsonl (docs/wire.md)",
+                ),
+        )
+        .arg(
+            Arg::new("wire-proxy")
+                .long("wire-proxy")
+                .env("E03_WIRE_PROXY")
+                .value_name("URL")
+                .help(
+                    "The fault proxy is a `lab proxy --log-dir DIR` of its own, its API at URL \
+                     (http://HOST:PORT): for runs with wire phases the dependency makes its \
+                     proxy `dependency` there, on a free port, in front of --wire-upstream, \
+                     and tells callers to send their work to it (docs/wire.md, compose)",
+                ),
+        )
+        .arg(
+            Arg::new("wire-upstream")
+                .long("wire-upstream")
+                .env("E03_WIRE_UPSTREAM")
+                .value_name("HOST:PORT")
+                .help(
+                    "This dependency's work address as the --wire-proxy reaches it [default: \
+                     the work listener's address, when it is not 0.0.0.0 or [::]]",
                 ),
         )
         .subcommand(
@@ -361,8 +388,19 @@ impl Plan {
             Some(v) if !v.trim().is_empty() => Some(address(m, "proxy-api", "E03_PROXY_API")?),
             _ => None,
         };
-        let wire_front =
-            proxy_api.is_some() || scenario.is_some_and(|s| !params.timeline(s).wire.is_empty());
+        let wire_proxy = remote_front(m, listen)?;
+        if wire_proxy.is_some() && proxy_api.is_some() {
+            return Err(ConfigError::Setting {
+                flag: "proxy-api",
+                env: "E03_PROXY_API",
+                value: setting(m, "proxy-api"),
+                accepts: "nothing with --wire-proxy (E03_WIRE_PROXY): a Toxiproxy client drives \
+                          that proxy's own API",
+            });
+        }
+        let wire_front = wire_proxy.is_none()
+            && (proxy_api.is_some()
+                || scenario.is_some_and(|s| !params.timeline(s).wire.is_empty()));
         Ok(Plan {
             listen,
             control_listen,
@@ -374,8 +412,56 @@ impl Plan {
             answer_spin,
             wire_front,
             proxy_api,
+            wire_proxy,
         })
     }
+}
+
+/// `--wire-proxy URL` with `--wire-upstream HOST:PORT` (which may be left out when the work
+/// listener `listen` is on one address: the proxy reaches it there).
+fn remote_front(
+    m: &ArgMatches,
+    listen: SocketAddr,
+) -> Result<Option<crate::wire_front::RemoteFront>, ConfigError> {
+    let api = setting(m, "wire-proxy").trim().to_string();
+    let upstream = setting(m, "wire-upstream").trim().to_string();
+    if api.is_empty() && upstream.is_empty() {
+        return Ok(None);
+    }
+    let url_ok = reqwest::Url::parse(&api).is_ok_and(|u| {
+        u.scheme() == "http" && u.host_str().is_some() && matches!(u.path(), "" | "/")
+    });
+    if !url_ok {
+        return Err(ConfigError::Setting {
+            flag: "wire-proxy",
+            env: "E03_WIRE_PROXY",
+            value: api,
+            accepts: "the URL of a `lab proxy` API, like http://wire-a:8474, with --wire-upstream",
+        });
+    }
+    if upstream.is_empty() && !listen.ip().is_unspecified() {
+        // The work listener's own address.
+        return Ok(Some(crate::wire_front::RemoteFront {
+            api,
+            upstream: None,
+        }));
+    }
+    let port_ok = upstream
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if !port_ok {
+        return Err(ConfigError::Setting {
+            flag: "wire-upstream",
+            env: "E03_WIRE_UPSTREAM",
+            value: upstream,
+            accepts: "HOST:PORT, this dependency's work address as the --wire-proxy reaches it, \
+                      like dep-a:8080 (needed when --listen is 0.0.0.0 or [::])",
+        });
+    }
+    Ok(Some(crate::wire_front::RemoteFront {
+        api,
+        upstream: Some(upstream),
+    }))
 }
 
 /// The whole CLI (`args[0]` is the program name); builds its own tokio runtime; returns the exit
@@ -467,6 +553,14 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
         .await
         .map_err(|e| BindError(format!("--listen {}: {e}", plan.listen)))?;
         Some(std::sync::Arc::new(front))
+    } else if let Some(remote) = &plan.wire_proxy {
+        let upstream = match &remote.upstream {
+            Some(u) => u.clone(),
+            None => work.local_addr()?.to_string(),
+        };
+        let front =
+            crate::wire_front::WireFront::remote(&remote.api, &upstream, REMOTE_PROXY_WAIT).await?;
+        Some(std::sync::Arc::new(front))
     } else {
         None
     };
@@ -488,7 +582,9 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
                 .await
                 .map_err(|e| bind_error(e, "proxy-api", "E03_PROXY_API", addr))?;
             let bound = listener.local_addr()?;
-            let api = front.api();
+            let api = front
+                .api()
+                .expect("--proxy-api goes with a proxy in process");
             tokio::spawn(async move {
                 if let Err(e) = axum::serve(listener, api).await {
                     tracing::error!("the proxy API stopped: {e}");
@@ -502,7 +598,10 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     write!(
         out,
         "listening work={} control={}",
-        front.as_ref().map_or(work.local_addr()?, |f| f.addr()),
+        front
+            .as_ref()
+            .and_then(|f| f.local_addr())
+            .unwrap_or(work.local_addr()?),
         control.local_addr()?
     )?;
     match proxy_api {
@@ -511,6 +610,7 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
     }
     out.flush()?;
     drop(out);
+    let remote = front.clone().filter(|_| plan.wire_proxy.is_some());
     let opts = ServiceOptions {
         wire_front: front,
         answer_spin: plan.answer_spin,
@@ -522,8 +622,16 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
             at_first_request: plan.timeline_start == TimelineStart::FirstRequest,
         }),
     };
-    serve(work, control, opts, shutdown_signal()).await
+    let served = serve(work, control, opts, shutdown_signal()).await;
+    // A proxy of its own ends with its dependency (compose's run is over).
+    if let Some(front) = remote {
+        front.shutdown_remote().await;
+    }
+    served
 }
+
+/// How long the dependency waits for its `--wire-proxy` to answer at start.
+const REMOTE_PROXY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Logs and tracing go to stderr; `RUST_LOG` filters, default info. A no-op if the caller (the
 /// lab binary) already installed a subscriber.

@@ -14,7 +14,12 @@
 //!   port, the answer names it), `GET|POST|DELETE /proxies/{proxy}` (`POST` with
 //!   `{"enabled": false}` stops listening, so connections are refused, and closes the open ones);
 //! - `GET|POST /proxies/{proxy}/toxics`, `GET|POST|DELETE /proxies/{proxy}/toxics/{toxic}`;
-//! - `POST /reset` (every proxy enabled, every toxic removed), `GET /version`.
+//! - `POST /reset` (every proxy enabled, every toxic removed), `GET /version`;
+//! - two calls of the lab's own, outside Toxiproxy's paths, for a dependency that drives this
+//!   proxy from another container (compose's `wire-*` services, [`crate::wire_front`]):
+//!   `POST /lab/log` (`{"file": "RUN/SCENARIO/wire-A-seed42.jsonl"}`, a relative path under
+//!   `--log-dir`: every record from now on goes there; `{"file": null}`: the log is flushed and
+//!   closed) and `POST /lab/shutdown` (the process ends as on SIGTERM).
 //!
 //! A toxic added or removed applies to the open connections too (each draws its toxicity again),
 //! as in Toxiproxy. Every connection is one record of the log when it ends (its toxics, its
@@ -103,6 +108,10 @@ pub struct Proxies {
     log: Mutex<Option<e03_io::logs::JsonlSink>>,
     seed: u64,
     conns: Arc<AtomicU64>,
+    /// Where `POST /lab/log` may open a log (`--log-dir`); none: the call is refused.
+    log_dir: Option<std::path::PathBuf>,
+    /// `POST /lab/shutdown` was called.
+    shutdown: tokio::sync::Notify,
 }
 
 type Shared = Arc<Proxies>;
@@ -111,11 +120,22 @@ impl Proxies {
     /// `log`: the JSON Lines file every record goes to (none: no log). `seed`: the draws of
     /// toxicity, jitter and slice sizes (one stream per connection).
     pub fn new(log: Option<std::fs::File>, seed: u64) -> Shared {
+        Self::build(log, None, seed)
+    }
+
+    /// No log until a `POST /lab/log` call opens one under `dir` (`--log-dir`).
+    pub fn in_log_dir(dir: std::path::PathBuf, seed: u64) -> Shared {
+        Self::build(None, Some(dir), seed)
+    }
+
+    fn build(log: Option<std::fs::File>, log_dir: Option<std::path::PathBuf>, seed: u64) -> Shared {
         Arc::new(Proxies {
             proxies: tokio::sync::Mutex::new(BTreeMap::new()),
             log: Mutex::new(log.map(e03_io::logs::JsonlSink::new)),
             seed,
             conns: Arc::new(AtomicU64::new(0)),
+            log_dir,
+            shutdown: tokio::sync::Notify::new(),
         })
     }
 
@@ -159,6 +179,8 @@ pub fn api(proxies: Shared) -> Router {
     Router::new()
         .route("/version", get(|| async { VERSION }))
         .route("/reset", post(reset))
+        .route("/lab/log", post(lab_log))
+        .route("/lab/shutdown", post(lab_shutdown))
         .route("/proxies", get(list).post(create))
         .route(
             "/proxies/{proxy}",
@@ -204,6 +226,70 @@ fn unknown_proxy(name: &str) -> Response {
 
 fn parse<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| format!("invalid {what}: {e}"))
+}
+
+/// `POST /lab/log`: the body of the call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogBody {
+    file: Option<String>,
+}
+
+/// Where `file` goes under `dir`: a relative path of plain components ending in `.jsonl`.
+fn log_path(dir: &std::path::Path, file: &str) -> Result<std::path::PathBuf, String> {
+    use std::path::Component;
+    let rel = std::path::Path::new(file);
+    let plain = !file.is_empty()
+        && file.len() <= 1024
+        && rel.components().all(|c| matches!(c, Component::Normal(_)));
+    if !plain || !file.ends_with(".jsonl") {
+        return Err(format!(
+            "invalid log: file {file:?}: expected a relative path under --log-dir, without \
+             '..', ending in .jsonl"
+        ));
+    }
+    Ok(dir.join(rel))
+}
+
+async fn lab_log(State(p): State<Shared>, body: Bytes) -> Response {
+    let b: LogBody = match parse(&body, "log") {
+        Ok(b) => b,
+        Err(e) => return bad(e),
+    };
+    let Some(dir) = &p.log_dir else {
+        return bad("invalid log: this proxy was started without --log-dir");
+    };
+    let Some(file) = b.file else {
+        p.set_log(None);
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    let path = match log_path(dir, &file) {
+        Ok(path) => path,
+        Err(e) => return bad(e),
+    };
+    if let Some(parent) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot create {}: {e}", parent.display()),
+            );
+        }
+    }
+    match std::fs::File::create(&path) {
+        Ok(f) => {
+            p.set_log(Some(f));
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot create {}: {e}", path.display()),
+        ),
+    }
+}
+
+async fn lab_shutdown(State(p): State<Shared>) -> Response {
+    p.shutdown.notify_one();
+    StatusCode::NO_CONTENT.into_response()
 }
 
 async fn list(State(p): State<Shared>) -> Response {
@@ -789,8 +875,15 @@ impl BoundProxy {
     }
 
     /// Serves the API until `stop` resolves; the log is complete when this returns.
+    /// A `POST /lab/shutdown` call stops it too.
     pub async fn serve(self, until: impl std::future::Future<Output = ()> + Send + 'static) {
-        let stop_rx = crate::server::stop_channel(until);
+        let asked = Arc::clone(&self.proxies);
+        let stop_rx = crate::server::stop_channel(async move {
+            tokio::select! {
+                () = until => {}
+                () = asked.shutdown.notified() => {}
+            }
+        });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         crate::server::accept_loop(
             self.listener,
@@ -809,7 +902,7 @@ impl BoundProxy {
 }
 
 const HELP: &str = "\
-Usage: lab proxy [--api ADDR] [--log FILE] [--seed N]
+Usage: lab proxy [--api ADDR] [--log FILE | --log-dir DIR] [--seed N]
 
 A TCP fault proxy with Toxiproxy's HTTP API (docs/wire.md): create proxies and toxics with any
 Toxiproxy client or curl, e.g.
@@ -821,11 +914,12 @@ enabled=false refuses connections.
 Options:
   --api ADDR   where the API listens [default: 127.0.0.1:8474] (port 0: any free port)
   --log FILE   JSON Lines log: one record per connection and per change [default: none]
+  --log-dir DIR  no log until a dependency opens one under DIR (POST /lab/log), per run
   --seed N     seeds the toxicity, jitter and slice draws [default: 42]
 
 Prints `listening api=IP:PORT` first; serves until SIGINT or SIGTERM (exit 0).";
 
-/// `lab proxy [--api ADDR] [--log FILE] [--seed N]`.
+/// `lab proxy [--api ADDR] [--log FILE | --log-dir DIR] [--seed N]`.
 pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
     let usage = |msg: String| {
         eprintln!("lab proxy: {msg}");
@@ -833,6 +927,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
     };
     let mut api = "127.0.0.1:8474".to_string();
     let mut log: Option<std::path::PathBuf> = None;
+    let mut log_dir: Option<std::path::PathBuf> = None;
     let mut seed = 42u64;
     let mut rest = args
         .into_iter()
@@ -855,6 +950,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         match flag.as_str() {
             "--api" => api = v,
             "--log" => log = Some(v.into()),
+            "--log-dir" => log_dir = Some(v.into()),
             "--seed" => match v.trim().parse() {
                 Ok(n) => seed = n,
                 Err(_) => {
@@ -864,6 +960,19 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
                 }
             },
             _ => return usage(format!("unknown argument {a:?}; see lab proxy --help")),
+        }
+    }
+    if log.is_some() && log_dir.is_some() {
+        return usage(
+            "--log and --log-dir together: expected one log file or one directory".to_string(),
+        );
+    }
+    if let Some(dir) = &log_dir {
+        if !dir.is_dir() {
+            return usage(format!(
+                "invalid --log-dir {}: expected an existing directory",
+                dir.display()
+            ));
         }
     }
     let file = match &log {
@@ -889,7 +998,10 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         }
     };
     rt.block_on(async {
-        let proxies = Proxies::new(file, seed);
+        let proxies = match log_dir {
+            Some(dir) => Proxies::in_log_dir(dir, seed),
+            None => Proxies::new(file, seed),
+        };
         let bound = match BoundProxy::bind(&api, Arc::clone(&proxies)).await {
             Ok(b) => b,
             Err(e) => return usage(format!("invalid --api {api:?}: {e}")),

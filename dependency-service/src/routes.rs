@@ -22,8 +22,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use e03_core::control::{
-    valid_run_dir, valid_strategy_id, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH, START_PATH,
-    STOP_PATH,
+    valid_run_dir, valid_strategy_id, StartAnswer, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH,
+    START_PATH, STOP_PATH,
 };
 use e03_core::scenario::ScenarioDef;
 use e03_core::Scenario;
@@ -453,10 +453,18 @@ async fn start(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
         return bad_request(msg);
     }
     let log_file = spec.log_file();
+    let work = svc.work_url(&spec);
     match svc.start_run(spec).await {
         Ok(run) => {
-            let body = serde_json::json!({ "run": run.tag().run, "log_file": log_file });
-            json(StatusCode::OK, body.to_string())
+            let body = StartAnswer {
+                run: run.tag().run.clone(),
+                log_file,
+                work,
+            };
+            json(
+                StatusCode::OK,
+                serde_json::to_string(&body).expect("an answer serialises"),
+            )
         }
         Err(e) => {
             tracing::error!("cannot start run: {e}");

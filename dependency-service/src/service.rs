@@ -131,6 +131,13 @@ impl Service {
         }
     }
 
+    /// Where the callers of `spec` send their work, when not to the address they know: a
+    /// remote proxy in front carrying the run (the start call's `work`).
+    pub fn work_url(&self, spec: &RunSpec) -> Option<String> {
+        let wire = spec.params.timeline(spec.scenario).wire;
+        self.wire_front.as_ref()?.work_url(&wire)
+    }
+
     /// Holds `run` until the first request arrives: its timeline starts then
     /// ([`Self::run_for_request`]). A control call that starts a run drops it.
     pub fn start_at_first_request(&self, run: crate::server::StandaloneRun) {
@@ -206,7 +213,7 @@ impl Service {
         let t0 = spec.t0;
         let log_file = spec.log_file();
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
-        let wire_log = self.log_dir.join(control::wire_log_beside(&log_file));
+        let wire_log = control::wire_log_beside(&log_file);
         let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
         let setup = RunSetup {
             tag: RunTag {
@@ -227,14 +234,19 @@ impl Service {
             answer_spin: self.answer_spin,
         };
         let run = Run::start(setup, self.log.clone()).await?;
-        // With a proxy in front, every run has its proxy log: its phases, or a user's own
-        // toxics through the proxy's API (`--proxy-api`).
+        // With a proxy in front, every run it carries has its proxy log: its phases, or a
+        // user's own toxics through the proxy's API (`--proxy-api`).
         if let Some(front) = &self.wire_front {
-            let file = std::fs::File::create(&wire_log).map_err(|e| LogError::Open {
-                path: wire_log.clone(),
-                source: e,
-            })?;
-            front.begin_run(t0, wire, file).await;
+            if let Err(e) = front
+                .begin_run(t0, wire, &self.log_dir, std::path::Path::new(&wire_log))
+                .await
+            {
+                run.end(false).await?;
+                return Err(LogError::Open {
+                    path: self.log_dir.join(&wire_log),
+                    source: e,
+                });
+            }
         }
         tracing::info!(run = %run.tag().run, "run started");
         *self.slot() = Some(run.clone());

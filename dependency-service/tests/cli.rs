@@ -84,6 +84,43 @@ fn bad_values_exit_2_naming_the_setting_and_write_nothing() {
         ),
         (&[], &[("E03_WORKER", "5")], &["E03_WORKER"]),
         (&["--bogus"], &[], &["--bogus"]),
+        // The fault proxy as a process of its own (compose's wire-* services).
+        (
+            &["--wire-proxy", "ftp://wire-a:8474"],
+            &[],
+            &[
+                "--wire-proxy (env E03_WIRE_PROXY)",
+                "ftp://wire-a:8474",
+                "`lab proxy` API",
+            ],
+        ),
+        (
+            &["--wire-upstream", "dep-a:8080"],
+            &[],
+            &["--wire-proxy (env E03_WIRE_PROXY)", "with --wire-upstream"],
+        ),
+        (
+            &[
+                "--wire-proxy",
+                "http://wire-a:8474",
+                "--wire-upstream",
+                "dep-a",
+            ],
+            &[],
+            &[
+                "--wire-upstream (env E03_WIRE_UPSTREAM)",
+                "\"dep-a\"",
+                "HOST:PORT",
+            ],
+        ),
+        (
+            &["--proxy-api", "127.0.0.1:0"],
+            &[("E03_WIRE_PROXY", "http://wire-a:8474")],
+            &[
+                "--proxy-api (env E03_PROXY_API)",
+                "nothing with --wire-proxy",
+            ],
+        ),
     ];
     for (args, env, needles) in cases {
         let (code, stderr) = run(args, env, &dir);
@@ -93,6 +130,24 @@ fn bad_values_exit_2_naming_the_setting_and_write_nothing() {
         }
         assert!(!dir.exists(), "nothing may be written on bad input");
     }
+    // On every address, the proxy cannot guess where to reach the dependency.
+    let mut cmd = Command::new(BIN);
+    clear_e03_env(&mut cmd);
+    let out = cmd
+        .args([
+            "--listen",
+            "0.0.0.0:0",
+            "--wire-proxy",
+            "http://wire-a:8474",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--wire-upstream (env E03_WIRE_UPSTREAM)") && stderr.contains("0.0.0.0"),
+        "{stderr}"
+    );
     let mut cmd = Command::new(BIN);
     clear_e03_env(&mut cmd);
     let out = cmd.args(["--listen", "nowhere:port"]).output().unwrap();

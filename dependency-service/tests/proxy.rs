@@ -413,3 +413,76 @@ async fn latency_counts_from_each_chunk_s_read_not_from_the_previous_write() {
         "{took:?}"
     );
 }
+
+/// The lab's own calls: `POST /lab/log` opens a run's log under `--log-dir` (its folders made),
+/// closes it with `null`, and refuses a path that leaves the directory or is not `.jsonl`, and
+/// any log on a proxy started without `--log-dir`; `POST /lab/shutdown` ends `serve`.
+#[tokio::test]
+async fn lab_log_opens_a_log_under_the_log_dir_only_and_lab_shutdown_ends_the_proxy() {
+    let dir = std::env::temp_dir().join(format!("e03-proxy-logdir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let proxies = Proxies::in_log_dir(dir.clone(), 7);
+    let bound = BoundProxy::bind("127.0.0.1:0", Arc::clone(&proxies))
+        .await
+        .unwrap();
+    let api = format!("http://{}", bound.api);
+    let served = tokio::spawn(bound.serve(std::future::pending()));
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: &str| {
+        let req = http.post(format!("{api}{path}")).body(body.to_string());
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    for bad in [
+        r#"{"file":"../out.jsonl"}"#,
+        r#"{"file":"/tmp/out.jsonl"}"#,
+        r#"{"file":"run/out.txt"}"#,
+        r#"{"file":""}"#,
+        r#"{"path":"x.jsonl"}"#,
+    ] {
+        let (status, body) = post("/lab/log", bad).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body.contains("invalid log"), "{body}");
+    }
+    let (status, _) = post(
+        "/lab/log",
+        r#"{"file":"run-1/slow-network/wire-A-seed42.jsonl"}"#,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, _) = post(
+        "/proxies",
+        r#"{"name":"dependency","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"}"#,
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(post("/lab/log", r#"{"file":null}"#).await.0, 204);
+    let log = std::fs::read_to_string(dir.join("run-1/slow-network/wire-A-seed42.jsonl")).unwrap();
+    assert!(log.contains(r#""what":"proxy_created""#), "{log}");
+    assert_eq!(log.lines().count(), 1, "{log}");
+
+    assert_eq!(post("/lab/shutdown", "").await.0, 204);
+    tokio::time::timeout(Duration::from_secs(10), served)
+        .await
+        .expect("the proxy ends after /lab/shutdown")
+        .unwrap();
+
+    // Without --log-dir: refused.
+    let bound = BoundProxy::bind("127.0.0.1:0", Proxies::new(None, 7))
+        .await
+        .unwrap();
+    let api2 = format!("http://{}", bound.api);
+    tokio::spawn(bound.serve(std::future::pending()));
+    let r = http
+        .post(format!("{api2}/lab/log"))
+        .body(r#"{"file":"x.jsonl"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert!(r.text().await.unwrap().contains("without --log-dir"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

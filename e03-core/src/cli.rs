@@ -41,6 +41,8 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_OPERATIONS",
     "E03_AUDIT_PROBE",
     "E03_PROXY_API",
+    "E03_WIRE_PROXY",
+    "E03_WIRE_UPSTREAM",
 ];
 
 /// Adds one flag per parameter to `cmd`.
@@ -74,8 +76,11 @@ pub fn raw_params(m: &ArgMatches) -> BTreeMap<String, String> {
     PARAMS
         .iter()
         .filter_map(|p| {
-            m.get_one::<String>(p.env)
-                .map(|v| (p.env.to_string(), v.clone()))
+            let v = m.get_one::<String>(p.env)?;
+            // An empty env var is "not given": compose passes every parameter, empty when the
+            // user left it unset, so that each scenario keeps its own settings.
+            let from_env = m.value_source(p.env) == Some(ValueSource::EnvVariable);
+            (!(from_env && v.trim().is_empty())).then(|| (p.env.to_string(), v.clone()))
         })
         .collect()
 }
@@ -112,7 +117,8 @@ pub fn params_for_scenario(
 }
 
 /// A parameter flag typed with an empty value (`--seeds ""`) is refused: it would silently run
-/// the default. (An empty env var stays "not given": compose passes `E03_SEEDS=` so.)
+/// the default. (An empty env var stays "not given" ([`raw_params`]): compose passes each
+/// parameter so when the user left it unset.)
 fn empty_flag(m: &ArgMatches) -> Result<(), ParamError> {
     for p in PARAMS {
         let typed = m.try_contains_id(p.env).unwrap_or(false)

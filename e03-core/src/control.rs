@@ -42,6 +42,20 @@ pub struct StartRun {
     pub run_dir: Option<String>,
 }
 
+/// The answer to a start call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartAnswer {
+    /// The run's id.
+    pub run: String,
+    /// Its server log, relative to the service's log directory.
+    pub log_file: String,
+    /// Where the run's callers send their work instead of the address they know: the fault
+    /// proxy in front of the dependency, when it is a service of its own that carries this
+    /// run (compose's `wire-*`, `lab serve --wire-proxy`). `None`: the known address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopRun {
     /// False when the run is being stopped early (signal).

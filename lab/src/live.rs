@@ -520,6 +520,7 @@ pub(crate) fn loopback_serve_plan(
         answer_spin,
         wire_front,
         proxy_api: None,
+        wire_proxy: None,
     }
 }
 

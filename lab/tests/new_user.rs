@@ -209,12 +209,27 @@ fn an_empty_seeds_flag_exits_2() {
         assert!(stderr.contains("invalid --seeds=\"\""), "{stderr}");
         assert!(!out.join(sub).exists());
     }
-    // An empty env var still means "not given" (compose passes `E03_SEEDS=`).
+    // An empty env var still means "not given": compose passes every parameter the user left
+    // unset so (`E03_SEEDS=`, `E03_WORKERS=`, ...), and each scenario keeps its own settings.
     let (code, stderr) = run(lab()
         .args(["simulate", "e03b", "--out"])
         .arg(out.join("env"))
-        .env("E03_SEEDS", ""));
+        .env("E03_SEEDS", "")
+        .env("E03_WORKERS", "")
+        .env("E03_ATTEMPT_TIMEOUT_MS", " "));
     assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = run(lab()
+        .args(["simulate", "slow-network", "--out"])
+        .arg(out.join("env-slow"))
+        .env("E03_CLIENTS", "")
+        .env("E03_ATTEMPT_TIMEOUT_MS", "")
+        .env("E03_STRATEGIES", ""));
+    assert_eq!(code, Some(0), "{stderr}");
+    let plan =
+        std::fs::read_to_string(out.join("env-slow/latest/simulated/slow-network/summary.json"))
+            .unwrap_or_default();
+    // slow-network's own 250 ms attempts and its strategies A and C, not the defaults.
+    assert!(plan.contains("\"C\"") && !plan.contains("\"B\""), "{plan}");
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -69,6 +69,7 @@ fn children_run_their_plan_not_the_environment() {
         answer_spin: std::time::Duration::ZERO,
         wire_front: false,
         proxy_api: None,
+        wire_proxy: None,
     };
     let serve_file = dir.join("serve.json");
     std::fs::write(&serve_file, serde_json::to_string(&serve_plan).unwrap()).unwrap();

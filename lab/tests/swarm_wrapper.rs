@@ -15,24 +15,25 @@ use nix::unistd::Pid;
 
 /// A `lab serve` on loopback port 0 logging into `dir`, and its `A=WORK@CONTROL` target.
 fn serve(dir: &Path) -> (Child, String) {
-    let mut child = lab()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--control-listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--scenario", "none", "--log-dir"])
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("lab serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped"))
-        .read_line(&mut line)
-        .expect("address line");
+    serve_with(dir, &[])
+}
+
+/// [`serve`] with more arguments.
+fn serve_with(dir: &Path, more: &[&str]) -> (Child, String) {
+    let (child, line) = first_line(
+        lab()
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--control-listen",
+                "127.0.0.1:0",
+            ])
+            .args(["--scenario", "none"])
+            .args(more)
+            .arg("--log-dir")
+            .arg(dir),
+    );
     let addr = |key: &str| {
         line.split_whitespace()
             .find_map(|p| p.strip_prefix(key))
@@ -41,6 +42,27 @@ fn serve(dir: &Path) -> (Child, String) {
     };
     let target = format!("A=http://{}@http://{}", addr("work="), addr("control="));
     (child, target)
+}
+
+/// Runs a `lab swarm` command to its end: exit 0, or its stderr.
+fn swarm_ok(cmd: &mut std::process::Command) {
+    let run = cmd.output().expect("lab swarm runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+}
+
+/// Starts `cmd` (stdout piped, stderr dropped); the child and the first line it printed.
+fn first_line(cmd: &mut std::process::Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("lab starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .expect("address line");
+    (child, line.trim().to_string())
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -202,5 +224,77 @@ fn two_compose_style_runs_get_their_own_run_directories() {
 
     let _ = kill(Pid::from_raw(service.id() as i32), Signal::SIGTERM);
     assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Compose's fault proxy as a service of its own (issue 27, item 5): `lab proxy --log-dir ROOT`
+/// and a `lab serve --wire-proxy` in front of which it stands. A run without wire phases goes to
+/// the dependency directly and leaves no proxy log; a `slow-network` run goes through the proxy
+/// (the start call's answer names it): its toxics are applied over the proxy's API, its proxy
+/// log is written by the proxy process beside the server log, the network's timeouts show in
+/// the summary, and the proxy ends when the dependency does.
+#[test]
+fn a_proxy_of_its_own_carries_the_wire_runs_and_ends_with_the_dependency() {
+    let root = temp_dir("wire-remote");
+    std::fs::create_dir_all(&root).unwrap();
+    let (mut proxy, line) = first_line(
+        lab()
+            .args(["proxy", "--api", "127.0.0.1:0", "--log-dir"])
+            .arg(&root),
+    );
+    let api = line.strip_prefix("listening api=").unwrap().to_string();
+    let (mut service, target) = serve_with(&root, &["--wire-proxy", &format!("http://{api}")]);
+
+    // E03-B, short: straight to the dependency.
+    swarm_ok(lab().args(swarm_args(&target, &root, "1")));
+    let plain = root.join("e03b");
+    assert!(plain.join("server-A-seed42.jsonl").exists());
+    assert!(
+        !plain.join("wire-A-seed42.jsonl").exists(),
+        "a run without wire phases went through the proxy"
+    );
+
+    // slow-network: through the proxy.
+    swarm_ok(
+        lab()
+            .args(["swarm", "--targets", &target, "--strategies", "A"])
+            .args(["--scenarios", "slow-network", "--shutdown-targets", "--out"])
+            .arg(&root),
+    );
+    let dir = root.join("slow-network");
+    let analyzed = lab()
+        .arg("analyze")
+        .arg(&dir)
+        .output()
+        .expect("lab analyze runs");
+    let stdout = String::from_utf8_lossy(&analyzed.stdout);
+    assert_eq!(analyzed.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("read timeouts, answer sent"), "{stdout}");
+    let wire = std::fs::read_to_string(dir.join("wire-A-seed42.jsonl")).expect("the proxy's log");
+    let added = wire
+        .lines()
+        .filter(|l| l.contains(r#""what":"toxic_added""#))
+        .count();
+    assert_eq!(added, 3, "{wire}");
+    let accepted = wire
+        .lines()
+        .filter(|l| l.contains(r#""event":"accepted""#))
+        .count();
+    assert!(accepted >= 1, "{wire}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("summary.json")).expect("summary written"),
+    )
+    .unwrap();
+    let a = &summary["runs"][0];
+    assert!(a["wire"]["network_timeouts"].as_u64().unwrap() > 50, "{a}");
+    assert_eq!(
+        a["wire"]["connections"].as_u64().unwrap(),
+        accepted as u64,
+        "{a}"
+    );
+
+    // The swarm's shutdown call ends the dependency, and the dependency ends its proxy.
+    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    assert_eq!(exit_within(&mut proxy, Duration::from_secs(15)), Some(0));
     let _ = std::fs::remove_dir_all(&root);
 }
