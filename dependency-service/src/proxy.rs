@@ -17,9 +17,10 @@
 //! - `POST /reset` (every proxy enabled, every toxic removed), `GET /version`;
 //! - two calls of the lab's own, outside Toxiproxy's paths, for a dependency that drives this
 //!   proxy from another container (compose's `wire-*` services, [`crate::wire_front`]):
-//!   `POST /lab/log` (`{"file": "RUN/SCENARIO/wire-A-seed42.jsonl"}`, a relative path under
-//!   `--log-dir`: every record from now on goes there; `{"file": null}`: the log is flushed and
-//!   closed) and `POST /lab/shutdown` (the process ends as on SIGTERM).
+//!   `POST /lab/log` (`{"file": "RUN/SCENARIO/wire-A-seed42.jsonl", "seed": 42}`, a relative
+//!   path under `--log-dir`: every record from now on goes there, and the draws of the
+//!   connections from now on are seeded with the run's seed; `{"file": null}`: the log is
+//!   flushed and closed) and `POST /lab/shutdown` (the process ends as on SIGTERM).
 //!
 //! A toxic added or removed applies to the open connections too (each draws its toxicity again),
 //! as in Toxiproxy. Every connection is one record of the log when it ends (its toxics, its
@@ -106,7 +107,10 @@ pub struct Proxies {
     proxies: tokio::sync::Mutex<BTreeMap<String, Proxy>>,
     /// Replaced per run when the proxy stands in front of a dependency ([`Proxies::set_log`]).
     log: Mutex<Option<e03_io::logs::JsonlSink>>,
-    seed: u64,
+    /// The seed of the draws and the first connection they count from: `--seed` and 0, then
+    /// each run's seed and its first connection ([`Proxies::begin_run`]), so a run's toxicity,
+    /// jitter and slice draws depend on its seed and not on the runs before it.
+    draws: Mutex<(u64, u64)>,
     conns: Arc<AtomicU64>,
     /// Where `POST /lab/log` may open a log (`--log-dir`); none: the call is refused.
     log_dir: Option<std::path::PathBuf>,
@@ -132,7 +136,7 @@ impl Proxies {
         Arc::new(Proxies {
             proxies: tokio::sync::Mutex::new(BTreeMap::new()),
             log: Mutex::new(log.map(e03_io::logs::JsonlSink::new)),
-            seed,
+            draws: Mutex::new((seed, 0)),
             conns: Arc::new(AtomicU64::new(0)),
             log_dir,
             shutdown: tokio::sync::Notify::new(),
@@ -147,6 +151,20 @@ impl Proxies {
             file.map(e03_io::logs::JsonlSink::new),
         );
         drop(old);
+    }
+
+    /// A run begins: its records go to `file`, and the draws of the connections from now on
+    /// are seeded with `seed`, counted from the next connection.
+    pub fn begin_run(&self, file: Option<std::fs::File>, seed: u64) {
+        *self.draws.lock().unwrap_or_else(|e| e.into_inner()) =
+            (seed, self.conns.load(Ordering::Relaxed));
+        self.set_log(file);
+    }
+
+    /// The seed and the stream number of connection `conn`'s draws.
+    fn draw_key(&self, conn: u64) -> (u64, u64) {
+        let (seed, first) = *self.draws.lock().unwrap_or_else(|e| e.into_inner());
+        (seed, conn.wrapping_sub(first))
     }
 
     fn record(&self, r: &ProxyRecord) {
@@ -233,6 +251,9 @@ fn parse<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, 
 #[serde(deny_unknown_fields)]
 struct LogBody {
     file: Option<String>,
+    /// The run's seed: the draws of its connections ([`Proxies::begin_run`]); none: as before.
+    #[serde(default)]
+    seed: Option<u64>,
 }
 
 /// Where `file` goes under `dir`: a relative path of plain components ending in `.jsonl`.
@@ -277,7 +298,10 @@ async fn lab_log(State(p): State<Shared>, body: Bytes) -> Response {
     }
     match std::fs::File::create(&path) {
         Ok(f) => {
-            p.set_log(Some(f));
+            match b.seed {
+                Some(seed) => p.begin_run(Some(f), seed),
+                None => p.set_log(Some(f)),
+            }
             StatusCode::NO_CONTENT.into_response()
         }
         Err(e) => error(
@@ -654,7 +678,8 @@ async fn connection(
     // What the connection ended with, for the pumps still running: a reset must close the
     // client's socket with SO_LINGER 0 and no FIN first.
     let (kill_tx, kill_rx) = watch::channel(None::<End>);
-    let rng = |dir: u32| stream(p.seed, Stream::Wire, (conn as u32).wrapping_mul(2) + dir);
+    let (seed, index) = p.draw_key(conn);
+    let rng = |dir: u32| stream(seed, Stream::Wire, (index as u32).wrapping_mul(2) + dir);
     let mut pumps = JoinSet::new();
     pumps.spawn(pump(
         c_read,

@@ -238,7 +238,13 @@ impl Service {
         // user's own toxics through the proxy's API (`--proxy-api`).
         if let Some(front) = &self.wire_front {
             if let Err(e) = front
-                .begin_run(t0, wire, &self.log_dir, std::path::Path::new(&wire_log))
+                .begin_run(
+                    t0,
+                    wire,
+                    spec.seed,
+                    &self.log_dir,
+                    std::path::Path::new(&wire_log),
+                )
                 .await
             {
                 run.end(false).await?;

@@ -199,12 +199,13 @@ impl WireFront {
     }
 
     /// Starts applying `wire` from time zero `t0`, logging into `log` under the log directory
-    /// `dir` (the service ends the previous run's phases first, [`Self::end_run`]). A run the
+    /// `dir`, the connections' draws seeded with the run's `seed` (the service ends the previous run's phases first, [`Self::end_run`]). A run the
     /// proxy does not carry ([`Self::carries`]) is left alone.
     pub async fn begin_run(
         &self,
         t0: Instant,
         wire: Vec<WireWindow>,
+        seed: u64,
         dir: &Path,
         log: &Path,
     ) -> std::io::Result<()> {
@@ -212,9 +213,9 @@ impl WireFront {
             return Ok(());
         }
         match &self.proxies {
-            Some(proxies) => proxies.set_log(Some(std::fs::File::create(dir.join(log))?)),
+            Some(proxies) => proxies.begin_run(Some(std::fs::File::create(dir.join(log))?), seed),
             None => {
-                let body = serde_json::json!({ "file": log.to_string_lossy() });
+                let body = serde_json::json!({ "file": log.to_string_lossy(), "seed": seed });
                 call(&self.api, Method::POST, "/lab/log", Some(body))
                     .await
                     .map_err(std::io::Error::other)?;

@@ -486,3 +486,63 @@ async fn lab_log_opens_a_log_under_the_log_dir_only_and_lab_shutdown_ends_the_pr
     assert!(r.text().await.unwrap().contains("without --log-dir"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run's connections draw their toxicity from the run's seed (`POST /lab/log` with `seed`),
+/// counted from the run's first connection: the same seed twice gives the same connections the
+/// toxic, whatever ran before; another seed gives others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_toxicity_draws_follow_its_seed_not_the_runs_before_it() {
+    let dir = std::env::temp_dir().join(format!("e03-proxy-seeded-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let bound = BoundProxy::bind("127.0.0.1:0", Proxies::in_log_dir(dir.clone(), 7))
+        .await
+        .unwrap();
+    let api = format!("http://{}", bound.api);
+    tokio::spawn(bound.serve(std::future::pending()));
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: String| {
+        let req = http.post(format!("{api}{path}")).body(body);
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    let upstream = echo(None).await;
+    let created = http
+        .post(format!("{api}/proxies"))
+        .body(format!(
+            r#"{{"name":"dep","listen":"127.0.0.1:0","upstream":"{upstream}"}}"#
+        ))
+        .send()
+        .await
+        .unwrap();
+    let created: serde_json::Value = serde_json::from_str(&created.text().await.unwrap()).unwrap();
+    let listen = created["listen"].as_str().unwrap().to_string();
+    let toxic = r#"{"type":"latency","toxicity":0.5,"attributes":{"latency":1}}"#;
+    assert_eq!(post("/proxies/dep/toxics", toxic.into()).await, 200);
+    let mut patterns = Vec::new();
+    for (i, seed) in [5u64, 5, 6].into_iter().enumerate() {
+        let file = format!("run-{i}.jsonl");
+        let body = format!(r#"{{"file":"{file}","seed":{seed}}}"#);
+        assert_eq!(post("/lab/log", body).await, 204);
+        for _ in 0..40 {
+            round_trips(&listen, 1).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(post("/lab/log", r#"{"file":null}"#.into()).await, 204);
+        let mut conns: Vec<(u64, bool)> = std::fs::read_to_string(dir.join(&file))
+            .unwrap()
+            .lines()
+            .filter_map(|l| match serde_json::from_str(l).unwrap() {
+                ProxyRecord::Connection { conn, toxics, .. } => Some((conn, !toxics.is_empty())),
+                _ => None,
+            })
+            .collect();
+        conns.sort_unstable();
+        assert_eq!(conns.len(), 40, "{file}");
+        patterns.push(conns.into_iter().map(|c| c.1).collect::<Vec<bool>>());
+    }
+    let hit = patterns[0].iter().filter(|h| **h).count();
+    assert!((8..=32).contains(&hit), "{hit} of 40 at toxicity 0.5");
+    assert_eq!(patterns[0], patterns[1], "seed 5 twice");
+    assert_ne!(patterns[0], patterns[2], "seeds 5 and 6");
+    let _ = std::fs::remove_dir_all(&dir);
+}
