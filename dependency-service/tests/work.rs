@@ -130,3 +130,61 @@ async fn capacity_is_workers_over_service_time() {
     println!("work started in 2 s: {started} (expected 500)");
     assert!((485..=515).contains(&started), "{started}");
 }
+
+/// The simulator passes every answer through a toxic as one chunk of
+/// `e03_core::wire::ANSWER_BYTES`: that is the size of the service's `200 OK` to `GET /work` on a
+/// kept-alive connection, head and body, as a client reads it from the socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_on_the_wire_is_answer_bytes_long() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let srv = common::start(
+        "answer-bytes",
+        Some((
+            Scenario::E03A,
+            &[
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "0"),
+                ("E03_SERVICE_MS", "1"),
+            ],
+        )),
+    )
+    .await;
+    let mut s = tokio::net::TcpStream::connect(srv.work).await.unwrap();
+    for op in 1..=3 {
+        let req = format!(
+            "GET /work HTTP/1.1\r\nhost: dep-a:8080\r\nx-e03-client: 1\r\nx-e03-op: {op}\r\n\
+             x-e03-attempt: 1\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        // The head, then the body its content-length names.
+        let total = loop {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed after {got:?}");
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len: usize = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                if got.len() >= end + 4 + len {
+                    break end + 4 + len;
+                }
+            }
+        };
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"), "{got:?}");
+        assert_eq!(got.len(), total);
+        assert_eq!(
+            total,
+            e03_core::wire::ANSWER_BYTES,
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+    srv.shutdown().await;
+}

@@ -108,6 +108,14 @@ pub enum ToxicKind {
     },
 }
 
+/// Bytes of the dependency's answer on the wire, as the simulator passes it through a toxic
+/// (one chunk, [`Link::pass`]): the live service's `200 OK` to `GET /work` on a kept-alive
+/// connection (`HTTP/1.1 200 OK`, `content-type: text/plain; charset=utf-8`,
+/// `content-length: 2`, a `date` and the body `ok`), measured on loopback and pinned by the
+/// service's test `the_answer_on_the_wire_is_answer_bytes_long`. Other answers (a 503 with its
+/// text) differ by a few tens of bytes; the simulator gives them this size too.
+pub const ANSWER_BYTES: usize = 118;
+
 /// The types Toxiproxy names, in its README's order.
 pub const TOXIC_TYPES: &[&str] = &[
     "latency",

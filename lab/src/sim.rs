@@ -71,7 +71,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
 
 /// Live, then simulated, then both side by side.
 /// Refuses (exit 2, before anything is written) a scenario whose timeline has a wire fault the
-/// simulator does not model yet: only `refused` is modelled; a toxic runs live only.
+/// simulator does not model yet ([`simulator::engine::modelled`]); they run live only.
 fn modelled(plan: &SimPlan) -> Result<(), i32> {
     for (scenario, params) in plan.scenarios.iter().zip(&plan.params) {
         let timeline = params.timeline(*scenario);
@@ -82,9 +82,9 @@ fn modelled(plan: &SimPlan) -> Result<(), i32> {
         if let Some(w) = toxic {
             eprintln!(
                 "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
-                 refused phases, blackholes (timeout 0, toxicity 1), latency on the answers \
-                 (downstream) and reset_peer at once (timeout 0) only (docs/wire.md); run it \
-                 with `lab run`",
+                 refused phases, blackholes (timeout 0, toxicity 1), latency, bandwidth and slicer on the \
+                 answers (downstream) and reset_peer at once (timeout 0) only (docs/wire.md); \
+                 run it with `lab run`",
                 scenario.name(),
                 w.fault.name(),
                 w.start.as_secs_f64()

@@ -10,8 +10,9 @@
 //!   zero) with request id = arrival sequence and the session's fault key;
 //! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the session
 //!   with the run's one budget;
-//! - a wire phase changes that ([`modelled`]): nothing listens, a blackhole drops, or a latency
-//!   holds the answer (a `Deliver` event; only these attempts allocate, for their toxic's link).
+//! - a wire phase changes that ([`modelled`]): nothing listens, a blackhole drops, or a latency,
+//!   a bandwidth or a slicer holds the answer (a `Deliver` event; only these attempts allocate,
+//!   for their toxic's link).
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
 //! test's trace is another. The dependency is the core's [`DependencyNode`]: whenever it has
@@ -30,7 +31,7 @@ use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::{Direction, Link, ToxicKind};
+use e03_core::wire::{Direction, Link, ToxicKind, ANSWER_BYTES};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -42,10 +43,13 @@ use crate::service::{dur, nanos};
 /// - a `refused` phase;
 /// - a blackhole (Toxiproxy's `timeout` toxic with timeout 0 on every connection: nothing
 ///   passes that way until the phase ends);
-/// - a `latency` toxic on the answers (downstream, Toxiproxy's default), at any toxicity: each
-///   answer that leaves the dependency during the phase reaches its client latency +/- jitter
-///   later (the core's [`Link::pass`], the live proxy's rule), on the connections the toxicity
-///   draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its connection);
+/// - a `latency`, `bandwidth` or `slicer` toxic on the answers (downstream, Toxiproxy's
+///   default), at any toxicity: each answer that leaves the dependency during the phase reaches
+///   its client as late as the core's [`Link::pass`] (the live proxy's rule) writes its last
+///   byte, the answer passed as one chunk of [`ANSWER_BYTES`]: latency +/- jitter, the bytes at
+///   the bandwidth's rate, or the slicer's pieces `delay` apart; on the connections the
+///   toxicity draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its
+///   connection);
 /// - `reset_peer` at once (timeout 0), either stream, at any toxicity: each connection open
 ///   when the phase starts, and each opened during it, is reset with probability `toxicity`
 ///   ([`Link::of_one`], one draw per connection and phase). An attempt on a connection reset
@@ -59,14 +63,21 @@ pub fn modelled(fault: &WireFault) -> bool {
     *fault == WireFault::Refused
         || fault.blackhole().is_some()
         || reset_toxicity(fault).is_some()
-        || matches!(
-            fault,
-            WireFault::Toxic {
-                toxic: ToxicKind::Latency { .. },
-                stream: Direction::Downstream,
-                ..
-            }
-        )
+        || delays_answers(fault)
+}
+
+/// Whether `fault` is a toxic on the answers that only delays them ([`modelled`]).
+fn delays_answers(fault: &WireFault) -> bool {
+    matches!(
+        fault,
+        WireFault::Toxic {
+            toxic: ToxicKind::Latency { .. }
+                | ToxicKind::Bandwidth { .. }
+                | ToxicKind::Slicer { .. },
+            stream: Direction::Downstream,
+            ..
+        }
+    )
 }
 
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
@@ -461,14 +472,15 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
     }
 
-    /// How long a latency on the wire holds an answer that leaves for client `c` at `t`
+    /// How long a toxic on the wire holds an answer that leaves for client `c` at `t`
     /// ([`modelled`]); `None` outside such a phase.
     fn answer_delay(&mut self, t: Nanos, c: u32) -> Option<Nanos> {
         let (i, w) = self.timeline.wire_phase_at(dur(t))?;
+        if !delays_answers(&w.fault) {
+            return None;
+        }
         let WireFault::Toxic {
-            toxic: toxic @ ToxicKind::Latency { .. },
-            stream: Direction::Downstream,
-            toxicity,
+            toxic, toxicity, ..
         } = w.fault
         else {
             return None;
@@ -476,7 +488,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         // The client's connection in this phase: one toxicity draw per client and phase.
         let mut draw = stream(self.seed ^ mix64(i as u64 + 1), Stream::Wire, c);
         let mut link = Link::of_one(toxic, toxicity, &mut draw);
-        link.pass(1, &mut self.wire_rng).delay().map(nanos)
+        link.pass(ANSWER_BYTES, &mut self.wire_rng)
+            .delay()
+            .map(nanos)
     }
 
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {

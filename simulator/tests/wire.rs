@@ -44,10 +44,15 @@ fn a_blackhole_drops_the_answers_downstream_and_the_requests_upstream() {
 /// Strategy A, `clients` clients for 3 s against a dependency answering in 40 ms, with a
 /// `latency` toxic on the answers for the whole run.
 fn latency_run(name: &str, clients: u32, attributes: &str, toxicity: f64) -> RunMetrics {
+    toxic_run(name, clients, "latency", attributes, toxicity)
+}
+
+/// [`latency_run`] with another toxic on the answers.
+fn toxic_run(name: &str, clients: u32, toxic: &str, attributes: &str, toxicity: f64) -> RunMetrics {
     let text = format!(
         "name = \"{name}\"\ntitle = \"L\"\ndescription = \"d\"\n\
          [dependency]\nworkers = 50\nservice_ms = 40\n\
-         [[timeline]]\nphase = \"toxic\"\nstart_s = 0\nend_s = 3\ntoxic = \"latency\"\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 0\nend_s = 3\ntoxic = \"{toxic}\"\n\
          attributes = {attributes}\ntoxicity = {toxicity}\n\
          [workload]\nclients = {clients}\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"A\"]\nattempt_timeout_ms = 250\ndeadline_ms = 2000\n"
@@ -88,6 +93,25 @@ fn a_latency_holds_every_answer_and_its_timeouts_are_the_network_s() {
     // Each operation met the phase and retried; every request was worked on.
     assert_eq!(wire.done_twice, m.operations, "{m:?}");
     assert_eq!(wire.extra_work, m.total_requests - m.operations, "{m:?}");
+}
+
+/// A bandwidth or a slicer on the answers holds each answer until its last byte is written, the
+/// answer passed as one chunk of `ANSWER_BYTES` (118): at 1 KB/s, 118 ms (every attempt takes
+/// 40 + 118 = 158 ms); cut into pieces of 10 bytes 1 ms apart, 12 pieces and 11 ms (51 ms).
+#[test]
+fn a_bandwidth_or_a_slicer_holds_each_answer_until_its_last_byte() {
+    assert_eq!(e03_core::wire::ANSWER_BYTES, 118);
+    let m = toxic_run("bandwidth-1", 5, "bandwidth", "{ rate = 1 }", 1.0);
+    assert!(spans(&m).iter().all(|&(_, s)| s == 158_000), "{m:?}");
+    let m = toxic_run(
+        "slicer-10",
+        5,
+        "slicer",
+        "{ average_size = 10, size_variation = 0, delay = 1000 }",
+        1.0,
+    );
+    assert!(spans(&m).iter().all(|&(_, s)| s == 51_000), "{m:?}");
+    assert_eq!(m.no_answer.timeout, 0);
 }
 
 /// With jitter, answers take latency +/- jitter (uniform); at a toxicity of one half, a client's
