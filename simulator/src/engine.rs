@@ -50,6 +50,9 @@ use crate::service::{dur, nanos};
 ///   the bandwidth's rate, or the slicer's pieces `delay` apart; on the connections the
 ///   toxicity draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its
 ///   connection);
+/// - a `latency` toxic on the requests (upstream): each request sent during the phase reaches
+///   the dependency latency +/- jitter later (an `Arrive` event), on the same draws; its
+///   attempt's timeout still runs from its sending;
 /// - `reset_peer` at once (timeout 0), either stream, at any toxicity: each connection open
 ///   when the phase starts, and each opened during it, is reset with probability `toxicity`
 ///   ([`Link::of_one`], one draw per connection and phase). An attempt on a connection reset
@@ -63,28 +66,39 @@ pub fn modelled(fault: &WireFault) -> bool {
     *fault == WireFault::Refused
         || fault.blackhole().is_some()
         || reset_toxicity(fault).is_some()
-        || delays_answers(fault)
+        || delays(fault).is_some()
 }
 
-/// Whether `fault` is a toxic on the answers that only delays them ([`modelled`]).
-fn delays_answers(fault: &WireFault) -> bool {
-    matches!(
-        fault,
+/// The direction whose chunks `fault` only delays, if it is such a toxic ([`modelled`]):
+/// latency either way, bandwidth and slicer on the answers (a request's bytes are not
+/// modelled).
+fn delays(fault: &WireFault) -> Option<Direction> {
+    match *fault {
         WireFault::Toxic {
-            toxic: ToxicKind::Latency { .. }
-                | ToxicKind::Bandwidth { .. }
-                | ToxicKind::Slicer { .. },
+            toxic: ToxicKind::Latency { .. },
+            stream,
+            ..
+        } => Some(stream),
+        WireFault::Toxic {
+            toxic: ToxicKind::Bandwidth { .. } | ToxicKind::Slicer { .. },
             stream: Direction::Downstream,
             ..
-        }
-    )
+        } => Some(Direction::Downstream),
+        _ => None,
+    }
 }
 
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
 pub trait Observer {
     /// Attempt `attempt` of operation `op` of `client` is sent and arrives at the dependency as
-    /// request `req` (sending and arrival are the same instant).
+    /// request `req` (sending and arrival are the same instant, unless a toxic on the requests
+    /// holds it: [`Observer::sent_delayed`]).
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32);
+    /// Attempt `attempt` of operation `op` of `client` is sent as request `req`, and a toxic
+    /// on the requests holds it: it reaches the dependency later ([`Observer::arrived`]).
+    fn sent_delayed(&mut self, _t: Nanos, _req: ReqId, _client: u32, _op: u32, _attempt: u32) {}
+    /// Request `req`, sent earlier ([`Observer::sent_delayed`]), reaches the dependency.
+    fn arrived(&mut self, _t: Nanos, _req: ReqId, _client: u32, _op: u32, _attempt: u32) {}
     /// Attempt `attempt` of operation `op` of `client` is sent as request `req` but never
     /// reaches the dependency: nothing listens (a `refused` phase; its end comes as a refused
     /// connect), the wire drops it (an upstream blackhole; its timeout ends it), or the proxy
@@ -123,6 +137,16 @@ pub trait Observer {
         attempts: u32,
         outcome: OpOutcome,
     );
+}
+
+/// A request on its way to the dependency, held by a toxic on the requests.
+#[derive(Debug)]
+struct Transit {
+    client: u32,
+    op: u32,
+    attempt: u32,
+    key: u64,
+    charge: Option<ChargeRequest>,
 }
 
 /// One client of the swarm.
@@ -170,6 +194,8 @@ pub struct Engine<'a, O: Observer> {
     timeline: Timeline,
     /// Answers a latency on the wire holds, by request, until their `Deliver` event.
     held: std::collections::HashMap<ReqId, AttemptResult>,
+    /// Requests a latency on the wire holds until their `Arrive` event.
+    in_transit: std::collections::HashMap<ReqId, Transit>,
     /// The wire's draws of each chunk (a latency's jitter).
     wire_rng: LabRng,
 }
@@ -227,6 +253,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             observer,
             open,
             held: std::collections::HashMap::new(),
+            in_transit: std::collections::HashMap::new(),
             wire_rng: stream(seed, Stream::Wire, u32::MAX),
         }
     }
@@ -264,6 +291,12 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Event::Deliver(req) => {
                     if let Some(result) = self.held.remove(&req) {
                         self.attempt_ends(t, req, result);
+                    }
+                }
+                Event::Arrive(req) => {
+                    if let Some(r) = self.in_transit.remove(&req) {
+                        self.observer.arrived(t, req, r.client, r.op, r.attempt);
+                        self.arrive(t, req, r);
                     }
                 }
             }
@@ -343,8 +376,6 @@ impl<'a, O: Observer> Engine<'a, O> {
                 return;
             }
         }
-        self.observer
-            .arrival(t, req, c, send.id.op, send.id.attempt);
         // A charging strategy's attempt is a charge (`POST /charge`) with its policy's key.
         let charge = self.strategy.idempotency.map(|policy| ChargeRequest {
             key: policy.key(self.seed, c, send.id.op, send.id.attempt),
@@ -353,9 +384,34 @@ impl<'a, O: Observer> Engine<'a, O> {
             op: Some(send.id.op),
             attempt: Some(send.id.attempt),
         });
+        let transit = Transit {
+            client: c,
+            op: send.id.op,
+            attempt: send.id.attempt,
+            key: send.id.key(),
+            charge,
+        };
+        match self.wire_delay(t, c, Direction::Upstream) {
+            Some(d) if d > 0 => {
+                // A latency on the requests holds it: it arrives later.
+                self.observer
+                    .sent_delayed(t, req, c, send.id.op, send.id.attempt);
+                self.in_transit.insert(req, transit);
+                self.queue.push(t + d, Event::Arrive(req));
+            }
+            _ => {
+                self.observer
+                    .arrival(t, req, c, send.id.op, send.id.attempt);
+                self.arrive(t, req, transit);
+            }
+        }
+    }
+
+    /// Request `req` reaches the dependency.
+    fn arrive(&mut self, t: Nanos, req: ReqId, r: Transit) {
         let admission = self
             .service
-            .arrive(dur(t), req, send.id.key(), charge, &mut self.answers);
+            .arrive(dur(t), req, r.key, r.charge, &mut self.answers);
         self.observer.admission(t, req, admission);
     }
 
@@ -391,7 +447,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                         retry_after: a.retry_after,
                     }
                 };
-                match self.answer_delay(t, c) {
+                match self.wire_delay(t, c, Direction::Downstream) {
                     Some(d) if d > 0 => {
                         self.held.insert(a.req, result);
                         self.queue.push(t + d, Event::Deliver(a.req));
@@ -472,11 +528,11 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
     }
 
-    /// How long a toxic on the wire holds an answer that leaves for client `c` at `t`
-    /// ([`modelled`]); `None` outside such a phase.
-    fn answer_delay(&mut self, t: Nanos, c: u32) -> Option<Nanos> {
+    /// How long a toxic on the wire holds what leaves for (`Downstream`, an answer) or from
+    /// (`Upstream`, a request) client `c` at `t` ([`modelled`]); `None` outside such a phase.
+    fn wire_delay(&mut self, t: Nanos, c: u32, direction: Direction) -> Option<Nanos> {
         let (i, w) = self.timeline.wire_phase_at(dur(t))?;
-        if !delays_answers(&w.fault) {
+        if delays(&w.fault) != Some(direction) {
             return None;
         }
         let WireFault::Toxic {
@@ -488,6 +544,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         // The client's connection in this phase: one toxicity draw per client and phase.
         let mut draw = stream(self.seed ^ mix64(i as u64 + 1), Stream::Wire, c);
         let mut link = Link::of_one(toxic, toxicity, &mut draw);
+        // An answer is one chunk of ANSWER_BYTES; a request's size matters to no toxic that
+        // is modelled on the requests (latency).
         link.pass(ANSWER_BYTES, &mut self.wire_rng)
             .delay()
             .map(nanos)

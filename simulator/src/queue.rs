@@ -34,6 +34,8 @@ pub enum Event {
     Arrival,
     /// The answer to this request, held by a latency on the wire, reaches its client.
     Deliver(ReqId),
+    /// This request, held by a latency on the wire, reaches the dependency.
+    Arrive(ReqId),
     /// The proxy reset the connection carrying this request (`reset_peer`).
     Reset(ReqId),
     /// Wire phase `i` begins: a toxic added applies to the open connections too.
@@ -44,7 +46,11 @@ impl Event {
     /// Order within an instant (see the module docs).
     fn rank(self) -> u8 {
         match self {
-            Event::StartOp(_) | Event::SendAttempt(_) | Event::Arrival | Event::Deliver(_) => 0,
+            Event::StartOp(_)
+            | Event::SendAttempt(_)
+            | Event::Arrival
+            | Event::Deliver(_)
+            | Event::Arrive(_) => 0,
             Event::AttemptTimeout(_)
             | Event::Refused(_)
             | Event::Reset(_)

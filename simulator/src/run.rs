@@ -22,13 +22,21 @@ use crate::queue::Nanos;
 /// attempt arrives at the instant it is sent (due = sent, no network), times in microseconds.
 impl Observer for RunAccumulator {
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
+        Observer::arrived(self, t, req, client, op, attempt);
+        Observer::sent_delayed(self, t, req, client, op, attempt);
+    }
+
+    fn sent_delayed(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
         let t_us = t / 1000;
-        RunAccumulator::arrival(self, t_us, Some(attempt));
         RunAccumulator::attempt(self, attempt, t_us, t_us);
         RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
         if let Some(l) = self.ledger_mut() {
             l.sent(Some(req), client, op, attempt);
         }
+    }
+
+    fn arrived(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
+        RunAccumulator::arrival(self, t / 1000, Some(attempt));
         if let Some(w) = self.wire_mut() {
             w.arrived(req, client, op, attempt);
         }

@@ -114,6 +114,34 @@ fn a_bandwidth_or_a_slicer_holds_each_answer_until_its_last_byte() {
     assert_eq!(m.no_answer.timeout, 0);
 }
 
+fn first_sent_of(m: &RunMetrics) -> u64 {
+    m.attempt_log.iter().map(|l| l.sent_us).min().unwrap()
+}
+
+/// A latency on the requests (upstream) holds each request: at 100 ms every attempt takes
+/// 100 + 40 = 140 ms, and the dependency receives each request 100 ms after its sending; at
+/// 300 ms every attempt times out at 250 ms, before its request arrived.
+#[test]
+fn a_latency_on_the_requests_holds_each_request_on_its_way() {
+    let m = latency_run("up-100", 5, "{ latency = 100 }\nstream = \"upstream\"", 1.0);
+    assert!(spans(&m).iter().all(|&(_, s)| s == 140_000), "{m:?}");
+    assert_eq!(m.no_answer.timeout, 0);
+    // The dependency received the first request 100 ms after it was sent.
+    assert_eq!(m.arrivals[0].0, first_sent_of(&m) + 100_000, "{m:?}");
+
+    let m = latency_run("up-300", 5, "{ latency = 300 }\nstream = \"upstream\"", 1.0);
+    assert!(spans(&m).iter().all(|&(_, s)| s == 250_000), "{m:?}");
+    let in_phase = m
+        .attempt_log
+        .iter()
+        .filter(|l| l.sent_us < 3_000_000)
+        .count();
+    assert_eq!(m.no_answer.timeout, in_phase as u64, "{m:?}");
+    assert_eq!(m.arrivals[0].0, first_sent_of(&m) + 300_000, "{m:?}");
+    // No answer had left the dependency when its attempt timed out.
+    assert_eq!(m.wire.unwrap().network_timeouts, 0, "{m:?}");
+}
+
 /// With jitter, answers take latency +/- jitter (uniform); at a toxicity of one half, a client's
 /// connection is slowed for the whole phase or not at all: its operations take 40 ms or
 /// 40 + 100 ms, never between.
