@@ -53,13 +53,18 @@ use crate::service::{dur, nanos};
 /// - a `latency` toxic on the requests (upstream): each request sent during the phase reaches
 ///   the dependency latency +/- jitter later (an `Arrive` event), on the same draws; its
 ///   attempt's timeout still runs from its sending;
-/// - `reset_peer` at once (timeout 0), either stream, at any toxicity: each connection open
-///   when the phase starts, and each opened during it, is reset with probability `toxicity`
-///   ([`Link::of_one`], one draw per connection and phase). An attempt on a connection reset
-///   at the phase's start ends as `reset_before_answer` then (its request had arrived, its
-///   answer is lost); one that opens a connection the draw resets ends so at once and never
-///   arrives. A client that reuses its connection ([`Connections::Reuse`]) opens a new one only
-///   after a reset; one that does not opens one per attempt.
+/// - `reset_peer`, either stream, at any toxicity: each connection open when the phase starts,
+///   and each opened during it, is reset with probability `toxicity` ([`Link::of_one`], one
+///   draw per connection and phase). At once (timeout 0): an attempt on a connection reset at
+///   the phase's start ends as `reset_before_answer` then (its request had arrived, its answer
+///   is lost); one that opens a connection the draw resets ends so at once and never arrives.
+///   With a timeout, the reset comes that long after the toxic applied (the phase's start, or
+///   the connection's opening), as the live proxy times it from the link's draw: the attempt
+///   then in flight on the connection ends as `reset_before_answer`, a reusing client's idle
+///   connection is gone, a connection its client already closed is not reset, and a reset due
+///   after the phase's end does not come. A client that reuses its connection
+///   ([`Connections::Reuse`]) opens a new one only after a reset; one that does not opens one
+///   per attempt.
 ///
 /// Other toxics run live only for now.
 pub fn modelled(fault: &WireFault) -> bool {
@@ -288,6 +293,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.attempt_ends(t, req, reset);
                 }
                 Event::WireStart(i) => self.reset_open_connections(t, i),
+                Event::ConnReset(c, n, i) => self.conn_reset(t, c, n, i as usize),
                 Event::Deliver(req) => {
                     if let Some(result) = self.held.remove(&req) {
                         self.attempt_ends(t, req, result);
@@ -475,39 +481,78 @@ impl<'a, O: Observer> Engine<'a, O> {
         let phase = self
             .timeline
             .wire_phase_at(dur(t))
-            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|p| (i, p)));
+            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|(p, d)| (i, p, d)));
         let reuse = self.strategy.connections == Connections::Reuse;
         let conn = self.clients[c as usize].conn;
         if reuse && conn.open {
-            let Some((i, p)) = phase.filter(|(i, _)| conn.drawn != Some(*i)) else {
+            let Some((i, p, d)) = phase.filter(|(i, ..)| conn.drawn != Some(*i)) else {
                 return false;
             };
             self.clients[c as usize].conn.drawn = Some(i);
             if !self.reset_draw(c, conn.n, i, p) {
                 return false;
             }
-            // Reset while idle, at the phase's start: a new connection is needed.
+            // Drawn at the phase's start, while idle: reset then plus the delay.
+            let at = nanos(self.timeline.wire[i].start) + d;
+            if at > t {
+                self.queue.push(at, Event::ConnReset(c, conn.n, i as u32));
+                return false;
+            }
+            // Already reset: a new connection is needed.
             self.observer.connection_reset(t, c);
         }
         let n = conn.n + 1;
         self.observer.connection_opened(t, c);
-        let reset = phase.is_some_and(|(i, p)| self.reset_draw(c, n, i, p));
-        if reset {
-            self.observer.connection_reset(t, c);
-        }
+        let drawn = phase.filter(|&(i, p, _)| self.reset_draw(c, n, i, p));
+        let reset = match drawn {
+            Some((_, _, 0)) => {
+                self.observer.connection_reset(t, c);
+                true
+            }
+            Some((i, _, d)) => {
+                self.queue.push(t + d, Event::ConnReset(c, n, i as u32));
+                false
+            }
+            None => false,
+        };
         self.clients[c as usize].conn = Conn {
             open: reuse && !reset,
             n,
-            drawn: phase.map(|(i, _)| i),
+            drawn: phase.map(|(i, ..)| i),
         };
         reset
     }
 
+    /// Connection `n` of client `c` reaches the end of wire phase `i`'s `reset_peer` delay: if
+    /// the phase still runs and the connection is still open (a reusing client's, or the one
+    /// of an attempt in flight), the proxy resets it, and the attempt in flight on it ends so.
+    fn conn_reset(&mut self, t: Nanos, c: u32, n: u32, i: usize) {
+        if self.timeline.wire_phase_at(dur(t)).map(|(j, _)| j) != Some(i) {
+            return; // the toxic was removed first
+        }
+        let reuse = self.strategy.connections == Connections::Reuse;
+        let client = &self.clients[c as usize];
+        if client.conn.n != n || (reuse && !client.conn.open) {
+            return;
+        }
+        let in_flight = client.in_flight;
+        if !reuse && in_flight.is_none() {
+            return; // closed by its client after the answer
+        }
+        self.clients[c as usize].conn.open = false;
+        self.observer.connection_reset(t, c);
+        if let Some(req) = in_flight {
+            let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
+            self.attempt_ends(t, req, reset);
+        }
+    }
+
     /// Wire phase `i` (a `reset_peer`) begins: the connection of every attempt in flight draws
     /// it, and the attempt of each one reset ends so (its answer, if the dependency sends one,
-    /// finds nobody waiting). Idle connections draw when next used ([`Self::connect`]).
+    /// finds nobody waiting), at once or after the toxic's delay ([`Self::conn_reset`]). Idle
+    /// connections draw when next used ([`Self::connect`]).
     fn reset_open_connections(&mut self, t: Nanos, i: usize) {
-        let Some(p) = reset_toxicity(&self.timeline.wire[i].fault) else {
+        let Some((p, d)) = reset_toxicity(&self.timeline.wire[i].fault) else {
             return;
         };
         for c in 0..self.clients.len() as u32 {
@@ -519,12 +564,17 @@ impl<'a, O: Observer> Engine<'a, O> {
                 continue;
             }
             self.clients[c as usize].conn.drawn = Some(i);
-            if self.reset_draw(c, n, i, p) {
-                self.clients[c as usize].conn.open = false;
-                self.observer.connection_reset(t, c);
-                let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
-                self.attempt_ends(t, req, reset);
+            if !self.reset_draw(c, n, i, p) {
+                continue;
             }
+            if d > 0 {
+                self.queue.push(t + d, Event::ConnReset(c, n, i as u32));
+                continue;
+            }
+            self.clients[c as usize].conn.open = false;
+            self.observer.connection_reset(t, c);
+            let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
+            self.attempt_ends(t, req, reset);
         }
     }
 
@@ -592,15 +642,16 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 }
 
-/// The toxicity of `fault` if it is a `reset_peer` at once (timeout 0), the one the simulator
-/// models ([`modelled`]).
-fn reset_toxicity(fault: &WireFault) -> Option<f64> {
+/// The toxicity of `fault` and its delay if it is a `reset_peer` ([`modelled`]): a connection
+/// it applies to is reset `timeout` after the toxic applied (the phase's start for a connection
+/// open then, its opening for one opened during the phase), at once with 0.
+fn reset_toxicity(fault: &WireFault) -> Option<(f64, Nanos)> {
     match *fault {
         WireFault::Toxic {
-            toxic: ToxicKind::ResetPeer { timeout_ms: 0 },
+            toxic: ToxicKind::ResetPeer { timeout_ms },
             toxicity,
             ..
-        } => Some(toxicity),
+        } => Some((toxicity, timeout_ms * 1_000_000)),
         _ => None,
     }
 }

@@ -40,6 +40,8 @@ pub enum Event {
     Reset(ReqId),
     /// Wire phase `i` begins: a toxic added applies to the open connections too.
     WireStart(usize),
+    /// Connection `n` of client `c` reaches wire phase `i`'s `reset_peer` delay.
+    ConnReset(u32, u32, u32),
 }
 
 impl Event {
@@ -54,7 +56,8 @@ impl Event {
             Event::AttemptTimeout(_)
             | Event::Refused(_)
             | Event::Reset(_)
-            | Event::WireStart(_) => 1,
+            | Event::WireStart(_)
+            | Event::ConnReset(..) => 1,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use e03_core::scenario::parse;
 use e03_core::{Params, Scenario};
+use e03_metrics::metrics::AttemptLine;
 use e03_metrics::RunMetrics;
 
 /// Strategy A, 5 clients for 4 s, a blackhole on `stream` from 1 s to 2 s, attempts of 300 ms
@@ -176,10 +177,17 @@ fn jitter_spreads_the_delay_and_toxicity_draws_per_client_connection() {
 /// connection (toxicity 1) from 1 s to 2 s, clients keeping (`reuse`) or not (`new`) their
 /// connection.
 fn reset_run(connections: &str) -> RunMetrics {
+    reset_run_with(connections, 40, 0)
+}
+
+/// [`reset_run`] with a service time and the reset's `timeout`, both in ms.
+fn reset_run_with(connections: &str, service_ms: u64, timeout_ms: u64) -> RunMetrics {
     let text = format!(
-        "name = \"reset-{connections}\"\ntitle = \"R\"\ndescription = \"d\"\n\
-         [dependency]\nworkers = 10\nservice_ms = 40\n\
+        "name = \"reset-{connections}-{service_ms}-{timeout_ms}\"\ntitle = \"R\"\n\
+         description = \"d\"\n\
+         [dependency]\nworkers = 10\nservice_ms = {service_ms}\n\
          [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"reset_peer\"\n\
+         attributes = {{ timeout = {timeout_ms} }}\n\
          [workload]\nclients = 4\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"s\"]\nmax_attempts = 3\nattempt_timeout_ms = 500\n\
          deadline_ms = 2000\n\
@@ -252,6 +260,40 @@ fn reset_peer_resets_connections_and_their_attempts() {
         assert_eq!(
             wire.connections_reset,
             m.no_answer.reset_before_answer + idle_resets,
+            "{connections}"
+        );
+    }
+}
+
+/// `reset_peer` after 100 ms on every connection, against a dependency answering in 200 ms: the
+/// proxy resets each connection 100 ms after the toxic applied to it (the phase's start for an
+/// open one, its opening for a new one), so every attempt sent from 1.1 s on ends as a reset
+/// exactly 100 ms after its sending, kept connection or not; one sent in the last 100 ms of
+/// the phase is answered (its reset would come after the phase), as is every attempt after it.
+#[test]
+fn a_reset_peer_with_a_timeout_resets_each_connection_that_long_after_it_applied() {
+    for connections in ["reuse", "new"] {
+        let m = reset_run_with(connections, 200, 100);
+        let reset = |l: &AttemptLine| format!("{:?}", l.end).contains("ResetBeforeAnswer");
+        let mut in_phase = 0;
+        for l in &m.attempt_log {
+            let span = l.end_us - l.sent_us;
+            if (1_100_000..1_900_000).contains(&l.sent_us) {
+                assert!(reset(l) && span == 100_000, "{connections}: {l:?}");
+                in_phase += 1;
+            } else if l.sent_us >= 1_900_000 {
+                assert!(!reset(l) && span == 200_000, "{connections}: {l:?}");
+            }
+        }
+        assert!(in_phase > 10, "{connections}: {m:?}");
+        assert_eq!(
+            m.no_answer.reset_before_answer,
+            m.attempt_log.iter().filter(|l| reset(l)).count() as u64
+        );
+        // Every request reached the dependency (the reset comes after it).
+        assert_eq!(
+            m.total_requests,
+            m.attempt_log.len() as u64,
             "{connections}"
         );
     }
