@@ -82,7 +82,7 @@ fn modelled(plan: &SimPlan) -> Result<(), i32> {
         if let Some(w) = toxic {
             eprintln!(
                 "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
-                 refused phases, blackholes (timeout 0, toxicity 1), latency either way, bandwidth and \
+                 refused phases, the timeout toxic at toxicity 1, latency either way, bandwidth and \
                  slicer on the answers (downstream) and reset_peer only (docs/wire.md); run it \
                  with `lab run`",
                 scenario.name(),

@@ -41,8 +41,11 @@ use crate::service::{dur, nanos};
 
 /// Whether the simulator models `fault`:
 /// - a `refused` phase;
-/// - a blackhole (Toxiproxy's `timeout` toxic with timeout 0 on every connection: nothing
-///   passes that way until the phase ends);
+/// - Toxiproxy's `timeout` toxic on every connection (toxicity 1): nothing passes that way
+///   until the phase ends (timeout 0, a blackhole), or until the proxy closes the connection
+///   `timeout` after the toxic applied to it, as `reset_peer` times its reset (below); the
+///   attempt then in flight ends as `reset_before_answer` (its client's error for a connection
+///   closed before the answer), and the close is not counted as a reset;
 /// - a `latency`, `bandwidth` or `slicer` toxic on the answers (downstream, Toxiproxy's
 ///   default), at any toxicity: each answer that leaves the dependency during the phase reaches
 ///   its client as late as the core's [`Link::pass`] (the live proxy's rule) writes its last
@@ -69,7 +72,7 @@ use crate::service::{dur, nanos};
 /// Other toxics run live only for now.
 pub fn modelled(fault: &WireFault) -> bool {
     *fault == WireFault::Refused
-        || fault.blackhole().is_some()
+        || drops(fault).is_some()
         || reset_toxicity(fault).is_some()
         || delays(fault).is_some()
 }
@@ -375,7 +378,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         }
         if let Some(w) = self.timeline.wire_at(dur(t)) {
-            if w.fault.blackhole() == Some(Direction::Upstream) {
+            if drops(&w.fault) == Some(Direction::Upstream) {
                 // The wire drops the request: its timeout ends it.
                 self.observer
                     .refused(t, req, c, send.id.op, send.id.attempt);
@@ -439,7 +442,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     );
                 }
                 let wire = self.timeline.wire_at(dur(t));
-                if wire.and_then(|w| w.fault.blackhole()) == Some(Direction::Downstream) {
+                if wire.and_then(|w| drops(&w.fault)) == Some(Direction::Downstream) {
                     // The wire drops the answer: the work is done, the attempt's timeout ends it.
                     continue;
                 }
@@ -481,7 +484,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let phase = self
             .timeline
             .wire_phase_at(dur(t))
-            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|(p, d)| (i, p, d)));
+            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|(p, d, _)| (i, p, d)));
         let reuse = self.strategy.connections == Connections::Reuse;
         let conn = self.clients[c as usize].conn;
         if reuse && conn.open {
@@ -498,8 +501,10 @@ impl<'a, O: Observer> Engine<'a, O> {
                 self.queue.push(at, Event::ConnReset(c, conn.n, i as u32));
                 return false;
             }
-            // Already reset: a new connection is needed.
-            self.observer.connection_reset(t, c);
+            // Already ended: a new connection is needed.
+            if self.resets(i) {
+                self.observer.connection_reset(t, c);
+            }
         }
         let n = conn.n + 1;
         self.observer.connection_opened(t, c);
@@ -540,11 +545,19 @@ impl<'a, O: Observer> Engine<'a, O> {
             return; // closed by its client after the answer
         }
         self.clients[c as usize].conn.open = false;
-        self.observer.connection_reset(t, c);
+        if self.resets(i) {
+            self.observer.connection_reset(t, c);
+        }
+        // Reset or closed before its answer: the client's error is the same.
         if let Some(req) = in_flight {
             let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
             self.attempt_ends(t, req, reset);
         }
+    }
+
+    /// Whether wire phase `i` ends connections with a reset (`reset_peer`), not a close.
+    fn resets(&self, i: usize) -> bool {
+        reset_toxicity(&self.timeline.wire[i].fault).is_some_and(|r| r.2)
     }
 
     /// Wire phase `i` (a `reset_peer`) begins: the connection of every attempt in flight draws
@@ -552,7 +565,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// finds nobody waiting), at once or after the toxic's delay ([`Self::conn_reset`]). Idle
     /// connections draw when next used ([`Self::connect`]).
     fn reset_open_connections(&mut self, t: Nanos, i: usize) {
-        let Some((p, d)) = reset_toxicity(&self.timeline.wire[i].fault) else {
+        let Some((p, d, _)) = reset_toxicity(&self.timeline.wire[i].fault) else {
             return;
         };
         for c in 0..self.clients.len() as u32 {
@@ -642,16 +655,37 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 }
 
-/// The toxicity of `fault` and its delay if it is a `reset_peer` ([`modelled`]): a connection
-/// it applies to is reset `timeout` after the toxic applied (the phase's start for a connection
-/// open then, its opening for one opened during the phase), at once with 0.
-fn reset_toxicity(fault: &WireFault) -> Option<(f64, Nanos)> {
+/// The toxicity of `fault` and its delay if it ends connections ([`modelled`]): a connection it
+/// applies to ends `timeout` after the toxic applied (the phase's start for a connection open
+/// then, its opening for one opened during the phase): `reset_peer` resets it (at once with
+/// 0), a `timeout` toxic on every connection with a timeout closes it (with 0 it is a
+/// blackhole that never closes, [`drops`]). The third value says whether it is a reset.
+fn reset_toxicity(fault: &WireFault) -> Option<(f64, Nanos, bool)> {
     match *fault {
         WireFault::Toxic {
             toxic: ToxicKind::ResetPeer { timeout_ms },
             toxicity,
             ..
-        } => Some((toxicity, timeout_ms * 1_000_000)),
+        } => Some((toxicity, timeout_ms * 1_000_000, true)),
+        WireFault::Toxic {
+            toxic: ToxicKind::Timeout { timeout_ms },
+            toxicity,
+            ..
+        } if timeout_ms > 0 && toxicity >= 1.0 => Some((toxicity, timeout_ms * 1_000_000, false)),
+        _ => None,
+    }
+}
+
+/// The direction in which `fault` lets nothing pass, if it is Toxiproxy's `timeout` toxic on
+/// every connection (toxicity 1): a blackhole with timeout 0, or until the connection is
+/// closed `timeout` after the toxic applied ([`reset_toxicity`]).
+fn drops(fault: &WireFault) -> Option<Direction> {
+    match *fault {
+        WireFault::Toxic {
+            toxic: ToxicKind::Timeout { .. },
+            stream,
+            toxicity,
+        } if toxicity >= 1.0 => Some(stream),
         _ => None,
     }
 }

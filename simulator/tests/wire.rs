@@ -182,11 +182,16 @@ fn reset_run(connections: &str) -> RunMetrics {
 
 /// [`reset_run`] with a service time and the reset's `timeout`, both in ms.
 fn reset_run_with(connections: &str, service_ms: u64, timeout_ms: u64) -> RunMetrics {
+    toxic_conn_run(connections, "reset_peer", service_ms, timeout_ms)
+}
+
+/// [`reset_run`] with another toxic of a `timeout` attribute.
+fn toxic_conn_run(connections: &str, toxic: &str, service_ms: u64, timeout_ms: u64) -> RunMetrics {
     let text = format!(
-        "name = \"reset-{connections}-{service_ms}-{timeout_ms}\"\ntitle = \"R\"\n\
+        "name = \"{toxic}-{connections}-{service_ms}-{timeout_ms}\"\ntitle = \"R\"\n\
          description = \"d\"\n\
          [dependency]\nworkers = 10\nservice_ms = {service_ms}\n\
-         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"reset_peer\"\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"{toxic}\"\n\
          attributes = {{ timeout = {timeout_ms} }}\n\
          [workload]\nclients = 4\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"s\"]\nmax_attempts = 3\nattempt_timeout_ms = 500\n\
@@ -291,6 +296,38 @@ fn a_reset_peer_with_a_timeout_resets_each_connection_that_long_after_it_applied
             m.attempt_log.iter().filter(|l| reset(l)).count() as u64
         );
         // Every request reached the dependency (the reset comes after it).
+        assert_eq!(
+            m.total_requests,
+            m.attempt_log.len() as u64,
+            "{connections}"
+        );
+    }
+}
+
+/// Toxiproxy's `timeout` toxic with a timeout of 100 ms on every answer, against a dependency
+/// answering in 40 ms: nothing passes, and the proxy closes each connection 100 ms after the
+/// toxic applied to it, so every attempt sent from 1.1 s on ends exactly 100 ms after its
+/// sending, closed before its answer (not counted as a reset by the proxy), kept connection or
+/// not; its request arrived and was worked on.
+#[test]
+fn a_timeout_toxic_with_a_timeout_drops_then_closes_each_connection() {
+    for connections in ["reuse", "new"] {
+        let m = toxic_conn_run(connections, "timeout", 40, 100);
+        let closed = |l: &AttemptLine| format!("{:?}", l.end).contains("ResetBeforeAnswer");
+        let mut in_phase = 0;
+        for l in &m.attempt_log {
+            if (1_100_000..1_900_000).contains(&l.sent_us) {
+                assert!(
+                    closed(l) && l.end_us - l.sent_us == 100_000,
+                    "{connections}: {l:?}"
+                );
+                in_phase += 1;
+            } else if l.sent_us >= 2_000_000 {
+                assert_eq!(l.end_us - l.sent_us, 40_000, "{connections}: {l:?}");
+            }
+        }
+        assert!(in_phase > 10, "{connections}: {m:?}");
+        assert_eq!(m.wire.unwrap().connections_reset, 0, "{connections}: {m:?}");
         assert_eq!(
             m.total_requests,
             m.attempt_log.len() as u64,
