@@ -83,8 +83,8 @@ fn modelled(plan: &SimPlan) -> Result<(), i32> {
             eprintln!(
                 "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
                  refused phases, the timeout toxic at toxicity 1, latency either way, bandwidth and \
-                 slicer on the answers (downstream) and reset_peer only (docs/wire.md); run it \
-                 with `lab run`",
+                 slicer on the answers (downstream), reset_peer and slow_close only \
+                 (docs/wire.md); run it with `lab run`",
                 scenario.name(),
                 w.fault.name(),
                 w.start.as_secs_f64()

@@ -288,7 +288,8 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
     std::fs::write(
         &file,
         "name = \"slow-test\"\ntitle = \"S\"\ndescription = \"d\"\n\
-         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"slow_close\"\n",
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"limit_data\"\n\
+         attributes = { bytes = 1000 }\n",
     )
     .unwrap();
     let toxic_out = temp("wire", "toxic-out");
@@ -302,7 +303,7 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("its slow_close toxic (from 1 s) runs live only"),
+        stderr.contains("its limit_data toxic (from 1 s) runs live only"),
         "{stderr}"
     );
     // Nothing half-written that looks like a result.

@@ -335,3 +335,12 @@ fn a_timeout_toxic_with_a_timeout_drops_then_closes_each_connection() {
         );
     }
 }
+
+/// `slow_close` changes no attempt: an HTTP client reads its answer by its length, so every
+/// attempt takes the dependency's 40 ms, as live.
+#[test]
+fn slow_close_changes_no_attempt() {
+    let m = toxic_run("slow-close", 5, "slow_close", "{ delay = 500 }", 1.0);
+    assert!(spans(&m).iter().all(|&(_, s)| s == 40_000), "{m:?}");
+    assert_eq!(m.no_answer.reset_before_answer + m.no_answer.timeout, 0);
+}
