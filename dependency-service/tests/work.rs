@@ -185,6 +185,8 @@ async fn the_answer_on_the_wire_is_answer_bytes_long() {
             "{}",
             String::from_utf8_lossy(&got)
         );
+        let head = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(head, e03_core::wire::ANSWER_HEAD_BYTES);
     }
     srv.shutdown().await;
 }

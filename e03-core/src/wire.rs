@@ -116,6 +116,11 @@ pub enum ToxicKind {
 /// text) differ by a few tens of bytes; the simulator gives them this size too.
 pub const ANSWER_BYTES: usize = 118;
 
+/// Bytes of that answer's head (status line, headers and the blank line): a connection closed
+/// before them leaves its client with no answer (`reset_before_answer`), one closed after them
+/// with a broken body (`reset_mid_body`). Pinned by the same test as [`ANSWER_BYTES`].
+pub const ANSWER_HEAD_BYTES: usize = 116;
+
 /// The types Toxiproxy names, in its README's order.
 pub const TOXIC_TYPES: &[&str] = &[
     "latency",

@@ -82,9 +82,9 @@ fn modelled(plan: &SimPlan) -> Result<(), i32> {
         if let Some(w) = toxic {
             eprintln!(
                 "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
-                 refused phases, the timeout toxic at toxicity 1, latency either way, bandwidth and \
-                 slicer on the answers (downstream), reset_peer and slow_close only \
-                 (docs/wire.md); run it with `lab run`",
+                 refused phases, the timeout toxic at toxicity 1, latency either way, bandwidth, \
+                 slicer and limit_data on the answers (downstream), reset_peer and slow_close \
+                 only (docs/wire.md); run it with `lab run`",
                 scenario.name(),
                 w.fault.name(),
                 w.start.as_secs_f64()

@@ -289,7 +289,7 @@ fn the_simulator_models_refused_and_refuses_a_toxic_it_does_not_model() {
         &file,
         "name = \"slow-test\"\ntitle = \"S\"\ndescription = \"d\"\n\
          [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"limit_data\"\n\
-         attributes = { bytes = 1000 }\n",
+         attributes = { bytes = 1000 }\nstream = \"upstream\"\n",
     )
     .unwrap();
     let toxic_out = temp("wire", "toxic-out");

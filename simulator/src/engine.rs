@@ -31,7 +31,7 @@ use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::{Direction, Link, ToxicKind, ANSWER_BYTES};
+use e03_core::wire::{Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -68,6 +68,12 @@ use crate::service::{dur, nanos};
 ///   after the phase's end does not come. A client that reuses its connection
 ///   ([`Connections::Reuse`]) opens a new one only after a reset; one that does not opens one
 ///   per attempt.
+/// - `limit_data` on the answers, at any toxicity: each connection the toxicity draws (one
+///   draw per connection and phase) passes at most `bytes` of answers from the phase's start
+///   or its opening, each answer one chunk of [`ANSWER_BYTES`]; then the proxy closes it. An
+///   answer cut in its head ends as `reset_before_answer`, one cut in its body as
+///   `reset_mid_body`; an answer that ends exactly at the limit is whole. A reusing client
+///   opens a new connection after the close;
 /// - `slow_close`, as nothing: an HTTP client reads its answer by its length, so a close held
 ///   back changes no attempt (live, 500 ms on every connection left p95 at 48 ms for clients
 ///   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
@@ -82,6 +88,10 @@ pub fn modelled(fault: &WireFault) -> bool {
             fault,
             WireFault::Toxic {
                 toxic: ToxicKind::SlowClose { .. },
+                ..
+            } | WireFault::Toxic {
+                toxic: ToxicKind::LimitData { .. },
+                stream: Direction::Downstream,
                 ..
             }
         )
@@ -175,6 +185,9 @@ struct Client {
     in_flight: Option<ReqId>,
     /// Its connection to the proxy in front (a timeline with wire phases only).
     conn: Conn,
+    /// A `limit_data` phase's link on that connection: the phase, the connection's number and
+    /// the bytes passed so far ([`Link::pass`]).
+    limit: Option<(usize, u32, Link)>,
 }
 
 /// A client's connection, as the proxy in front sees it.
@@ -245,6 +258,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 session,
                 in_flight: None,
                 conn: Conn::default(),
+                limit: None,
             });
         }
         // Roughly: operations per client x attempts; only a capacity hint.
@@ -339,6 +353,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                         session: *session,
                         in_flight: None,
                         conn: Conn::default(),
+                        limit: None,
                     });
                 }
                 self.clients[slot as usize].session.begin(start);
@@ -466,6 +481,12 @@ impl<'a, O: Observer> Engine<'a, O> {
                         retry_after: a.retry_after,
                     }
                 };
+                // A client that gave up closed the connection: nothing passes it then.
+                let result = if given_up {
+                    result
+                } else {
+                    self.limit_data(t, c, result)
+                };
                 match self.wire_delay(t, c, Direction::Downstream) {
                     Some(d) if d > 0 => {
                         self.held.insert(a.req, result);
@@ -481,10 +502,60 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// Whether connection `n` of client `c` is reset in wire phase `i` at `toxicity` (one
     /// draw per connection and phase).
     fn reset_draw(&self, c: u32, n: u32, i: usize, toxicity: f64) -> bool {
-        let key = ((i as u64 + 1) << 32) | u64::from(n);
-        let mut draw = stream(self.seed ^ mix64(key), Stream::Wire, c);
         let reset = ToxicKind::ResetPeer { timeout_ms: 0 };
-        !Link::of_one(reset, toxicity, &mut draw).kinds().is_empty()
+        !Link::of_one(reset, toxicity, &mut self.conn_draw(c, n, i))
+            .kinds()
+            .is_empty()
+    }
+
+    /// The draws of connection `n` of client `c` in wire phase `i`.
+    fn conn_draw(&self, c: u32, n: u32, i: usize) -> LabRng {
+        let key = ((i as u64 + 1) << 32) | u64::from(n);
+        stream(self.seed ^ mix64(key), Stream::Wire, c)
+    }
+
+    /// An answer to client `c` at `t` through a `limit_data` phase on the answers ([`modelled`]):
+    /// its connection's link (drawn once per connection and phase) passes at most its bytes
+    /// left. An answer cut in its head leaves the client with no answer, one cut in its body
+    /// with a broken body ([`ANSWER_HEAD_BYTES`]); the limit reached, the connection is closed
+    /// (not a reset), and a reusing client opens a new one for its next attempt.
+    fn limit_data(&mut self, t: Nanos, c: u32, result: AttemptResult) -> AttemptResult {
+        let Some((i, w)) = self.timeline.wire_phase_at(dur(t)) else {
+            return result;
+        };
+        let WireFault::Toxic {
+            toxic: toxic @ ToxicKind::LimitData { .. },
+            stream: Direction::Downstream,
+            toxicity,
+        } = w.fault
+        else {
+            return result;
+        };
+        let n = self.clients[c as usize].conn.n;
+        let mut link = match self.clients[c as usize].limit.take() {
+            Some((j, m, link)) if (j, m) == (i, n) => link,
+            _ => Link::of_one(toxic, toxicity, &mut self.conn_draw(c, n, i)),
+        };
+        let pass = link.pass(ANSWER_BYTES, &mut self.wire_rng);
+        let client = &mut self.clients[c as usize];
+        client.limit = Some((i, n, link));
+        let Pass::Forward {
+            pieces, then_close, ..
+        } = pass
+        else {
+            return result;
+        };
+        if then_close {
+            client.conn.open = false;
+        }
+        let kept: usize = pieces.iter().map(|p| p.1).sum();
+        if kept >= ANSWER_BYTES {
+            result
+        } else if kept >= ANSWER_HEAD_BYTES {
+            AttemptResult::ConnectionError(Broken::ResetMidBody)
+        } else {
+            AttemptResult::ConnectionError(Broken::ResetBeforeAnswer)
+        }
     }
 
     /// The connection client `c` sends its attempt on at `t`: its open one (a reusing client;

@@ -182,17 +182,23 @@ fn reset_run(connections: &str) -> RunMetrics {
 
 /// [`reset_run`] with a service time and the reset's `timeout`, both in ms.
 fn reset_run_with(connections: &str, service_ms: u64, timeout_ms: u64) -> RunMetrics {
-    toxic_conn_run(connections, "reset_peer", service_ms, timeout_ms)
+    toxic_conn_run(connections, "reset_peer", service_ms, "timeout", timeout_ms)
 }
 
-/// [`reset_run`] with another toxic of a `timeout` attribute.
-fn toxic_conn_run(connections: &str, toxic: &str, service_ms: u64, timeout_ms: u64) -> RunMetrics {
+/// [`reset_run`] with another toxic, of one attribute `key = value`.
+fn toxic_conn_run(
+    connections: &str,
+    toxic: &str,
+    service_ms: u64,
+    key: &str,
+    value: u64,
+) -> RunMetrics {
     let text = format!(
-        "name = \"{toxic}-{connections}-{service_ms}-{timeout_ms}\"\ntitle = \"R\"\n\
+        "name = \"{toxic}-{connections}-{service_ms}-{value}\"\ntitle = \"R\"\n\
          description = \"d\"\n\
          [dependency]\nworkers = 10\nservice_ms = {service_ms}\n\
          [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"{toxic}\"\n\
-         attributes = {{ timeout = {timeout_ms} }}\n\
+         attributes = {{ {key} = {value} }}\n\
          [workload]\nclients = 4\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"s\"]\nmax_attempts = 3\nattempt_timeout_ms = 500\n\
          deadline_ms = 2000\n\
@@ -312,7 +318,7 @@ fn a_reset_peer_with_a_timeout_resets_each_connection_that_long_after_it_applied
 #[test]
 fn a_timeout_toxic_with_a_timeout_drops_then_closes_each_connection() {
     for connections in ["reuse", "new"] {
-        let m = toxic_conn_run(connections, "timeout", 40, 100);
+        let m = toxic_conn_run(connections, "timeout", 40, "timeout", 100);
         let closed = |l: &AttemptLine| format!("{:?}", l.end).contains("ResetBeforeAnswer");
         let mut in_phase = 0;
         for l in &m.attempt_log {
@@ -343,4 +349,56 @@ fn slow_close_changes_no_attempt() {
     let m = toxic_run("slow-close", 5, "slow_close", "{ delay = 500 }", 1.0);
     assert!(spans(&m).iter().all(|&(_, s)| s == 40_000), "{m:?}");
     assert_eq!(m.no_answer.reset_before_answer + m.no_answer.timeout, 0);
+}
+
+/// `limit_data` on the answers, every connection, against a dependency answering in 40 ms; an
+/// answer is 118 bytes, its head 116. At 300 bytes a connection passes two answers and 64
+/// bytes of the third, cut in its head, then closes: a reusing client's attempts of the phase
+/// go answered, answered, no answer, on a new connection each time. At 117 bytes every answer
+/// of the phase is cut in its body. At 236 bytes every answer is whole.
+#[test]
+fn limit_data_cuts_the_answer_that_passes_the_limit() {
+    let answered_in_phase = |m: &RunMetrics| -> std::collections::BTreeMap<u32, Vec<String>> {
+        let mut by_client = std::collections::BTreeMap::<u32, Vec<String>>::new();
+        for l in &m.attempt_log {
+            // Its answer left the dependency inside the phase.
+            if (1_000_000..2_000_000).contains(&l.end_us) {
+                let end = format!("{:?}", l.end);
+                by_client.entry(l.client).or_default().push(end);
+            }
+        }
+        by_client
+    };
+    let m = toxic_conn_run("reuse", "limit_data", 40, "bytes", 300);
+    for (client, ends) in answered_in_phase(&m) {
+        for (k, end) in ends.iter().enumerate() {
+            let cut = k % 3 == 2;
+            assert_eq!(
+                end.contains("ResetBeforeAnswer"),
+                cut,
+                "client {client}: {ends:?}"
+            );
+            assert_eq!(
+                end.contains("Status(200)"),
+                !cut,
+                "client {client}: {ends:?}"
+            );
+        }
+    }
+    assert!(m.no_answer.reset_before_answer > 4, "{m:?}");
+    for connections in ["reuse", "new"] {
+        let m = toxic_conn_run(connections, "limit_data", 40, "bytes", 117);
+        let ends: Vec<String> = answered_in_phase(&m).into_values().flatten().collect();
+        assert!(ends.len() > 10, "{connections}: {m:?}");
+        assert!(
+            ends.iter().all(|e| e.contains("ResetMidBody")),
+            "{connections}: {ends:?}"
+        );
+        let m = toxic_conn_run(connections, "limit_data", 40, "bytes", 236);
+        let ends: Vec<String> = answered_in_phase(&m).into_values().flatten().collect();
+        assert!(
+            ends.iter().all(|e| e.contains("Status(200)")),
+            "{connections}: {ends:?}"
+        );
+    }
 }
