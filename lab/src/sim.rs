@@ -82,7 +82,7 @@ fn modelled(plan: &SimPlan) -> Result<(), i32> {
         if let Some(w) = toxic {
             eprintln!(
                 "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
-                 refused phases, the timeout toxic at toxicity 1, latency either way, bandwidth, \
+                 refused phases, the timeout toxic, latency either way, bandwidth, \
                  slicer and limit_data on the answers (downstream), reset_peer and slow_close \
                  only (docs/wire.md); run it with `lab run`",
                 scenario.name(),

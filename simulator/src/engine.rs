@@ -41,11 +41,14 @@ use crate::service::{dur, nanos};
 
 /// Whether the simulator models `fault`:
 /// - a `refused` phase;
-/// - Toxiproxy's `timeout` toxic on every connection (toxicity 1): nothing passes that way
-///   until the phase ends (timeout 0, a blackhole), or until the proxy closes the connection
-///   `timeout` after the toxic applied to it, as `reset_peer` times its reset (below); the
-///   attempt then in flight ends as `reset_before_answer` (its client's error for a connection
-///   closed before the answer), and the close is not counted as a reset;
+/// - Toxiproxy's `timeout` toxic, at any toxicity (drawn once per connection and phase, as
+///   `reset_peer` below): on the connections it applies to nothing passes that way until the
+///   phase ends (timeout 0, a blackhole), or until the proxy closes the connection `timeout`
+///   after the toxic applied to it, as `reset_peer` times its reset; the attempt then in
+///   flight ends as `reset_before_answer` (its client's error for a connection closed before
+///   the answer), and the close is not counted as a reset. A client whose attempt timed out
+///   closes that connection (an HTTP/1.1 client cannot reuse it) and opens a new one, which
+///   draws again;
 /// - a `latency`, `bandwidth` or `slicer` toxic on the answers (downstream, Toxiproxy's
 ///   default), at any toxicity: each answer that leaves the dependency during the phase reaches
 ///   its client as late as the core's [`Link::pass`] (the live proxy's rule) writes its last
@@ -308,6 +311,12 @@ impl<'a, O: Observer> Engine<'a, O> {
             match event {
                 Event::StartOp(c) | Event::SendAttempt(c) => self.wake(t, c),
                 Event::AttemptTimeout(req) => {
+                    let c = self.owner[req as usize];
+                    if self.clients[c as usize].in_flight == Some(req) {
+                        // An HTTP/1.1 client cannot reuse a connection whose answer it gave
+                        // up on: it closes it, and its next attempt opens a new one.
+                        self.clients[c as usize].conn.open = false;
+                    }
                     self.attempt_ends(t, req, AttemptResult::Timeout);
                 }
                 Event::Refused(req) => {
@@ -402,8 +411,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.queue.push(t, Event::Reset(req));
             return;
         }
-        if let Some(w) = self.timeline.wire_at(dur(t)) {
-            if drops(&w.fault) == Some(Direction::Upstream) {
+        if let Some((i, w)) = self.timeline.wire_phase_at(dur(t)) {
+            if drops(&w.fault) == Some(Direction::Upstream) && self.conn_hit(c, i) {
                 // The wire drops the request: its timeout ends it.
                 self.observer
                     .refused(t, req, c, send.id.op, send.id.attempt);
@@ -466,8 +475,10 @@ impl<'a, O: Observer> Engine<'a, O> {
                         charge.op.expect("the engine's charges carry their op"),
                     );
                 }
-                let wire = self.timeline.wire_at(dur(t));
-                if wire.and_then(|w| drops(&w.fault)) == Some(Direction::Downstream) {
+                let phase = self.timeline.wire_phase_at(dur(t));
+                if phase.is_some_and(|(i, w)| {
+                    drops(&w.fault) == Some(Direction::Downstream) && self.conn_hit(c, i)
+                }) {
                     // The wire drops the answer: the work is done, the attempt's timeout ends it.
                     continue;
                 }
@@ -506,6 +517,15 @@ impl<'a, O: Observer> Engine<'a, O> {
         !Link::of_one(reset, toxicity, &mut self.conn_draw(c, n, i))
             .kinds()
             .is_empty()
+    }
+
+    /// Whether the toxic of wire phase `i` applies to client `c`'s current connection (its
+    /// toxicity drawn once per connection and phase, [`Self::reset_draw`]).
+    fn conn_hit(&self, c: u32, i: usize) -> bool {
+        let WireFault::Toxic { toxicity, .. } = self.timeline.wire[i].fault else {
+            return false;
+        };
+        toxicity >= 1.0 || self.reset_draw(c, self.clients[c as usize].conn.n, i, toxicity)
     }
 
     /// The draws of connection `n` of client `c` in wire phase `i`.
@@ -752,21 +772,21 @@ fn reset_toxicity(fault: &WireFault) -> Option<(f64, Nanos, bool)> {
             toxic: ToxicKind::Timeout { timeout_ms },
             toxicity,
             ..
-        } if timeout_ms > 0 && toxicity >= 1.0 => Some((toxicity, timeout_ms * 1_000_000, false)),
+        } if timeout_ms > 0 => Some((toxicity, timeout_ms * 1_000_000, false)),
         _ => None,
     }
 }
 
-/// The direction in which `fault` lets nothing pass, if it is Toxiproxy's `timeout` toxic on
-/// every connection (toxicity 1): a blackhole with timeout 0, or until the connection is
+/// The direction in which `fault` lets nothing pass on the connections it applies to, if it
+/// is Toxiproxy's `timeout` toxic: a blackhole with timeout 0, or until the connection is
 /// closed `timeout` after the toxic applied ([`reset_toxicity`]).
 fn drops(fault: &WireFault) -> Option<Direction> {
     match *fault {
         WireFault::Toxic {
             toxic: ToxicKind::Timeout { .. },
             stream,
-            toxicity,
-        } if toxicity >= 1.0 => Some(stream),
+            ..
+        } => Some(stream),
         _ => None,
     }
 }

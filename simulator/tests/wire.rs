@@ -402,3 +402,46 @@ fn limit_data_cuts_the_answer_that_passes_the_limit() {
         );
     }
 }
+
+/// A blackhole on half the connections (`timeout` 0 at toxicity 0.5), against a dependency
+/// answering in 40 ms, clients keeping their connection: an attempt on a connection the draw
+/// hit times out (500 ms) with its answer dropped, one on a spared connection is answered in
+/// 40 ms, nothing in between; a client whose attempt timed out closes that connection and its
+/// retry opens a new one, which draws again, so every timeout is followed by a new connection.
+#[test]
+fn a_blackhole_on_some_connections_times_out_the_attempts_on_them_only() {
+    let text = "name = \"partial-blackhole\"\ntitle = \"R\"\ndescription = \"d\"\n\
+         [dependency]\nworkers = 20\nservice_ms = 40\n\
+         [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2.5\ntoxic = \"timeout\"\n\
+         attributes = { timeout = 0 }\ntoxicity = 0.5\n\
+         [workload]\nclients = 20\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
+         [policy]\nstrategies = [\"s\"]\nmax_attempts = 3\nattempt_timeout_ms = 500\n\
+         deadline_ms = 2000\n\
+         [[strategy]]\nid = \"s\"\nbackoff = \"constant\"\nwait_ms = 10\n\
+         connections = \"reuse\"\n";
+    let scenario = Scenario::register(parse(text, "x.toml").unwrap()).unwrap();
+    let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
+    let params = Params::for_scenario(scenario, &raw).unwrap();
+    let m = simulator::run::simulate_all(scenario, &params).remove(0);
+    let (mut dropped, mut answered) = (0, 0);
+    for l in &m.attempt_log {
+        if (1_000_000..1_960_000).contains(&l.sent_us) {
+            match l.end_us - l.sent_us {
+                40_000 => answered += 1,
+                500_000 => dropped += 1,
+                other => panic!("an attempt of {other} µs: {l:?}"),
+            }
+        }
+    }
+    assert!(
+        dropped > 5 && answered > 5,
+        "dropped {dropped}, answered {answered}"
+    );
+    // 20 first connections, and one more after each timeout at least.
+    let wire = m.wire.unwrap();
+    assert!(
+        wire.connections >= 20 + m.no_answer.timeout,
+        "{wire:?} {:?}",
+        m.no_answer
+    );
+}
