@@ -102,16 +102,19 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             definition: Some(plan.scenario.def().clone()),
             run_dir: plan.run_dir.clone(),
         };
-        let answer = start_run(&p.work.http, &p.control_url, &start).await;
-        // A fault proxy of its own in front of the dependency carries this run.
-        let moved = answer.as_ref().ok().cloned().flatten().map(|w| {
-            endpoint(&w, "/work").ok_or_else(|| SwarmError::BadUrl {
-                strategy: p.strategy.id.clone(),
-                what: "work (the start call's answer)",
-                url: w,
-            })
-        });
-        let answer = answer.and_then(|_| moved.transpose());
+        // A fault proxy of its own in front of the dependency may carry this run.
+        let answer = start_run(&p.work.http, &p.control_url, &start)
+            .await
+            .and_then(|work| match work {
+                None => Ok(None),
+                Some(w) => endpoint(&w, "/work")
+                    .map(Some)
+                    .ok_or_else(|| SwarmError::BadUrl {
+                        strategy: p.strategy.id.clone(),
+                        what: "work (the start call's answer)",
+                        url: w,
+                    }),
+            });
         match answer {
             Ok(Some(url)) => prepared[i].work.url = url,
             Ok(None) => {}

@@ -18,9 +18,10 @@
 //! - two calls of the lab's own, outside Toxiproxy's paths, for a dependency that drives this
 //!   proxy from another container (compose's `wire-*` services, [`crate::wire_front`]):
 //!   `POST /lab/log` (`{"file": "RUN/SCENARIO/wire-A-seed42.jsonl", "seed": 42}`, a relative
-//!   path under `--log-dir`: every record from now on goes there, and the draws of the
-//!   connections from now on are seeded with the run's seed; `{"file": null}`: the log is
-//!   flushed and closed) and `POST /lab/shutdown` (the process ends as on SIGTERM).
+//!   path under `--log-dir` to a file named `wire-*.jsonl`: every record from now on goes
+//!   there, and the draws of the connections from now on are seeded with the run's seed;
+//!   `{"file": null}`: the log is flushed and closed) and `POST /lab/shutdown` (the process ends
+//!   as on SIGTERM).
 //!
 //! A toxic added or removed applies to the open connections too (each draws its toxicity again),
 //! as in Toxiproxy. Every connection is one record of the log when it ends (its toxics, its
@@ -256,17 +257,22 @@ struct LogBody {
     seed: Option<u64>,
 }
 
-/// Where `file` goes under `dir`: a relative path of plain components ending in `.jsonl`.
+/// Where `file` goes under `dir`: a relative path of plain components whose file is a proxy
+/// log the lab names (`wire-*.jsonl`), so the call never replaces a file the lab did not write.
 fn log_path(dir: &std::path::Path, file: &str) -> Result<std::path::PathBuf, String> {
     use std::path::Component;
     let rel = std::path::Path::new(file);
     let plain = !file.is_empty()
         && file.len() <= 1024
         && rel.components().all(|c| matches!(c, Component::Normal(_)));
-    if !plain || !file.ends_with(".jsonl") {
+    let named = rel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("wire-") && n.ends_with(".jsonl"));
+    if !plain || !named {
         return Err(format!(
             "invalid log: file {file:?}: expected a relative path under --log-dir, without \
-             '..', ending in .jsonl"
+             '..', to a file named wire-*.jsonl"
         ));
     }
     Ok(dir.join(rel))

@@ -437,9 +437,10 @@ async fn lab_log_opens_a_log_under_the_log_dir_only_and_lab_shutdown_ends_the_pr
         }
     };
     for bad in [
-        r#"{"file":"../out.jsonl"}"#,
-        r#"{"file":"/tmp/out.jsonl"}"#,
+        r#"{"file":"../wire-out.jsonl"}"#,
+        r#"{"file":"/tmp/wire-out.jsonl"}"#,
         r#"{"file":"run/out.txt"}"#,
+        r#"{"file":"run/notes.jsonl"}"#,
         r#"{"file":""}"#,
         r#"{"path":"x.jsonl"}"#,
     ] {
@@ -520,7 +521,7 @@ async fn a_runs_toxicity_draws_follow_its_seed_not_the_runs_before_it() {
     assert_eq!(post("/proxies/dep/toxics", toxic.into()).await, 200);
     let mut patterns = Vec::new();
     for (i, seed) in [5u64, 5, 6].into_iter().enumerate() {
-        let file = format!("run-{i}.jsonl");
+        let file = format!("wire-{i}.jsonl");
         let body = format!(r#"{{"file":"{file}","seed":{seed}}}"#);
         assert_eq!(post("/lab/log", body).await, 204);
         for _ in 0..40 {

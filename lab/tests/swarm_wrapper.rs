@@ -4,36 +4,38 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::lab;
+use common::{http, lab, spawn_first_line, Running};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 /// A `lab serve` on loopback port 0 logging into `dir`, and its `A=WORK@CONTROL` target.
-fn serve(dir: &Path) -> (Child, String) {
+fn serve(dir: &Path) -> (Running, String) {
     serve_with(dir, &[])
 }
 
 /// [`serve`] with more arguments.
-fn serve_with(dir: &Path, more: &[&str]) -> (Child, String) {
-    let (child, line) = first_line(
-        lab()
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--control-listen",
-                "127.0.0.1:0",
-            ])
-            .args(["--scenario", "none"])
-            .args(more)
-            .arg("--log-dir")
-            .arg(dir),
-    );
+fn serve_with(dir: &Path, more: &[&str]) -> (Running, String) {
+    let dir = dir.to_str().expect("a UTF-8 temp path");
+    let args = [
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+            "--scenario",
+            "none",
+            "--log-dir",
+            dir,
+        ],
+        more,
+    ]
+    .concat();
+    let (child, line) = spawn_first_line(&args);
     let addr = |key: &str| {
         line.split_whitespace()
             .find_map(|p| p.strip_prefix(key))
@@ -49,20 +51,6 @@ fn swarm_ok(cmd: &mut std::process::Command) {
     let run = cmd.output().expect("lab swarm runs");
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
-}
-
-/// Starts `cmd` (stdout piped, stderr dropped); the child and the first line it printed.
-fn first_line(cmd: &mut std::process::Command) -> (Child, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("lab starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped"))
-        .read_line(&mut line)
-        .expect("address line");
-    (child, line.trim().to_string())
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -129,7 +117,10 @@ fn shutdown_targets_ends_the_dependency_when_the_swarm_is_done() {
         .expect("lab swarm runs");
     assert_eq!(status.code(), Some(0));
     // Nobody signals the service: the swarm's shutdown call alone must end it.
-    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    assert_eq!(
+        exit_within(&mut service.0, Duration::from_secs(15)),
+        Some(0)
+    );
     assert!(dir.join("e03b/server-A-seed42.jsonl").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -161,8 +152,11 @@ fn a_stopped_swarm_leaves_a_summary_marked_incomplete() {
     assert_eq!(summary["complete"], false, "{summary}");
     assert_eq!(summary["runs"][0]["strategy"], "A", "{summary}");
 
-    let _ = kill(Pid::from_raw(service.id() as i32), Signal::SIGTERM);
-    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    let _ = kill(Pid::from_raw(service.0.id() as i32), Signal::SIGTERM);
+    assert_eq!(
+        exit_within(&mut service.0, Duration::from_secs(15)),
+        Some(0)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -222,8 +216,11 @@ fn two_compose_style_runs_get_their_own_run_directories() {
         "mine"
     );
 
-    let _ = kill(Pid::from_raw(service.id() as i32), Signal::SIGTERM);
-    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
+    let _ = kill(Pid::from_raw(service.0.id() as i32), Signal::SIGTERM);
+    assert_eq!(
+        exit_within(&mut service.0, Duration::from_secs(15)),
+        Some(0)
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -237,12 +234,22 @@ fn two_compose_style_runs_get_their_own_run_directories() {
 fn a_proxy_of_its_own_carries_the_wire_runs_and_ends_with_the_dependency() {
     let root = temp_dir("wire-remote");
     std::fs::create_dir_all(&root).unwrap();
-    let (mut proxy, line) = first_line(
-        lab()
-            .args(["proxy", "--api", "127.0.0.1:0", "--log-dir"])
-            .arg(&root),
-    );
+    let (mut proxy, line) = spawn_first_line(&[
+        "proxy",
+        "--api",
+        "127.0.0.1:0",
+        "--log-dir",
+        root.to_str().unwrap(),
+    ]);
     let api = line.strip_prefix("listening api=").unwrap().to_string();
+    // A proxy `dependency` a previous dependency left: the new one makes its own again.
+    let left = http(
+        &api,
+        "POST",
+        "/proxies",
+        r#"{"name":"dependency","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"}"#,
+    );
+    assert!(left.starts_with("HTTP/1.1 201"), "{left}");
     let (mut service, target) = serve_with(&root, &["--wire-proxy", &format!("http://{api}")]);
 
     // E03-B, short: straight to the dependency.
@@ -294,7 +301,10 @@ fn a_proxy_of_its_own_carries_the_wire_runs_and_ends_with_the_dependency() {
     );
 
     // The swarm's shutdown call ends the dependency, and the dependency ends its proxy.
-    assert_eq!(exit_within(&mut service, Duration::from_secs(15)), Some(0));
-    assert_eq!(exit_within(&mut proxy, Duration::from_secs(15)), Some(0));
+    assert_eq!(
+        exit_within(&mut service.0, Duration::from_secs(15)),
+        Some(0)
+    );
+    assert_eq!(exit_within(&mut proxy.0, Duration::from_secs(15)), Some(0));
     let _ = std::fs::remove_dir_all(&root);
 }

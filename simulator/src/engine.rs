@@ -31,7 +31,7 @@ use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::{Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES};
+use e03_core::wire::{applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -510,22 +510,19 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.answers.clear();
     }
 
-    /// Whether connection `n` of client `c` is reset in wire phase `i` at `toxicity` (one
-    /// draw per connection and phase).
+    /// Whether the toxic of wire phase `i`, at `toxicity`, applies to connection `n` of client
+    /// `c` (one draw per connection and phase, the core's [`applies`], as [`Link::of_one`]
+    /// draws it).
     fn reset_draw(&self, c: u32, n: u32, i: usize, toxicity: f64) -> bool {
-        let reset = ToxicKind::ResetPeer { timeout_ms: 0 };
-        !Link::of_one(reset, toxicity, &mut self.conn_draw(c, n, i))
-            .kinds()
-            .is_empty()
+        applies(toxicity, &mut self.conn_draw(c, n, i))
     }
 
-    /// Whether the toxic of wire phase `i` applies to client `c`'s current connection (its
-    /// toxicity drawn once per connection and phase, [`Self::reset_draw`]).
+    /// Whether the toxic of wire phase `i` applies to client `c`'s current connection.
     fn conn_hit(&self, c: u32, i: usize) -> bool {
         let WireFault::Toxic { toxicity, .. } = self.timeline.wire[i].fault else {
             return false;
         };
-        toxicity >= 1.0 || self.reset_draw(c, self.clients[c as usize].conn.n, i, toxicity)
+        self.reset_draw(c, self.clients[c as usize].conn.n, i, toxicity)
     }
 
     /// The draws of connection `n` of client `c` in wire phase `i`.
