@@ -329,6 +329,50 @@ mod tests {
         assert_eq!(work.request(id).method(), reqwest::Method::GET);
     }
 
+    /// The simulator passes every request through a toxic on the requests as one chunk of
+    /// `e03_core::wire::REQUEST_BYTES`: that is the size of this client's `GET /work` for
+    /// client 1, operation 1, attempt 1 to `127.0.0.1` on a five-digit port, as the dependency
+    /// reads it from the socket (each more digit in an id or the port adds a byte).
+    #[tokio::test]
+    async fn a_request_on_the_wire_is_request_bytes_long() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed after {got:?}");
+                got.extend_from_slice(&buf[..n]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                .await
+                .unwrap();
+            got
+        });
+        let work = WorkEndpoint {
+            http: build_client(1, None, Connections::Reuse).unwrap(),
+            url: endpoint(&format!("http://{addr}"), "/work").unwrap(),
+        };
+        let id = AttemptId {
+            client: 1,
+            op: 1,
+            attempt: 1,
+        };
+        let answer = work.http.execute(work.request(id)).await.unwrap();
+        assert_eq!(answer.text().await.unwrap(), "ok");
+        let got = server.await.unwrap();
+        let port_digits = addr.port().to_string().len();
+        assert_eq!(
+            got.len() + 5 - port_digits,
+            e03_core::wire::REQUEST_BYTES,
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+
     #[test]
     fn endpoints_are_http_only() {
         assert_eq!(

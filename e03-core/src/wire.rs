@@ -121,6 +121,15 @@ pub const ANSWER_BYTES: usize = 118;
 /// with a broken body (`reset_mid_body`). Pinned by the same test as [`ANSWER_BYTES`].
 pub const ANSWER_HEAD_BYTES: usize = 116;
 
+/// Bytes of a client's request on the wire, as the simulator passes it through a toxic on the
+/// requests (one chunk, [`Link::pass`]): the swarm's `GET /work` (reqwest: `host`, `accept`,
+/// `x-e03-client`, `x-e03-op`, `x-e03-attempt`) for client 1, operation 1, attempt 1 to
+/// `127.0.0.1` on a five-digit port, measured on loopback and pinned by the swarm's test
+/// `a_request_on_the_wire_is_request_bytes_long`. Each more digit in an id or the port adds a
+/// byte, compose's `dep-a:8080` takes 5 fewer, and a charge (`POST /charge` with its key and
+/// body) is longer; the simulator gives every request this size.
+pub const REQUEST_BYTES: usize = 106;
+
 /// The types Toxiproxy names, in its README's order.
 pub const TOXIC_TYPES: &[&str] = &[
     "latency",

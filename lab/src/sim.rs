@@ -10,9 +10,6 @@ use crate::outdir;
 /// Exit code 0, 1 on an error, or [`crate::live::CHECK_FAILED`] when a scenario's check
 /// against its source's figures failed.
 pub fn simulate(plan: &SimPlan) -> i32 {
-    if let Err(code) = modelled(plan) {
-        return code;
-    }
     match simulate_inner(plan) {
         Ok(true) => 0,
         Ok(false) => crate::live::CHECK_FAILED,
@@ -70,35 +67,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
 }
 
 /// Live, then simulated, then both side by side.
-/// Refuses (exit 2, before anything is written) a scenario whose timeline has a wire fault the
-/// simulator does not model yet ([`simulator::engine::modelled`]); they run live only.
-fn modelled(plan: &SimPlan) -> Result<(), i32> {
-    for (scenario, params) in plan.scenarios.iter().zip(&plan.params) {
-        let timeline = params.timeline(*scenario);
-        let toxic = timeline
-            .wire
-            .iter()
-            .find(|w| !simulator::engine::modelled(&w.fault));
-        if let Some(w) = toxic {
-            eprintln!(
-                "lab: scenario {}: its {} toxic (from {} s) runs live only: the simulator models \
-                 refused phases, the timeout toxic, latency either way, bandwidth, \
-                 slicer and limit_data on the answers (downstream), reset_peer and slow_close \
-                 only (docs/wire.md); run it with `lab run`",
-                scenario.name(),
-                w.fault.name(),
-                w.start.as_secs_f64()
-            );
-            return Err(crate::EXIT_USAGE);
-        }
-    }
-    Ok(())
-}
-
 pub fn compare(plan: &SimPlan) -> i32 {
-    if let Err(code) = modelled(plan) {
-        return code;
-    }
     let crate::args::ChildSettings {
         progress,
         answer_spin,

@@ -10,7 +10,7 @@
 //!   zero) with request id = arrival sequence and the session's fault key;
 //! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the session
 //!   with the run's one budget;
-//! - a wire phase changes that ([`modelled`]): nothing listens, a blackhole drops, or a latency,
+//! - a wire phase changes that (below, "The wire"): nothing listens, a blackhole drops, or a latency,
 //!   a bandwidth or a slicer holds the answer (a `Deliver` event; only these attempts allocate,
 //!   for their toxic's link).
 //!
@@ -19,6 +19,54 @@
 //! something due at or before the clients' next event, the engine advances it to that instant
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
+//!
+//! # The wire
+//!
+//! Every wire fault of a timeline (issue 27) is modelled:
+//! - a `refused` phase;
+//! - Toxiproxy's `timeout` toxic, at any toxicity (drawn once per connection and phase, as
+//!   `reset_peer` below): on the connections it applies to nothing passes that way until the
+//!   phase ends (timeout 0, a blackhole), or until the proxy closes the connection `timeout`
+//!   after the toxic applied to it, as `reset_peer` times its reset; the attempt then in
+//!   flight ends as `reset_before_answer` (its client's error for a connection closed before
+//!   the answer), and the close is not counted as a reset. A client whose attempt timed out
+//!   closes that connection (an HTTP/1.1 client cannot reuse it) and opens a new one, which
+//!   draws again;
+//! - a `latency`, `bandwidth` or `slicer` toxic on the answers (downstream, Toxiproxy's
+//!   default), at any toxicity: each answer that leaves the dependency during the phase reaches
+//!   its client as late as the core's [`Link::pass`] (the live proxy's rule) writes its last
+//!   byte, the answer passed as one chunk of [`ANSWER_BYTES`]: latency +/- jitter, the bytes at
+//!   the bandwidth's rate, or the slicer's pieces `delay` apart; on the connections the
+//!   toxicity draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its
+//!   connection);
+//! - a `latency`, `bandwidth` or `slicer` toxic on the requests (upstream): each request sent
+//!   during the phase reaches the dependency as late as [`Link::pass`] writes its last byte
+//!   (an `Arrive` event), the request passed as one chunk of [`REQUEST_BYTES`], on the same
+//!   draws; its attempt's timeout still runs from its sending;
+//! - `reset_peer`, either stream, at any toxicity: each connection open when the phase starts,
+//!   and each opened during it, is reset with probability `toxicity` ([`Link::of_one`], one
+//!   draw per connection and phase). At once (timeout 0): an attempt on a connection reset at
+//!   the phase's start ends as `reset_before_answer` then (its request had arrived, its answer
+//!   is lost); one that opens a connection the draw resets ends so at once and never arrives.
+//!   With a timeout, the reset comes that long after the toxic applied (the phase's start, or
+//!   the connection's opening), as the live proxy times it from the link's draw: the attempt
+//!   then in flight on the connection ends as `reset_before_answer`, a reusing client's idle
+//!   connection is gone, a connection its client already closed is not reset, and a reset due
+//!   after the phase's end does not come. A client that reuses its connection
+//!   ([`Connections::Reuse`]) opens a new one only after a reset; one that does not opens one
+//!   per attempt.
+//! - `limit_data`, either stream, at any toxicity: each connection the toxicity draws (one
+//!   draw per connection and phase) passes at most `bytes` that way from the phase's start or
+//!   its opening, each answer one chunk of [`ANSWER_BYTES`], each request one of
+//!   [`REQUEST_BYTES`]; then the proxy closes it. An answer cut in its head ends as
+//!   `reset_before_answer`, one cut in its body as `reset_mid_body`; an answer that ends
+//!   exactly at the limit is whole. A request cut never arrives, and its attempt ends as
+//!   `reset_before_answer` at once; one that ends exactly at the limit arrives and is worked
+//!   on, and its attempt ends so at once too (the close reaches the client before any answer).
+//!   A reusing client opens a new connection after the close;
+//! - `slow_close`, as nothing: an HTTP client reads its answer by its length, so a close held
+//!   back changes no attempt (live, 500 ms on every connection left p95 at 48 ms for clients
+//!   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
 
 use e03_core::arrivals::{Arrival, OpenLoop};
 use e03_core::attempt::Broken;
@@ -31,7 +79,9 @@ use e03_core::schedule::{Answer, Step};
 use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
 use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::{applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES};
+use e03_core::wire::{
+    applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
+};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
@@ -39,82 +89,16 @@ use e03_core::{
 use crate::queue::{Event, EventQueue, Nanos};
 use crate::service::{dur, nanos};
 
-/// Whether the simulator models `fault`:
-/// - a `refused` phase;
-/// - Toxiproxy's `timeout` toxic, at any toxicity (drawn once per connection and phase, as
-///   `reset_peer` below): on the connections it applies to nothing passes that way until the
-///   phase ends (timeout 0, a blackhole), or until the proxy closes the connection `timeout`
-///   after the toxic applied to it, as `reset_peer` times its reset; the attempt then in
-///   flight ends as `reset_before_answer` (its client's error for a connection closed before
-///   the answer), and the close is not counted as a reset. A client whose attempt timed out
-///   closes that connection (an HTTP/1.1 client cannot reuse it) and opens a new one, which
-///   draws again;
-/// - a `latency`, `bandwidth` or `slicer` toxic on the answers (downstream, Toxiproxy's
-///   default), at any toxicity: each answer that leaves the dependency during the phase reaches
-///   its client as late as the core's [`Link::pass`] (the live proxy's rule) writes its last
-///   byte, the answer passed as one chunk of [`ANSWER_BYTES`]: latency +/- jitter, the bytes at
-///   the bandwidth's rate, or the slicer's pieces `delay` apart; on the connections the
-///   toxicity draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its
-///   connection);
-/// - a `latency` toxic on the requests (upstream): each request sent during the phase reaches
-///   the dependency latency +/- jitter later (an `Arrive` event), on the same draws; its
-///   attempt's timeout still runs from its sending;
-/// - `reset_peer`, either stream, at any toxicity: each connection open when the phase starts,
-///   and each opened during it, is reset with probability `toxicity` ([`Link::of_one`], one
-///   draw per connection and phase). At once (timeout 0): an attempt on a connection reset at
-///   the phase's start ends as `reset_before_answer` then (its request had arrived, its answer
-///   is lost); one that opens a connection the draw resets ends so at once and never arrives.
-///   With a timeout, the reset comes that long after the toxic applied (the phase's start, or
-///   the connection's opening), as the live proxy times it from the link's draw: the attempt
-///   then in flight on the connection ends as `reset_before_answer`, a reusing client's idle
-///   connection is gone, a connection its client already closed is not reset, and a reset due
-///   after the phase's end does not come. A client that reuses its connection
-///   ([`Connections::Reuse`]) opens a new one only after a reset; one that does not opens one
-///   per attempt.
-/// - `limit_data` on the answers, at any toxicity: each connection the toxicity draws (one
-///   draw per connection and phase) passes at most `bytes` of answers from the phase's start
-///   or its opening, each answer one chunk of [`ANSWER_BYTES`]; then the proxy closes it. An
-///   answer cut in its head ends as `reset_before_answer`, one cut in its body as
-///   `reset_mid_body`; an answer that ends exactly at the limit is whole. A reusing client
-///   opens a new connection after the close;
-/// - `slow_close`, as nothing: an HTTP client reads its answer by its length, so a close held
-///   back changes no attempt (live, 500 ms on every connection left p95 at 48 ms for clients
-///   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
-///
-/// Other toxics run live only for now.
-pub fn modelled(fault: &WireFault) -> bool {
-    *fault == WireFault::Refused
-        || drops(fault).is_some()
-        || reset_toxicity(fault).is_some()
-        || delays(fault).is_some()
-        || matches!(
-            fault,
-            WireFault::Toxic {
-                toxic: ToxicKind::SlowClose { .. },
-                ..
-            } | WireFault::Toxic {
-                toxic: ToxicKind::LimitData { .. },
-                stream: Direction::Downstream,
-                ..
-            }
-        )
-}
-
-/// The direction whose chunks `fault` only delays, if it is such a toxic ([`modelled`]):
-/// latency either way, bandwidth and slicer on the answers (a request's bytes are not
-/// modelled).
+/// The direction whose chunks `fault` only delays, if it is such a toxic ((the module doc, "The wire")):
+/// latency, bandwidth and slicer, either way.
 fn delays(fault: &WireFault) -> Option<Direction> {
     match *fault {
         WireFault::Toxic {
-            toxic: ToxicKind::Latency { .. },
+            toxic:
+                ToxicKind::Latency { .. } | ToxicKind::Bandwidth { .. } | ToxicKind::Slicer { .. },
             stream,
             ..
         } => Some(stream),
-        WireFault::Toxic {
-            toxic: ToxicKind::Bandwidth { .. } | ToxicKind::Slicer { .. },
-            stream: Direction::Downstream,
-            ..
-        } => Some(Direction::Downstream),
         _ => None,
     }
 }
@@ -419,6 +403,19 @@ impl<'a, O: Observer> Engine<'a, O> {
                 return;
             }
         }
+        // A `limit_data` on the requests: the proxy closes the connection once its limit
+        // passed. A request cut never arrives; one that ends at the limit arrives and is worked
+        // on, and its answer finds the connection closed. Either way the attempt ends now.
+        let limited = match self.limit_pass(t, c, Direction::Upstream, REQUEST_BYTES) {
+            Some((kept, _)) if kept < REQUEST_BYTES => {
+                self.observer
+                    .refused(t, req, c, send.id.op, send.id.attempt);
+                self.queue.push(t, Event::Reset(req));
+                return;
+            }
+            Some((_, closed)) => closed,
+            None => false,
+        };
         // A charging strategy's attempt is a charge (`POST /charge`) with its policy's key.
         let charge = self.strategy.idempotency.map(|policy| ChargeRequest {
             key: policy.key(self.seed, c, send.id.op, send.id.attempt),
@@ -447,6 +444,9 @@ impl<'a, O: Observer> Engine<'a, O> {
                     .arrival(t, req, c, send.id.op, send.id.attempt);
                 self.arrive(t, req, transit);
             }
+        }
+        if limited {
+            self.queue.push(t, Event::Reset(req));
         }
     }
 
@@ -531,53 +531,69 @@ impl<'a, O: Observer> Engine<'a, O> {
         stream(self.seed ^ mix64(key), Stream::Wire, c)
     }
 
-    /// An answer to client `c` at `t` through a `limit_data` phase on the answers ([`modelled`]):
-    /// its connection's link (drawn once per connection and phase) passes at most its bytes
-    /// left. An answer cut in its head leaves the client with no answer, one cut in its body
-    /// with a broken body ([`ANSWER_HEAD_BYTES`]); the limit reached, the connection is closed
-    /// (not a reset), and a reusing client opens a new one for its next attempt.
+    /// An answer to client `c` at `t` through a `limit_data` phase on the answers (the module
+    /// doc, "The wire"): an answer cut in its head leaves the client with no answer, one cut in
+    /// its body with a broken body ([`ANSWER_HEAD_BYTES`]).
     fn limit_data(&mut self, t: Nanos, c: u32, result: AttemptResult) -> AttemptResult {
-        let Some((i, w)) = self.timeline.wire_phase_at(dur(t)) else {
-            return result;
-        };
+        match self.limit_pass(t, c, Direction::Downstream, ANSWER_BYTES) {
+            Some((kept, _)) if kept < ANSWER_HEAD_BYTES => {
+                AttemptResult::ConnectionError(Broken::ResetBeforeAnswer)
+            }
+            Some((kept, _)) if kept < ANSWER_BYTES => {
+                AttemptResult::ConnectionError(Broken::ResetMidBody)
+            }
+            _ => result,
+        }
+    }
+
+    /// `bytes` leaving for (`Downstream`) or from (`Upstream`) client `c` at `t` through a
+    /// `limit_data` phase on that direction, if one applies to its connection: the bytes that
+    /// pass, and whether the proxy then closed the connection. The connection's link (drawn
+    /// once per connection and phase) passes at most its bytes left; the limit reached, the
+    /// connection is closed (not a reset), and a reusing client opens a new one for its next
+    /// attempt.
+    fn limit_pass(
+        &mut self,
+        t: Nanos,
+        c: u32,
+        direction: Direction,
+        bytes: usize,
+    ) -> Option<(usize, bool)> {
+        let (i, w) = self.timeline.wire_phase_at(dur(t))?;
         let WireFault::Toxic {
             toxic: toxic @ ToxicKind::LimitData { .. },
-            stream: Direction::Downstream,
+            stream,
             toxicity,
         } = w.fault
         else {
-            return result;
+            return None;
         };
+        if stream != direction {
+            return None;
+        }
         let n = self.clients[c as usize].conn.n;
         let mut link = match self.clients[c as usize].limit.take() {
             Some((j, m, link)) if (j, m) == (i, n) => link,
             _ => Link::of_one(toxic, toxicity, &mut self.conn_draw(c, n, i)),
         };
-        let pass = link.pass(ANSWER_BYTES, &mut self.wire_rng);
+        let pass = link.pass(bytes, &mut self.wire_rng);
         let client = &mut self.clients[c as usize];
         client.limit = Some((i, n, link));
         let Pass::Forward {
             pieces, then_close, ..
         } = pass
         else {
-            return result;
+            return None;
         };
         if then_close {
             client.conn.open = false;
         }
-        let kept: usize = pieces.iter().map(|p| p.1).sum();
-        if kept >= ANSWER_BYTES {
-            result
-        } else if kept >= ANSWER_HEAD_BYTES {
-            AttemptResult::ConnectionError(Broken::ResetMidBody)
-        } else {
-            AttemptResult::ConnectionError(Broken::ResetBeforeAnswer)
-        }
+        Some((pieces.iter().map(|p| p.1).sum(), then_close))
     }
 
     /// The connection client `c` sends its attempt on at `t`: its open one (a reusing client;
     /// one a reset phase's start reset while idle is gone), else a new one. True when the proxy
-    /// resets that new connection at once ([`modelled`]).
+    /// resets that new connection at once ((the module doc, "The wire")).
     fn connect(&mut self, t: Nanos, c: u32) -> bool {
         let phase = self
             .timeline
@@ -690,7 +706,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     /// How long a toxic on the wire holds what leaves for (`Downstream`, an answer) or from
-    /// (`Upstream`, a request) client `c` at `t` ([`modelled`]); `None` outside such a phase.
+    /// (`Upstream`, a request) client `c` at `t` ((the module doc, "The wire")); `None` outside such a phase.
     fn wire_delay(&mut self, t: Nanos, c: u32, direction: Direction) -> Option<Nanos> {
         let (i, w) = self.timeline.wire_phase_at(dur(t))?;
         if delays(&w.fault) != Some(direction) {
@@ -705,11 +721,12 @@ impl<'a, O: Observer> Engine<'a, O> {
         // The client's connection in this phase: one toxicity draw per client and phase.
         let mut draw = stream(self.seed ^ mix64(i as u64 + 1), Stream::Wire, c);
         let mut link = Link::of_one(toxic, toxicity, &mut draw);
-        // An answer is one chunk of ANSWER_BYTES; a request's size matters to no toxic that
-        // is modelled on the requests (latency).
-        link.pass(ANSWER_BYTES, &mut self.wire_rng)
-            .delay()
-            .map(nanos)
+        // An answer is one chunk of ANSWER_BYTES, a request one of REQUEST_BYTES.
+        let bytes = match direction {
+            Direction::Downstream => ANSWER_BYTES,
+            Direction::Upstream => REQUEST_BYTES,
+        };
+        link.pass(bytes, &mut self.wire_rng).delay().map(nanos)
     }
 
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
@@ -753,7 +770,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 }
 
-/// The toxicity of `fault` and its delay if it ends connections ([`modelled`]): a connection it
+/// The toxicity of `fault` and its delay if it ends connections ((the module doc, "The wire")): a connection it
 /// applies to ends `timeout` after the toxic applied (the phase's start for a connection open
 /// then, its opening for one opened during the phase): `reset_peer` resets it (at once with
 /// 0), a `timeout` toxic on every connection with a timeout closes it (with 0 it is a

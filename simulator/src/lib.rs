@@ -24,7 +24,7 @@
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
 //! is due, sent and arrived at one instant), unless a scenario's wire phase adds one
-//! ([`engine::modelled`]); request ids are sending numbers (arrival numbers but for a latency
+//! (the engine's module doc, "The wire"); request ids are sending numbers (arrival numbers but for a latency
 //! on the requests); an attempt whose
 //! answer lands exactly at its timeout counts as answered. Everything else (random streams,
 //! operation numbering, fault keys, think and start rules) is the live swarm's and service's.

@@ -115,6 +115,34 @@ fn a_bandwidth_or_a_slicer_holds_each_answer_until_its_last_byte() {
     assert_eq!(m.no_answer.timeout, 0);
 }
 
+/// The same on the requests (upstream): each request passed as one chunk of `REQUEST_BYTES`
+/// (106) reaches the dependency when its last byte is written: at 1 KB/s 106 ms after its
+/// sending (every attempt takes 106 + 40 = 146 ms); cut into pieces of 10 bytes 1 ms apart, 11
+/// pieces and 10 ms (50 ms).
+#[test]
+fn a_bandwidth_or_a_slicer_on_the_requests_holds_each_request_until_its_last_byte() {
+    assert_eq!(e03_core::wire::REQUEST_BYTES, 106);
+    let m = toxic_run(
+        "up-bandwidth-1",
+        5,
+        "bandwidth",
+        "{ rate = 1 }\nstream = \"upstream\"",
+        1.0,
+    );
+    assert!(spans(&m).iter().all(|&(_, s)| s == 146_000), "{m:?}");
+    assert_eq!(m.arrivals[0].0, first_sent_of(&m) + 106_000, "{m:?}");
+    let m = toxic_run(
+        "up-slicer-10",
+        5,
+        "slicer",
+        "{ average_size = 10, size_variation = 0, delay = 1000 }\nstream = \"upstream\"",
+        1.0,
+    );
+    assert!(spans(&m).iter().all(|&(_, s)| s == 50_000), "{m:?}");
+    assert_eq!(m.arrivals[0].0, first_sent_of(&m) + 10_000, "{m:?}");
+    assert_eq!(m.no_answer.timeout, 0);
+}
+
 fn first_sent_of(m: &RunMetrics) -> u64 {
     m.attempt_log.iter().map(|l| l.sent_us).min().unwrap()
 }
@@ -193,12 +221,25 @@ fn toxic_conn_run(
     key: &str,
     value: u64,
 ) -> RunMetrics {
+    toxic_conn_run_on("downstream", connections, toxic, service_ms, key, value)
+}
+
+/// [`toxic_conn_run`] on `stream`.
+fn toxic_conn_run_on(
+    stream: &str,
+    connections: &str,
+    toxic: &str,
+    service_ms: u64,
+    key: &str,
+    value: u64,
+) -> RunMetrics {
+    let way = &stream[..1];
     let text = format!(
-        "name = \"{toxic}-{connections}-{service_ms}-{value}\"\ntitle = \"R\"\n\
+        "name = \"{toxic}-{way}-{connections}-{service_ms}-{value}\"\ntitle = \"R\"\n\
          description = \"d\"\n\
          [dependency]\nworkers = 10\nservice_ms = {service_ms}\n\
          [[timeline]]\nphase = \"toxic\"\nstart_s = 1\nend_s = 2\ntoxic = \"{toxic}\"\n\
-         attributes = {{ {key} = {value} }}\n\
+         attributes = {{ {key} = {value} }}\nstream = \"{stream}\"\n\
          [workload]\nclients = 4\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"s\"]\nmax_attempts = 3\nattempt_timeout_ms = 500\n\
          deadline_ms = 2000\n\
@@ -400,6 +441,70 @@ fn limit_data_cuts_the_answer_that_passes_the_limit() {
             ends.iter().all(|e| e.contains("Status(200)")),
             "{connections}: {ends:?}"
         );
+    }
+}
+
+/// `limit_data` on the requests, every connection, against a dependency answering in 40 ms; a
+/// request is 106 bytes. At 300 bytes a connection passes two requests and 88 bytes of the
+/// third, then closes: a reusing client's attempts sent in the phase go answered, answered, cut
+/// (it ends as `reset_before_answer` at its sending and never arrives), on a new connection
+/// each time. At 212 bytes the second request ends exactly at the limit: it arrives, and its
+/// attempt ends as `reset_before_answer` at once. A client opening a connection per attempt
+/// sends every request whole at 106 bytes (each arrives, each attempt ends so at once) and cuts
+/// every one at 105.
+#[test]
+fn limit_data_on_the_requests_cuts_the_request_that_passes_the_limit() {
+    // Per client, in sending order, the attempts sent inside the phase: ended at once as a
+    // reset (true) or answered 200 (false).
+    let in_phase = |m: &RunMetrics| -> BTreeMap<u32, Vec<bool>> {
+        let mut by_client = BTreeMap::<u32, Vec<(u64, bool)>>::new();
+        for l in &m.attempt_log {
+            if (1_000_000..2_000_000).contains(&l.sent_us) {
+                let end = format!("{:?}", l.end);
+                let reset = end.contains("ResetBeforeAnswer");
+                assert!(reset || end.contains("Status(200)"), "{end}");
+                assert_eq!(reset, l.end_us == l.sent_us, "{l:?}");
+                by_client
+                    .entry(l.client)
+                    .or_default()
+                    .push((l.sent_us, reset));
+            }
+        }
+        by_client
+            .into_iter()
+            .map(|(c, mut v)| {
+                v.sort();
+                (c, v.into_iter().map(|(_, r)| r).collect())
+            })
+            .collect()
+    };
+    let sent = |m: &RunMetrics| m.operations + m.retries_sent;
+    for (connections, bytes, period, arrive) in [
+        ("reuse", 300, 3, false),
+        ("reuse", 212, 2, true),
+        ("new", 106, 1, true),
+        ("new", 105, 1, false),
+    ] {
+        let m = toxic_conn_run_on("upstream", connections, "limit_data", 40, "bytes", bytes);
+        let mut resets = 0;
+        for (client, ends) in in_phase(&m) {
+            for (k, &reset) in ends.iter().enumerate() {
+                assert_eq!(
+                    reset,
+                    k % period == period - 1,
+                    "{connections} {bytes}: client {client}: {ends:?}"
+                );
+                resets += u64::from(reset);
+            }
+        }
+        assert!(resets > 4, "{connections} {bytes}: {m:?}");
+        assert_eq!(
+            m.no_answer.reset_before_answer, resets,
+            "{connections} {bytes}"
+        );
+        // A cut request never reaches the dependency; one that ends at the limit does.
+        let expected = if arrive { sent(&m) } else { sent(&m) - resets };
+        assert_eq!(m.total_requests, expected, "{connections} {bytes}");
     }
 }
 
