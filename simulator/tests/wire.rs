@@ -122,25 +122,24 @@ fn a_bandwidth_or_a_slicer_holds_each_answer_until_its_last_byte() {
 #[test]
 fn a_bandwidth_or_a_slicer_on_the_requests_holds_each_request_until_its_last_byte() {
     assert_eq!(e03_core::wire::REQUEST_BYTES, 106);
-    let m = toxic_run(
-        "up-bandwidth-1",
-        5,
-        "bandwidth",
-        "{ rate = 1 }\nstream = \"upstream\"",
-        1.0,
-    );
-    assert!(spans(&m).iter().all(|&(_, s)| s == 146_000), "{m:?}");
-    assert_eq!(m.arrivals[0].0, first_sent_of(&m) + 106_000, "{m:?}");
-    let m = toxic_run(
-        "up-slicer-10",
-        5,
-        "slicer",
-        "{ average_size = 10, size_variation = 0, delay = 1000 }\nstream = \"upstream\"",
-        1.0,
-    );
-    assert!(spans(&m).iter().all(|&(_, s)| s == 50_000), "{m:?}");
-    assert_eq!(m.arrivals[0].0, first_sent_of(&m) + 10_000, "{m:?}");
-    assert_eq!(m.no_answer.timeout, 0);
+    for (name, toxic, attributes, held_us) in [
+        ("up-bandwidth-1", "bandwidth", "{ rate = 1 }", 106_000),
+        (
+            "up-slicer-10",
+            "slicer",
+            "{ average_size = 10, size_variation = 0, delay = 1000 }",
+            10_000,
+        ),
+    ] {
+        let upstream = format!("{attributes}\nstream = \"upstream\"");
+        let m = toxic_run(name, 5, toxic, &upstream, 1.0);
+        assert!(
+            spans(&m).iter().all(|&(_, s)| s == 40_000 + held_us),
+            "{name}: {m:?}"
+        );
+        assert_eq!(m.arrivals[0].0, first_sent_of(&m) + held_us, "{name}");
+        assert_eq!(m.no_answer.timeout, 0, "{name}");
+    }
 }
 
 fn first_sent_of(m: &RunMetrics) -> u64 {
