@@ -117,6 +117,10 @@ pub struct Proxies {
     log_dir: Option<std::path::PathBuf>,
     /// `POST /lab/shutdown` was called.
     shutdown: tokio::sync::Notify,
+    /// The connections' waits (a latency, a bandwidth's or a slicer's pieces, a reset's
+    /// timeout): tokio's timer rounds each up to its next millisecond tick, so a slicer's 1 ms
+    /// waits took 2 to 3 ms each on it; this one wakes within tens of µs of the toxic's figure.
+    timer: precise_timer::PreciseTimer,
 }
 
 type Shared = Arc<Proxies>;
@@ -141,6 +145,7 @@ impl Proxies {
             conns: Arc::new(AtomicU64::new(0)),
             log_dir,
             shutdown: tokio::sync::Notify::new(),
+            timer: precise_timer::PreciseTimer::start(),
         })
     }
 
@@ -697,6 +702,7 @@ async fn connection(
         kill_rx.clone(),
         Arc::clone(&log.bytes[0]),
         Arc::clone(&log.toxics),
+        p.timer.clone(),
     ));
     pumps.spawn(pump(
         s_read,
@@ -708,6 +714,7 @@ async fn connection(
         kill_rx,
         Arc::clone(&log.bytes[1]),
         Arc::clone(&log.toxics),
+        p.timer.clone(),
     ));
     // Both directions closed, or one of them ends the connection.
     let mut closed = 0;
@@ -777,6 +784,7 @@ async fn pump(
     mut kill: watch::Receiver<Option<End>>,
     bytes: Arc<AtomicU64>,
     applied: Arc<Mutex<Vec<String>>>,
+    clock: precise_timer::PreciseTimer,
 ) {
     // The reader keeps reading while the writer waits: each chunk carries the instant it was
     // read, so a latency counts from there (a chunk that waited behind another is not delayed
@@ -827,7 +835,7 @@ async fn pump(
         let fire = async {
             match timer {
                 Some((at, why)) => {
-                    tokio::time::sleep_until(at.into()).await;
+                    clock.sleep_until(at).await;
                     why
                 }
                 None => std::future::pending().await,
@@ -837,7 +845,7 @@ async fn pump(
             chunk = chunks.recv() => {
                 let Some((read_at, data)) = chunk else {
                     // The side we read from closed: pass the close on (late, with slow_close).
-                    tokio::time::sleep(link.close_delay()).await;
+                    clock.sleep_until(Instant::now() + link.close_delay()).await;
                     let _ = to.shutdown().await;
                     let _ = end.send(End::Closed).await;
                     return;
@@ -847,10 +855,14 @@ async fn pump(
                 else {
                     continue;
                 };
-                tokio::time::sleep_until((read_at + after_read).into()).await;
+                // Each piece's wait counts from the previous piece's due instant, so the
+                // waits add up to the toxic's figure and a late wake-up is not carried on.
+                let mut at = read_at + after_read;
+                clock.sleep_until(at).await;
                 let mut off = 0;
                 for (wait, size) in pieces {
-                    tokio::time::sleep(wait).await;
+                    at += wait;
+                    clock.sleep_until(at).await;
                     if to.write_all(&data[off..off + size]).await.is_err() {
                         let _ = end.send(End::Closed).await;
                         return;
