@@ -10,9 +10,9 @@
 //!   zero) with request id = arrival sequence and the session's fault key;
 //! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the session
 //!   with the run's one budget;
-//! - a wire phase changes that (below, "The wire"): nothing listens, a blackhole drops, or a latency,
-//!   a bandwidth or a slicer holds the answer (a `Deliver` event; only these attempts allocate,
-//!   for their toxic's link).
+//! - a wire phase changes that (below, "The wire"): nothing listens, a blackhole drops, a
+//!   latency, a bandwidth or a slicer holds the answer (a `Deliver` event) or the request (an
+//!   `Arrive` event), a reset or a limit ends the attempt.
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
 //! test's trace is another. The dependency is the core's [`DependencyNode`]: whenever it has
@@ -89,8 +89,8 @@ use e03_core::{
 use crate::queue::{Event, EventQueue, Nanos};
 use crate::service::{dur, nanos};
 
-/// The direction whose chunks `fault` only delays, if it is such a toxic ((the module doc, "The wire")):
-/// latency, bandwidth and slicer, either way.
+/// The direction whose chunks `fault` only delays, if it is such a toxic (the module doc, "The
+/// wire"): latency, bandwidth and slicer, either way.
 fn delays(fault: &WireFault) -> Option<Direction> {
     match *fault {
         WireFault::Toxic {
@@ -593,7 +593,7 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// The connection client `c` sends its attempt on at `t`: its open one (a reusing client;
     /// one a reset phase's start reset while idle is gone), else a new one. True when the proxy
-    /// resets that new connection at once ((the module doc, "The wire")).
+    /// resets that new connection at once (the module doc, "The wire").
     fn connect(&mut self, t: Nanos, c: u32) -> bool {
         let phase = self
             .timeline
@@ -706,7 +706,8 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     /// How long a toxic on the wire holds what leaves for (`Downstream`, an answer) or from
-    /// (`Upstream`, a request) client `c` at `t` ((the module doc, "The wire")); `None` outside such a phase.
+    /// (`Upstream`, a request) client `c` at `t` (the module doc, "The wire"); `None` outside
+    /// such a phase.
     fn wire_delay(&mut self, t: Nanos, c: u32, direction: Direction) -> Option<Nanos> {
         let (i, w) = self.timeline.wire_phase_at(dur(t))?;
         if delays(&w.fault) != Some(direction) {
@@ -770,11 +771,11 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 }
 
-/// The toxicity of `fault` and its delay if it ends connections ((the module doc, "The wire")): a connection it
-/// applies to ends `timeout` after the toxic applied (the phase's start for a connection open
-/// then, its opening for one opened during the phase): `reset_peer` resets it (at once with
-/// 0), a `timeout` toxic on every connection with a timeout closes it (with 0 it is a
-/// blackhole that never closes, [`drops`]). The third value says whether it is a reset.
+/// The toxicity of `fault` and its delay if it ends connections (the module doc, "The wire"): a
+/// connection it applies to ends `timeout` after the toxic applied (the phase's start for a
+/// connection open then, its opening for one opened during the phase): `reset_peer` resets it
+/// (at once with 0), a `timeout` toxic on every connection with a timeout closes it (with 0 it
+/// is a blackhole that never closes, [`drops`]). The third value says whether it is a reset.
 fn reset_toxicity(fault: &WireFault) -> Option<(f64, Nanos, bool)> {
     match *fault {
         WireFault::Toxic {
