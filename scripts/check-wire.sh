@@ -3,7 +3,7 @@
 # PyPI (installed, pinned, into target/e03-wire-python when missing), in front of a real
 # `lab serve`: a latency toxic, a proxy taken down and brought back, and the log checked; then
 # the proxy in front of a running `lab serve --proxy-api`, driven by the same client, and the
-# run's logs checked (scripts/check-wire.py). About 15 s.
+# run's logs checked (scripts/check-wire.py). About 25 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pydeps=target/e03-wire-python
