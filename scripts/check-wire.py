@@ -6,7 +6,8 @@ real `lab serve`, and checks the effect in what the client measures and in the p
 
 1. a proxy in front of the dependency, created by the client (`Toxiproxy().create`);
 2. a latency toxic of 100 ms: every GET /work through the proxy takes at least 100 ms more;
-   then 20 ms over 200 GETs: the delay it adds at p50, p90 and p99 is printed;
+   then 20 ms over 200 GETs: the delay it adds at p50, p90 and p99 is printed, and a slicer's
+   (10-byte pieces 1 ms apart) beside its waits;
 3. `proxy.down()`: a connection is refused; after it, the proxy answers on the same port;
 4. the log: every connection is a record, those made under the toxic name it, and every change
    (proxy created, toxic added, proxy updated) is a record;
@@ -94,6 +95,30 @@ try:
           "urllib opens them; the client's own wake-ups included): added "
           + ", ".join(f"p{int(q * 100)} {(pct(held, q) - pct(plain, q)) * 1000:.2f} ms"
                       for q in (0.5, 0.9, 0.99)))
+    # A slicer's pieces, 10 bytes 1 ms apart, on an answer read whole (Connection: close):
+    # never faster than its waits (one chunk's pieces minus one, less one for a second chunk),
+    # and the time it added printed beside them.
+    def raw_get():
+        host, port = p.listen.split(":")
+        start_t = time.monotonic()
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"GET /work HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            n = 0
+            while chunk := s.recv(4096):
+                n += len(chunk)
+        return time.monotonic() - start_t, n
+    bare = [raw_get()[0] for _ in range(50)]
+    p.add_toxic(type="slicer", attributes={"average_size": 10, "size_variation": 0, "delay": 1000})
+    sliced = [raw_get() for _ in range(50)]
+    p.destroy_toxic("slicer_downstream")
+    size = sliced[0][1]
+    waits = (size + 9) // 10 - 1
+    if min(t for t, _ in sliced) < (waits - 1) / 1000:
+        fail(f"slicer: an answer of {size} bytes took {min(t for t, _ in sliced) * 1000:.2f} ms, "
+             f"less than its {waits - 1} ms of waits")
+    print(f"check-wire: slicer 10-byte pieces 1 ms apart on a {size}-byte answer ({waits} ms of "
+          f"waits in one chunk): added p50 "
+          f"{(pct([t for t, _ in sliced], 0.5) - pct(bare, 0.5)) * 1000:.2f} ms")
     with p.down():
         host, port = p.listen.split(":")
         try:

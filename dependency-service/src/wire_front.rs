@@ -199,8 +199,9 @@ impl WireFront {
     }
 
     /// Starts applying `wire` from time zero `t0`, logging into `log` under the log directory
-    /// `dir`, the connections' draws seeded with the run's `seed` (the service ends the previous run's phases first, [`Self::end_run`]). A run the
-    /// proxy does not carry ([`Self::carries`]) is left alone.
+    /// `dir`, the connections' draws seeded with the run's `seed` (the service ends the
+    /// previous run's phases first, [`Self::end_run`]). A run the proxy does not carry
+    /// ([`Self::carries`]) is left alone.
     pub async fn begin_run(
         &self,
         t0: Instant,
