@@ -60,7 +60,7 @@ fn main() {
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").unwrap_or_else(|| "target".into());
     let dir = Path::new(&target).join(format!("e03-analyzer-bench-{}", std::process::id()));
-    let scenario_dir = dir.join(Scenario::E03B.name());
+    let scenario_dir = dir.join(Scenario::e03b().name());
     std::fs::create_dir_all(&scenario_dir).expect("creating the bench directory");
 
     let began = Instant::now();
@@ -78,7 +78,7 @@ fn main() {
 
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let began = Instant::now();
-    let summary = analyzer::analyze_dir(&scenario_dir, Scenario::E03B).expect("the logs analyse");
+    let summary = analyzer::analyze_dir(&scenario_dir, Scenario::e03b()).expect("the logs analyse");
     let secs = began.elapsed().as_secs_f64();
     let peak = peak_rss_mib();
     let run = &summary.runs[0];
@@ -92,8 +92,8 @@ fn main() {
     );
     // Removes exactly what it wrote: the two logs and the two directories.
     for rel in [
-        server_log_path(Scenario::E03B, "A", 42),
-        client_log_path(Scenario::E03B, "A", 42),
+        server_log_path(&Scenario::e03b(), "A", 42),
+        client_log_path(&Scenario::e03b(), "A", 42),
     ] {
         std::fs::remove_file(dir.join(rel)).expect("removing a bench log");
     }
@@ -125,7 +125,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
     raw.insert("E03_STRATEGIES".to_string(), "A".to_string());
     raw.insert("E03_SEED".to_string(), "42".to_string());
     raw.insert("E03_DURATION_S".to_string(), format!("{duration_s:.0}"));
-    let params = Params::for_scenario(Scenario::E03B, &raw).expect("valid bench parameters");
+    let params = Params::for_scenario(&Scenario::e03b(), &raw).expect("valid bench parameters");
     let tag = RunTag {
         run: "e03b-A-seed42-0".into(),
         seed: 42,
@@ -133,8 +133,8 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
     };
     let open =
         |rel: String| BufWriter::with_capacity(1 << 20, File::create(dir.join(rel)).unwrap());
-    let mut server = open(server_log_path(Scenario::E03B, "A", 42));
-    let mut client = open(client_log_path(Scenario::E03B, "A", 42));
+    let mut server = open(server_log_path(&Scenario::e03b(), "A", 42));
+    let mut client = open(client_log_path(&Scenario::e03b(), "A", 42));
     let mut records = 0u64;
     let mut put = |w: &mut BufWriter<File>, e: Event| {
         w.write_all(e.to_line().as_bytes()).unwrap();

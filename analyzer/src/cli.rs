@@ -40,14 +40,10 @@ struct Args {
 /// A usage error: message and exit code 2.
 struct Usage(String);
 
-fn parse_scenario(flag: &str, value: &str) -> Result<Scenario, Usage> {
-    match Scenario::parse_list(value) {
-        Ok(list) if list.len() == 1 => Ok(list[0]),
-        _ => Err(Usage(format!(
-            "invalid {flag} {value:?}: expected one scenario: {}",
-            Scenario::known_names().join(", ")
-        ))),
-    }
+/// `value` as one scenario: the one a folder keeps (`kept`), or a built-in one.
+fn parse_scenario(flag: &str, value: &str, kept: Option<&Scenario>) -> Result<Scenario, Usage> {
+    crate::kept::scenario_named(value, kept)
+        .map_err(|e| Usage(format!("invalid {flag} {value:?}: {e}")))
 }
 
 fn exit_code(e: &AnalyzeError) -> i32 {
@@ -104,20 +100,22 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
             dir.display().to_string()
         )));
     }
-    crate::kept::register_kept(dir).map_err(Usage)?;
+    let kept = crate::kept::kept_scenario(dir).map_err(Usage)?;
     let scenario = match scenario {
-        Some(v) => parse_scenario("--scenario", v)?,
+        Some(v) => parse_scenario("--scenario", v, kept.as_ref())?,
         None => {
             let name = dir
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            parse_scenario("scenario from DIR's name", &name).map_err(|Usage(m)| {
-                Usage(format!(
-                    "{m}; pass --scenario e03a|e03b for {}",
-                    dir.display()
-                ))
-            })?
+            parse_scenario("scenario from DIR's name", &name, kept.as_ref()).map_err(
+                |Usage(m)| {
+                    Usage(format!(
+                        "{m}; pass --scenario e03a|e03b for {}",
+                        dir.display()
+                    ))
+                },
+            )?
         }
     };
     let (summary, warnings) = match analyze_dir_with_warnings(dir, scenario) {
@@ -151,8 +149,13 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
 }
 
 fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
+    // A standalone `lab serve --scenario FILE` keeps the file beside its log.
+    let kept = match log.parent() {
+        Some(dir) => crate::kept::kept_scenario(dir).map_err(Usage)?,
+        None => None,
+    };
     let scenario = scenario
-        .map(|v| parse_scenario("--scenario", v))
+        .map(|v| parse_scenario("--scenario", v, kept.as_ref()))
         .transpose()?;
     if !log.is_file() {
         return Err(Usage(format!(
@@ -160,14 +163,11 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
             log.display().to_string()
         )));
     }
-    // A standalone `lab serve --scenario FILE` keeps the file beside its log.
-    if let Some(dir) = log.parent() {
-        crate::kept::register_kept(dir).map_err(Usage)?;
-    }
-    let (mut summary, mut warnings) = match standalone::analyze_server_log(log, scenario) {
-        Ok(s) => s,
-        Err(e) => return Ok(report_error(&e)),
-    };
+    let (mut summary, mut warnings) =
+        match standalone::analyze_server_log(log, scenario, kept.as_ref()) {
+            Ok(s) => s,
+            Err(e) => return Ok(report_error(&e)),
+        };
     // A standalone `lab serve` has no end of its own: stopping it (Ctrl-C, kill) is how its run
     // ends. A log whose only flaw is that stop is whole, not an incomplete run.
     let standalone = crate::reader::read_run_start(log)

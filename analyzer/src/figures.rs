@@ -342,7 +342,7 @@ fn arrivals(dir: &Path, s: &ScenarioSummary, any_client: bool) -> Result<(), Ana
         return Ok(());
     };
     let runs: Vec<&RunMetrics> = s.runs.iter().filter(|r| r.seed == seed).collect();
-    let timeline = s.params.timeline(s.scenario);
+    let timeline = s.params.timeline(&s.scenario);
     let phases = phase_shades(&timeline);
     let (from_s, to_s) = match timeline.incident() {
         Some((start, end)) => (
@@ -644,7 +644,7 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
     };
     let mut panels = vec![
         Panel {
-            title: match s.params.timeline(s.scenario).incident() {
+            title: match s.params.timeline(&s.scenario).incident() {
                 None => "success of all operations",
                 Some(_) => "success of affected operations",
             },
@@ -941,7 +941,7 @@ pub fn write_steps(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> 
     let Some(&seed) = s.seeds().first() else {
         return Ok(());
     };
-    let timeline = s.params.timeline(s.scenario);
+    let timeline = s.params.timeline(&s.scenario);
     let Some(limit) = timeline.rate_limited.first() else {
         return Ok(());
     };
@@ -1318,7 +1318,7 @@ mod tests {
     fn a_stopped_runs_comparison_title_says_incomplete() {
         let params = e03_core::Params::default();
         let mut s = ScenarioSummary {
-            scenario: e03_core::Scenario::E03B,
+            scenario: e03_core::Scenario::e03b(),
             params,
             simulated: false,
             complete: true,

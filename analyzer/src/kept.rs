@@ -12,30 +12,45 @@ pub use e03_core::control::SCENARIO_FILE;
 /// A user's policy file, kept beside a scenario's logs by the swarm (`lab --policies`).
 pub const POLICIES_FILE: &str = "policies.toml";
 
-/// Makes the scenario kept in `dir` known to this process, if `dir` keeps one whose name is not
-/// known yet (a known name, a built-in one among them, keeps its known definition).
-pub fn register_kept(dir: &Path) -> Result<(), String> {
-    // A user's policy file kept beside the logs: its strategies first, the scenario may name them.
+/// The scenario kept in `dir` (`scenario.toml`), read with the policy file kept beside it; `None`
+/// when `dir` keeps none. A kept copy of a built-in scenario is that built-in one.
+pub fn kept_scenario(dir: &Path) -> Result<Option<Scenario>, String> {
+    // A user's policy file kept beside the logs: the scenario may name its strategies.
     let policies = dir.join(POLICIES_FILE);
-    if let Ok(text) = std::fs::read_to_string(&policies) {
-        let specs =
+    let specs = match std::fs::read_to_string(&policies) {
+        Ok(text) => {
             e03_core::strategy_table::parse_policy_file(&text, &policies.display().to_string())
-                .map_err(|e| e.to_string())?;
-        e03_core::strategy_table::register_policies(specs)?;
-    }
+                .map_err(|e| e.to_string())?
+        }
+        Err(_) => Vec::new(),
+    };
     let path = dir.join(SCENARIO_FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(());
+        return Ok(None);
     };
-    let def = scenario::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
-    if Scenario::named(&def.name).is_none() {
-        Scenario::register(def).map_err(|e| e.to_string())?;
+    let def = scenario::parse_with(&text, &path.display().to_string(), &specs)
+        .map_err(|e| e.to_string())?;
+    Scenario::from_def(def).map(Some).map_err(|e| e.to_string())
+}
+
+/// The scenario `value` names for the folder `dir`: the one `dir` keeps when the names agree,
+/// else a built-in one (`Err`: the accepted names).
+pub fn scenario_named(value: &str, kept: Option<&Scenario>) -> Result<Scenario, String> {
+    if let Some(k) = kept.filter(|k| k.name() == value.trim()) {
+        return Ok(k.clone());
     }
-    Ok(())
+    match Scenario::parse_list(value) {
+        Ok(list) if list.len() == 1 => Ok(list[0].clone()),
+        _ => {
+            let mut names = Scenario::known_names();
+            names.extend(kept.map(|k| k.name().to_string()));
+            Err(format!("expected one scenario: {}", names.join(", ")))
+        }
+    }
 }
 
 /// The scenarios a run directory holds a folder of, built-in ones first (catalogue order), then
-/// the others by name. Kept definitions are registered on the way.
+/// the others by name; a folder's kept definition is its scenario.
 pub fn scenarios_in(run_dir: &Path) -> Result<Vec<Scenario>, String> {
     let mut found: Vec<Scenario> = Vec::new();
     let Ok(entries) = std::fs::read_dir(run_dir) else {
@@ -48,18 +63,16 @@ pub fn scenarios_in(run_dir: &Path) -> Result<Vec<Scenario>, String> {
         .collect();
     dirs.sort();
     for dir in dirs {
-        register_kept(&dir)?;
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-        if let Some(s) = name.as_deref().and_then(Scenario::named) {
+        let kept = kept_scenario(&dir)?.filter(|k| Some(k.name()) == name.as_deref());
+        if let Some(s) = kept.or_else(|| name.as_deref().and_then(Scenario::named)) {
             found.push(s);
         }
     }
     let builtins = Scenario::builtins();
-    found.sort_by_key(|s| {
-        (
-            builtins.iter().position(|b| b == s).unwrap_or(usize::MAX),
-            s.name(),
-        )
+    found.sort_by(|a, b| {
+        let at = |s: &Scenario| builtins.iter().position(|x| x == s).unwrap_or(usize::MAX);
+        (at(a), a.name()).cmp(&(at(b), b.name()))
     });
     Ok(found)
 }
@@ -87,7 +100,23 @@ mod tests {
             ["e03b", "kept-test"],
             "folders of no scenario are left out"
         );
-        assert_eq!(Scenario::named("kept-test").unwrap().title(), "t");
+        assert_eq!(found[1].title(), "t", "the kept definition, by value");
+        assert!(
+            Scenario::named("kept-test").is_none(),
+            "nothing left behind"
+        );
+        let kept = kept_scenario(&mine).unwrap();
+        assert_eq!(
+            scenario_named("kept-test", kept.as_ref()).unwrap(),
+            found[1]
+        );
+        assert_eq!(
+            scenario_named("b", kept.as_ref()).unwrap(),
+            Scenario::e03b()
+        );
+        let e = scenario_named("nope", kept.as_ref()).unwrap_err();
+        assert!(e.ends_with(", kept-test"), "{e}");
+        assert_eq!(kept_scenario(&run.join("notes")).unwrap(), None);
         std::fs::remove_dir_all(&run).unwrap();
     }
 }

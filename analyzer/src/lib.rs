@@ -130,8 +130,8 @@ pub fn analyze_dir_with_warnings(
     let mut params = None;
     for (s, n) in &found {
         for rel in [
-            server_log_path(scenario, s, *n),
-            client_log_path(scenario, s, *n),
+            server_log_path(&scenario, s, *n),
+            client_log_path(&scenario, s, *n),
         ] {
             let path = dir.join(file_name(&rel));
             if params.is_none() && path.exists() {
@@ -140,6 +140,7 @@ pub fn analyze_dir_with_warnings(
                         &start,
                         &path.display().to_string(),
                         &mut warnings,
+                        Some(&scenario),
                     )?);
                 }
             }
@@ -174,7 +175,7 @@ pub fn analyze_dir_with_warnings(
     for (strategy, seed) in &runs {
         metrics.push(analyze_run(
             dir,
-            scenario,
+            scenario.clone(),
             &params,
             strategy,
             *seed,
@@ -240,7 +241,7 @@ pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
     }
     // A timeline with no down or refused phase has no failure latency to measure: its model
     // runs as written.
-    let measures = live.params.timeline(live.scenario).has_failure_phase();
+    let measures = live.params.timeline(&live.scenario).has_failure_phase();
     let (latency_us, failures) = match e03_metrics::checks::failure_latency_us(live) {
         Some(measured) => measured,
         None if !measures => (0, 0),
@@ -256,7 +257,7 @@ pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
     Some(e03_metrics::ModelRun {
         failure_latency_us: latency_us,
         failures,
-        runs: simulator::run::simulate_all(live.scenario, &params),
+        runs: simulator::run::simulate_all(live.scenario.clone(), &params),
     })
 }
 
@@ -269,11 +270,11 @@ fn analyze_run(
     seed: u64,
     warnings: &mut Vec<String>,
 ) -> Result<RunMetrics, AnalyzeError> {
-    let mut acc = RunAccumulator::new(scenario, params, strategy, seed);
+    let mut acc = RunAccumulator::new(scenario.clone(), params, strategy, seed);
     let mut complete = true;
     for rel in [
-        server_log_path(scenario, strategy, seed),
-        client_log_path(scenario, strategy, seed),
+        server_log_path(&scenario, strategy, seed),
+        client_log_path(&scenario, strategy, seed),
     ] {
         let path = dir.join(file_name(&rel));
         if !path.exists() {
@@ -290,7 +291,7 @@ fn analyze_run(
     }
     // The ledger (seed 004): the charges the service committed, when it took any. It has no
     // run_start or run_end of its own (the server log's say whether the run was complete).
-    let ledger = dir.join(file_name(&ledger_log_path(scenario, strategy, seed)));
+    let ledger = dir.join(file_name(&ledger_log_path(&scenario, strategy, seed)));
     if ledger.exists() {
         let status = reader::read_log_file(&ledger, |e| {
             if let e03_core::events::Event::Charge(_) = e {
@@ -307,7 +308,7 @@ fn analyze_run(
     // The proxy in front (issue 27): its connections, and the ones it reset. Written beside the
     // server log when the run had one; a line that is not a record is named in a warning.
     let wire = dir.join(file_name(&e03_core::control::wire_log_beside(
-        &server_log_path(scenario, strategy, seed),
+        &server_log_path(&scenario, strategy, seed),
     )));
     if let (Some(tally), true) = (acc.wire_mut(), wire.exists()) {
         let text = std::fs::read_to_string(&wire).map_err(|source| AnalyzeError::Io {

@@ -112,7 +112,7 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
     b.extend(tables::header_lines(s).into_iter().map(Para));
     b.push(Heading(2, "Comparison".into()));
     b.push(Table(tables::main_table(s)));
-    let mut note = String::from(if s.params.timeline(s.scenario).incident().is_some() {
+    let mut note = String::from(if s.params.timeline(&s.scenario).incident().is_some() {
         "Success is the share of operations started during the incident (from the first down, \
          freeze or degraded phase to the end of the last one) that succeeded; "
     } else {

@@ -139,11 +139,14 @@ pub fn read_run_start(path: &Path) -> Result<Option<RunStart>, AnalyzeError> {
 }
 
 /// The parameters recorded in a `run_start` (raw env-name map). Values may be JSON strings or
-/// numbers; names that are not parameters are dropped with a warning.
+/// numbers; names that are not parameters are dropped with a warning. `scenario`: the scenario
+/// being read (a user's, kept beside the logs), whose strategies the parameters may name when
+/// the record names it; otherwise a built-in scenario of the record's name does.
 pub fn params_of(
     start: &RunStart,
     name: &str,
     warnings: &mut Vec<String>,
+    scenario: Option<&e03_core::Scenario>,
 ) -> Result<Params, AnalyzeError> {
     let mut raw = BTreeMap::new();
     if let Some(map) = start.params.as_object() {
@@ -163,10 +166,14 @@ pub fn params_of(
             }
         }
     }
-    // A known scenario (built in, or kept beside the logs and registered) may define the
-    // strategies the parameters name.
-    let params = match e03_core::Scenario::named(&start.scenario) {
-        Some(scenario) => Params::for_scenario(scenario, &raw),
+    // The scenario (kept beside the logs, or built in) may define the strategies the
+    // parameters name.
+    let known = scenario
+        .filter(|s| s.name() == start.scenario)
+        .cloned()
+        .or_else(|| e03_core::Scenario::named(&start.scenario));
+    let params = match known {
+        Some(scenario) => Params::for_scenario(&scenario, &raw),
         None => Params::from_raw(&raw),
     };
     params.map_err(|source| AnalyzeError::Params {
@@ -197,7 +204,7 @@ mod tests {
         assert!(s.complete());
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         let mut w = Vec::new();
-        let p = params_of(s.run_start.as_ref().unwrap(), "x", &mut w).unwrap();
+        let p = params_of(s.run_start.as_ref().unwrap(), "x", &mut w, None).unwrap();
         assert_eq!((p.service().workers, p.seeds().to_vec()), (12, vec![42]));
     }
 
@@ -239,7 +246,7 @@ mod tests {
             let mut text = lines.join("\n").into_bytes();
             text.extend(bytes);
             let mut acc = crate::metrics::RunAccumulator::new(
-                e03_core::Scenario::E03B, &Params::default(), "C", 1);
+                e03_core::Scenario::e03b(), &Params::default(), "C", 1);
             let _ = read_events(&text[..], "p", |e| crate::feed(&mut acc, e));
             let _ = acc.finish();
         }
@@ -253,7 +260,7 @@ mod tests {
                  {{\"type\":\"response\",\"data\":{{\"run\":\"r\",\"seed\":1,\"strategy\":\"C\",\"seq\":{seq},\"t_us\":{t},\"status\":503,\"cause\":\"full\",\"admit_us\":{t}}}}}\n\
                  {{\"type\":\"operation\",\"data\":{{\"run\":\"r\",\"seed\":1,\"strategy\":\"C\",\"client\":1,\"op\":2,\"start_us\":{t},\"end_us\":{seq},\"attempts\":{attempt},\"outcome\":\"failed\",\"reason\":\"budget_denied\"}}}}\n");
             let mut acc = crate::metrics::RunAccumulator::new(
-                e03_core::Scenario::E03B, &Params::default(), "C", 1);
+                e03_core::Scenario::e03b(), &Params::default(), "C", 1);
             let s = read_events(text.as_bytes(), "p", |e| crate::feed(&mut acc, e)).unwrap();
             proptest::prop_assert_eq!(s.records, 4);
             let m = acc.finish();

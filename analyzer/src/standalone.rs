@@ -28,16 +28,25 @@ pub struct Load {
 
 /// Reads a server log alone. `scenario` overrides the one in its `run_start` (a standalone
 /// service names its scenario; an older one said "standalone", and E03-B's timeline is then
-/// assumed for the shading of the figures).
+/// assumed for the shading of the figures). `kept`: the scenario kept beside the log (a
+/// standalone `lab serve --scenario FILE`), which the record may name.
 pub fn analyze_server_log(
     path: &Path,
     scenario: Option<Scenario>,
+    kept: Option<&Scenario>,
 ) -> Result<(ScenarioSummary, Vec<String>), AnalyzeError> {
     let name = path.display().to_string();
     let mut warnings = Vec::new();
     let start = reader::read_run_start(path)?;
+    let scenario = scenario
+        .or_else(|| {
+            start
+                .as_ref()
+                .and_then(|s| crate::kept::scenario_named(&s.scenario, kept).ok())
+        })
+        .unwrap_or(Scenario::e03b());
     let params = match &start {
-        Some(s) => reader::params_of(s, &name, &mut warnings)?,
+        Some(s) => reader::params_of(s, &name, &mut warnings, Some(&scenario))?,
         None => {
             warnings.push(format!(
                 "{name}: no run_start record; using default parameters"
@@ -45,22 +54,13 @@ pub fn analyze_server_log(
             Params::default()
         }
     };
-    let scenario = scenario
-        .or_else(|| {
-            start
-                .as_ref()
-                .and_then(|s| Scenario::parse_list(&s.scenario).ok())
-                .filter(|l| l.len() == 1)
-                .map(|l| l[0])
-        })
-        .unwrap_or(Scenario::E03B);
     let strategy = start
         .as_ref()
         .map(|s| s.tag.strategy.clone())
         .filter(|s| e03_core::control::valid_strategy_id(s))
         .unwrap_or_else(|| "server".into());
     let seed = start.as_ref().map_or(params.seed(), |s| s.tag.seed);
-    let mut acc = RunAccumulator::new(scenario, &params, &strategy, seed);
+    let mut acc = RunAccumulator::new(scenario.clone(), &params, &strategy, seed);
     let status = reader::read_log_file(path, |e| {
         if let e03_core::events::Event::Arrival(a) = e {
             acc.arrival(a.t_us, a.attempt);
@@ -89,7 +89,7 @@ pub fn load_of(log: &Path, s: &ScenarioSummary) -> Load {
     let r = &s.runs[0];
     Load {
         log: log.display().to_string(),
-        scenario: s.scenario,
+        scenario: s.scenario.clone(),
         strategy: r.strategy.clone(),
         total_requests: r.total_requests,
         peak_1s: r.peak_1s,

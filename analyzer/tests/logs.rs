@@ -145,7 +145,7 @@ fn args(a: &[&str]) -> Vec<std::ffi::OsString> {
 #[test]
 fn a_scenario_directory_gives_every_metric_in_strategy_and_seed_order() {
     let dir = scenario_dir("metrics");
-    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::E03B).unwrap();
+    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(s.complete && !s.simulated);
     let order: Vec<(String, u64)> = s
@@ -204,7 +204,7 @@ fn a_scenario_directory_gives_every_metric_in_strategy_and_seed_order() {
 #[test]
 fn outputs_have_the_contracted_shape() {
     let dir = scenario_dir("outputs");
-    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::E03B).unwrap();
+    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
     write_outputs(&dir, &s).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
@@ -291,7 +291,7 @@ fn a_log_without_run_end_makes_the_run_and_summary_incomplete() {
     let mut t = cut[..cut.len() - 1].join("\n");
     t += "\n{\"type\":\"arri";
     fs::write(&path, t).unwrap();
-    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::E03B).unwrap();
+    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
     assert!(!s.complete);
     assert!(!s.runs[3].complete && s.runs[0].complete);
     assert!(

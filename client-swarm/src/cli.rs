@@ -229,13 +229,13 @@ impl Setup {
         }
     }
 
-    /// A plan made ready to run: its scenarios made known to this process by value, every
+    /// A plan made ready to run: its scenarios made `Scenario` values, every
     /// strategy given a target. `Err` is the one-line message.
     fn from_plan(plan: SwarmRunPlan) -> Result<Setup, String> {
         let mut scenarios = Vec::new();
         for s in &plan.scenarios {
             s.definition.check()?;
-            scenarios.push(Scenario::register(s.definition.clone()).map_err(|e| e.to_string())?);
+            scenarios.push(Scenario::from_def(s.definition.clone()).map_err(|e| e.to_string())?);
         }
         let params: Vec<Params> = plan.scenarios.iter().map(|s| s.params.clone()).collect();
         check_targets(&params, &plan.targets, "")?;
@@ -315,7 +315,7 @@ fn setup_of_plan_text(text: &str) -> Result<Setup, String> {
 }
 
 /// A plan file's text read and checked as `lab swarm --plan FILE` reads it (its scenarios are
-/// registered with this process); the plan as it will run. `Err` is the message without the
+/// made `Scenario` values); the plan as it will run. `Err` is the message without the
 /// file's name (the fuzz target `plan` drives it, see docs/fuzzing.md).
 pub fn check_plan_text(text: &str) -> Result<SwarmRunPlan, String> {
     setup_of_plan_text(text).map(|s| s.to_plan())
@@ -346,17 +346,22 @@ fn setup(
     // A user's strategies first: a scenario (file) may name them.
     let policies = e03_io::scenario_files::load_policies_from_env()?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-    let args = e03_io::scenario_files::resolve(&value("scenarios")).map_err(|e| {
+    let specs = policies
+        .as_ref()
+        .map(|p| p.specs.clone())
+        .unwrap_or_default();
+    let policies = policies.map(|p| p.text);
+    let args = e03_io::scenario_files::resolve_with(&value("scenarios"), &specs).map_err(|e| {
         format!(
             "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
             value("scenarios")
         )
     })?;
     let definitions: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
-    let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
+    let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario.clone()).collect();
     let params = scenarios
         .iter()
-        .map(|s| e03_core::cli::params_for_scenario(m, *s).map_err(|e| e.to_string()))
+        .map(|s| e03_core::cli::params_for_scenario(m, s).map_err(|e| e.to_string()))
         .collect::<Result<Vec<Params>, String>>()?;
     let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
     check_targets(&params, &targets, &value("targets"))?;
@@ -735,7 +740,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
 /// directory. `Err` is the one-line message (exit 2).
 pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
     let env = |k: &str| a.host.var(k);
-    let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario).collect();
+    let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario.clone()).collect();
     let dir = match &a.claim {
         Some(id) => {
             let run = claim_run_dir(&a.out, id.clone(), &scenarios, &env)?;
@@ -808,7 +813,7 @@ async fn run_all(setup: Setup) -> i32 {
             }
         }
     }
-    for (i, (&scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
+    for (i, (scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
         let dir = setup.out.join(scenario.name());
         if let Err(e) = e03_io::scenario_files::keep(&dir, &setup.definitions[i]) {
             eprintln!("client-swarm: {e}");
@@ -822,7 +827,7 @@ async fn run_all(setup: Setup) -> i32 {
         }
         for &seed in params.seeds() {
             let plan = SwarmPlan {
-                scenario,
+                scenario: scenario.clone(),
                 seed,
                 params: params.clone(),
                 targets: setup.targets.clone(),
@@ -953,7 +958,7 @@ mod tests {
             "1-3",
         ])
         .unwrap();
-        assert_eq!(s.scenarios, vec![Scenario::E03B]);
+        assert_eq!(s.scenarios, vec![Scenario::e03b()]);
         assert_eq!(s.params[0].seeds(), vec![1, 2, 3]);
         assert_eq!(s.targets.len(), 2);
         assert_eq!(s.out, PathBuf::from("results"));
@@ -1102,7 +1107,7 @@ mod tests {
                 .collect()
         };
         let check = |env: HashMap<String, String>| {
-            preflight(&dir, &[Scenario::E03B], &move |k| env.get(k).cloned())
+            preflight(&dir, &[Scenario::e03b()], &move |k| env.get(k).cloned())
         };
         let err = check(vars(&[("E03_UID", "0")])).unwrap_err();
         assert!(
@@ -1122,7 +1127,7 @@ mod tests {
         std::fs::write(&blocked, "").unwrap();
         let env = vars(&[("E03_UID", "1000"), ("E03_GID", "1000")]);
         let err =
-            preflight(&blocked, &[Scenario::E03B], &move |k| env.get(k).cloned()).unwrap_err();
+            preflight(&blocked, &[Scenario::e03b()], &move |k| env.get(k).cloned()).unwrap_err();
         assert!(err.contains("cannot write into"), "{err}");
         assert!(err.contains("sudo chown -R 1000:1000 results"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
@@ -1140,7 +1145,7 @@ mod tests {
             move |k: &str| map.get(k).map(|v| v.to_string())
         };
         let none = env(&[]);
-        let scenarios = [Scenario::E03A, Scenario::E03B];
+        let scenarios = [Scenario::e03a(), Scenario::e03b()];
 
         // Two plain runs (no E03_RUN_ID): two directories, latest at the second.
         let first = claim_run_dir(&out, None, &scenarios, &none).unwrap();

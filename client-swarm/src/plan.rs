@@ -55,7 +55,7 @@ pub struct SwarmRunPlan {
 /// One scenario of a [`SwarmRunPlan`], by value.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlannedScenario {
-    /// The scenario's data (registered by the process that reads the plan).
+    /// The scenario's data (made a `Scenario` value by the process that reads it).
     pub definition: e03_core::scenario::ScenarioDef,
     /// Its definition's text, kept beside its logs (`scenario.toml`).
     pub text: String,

@@ -67,10 +67,10 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
     for (strategy, target, work) in resolved {
         let path = plan
             .out_dir
-            .join(client_log_path(plan.scenario, &strategy.id, plan.seed));
+            .join(client_log_path(&plan.scenario, &strategy.id, plan.seed));
         let log = ClientLog::create(&path).await?;
         let tag = RunTag {
-            run: run_id(plan.scenario, &strategy.id, plan.seed, start_unix_ms),
+            run: run_id(&plan.scenario, &strategy.id, plan.seed, start_unix_ms),
             seed: plan.seed,
             strategy: strategy.id.clone(),
         };
@@ -94,7 +94,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
         let p = &prepared[i];
         let start = StartRun {
             run: p.tag.run.clone(),
-            scenario: plan.scenario,
+            scenario: plan.scenario.clone(),
             strategy: p.strategy.id.clone(),
             seed: plan.seed,
             params: plan.params.clone(),
@@ -131,7 +131,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
         crate::progress::RunInfo {
             label: format!("{} seed {}", plan.scenario.name(), plan.seed),
             duration: plan.params.duration(),
-            timeline: plan.params.timeline(plan.scenario),
+            timeline: plan.params.timeline(&plan.scenario),
         },
         t0,
     );

@@ -52,7 +52,7 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
         .map(|t| (t.strategy.clone(), t.work_url.clone()))
         .collect();
     let plan = SwarmPlan {
-        scenario: Scenario::E03B,
+        scenario: Scenario::e03b(),
         seed: 42,
         params: params(&[
             ("E03_STRATEGIES", "A,D"),

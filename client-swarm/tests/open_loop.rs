@@ -31,7 +31,7 @@ async fn a_frozen_dependency_does_not_make_the_open_loop_send_less() {
     ]);
     let seed = 5;
     let plan = SwarmPlan {
-        scenario: Scenario::E03B,
+        scenario: Scenario::e03b(),
         seed,
         params: p.clone(),
         targets: vec![target],

@@ -31,7 +31,7 @@ async fn two_strategies_run_together_and_log_every_attempt() {
         ("E03_THINK_MAX_MS", "200"),
     ]);
     let plan = SwarmPlan {
-        scenario: Scenario::E03B,
+        scenario: Scenario::e03b(),
         seed: 7,
         params: p.clone(),
         targets: vec![
@@ -137,7 +137,7 @@ async fn a_stop_mid_run_aborts_in_flight_attempts_and_marks_everything_incomplet
         ("E03_DEADLINE_MS", "20000"),
     ]);
     let plan = SwarmPlan {
-        scenario: Scenario::E03A,
+        scenario: Scenario::e03a(),
         seed: 1,
         params: p,
         targets: vec![target("C", &url)],
@@ -184,7 +184,7 @@ async fn a_strategy_without_a_target_fails_before_anything_is_sent() {
     let (url, dep) = fake_dependency(Duration::ZERO).await;
     let out = temp_dir("fake-missing");
     let plan = SwarmPlan {
-        scenario: Scenario::E03B,
+        scenario: Scenario::e03b(),
         seed: 1,
         params: params(&[("E03_STRATEGIES", "A,B")]),
         targets: vec![target("A", &url)],

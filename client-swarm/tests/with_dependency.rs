@@ -49,7 +49,7 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
         ("E03_RECOVERY_END_S", "2.0"),
     ]);
     let plan = SwarmPlan {
-        scenario: Scenario::E03B,
+        scenario: Scenario::e03b(),
         seed: 42,
         params: p.clone(),
         targets,

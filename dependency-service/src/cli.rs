@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Command};
+use e03_core::strategy_table::StrategySpec;
 use e03_core::{ParamError, Params, Scenario};
 
 use crate::server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
@@ -286,8 +287,12 @@ impl TimelineStart {
 }
 
 /// `--scenario` of a standalone service: `none`, one built-in scenario with a single dependency
-/// or one scenario file (read, checked and registered here, its text kept for the log's folder).
-fn standalone_scenario(value: &str) -> Result<(Option<Scenario>, Option<String>), ConfigError> {
+/// or one scenario file (read and checked here, its text kept for the log's folder); it carries
+/// the user's policy file's strategies (`policies`), which its settings may name.
+fn standalone_scenario(
+    value: &str,
+    policies: &[StrategySpec],
+) -> Result<(Option<Scenario>, Option<String>), ConfigError> {
     const ACCEPTS: &str = "none, a built-in scenario with a single dependency (`lab list`; not a \
                            chain: amplification and deadline run their hops with `lab run`) or a \
                            scenario file";
@@ -299,7 +304,7 @@ fn standalone_scenario(value: &str) -> Result<(Option<Scenario>, Option<String>)
     if value.trim().eq_ignore_ascii_case("none") {
         return Ok((None, None));
     }
-    let mut args = e03_io::scenario_files::resolve(value).map_err(refuse)?;
+    let mut args = e03_io::scenario_files::resolve_with(value, policies).map_err(refuse)?;
     if args.len() != 1 {
         return Err(refuse("one dependency serves one scenario".into()));
     }
@@ -357,9 +362,12 @@ fn plan_file(args: &[OsString]) -> Option<Result<Plan, String>> {
 
 impl Plan {
     /// Validates the matches and the names of the process's env vars.
+    /// The plan of the flags and env vars in `m`; `policies`: the strategies of the user's
+    /// policy file (`E03_POLICIES`), read by the caller.
     pub fn from_matches<I: IntoIterator<Item = String>>(
         m: &ArgMatches,
         env_names: I,
+        policies: &[StrategySpec],
     ) -> Result<Plan, ConfigError> {
         if let Some(name) = e03_core::cli::unknown_env(env_names).into_iter().next() {
             return Err(ConfigError::UnknownEnv(name));
@@ -375,10 +383,10 @@ impl Plan {
                 accepts: "a directory path",
             });
         }
-        let (scenario, scenario_text) = standalone_scenario(&setting(m, "scenario"))?;
+        let (scenario, scenario_text) = standalone_scenario(&setting(m, "scenario"), policies)?;
         let timeline_start = TimelineStart::parse(&setting(m, "timeline-start"))?;
         let answer_spin = answer_spin_us(&setting(m, "answer-spin-us"))?;
-        let params = match scenario {
+        let params = match &scenario {
             // The scenario's own parameters under the flags and env vars given, as `lab run`.
             Some(s) => e03_core::cli::params_for_scenario(m, s),
             None => e03_core::cli::params_from_matches(m),
@@ -400,7 +408,9 @@ impl Plan {
         }
         let wire_front = wire_proxy.is_none()
             && (proxy_api.is_some()
-                || scenario.is_some_and(|s| !params.timeline(s).wire.is_empty()));
+                || scenario
+                    .as_ref()
+                    .is_some_and(|s| !params.timeline(s).wire.is_empty()));
         Ok(Plan {
             listen,
             control_listen,
@@ -486,14 +496,17 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     if let Some(("health", sub)) = m.subcommand() {
         return health(&setting(sub, "url"));
     }
-    // A user's policy file (E03_POLICIES): its strategies must be known before a control call
-    // names them.
-    if let Err(e) = e03_io::scenario_files::load_policies_from_env() {
-        eprintln!("dependency-service: {e}");
-        return e03_io::exit::USAGE;
-    }
+    // A user's policy file (E03_POLICIES): the standalone scenario may name its strategies (a
+    // control call carries its strategies by value).
+    let policies = match e03_io::scenario_files::load_policies_from_env() {
+        Ok(p) => p.map(|p| p.specs).unwrap_or_default(),
+        Err(e) => {
+            eprintln!("dependency-service: {e}");
+            return e03_io::exit::USAGE;
+        }
+    };
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-    let plan = match Plan::from_matches(&m, env_names) {
+    let plan = match Plan::from_matches(&m, env_names, &policies) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("dependency-service: {e}");
@@ -685,7 +698,7 @@ mod tests {
         let m = command()
             .try_get_matches_from(std::iter::once("dependency-service").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
-        Plan::from_matches(&m, env.iter().map(|s| s.to_string())).map_err(|e| e.to_string())
+        Plan::from_matches(&m, env.iter().map(|s| s.to_string()), &[]).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -694,7 +707,7 @@ mod tests {
         assert_eq!(p.listen.to_string(), "0.0.0.0:8080");
         assert_eq!(p.control_listen.to_string(), "127.0.0.1:8081");
         assert_eq!(p.log_dir, PathBuf::from("logs"));
-        assert_eq!(p.scenario, Some(Scenario::E03B));
+        assert_eq!(p.scenario, Some(Scenario::e03b()));
         assert_eq!(plan(&["--scenario", "none"], &[]).unwrap().scenario, None);
         assert_eq!(p.params.service().workers, 10);
         assert_eq!(p.answer_spin, std::time::Duration::from_micros(200));
@@ -740,7 +753,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             (p.scenario, p.params.service().workers),
-            (Some(Scenario::E03A), 3)
+            (Some(Scenario::e03a()), 3)
         );
     }
 }

@@ -25,8 +25,6 @@ use e03_core::control::{
     valid_run_dir, valid_strategy_id, StartAnswer, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH,
     START_PATH, STOP_PATH,
 };
-use e03_core::scenario::ScenarioDef;
-use e03_core::Scenario;
 use tokio::sync::oneshot;
 
 use crate::run::Status;
@@ -390,19 +388,10 @@ fn bad_request(msg: String) -> Response {
 }
 
 /// Checks a start call (`POST /control/start`'s body) into a [`RunSpec`]; the error is the 400
-/// message. A scenario definition it carries is registered with this process.
+/// message. The scenario comes with its definition (a user's file), or is a built-in one.
 pub fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("malformed start call JSON: {e}"))?;
-    // A scenario this service does not know (a user's file) comes with its data.
-    if let Some(def) = value.get("definition").filter(|d| !d.is_null()) {
-        let def: ScenarioDef = serde_json::from_value(def.clone())
-            .map_err(|e| format!("malformed scenario definition: {e}"))?;
-        def.check()?;
-        Scenario::register(def).map_err(|e| e.to_string())?;
-    }
     let req: StartRun =
-        serde_json::from_value(value).map_err(|e| format!("malformed start call JSON: {e}"))?;
+        serde_json::from_slice(body).map_err(|e| format!("malformed start call JSON: {e}"))?;
     if !valid_strategy_id(&req.strategy) {
         return Err(format!(
             "invalid strategy {:?}: expected 1 to 32 ASCII letters, digits or '-'",
@@ -634,5 +623,45 @@ mod tests {
         // Strings are no longer accepted as parameters.
         assert!(err(ok(r#"{"E03_WORKERS":"1"}"#, "C", now)).contains("malformed start call"));
         assert!(err(ok(&typed(&[]), "C", 5)).starts_with("invalid start_unix_ms 5"));
+    }
+
+    #[test]
+    fn a_users_scenario_comes_with_each_start_call_and_leaves_nothing_behind() {
+        let now = crate::service::unix_ms_now();
+        let params = serde_json::to_value(e03_core::Params::default()).unwrap();
+        let body = |name: &str, def: Option<&str>| {
+            let mut v = serde_json::json!({"run": "r1", "scenario": name, "strategy": "C",
+                "seed": 1, "params": params, "start_unix_ms": now});
+            if let Some(text) = def {
+                let def = e03_core::scenario::parse(text, "mine.toml").unwrap();
+                v["definition"] = serde_json::to_value(def).unwrap();
+            }
+            v.to_string()
+        };
+        let first = "name = \"mine-route\"\ntitle = \"One\"\ndescription = \"d\"\n";
+        let spec = validate_start(body("mine-route", Some(first)).as_bytes()).unwrap();
+        assert_eq!(spec.scenario.title(), "One");
+        // The same name with an edited file: the call's own definition is used.
+        let edited = first.replace("One", "Two");
+        let spec = validate_start(body("mine-route", Some(&edited)).as_bytes()).unwrap();
+        assert_eq!(spec.scenario.title(), "Two");
+        // The service kept no table: the name alone is unknown.
+        let e = validate_start(body("mine-route", None).as_bytes())
+            .err()
+            .unwrap();
+        assert!(e.contains("unknown scenario \"mine-route\""), "{e}");
+        // A definition under another name, or a built-in name with another definition.
+        let e = validate_start(body("other", Some(first)).as_bytes())
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("comes with the definition of \"mine-route\""),
+            "{e}"
+        );
+        let fake = first.replace("mine-route", "e03b");
+        let e = validate_start(body("e03b", Some(&fake)).as_bytes())
+            .err()
+            .unwrap();
+        assert!(e.contains("taken by a built-in scenario"), "{e}");
     }
 }

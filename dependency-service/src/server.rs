@@ -63,7 +63,7 @@ pub struct StandaloneRun {
 impl StandaloneRun {
     /// The run to start now: time zero is this instant.
     pub fn spec(&self) -> RunSpec {
-        RunSpec::standalone(self.scenario, self.params.clone())
+        RunSpec::standalone(self.scenario.clone(), self.params.clone())
     }
 }
 

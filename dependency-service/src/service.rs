@@ -46,7 +46,7 @@ impl RunSpec {
         let start_unix_ms = unix_ms_now();
         let seed = params.seeds()[0];
         RunSpec {
-            run: control::run_id(scenario, STANDALONE, seed, start_unix_ms),
+            run: control::run_id(&scenario, STANDALONE, seed, start_unix_ms),
             scenario,
             strategy: STANDALONE.to_string(),
             seed,
@@ -63,7 +63,7 @@ impl RunSpec {
         let file = if self.standalone {
             format!("{STANDALONE}/server-{STANDALONE}.jsonl")
         } else {
-            control::server_log_path(self.scenario, &self.strategy, self.seed)
+            control::server_log_path(&self.scenario, &self.strategy, self.seed)
         };
         match &self.run_dir {
             Some(dir) => format!("{dir}/{file}"),
@@ -116,7 +116,7 @@ impl Service {
     /// Whether this service can run `spec`: a run with wire phases needs the fault proxy in
     /// front; the error is the start call's 400.
     pub fn check_wire(&self, spec: &RunSpec) -> Result<(), String> {
-        let wire = spec.params.timeline(spec.scenario).wire;
+        let wire = spec.params.timeline(&spec.scenario).wire;
         match (wire.first(), &self.wire_front) {
             (Some(w), None) => Err(format!(
                 "scenario {} has a wire phase ({} from {} s), and this dependency has no fault \
@@ -134,7 +134,7 @@ impl Service {
     /// Where the callers of `spec` send their work, when not to the address they know: a
     /// remote proxy in front carrying the run (the start call's `work`).
     pub fn work_url(&self, spec: &RunSpec) -> Option<String> {
-        let wire = spec.params.timeline(spec.scenario).wire;
+        let wire = spec.params.timeline(&spec.scenario).wire;
         self.wire_front.as_ref()?.work_url(&wire)
     }
 
@@ -209,7 +209,7 @@ impl Service {
         if let Some(front) = &self.wire_front {
             front.end_run().await;
         }
-        let wire = spec.params.timeline(spec.scenario).wire;
+        let wire = spec.params.timeline(&spec.scenario).wire;
         let t0 = spec.t0;
         let log_file = spec.log_file();
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
@@ -224,7 +224,7 @@ impl Service {
             // A standalone run names its scenario too (its strategy, "standalone", says it is
             // one), so `lab analyze` shades the right timeline.
             scenario_label: spec.scenario.name().to_string(),
-            config: spec.params.service_config(spec.scenario, spec.seed),
+            config: spec.params.service_config(&spec.scenario, spec.seed),
             t0: spec.t0,
             start_unix_ms: spec.start_unix_ms,
             params,
@@ -331,7 +331,7 @@ mod tests {
     async fn a_run_held_for_the_first_request_starts_then_or_gives_way_to_a_control_call() {
         let dir = std::env::temp_dir().join(format!("e03-held-{}", std::process::id()));
         let standalone = || crate::server::StandaloneRun {
-            scenario: Scenario::E03A,
+            scenario: Scenario::e03a(),
             params: Params::default(),
             text: None,
             at_first_request: true,
@@ -351,7 +351,7 @@ mod tests {
         let (log, _writer) = crate::log_sink::start().unwrap();
         let svc = Service::new(log, dir.clone());
         svc.start_at_first_request(standalone());
-        let mut spec = RunSpec::standalone(Scenario::E03B, Params::default());
+        let mut spec = RunSpec::standalone(Scenario::e03b(), Params::default());
         spec.strategy = "C".into();
         spec.standalone = false;
         svc.start_run(spec).await.unwrap();
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn standalone_runs_log_to_their_own_file() {
-        let spec = RunSpec::standalone(Scenario::E03B, Params::default());
+        let spec = RunSpec::standalone(Scenario::e03b(), Params::default());
         assert_eq!(spec.log_file(), "standalone/server-standalone.jsonl");
         assert_eq!(spec.seed, 42);
         assert!(spec.run.starts_with("e03b-standalone-seed42-"));

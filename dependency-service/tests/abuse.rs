@@ -28,7 +28,11 @@ async fn raw_call_traced(addr: std::net::SocketAddr, request: &[u8]) -> (String,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_4xx_and_the_service_survives() {
-    let srv = common::start("abuse", Some((Scenario::E03B, &[("E03_SERVICE_MS", "1")]))).await;
+    let srv = common::start(
+        "abuse",
+        Some((Scenario::e03b(), &[("E03_SERVICE_MS", "1")])),
+    )
+    .await;
     let client = common::client();
     let status = |r: reqwest::Response| r.status().as_u16();
     assert_eq!(
@@ -92,7 +96,7 @@ async fn five_hundred_concurrent_connections_are_all_answered() {
     let srv = common::start(
         "flood",
         Some((
-            Scenario::E03B,
+            Scenario::e03b(),
             &[("E03_SERVICE_MS", "1"), ("E03_QUEUE", "1000")],
         )),
     )

@@ -193,7 +193,7 @@ async fn malformed_control_calls_are_400_with_a_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_call_ends_the_run_incomplete_and_stops_serving() {
-    let server = common::start("shutdown-call", Some((e03_core::Scenario::E03A, &[]))).await;
+    let server = common::start("shutdown-call", Some((e03_core::Scenario::e03a(), &[]))).await;
     let res = common::client()
         .get(server.work_url("/work"))
         .send()

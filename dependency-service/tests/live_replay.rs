@@ -103,7 +103,7 @@ async fn run_live(params: Params) -> (Vec<Event>, Vec<u16>) {
         answer_spin: std::time::Duration::ZERO,
         wire_front: None,
         standalone: Some(StandaloneRun {
-            scenario: Scenario::E03B,
+            scenario: Scenario::e03b(),
             params,
             text: None,
             at_first_request: false,
@@ -194,7 +194,7 @@ fn replayed_fates(params: &Params, arrivals_us: &[u64]) -> Vec<Fate> {
         .iter()
         .map(|t| Duration::from_micros(*t))
         .collect();
-    let decisions = replay(params.service_config(Scenario::E03B, seed), &list);
+    let decisions = replay(params.service_config(&Scenario::e03b(), seed), &list);
     let mut fates: Vec<Option<Fate>> = vec![None; list.len()];
     let mut started: Vec<Option<u64>> = vec![None; list.len()];
     let at = |req: ReqId| req as usize;

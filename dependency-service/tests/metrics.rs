@@ -56,7 +56,7 @@ fn cause_name(c: Cause) -> &'static str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_and_agree_with_the_log() {
     let start = Instant::now();
-    let server = common::start("metrics", Some((Scenario::E03B, PARAMS))).await;
+    let server = common::start("metrics", Some((Scenario::e03b(), PARAMS))).await;
     let work = server.work_url("/work");
     let metrics_url = server.work_url("/metrics");
     let client = common::client();

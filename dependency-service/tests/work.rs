@@ -16,7 +16,7 @@ async fn a_full_pool_rejects_at_once_and_serves_workers_then_queue() {
     let srv = common::start(
         "saturation",
         Some((
-            Scenario::E03B,
+            Scenario::e03b(),
             &[
                 ("E03_WORKERS", "2"),
                 ("E03_QUEUE", "2"),
@@ -60,7 +60,7 @@ async fn a_request_whose_client_gave_up_keeps_its_worker() {
     let srv = common::start(
         "gaveup",
         Some((
-            Scenario::E03B,
+            Scenario::e03b(),
             &[
                 ("E03_WORKERS", "1"),
                 ("E03_QUEUE", "10"),
@@ -103,7 +103,11 @@ async fn a_request_whose_client_gave_up_keeps_its_worker() {
 /// the defaults); logical-time scheduling makes the count exact, the 3% is the lab's bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_is_workers_over_service_time() {
-    let srv = common::start("capacity", Some((Scenario::E03B, &[("E03_QUEUE", "1000")]))).await;
+    let srv = common::start(
+        "capacity",
+        Some((Scenario::e03b(), &[("E03_QUEUE", "1000")])),
+    )
+    .await;
     let client = common::client();
     let until = Instant::now() + Duration::from_millis(2600);
     let loops = (0..40).map(|_| {
@@ -140,7 +144,7 @@ async fn the_answer_on_the_wire_is_answer_bytes_long() {
     let srv = common::start(
         "answer-bytes",
         Some((
-            Scenario::E03A,
+            Scenario::e03a(),
             &[
                 ("E03_FAIL_RATE", "0"),
                 ("E03_SLOW_RATE", "0"),

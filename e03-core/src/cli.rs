@@ -107,7 +107,7 @@ pub fn params_from_matches(m: &ArgMatches) -> Result<Params, ParamError> {
 /// [`params_from_matches`] does.
 pub fn params_for_scenario(
     m: &ArgMatches,
-    scenario: crate::Scenario,
+    scenario: &crate::Scenario,
 ) -> Result<Params, ParamError> {
     empty_flag(m)?;
     let def = scenario.def();

@@ -18,6 +18,7 @@ pub const HEALTH_PATH: &str = "/health";
 pub const SHUTDOWN_PATH: &str = "/control/shutdown";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StartRunFields")]
 pub struct StartRun {
     pub run: String,
     pub scenario: Scenario,
@@ -31,8 +32,9 @@ pub struct StartRun {
     /// Time zero of the run, wall clock, ms since the Unix epoch. Usually a little in the
     /// future so that both sides are ready when it comes.
     pub start_unix_ms: u64,
-    /// The scenario's data, for a dependency that does not know the scenario (a user's file).
-    /// The dependency registers it before it reads `scenario`.
+    /// The scenario's data, for a dependency that does not know the scenario (a user's file):
+    /// when it is given, `scenario` is read from it (and must be its name); without it, only a
+    /// built-in name is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition: Option<crate::scenario::ScenarioDef>,
     /// The run's own directory under the service's log directory (compose: the swarm's run id),
@@ -40,6 +42,58 @@ pub struct StartRun {
     /// `<log dir>/<run_dir>/<scenario>/server-..`. `None`: straight under the log directory.
     #[serde(default)]
     pub run_dir: Option<String>,
+}
+
+/// The serialized shape of [`StartRun`]: its scenario as a name, made a [`Scenario`] by
+/// `TryFrom` with the definition the call carries.
+#[derive(Deserialize)]
+struct StartRunFields {
+    run: String,
+    scenario: String,
+    strategy: String,
+    seed: u64,
+    params: crate::Params,
+    start_unix_ms: u64,
+    #[serde(default)]
+    definition: Option<crate::scenario::ScenarioDef>,
+    #[serde(default)]
+    run_dir: Option<String>,
+}
+
+impl TryFrom<StartRunFields> for StartRun {
+    type Error = String;
+
+    fn try_from(f: StartRunFields) -> Result<StartRun, String> {
+        let scenario = match &f.definition {
+            Some(def) => {
+                if def.name != f.scenario {
+                    return Err(format!(
+                        "scenario {:?} comes with the definition of {:?}: expected its own",
+                        f.scenario, def.name
+                    ));
+                }
+                def.check()?;
+                Scenario::from_def(def.clone()).map_err(|e| e.to_string())?
+            }
+            None => Scenario::named(&f.scenario).ok_or_else(|| {
+                format!(
+                    "unknown scenario {:?}: expected a built-in one ({}) or a definition",
+                    f.scenario,
+                    Scenario::known_names().join(", ")
+                )
+            })?,
+        };
+        Ok(StartRun {
+            run: f.run,
+            scenario,
+            strategy: f.strategy,
+            seed: f.seed,
+            params: f.params,
+            start_unix_ms: f.start_unix_ms,
+            definition: f.definition,
+            run_dir: f.run_dir,
+        })
+    }
 }
 
 /// The answer to a start call.
@@ -95,7 +149,7 @@ pub fn valid_run_dir(name: &str) -> bool {
 }
 
 /// `<scenario>/server-<strategy>-seed<seed>.jsonl`, relative to a log directory.
-pub fn server_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
+pub fn server_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String {
     format!("{}/server-{strategy}-seed{seed}.jsonl", scenario.name())
 }
 
@@ -113,17 +167,17 @@ pub fn wire_log_beside(server_log: &str) -> String {
 
 /// `<scenario>/ledger-<strategy>-seed<seed>.jsonl`, relative to a log directory: the charges the
 /// service committed (`POST /charge`), one `charge` record a line.
-pub fn ledger_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
+pub fn ledger_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String {
     format!("{}/ledger-{strategy}-seed{seed}.jsonl", scenario.name())
 }
 
 /// `<scenario>/client-<strategy>-seed<seed>.jsonl`, relative to an output directory.
-pub fn client_log_path(scenario: Scenario, strategy: &str, seed: u64) -> String {
+pub fn client_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String {
     format!("{}/client-{strategy}-seed{seed}.jsonl", scenario.name())
 }
 
 /// The run id used in every record: `<scenario>-<strategy>-seed<seed>-<start_unix_ms>`.
-pub fn run_id(scenario: Scenario, strategy: &str, seed: u64, start_unix_ms: u64) -> String {
+pub fn run_id(scenario: &Scenario, strategy: &str, seed: u64, start_unix_ms: u64) -> String {
     format!("{}-{strategy}-seed{seed}-{start_unix_ms}", scenario.name())
 }
 
@@ -155,11 +209,11 @@ mod tests {
     #[test]
     fn layout_names() {
         assert_eq!(
-            server_log_path(Scenario::E03B, "C", 42),
+            server_log_path(&Scenario::e03b(), "C", 42),
             "e03b/server-C-seed42.jsonl"
         );
         assert_eq!(
-            client_log_path(Scenario::E03A, "D", 7),
+            client_log_path(&Scenario::e03a(), "D", 7),
             "e03a/client-D-seed7.jsonl"
         );
         assert!(valid_strategy_id("D"));

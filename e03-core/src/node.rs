@@ -147,7 +147,7 @@ mod tests {
     }
 
     fn node() -> DependencyNode {
-        DependencyNode::new(Params::default().service_config(Scenario::E03A, 1))
+        DependencyNode::new(Params::default().service_config(&Scenario::e03a(), 1))
     }
 
     #[test]

@@ -1013,13 +1013,13 @@ impl Params {
     /// The parameters of one scenario: its file's settings, overridden by `raw` (the user's
     /// env vars and flags, keyed by env name). Validated like [`Params::from_raw`].
     pub fn for_scenario(
-        scenario: Scenario,
+        scenario: &Scenario,
         raw: &BTreeMap<String, String>,
     ) -> Result<Params, ParamError> {
         let def = scenario.def();
         let mut all = def.settings.clone();
         all.extend(raw.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Params::from_raw_with(&all, &def.strategies)
+        Params::from_raw_with(&all, &def.own_strategies())
     }
 
     /// The dependency's configuration for one scenario and seed: the scenario's timeline of
@@ -1027,7 +1027,7 @@ impl Params {
     /// (`E03_FREEZE_*`, `E03_RECOVERY_*`), and, for a scenario with a `[faults]` table, the
     /// transient faults of these parameters. The E03 parameters move what a scenario has; they
     /// do not add what it lacks (E03-B has no transient faults whatever `E03_FAIL_RATE` says).
-    pub fn service_config(&self, scenario: Scenario, seed: u64) -> ServiceConfig {
+    pub fn service_config(&self, scenario: &Scenario, seed: u64) -> ServiceConfig {
         let s = &self.service;
         ServiceConfig {
             workers: s.workers,
@@ -1063,7 +1063,7 @@ impl Params {
 
     /// The scenario's timeline with E03's timeline parameters applied: they move its freeze
     /// and the degraded phase that starts where the freeze ends; other phases stay as written.
-    pub fn timeline(&self, scenario: Scenario) -> Timeline {
+    pub fn timeline(&self, scenario: &Scenario) -> Timeline {
         let s = &self.service;
         let phases = &scenario.def().phases;
         let freeze_at = phases.iter().position(|p| p.phase == PhaseKind::Freeze);
@@ -1144,7 +1144,7 @@ impl Params {
 
     /// E03-B's timeline under these parameters.
     pub fn outage_timeline(&self) -> Timeline {
-        self.timeline(Scenario::E03B)
+        self.timeline(&Scenario::e03b())
     }
 
     pub fn limits(&self) -> Limits {
@@ -1383,24 +1383,24 @@ mod tests {
     #[test]
     fn down_latency_overrides_every_down_phase_and_defaults_to_the_scenarios_own() {
         let gateway = Scenario::named("gateway4").unwrap();
-        let own = Params::for_scenario(gateway, &BTreeMap::new()).unwrap();
+        let own = Params::for_scenario(&gateway, &BTreeMap::new()).unwrap();
         // The file's own latency_ms (26 ms) by default.
         assert_eq!(
-            own.timeline(gateway).down[0].latency,
+            own.timeline(&gateway).down[0].latency,
             Duration::from_millis(26)
         );
-        let set = Params::for_scenario(gateway, &raw(&[("E03_DOWN_LATENCY_MS", "0.5")])).unwrap();
+        let set = Params::for_scenario(&gateway, &raw(&[("E03_DOWN_LATENCY_MS", "0.5")])).unwrap();
         assert_eq!(
-            set.timeline(gateway).down[0].latency,
+            set.timeline(&gateway).down[0].latency,
             Duration::from_micros(500)
         );
         let model = own.clone().with_down_latency(Duration::from_micros(1250));
         assert_eq!(
-            model.timeline(gateway).down[0].latency,
+            model.timeline(&gateway).down[0].latency,
             Duration::from_micros(1250)
         );
         // Carried through the raw map a child receives.
-        let back = Params::for_scenario(gateway, &model.to_raw()).unwrap();
+        let back = Params::for_scenario(&gateway, &model.to_raw()).unwrap();
         assert_eq!(back.service().down_latency_ms, Some(1.25));
         for bad in ["-1", "600001", "x", ""] {
             let e = err(&[("E03_DOWN_LATENCY_MS", bad)]);
@@ -1414,12 +1414,12 @@ mod tests {
     #[test]
     fn break_ms_overrides_every_breakers_break_and_leaves_other_strategies_alone() {
         let breaker = Scenario::named("breaker").unwrap();
-        let own = Params::for_scenario(breaker, &BTreeMap::new()).unwrap();
+        let own = Params::for_scenario(&breaker, &BTreeMap::new()).unwrap();
         let spec = |p: &Params| p.strategies()[0].breaker.unwrap().break_duration_ms;
         assert_eq!(spec(&own), 2000);
-        let set = Params::for_scenario(breaker, &raw(&[("E03_BREAK_MS", "1950")])).unwrap();
+        let set = Params::for_scenario(&breaker, &raw(&[("E03_BREAK_MS", "1950")])).unwrap();
         assert_eq!(spec(&set), 1950);
-        let back = Params::for_scenario(breaker, &set.to_raw()).unwrap();
+        let back = Params::for_scenario(&breaker, &set.to_raw()).unwrap();
         assert_eq!(back.swarm().break_ms, Some(1950));
         let plain = Params::from_raw(&raw(&[("E03_BREAK_MS", "5")])).unwrap();
         assert!(plain.strategies().iter().all(|s| s.breaker.is_none()));
@@ -1460,7 +1460,7 @@ mod tests {
         assert_eq!(p.seeds, vec![42]);
         let ids: Vec<_> = p.strategies.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["A", "B", "C", "D"]);
-        let c = p.service_config(Scenario::E03B, 42);
+        let c = p.service_config(&Scenario::e03b(), 42);
         assert_eq!(c.capacity_per_s(), 250.0);
         assert_eq!(p.limits().max_attempts, 4);
         assert!(p.strategy("D").unwrap().budget.is_some());
@@ -1543,23 +1543,23 @@ mod tests {
         assert!(e.ends_with("all, or a scenario file (NAME.toml)"), "{e}");
         assert_eq!(
             Scenario::parse_list("all").unwrap()[..2],
-            [Scenario::E03A, Scenario::E03B]
+            [Scenario::e03a(), Scenario::e03b()]
         );
     }
 
     #[test]
     fn user_values_override_the_scenario_file() {
         let p = Params::for_scenario(
-            Scenario::E03A,
+            &Scenario::e03a(),
             &raw(&[("E03_FAIL_RATE", "0.2"), ("E03_WORKERS", "3")]),
         )
         .unwrap();
         assert_eq!(p.service.fail_rate, 0.2);
         assert_eq!(p.service.slow_rate, 0.01, "the file's value stays");
         assert_eq!(p.service.workers, 3);
-        let b = Params::for_scenario(Scenario::E03B, &raw(&[("E03_FREEZE_START_S", "5")]))
+        let b = Params::for_scenario(&Scenario::e03b(), &raw(&[("E03_FREEZE_START_S", "5")]))
             .unwrap()
-            .service_config(Scenario::E03B, 1);
+            .service_config(&Scenario::e03b(), 1);
         assert_eq!(b.timeline.freeze.unwrap().start, Duration::from_secs(5));
         assert_eq!(b.timeline.freeze.unwrap().end, Duration::from_secs(10));
     }
@@ -1570,9 +1570,9 @@ mod tests {
             [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\nlatency_ms = 26\n\
             [[timeline]]\nphase = \"degraded\"\nstart_s = 4\nend_s = 6\ncapacity_factor = 0.25\n";
         let def = crate::scenario::parse(text, "t.toml").unwrap();
-        let sc = Scenario::register(def).unwrap();
-        let p = Params::for_scenario(sc, &raw(&[("E03_FREEZE_START_S", "0.5")])).unwrap();
-        let t = p.timeline(sc);
+        let sc = Scenario::from_def(def).unwrap();
+        let p = Params::for_scenario(&sc, &raw(&[("E03_FREEZE_START_S", "0.5")])).unwrap();
+        let t = p.timeline(&sc);
         assert_eq!(
             t.freeze, None,
             "E03_FREEZE_* add no freeze to a scenario without one"
@@ -1612,11 +1612,11 @@ mod tests {
     #[test]
     fn scenarios_pick_their_own_model() {
         let none = BTreeMap::new();
-        let a = Params::for_scenario(Scenario::E03A, &none)
+        let a = Params::for_scenario(&Scenario::e03a(), &none)
             .unwrap()
-            .service_config(Scenario::E03A, 1);
-        assert_eq!(a, Params::default().service_config(Scenario::E03A, 1));
-        let b = Params::default().service_config(Scenario::E03B, 1);
+            .service_config(&Scenario::e03a(), 1);
+        assert_eq!(a, Params::default().service_config(&Scenario::e03a(), 1));
+        let b = Params::default().service_config(&Scenario::e03b(), 1);
         assert_eq!(
             b.faults,
             FaultModel::default(),
@@ -1625,8 +1625,8 @@ mod tests {
         assert_eq!(a.timeline, Timeline::default());
         assert_eq!(a.faults.fail_rate, 0.05);
         assert_eq!(a.faults.slow_rate, 0.01);
-        let p = Params::for_scenario(Scenario::E03B, &none).unwrap();
-        let b = p.service_config(Scenario::E03B, 1);
+        let p = Params::for_scenario(&Scenario::e03b(), &none).unwrap();
+        let b = p.service_config(&Scenario::e03b(), 1);
         assert_eq!(b.faults, FaultModel::default());
         assert_eq!(
             b.timeline.freeze.unwrap().start,

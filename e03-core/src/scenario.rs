@@ -22,7 +22,7 @@
 //! `E03_FAIL_RATE` says, and one without a freeze phase ignores `E03_FREEZE_*`.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -170,6 +170,12 @@ pub struct ScenarioDef {
     /// `[policy] strategies` or `E03_STRATEGIES` like A to F.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub strategies: Vec<StrategySpec>,
+    /// The strategies of the user's policy file this scenario was read with (`--policies`,
+    /// `E03_POLICIES`), which its strategies may name too: looked up after the presets and
+    /// before [`ScenarioDef::strategies`] (see [`crate::strategy_table::resolve_id`]). They
+    /// travel with the definition, so that no process needs a table of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<StrategySpec>,
     /// The file's checks against its source's figures (`[[check]]` tables).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSpec>,
@@ -180,6 +186,14 @@ pub struct ScenarioDef {
 }
 
 impl ScenarioDef {
+    /// The strategies its ids may name besides A to F and the presets: the user's policy file's
+    /// ([`ScenarioDef::policies`]), then its own tables.
+    pub fn own_strategies(&self) -> Vec<StrategySpec> {
+        let mut all = self.policies.clone();
+        all.extend(self.strategies.iter().cloned());
+        all
+    }
+
     /// Checks a definition that did not come from [`parse`] (a control call): a path-safe name
     /// and phases that [`parse`] would have accepted.
     pub fn check(&self) -> Result<(), String> {
@@ -229,7 +243,7 @@ impl ScenarioDef {
             }
             end = p.end_s;
         }
-        Params::from_raw_with(&self.settings, &self.strategies)
+        Params::from_raw_with(&self.settings, &self.own_strategies())
             .map(|_| ())
             .map_err(|e| format!("scenario {:?}: {e}", self.name))
     }
@@ -329,15 +343,30 @@ enum PhaseName {
 
 /// Parses and validates a scenario file's text. `origin` names the file in errors.
 pub fn parse(text: &str, origin: &str) -> Result<ScenarioDef, ScenarioError> {
+    parse_with(text, origin, &[])
+}
+
+/// [`parse`] for a run with a user's policy file: the scenario may name `policies`' strategies,
+/// and carries them ([`ScenarioDef::policies`]).
+pub fn parse_with(
+    text: &str,
+    origin: &str,
+    policies: &[StrategySpec],
+) -> Result<ScenarioDef, ScenarioError> {
     let file: ScenarioFile = toml::from_str(text).map_err(|e| {
         let message = e.message().trim().to_string();
         ScenarioError::at(origin, text, e.span().map(|s| s.start), message)
     })?;
-    file.validate(text, origin)
+    file.validate(text, origin, policies)
 }
 
 impl ScenarioFile {
-    fn validate(self, text: &str, origin: &str) -> Result<ScenarioDef, ScenarioError> {
+    fn validate(
+        self,
+        text: &str,
+        origin: &str,
+        policies: &[StrategySpec],
+    ) -> Result<ScenarioDef, ScenarioError> {
         let err =
             |offset: usize, message: String| ScenarioError::at(origin, text, Some(offset), message);
         let name = self.name.get_ref();
@@ -448,7 +477,9 @@ impl ScenarioFile {
             .map_err(|e| ScenarioError::at(origin, text, e.offset, e.message))?;
 
         // One validation for every value: the parameter table's own rules.
-        let validated = Params::from_raw_with(&settings, &strategies);
+        let mut own = policies.to_vec();
+        own.extend(strategies.iter().cloned());
+        let validated = Params::from_raw_with(&settings, &own);
         if let Err(e) = validated {
             let (offset, message) = match &e {
                 ParamError::Invalid {
@@ -551,6 +582,7 @@ impl ScenarioFile {
             settings,
             has_faults: self.faults.is_some(),
             strategies,
+            policies: policies.to_vec(),
             checks,
             chain,
         })
@@ -787,89 +819,99 @@ pub fn builtin(name: &str) -> Option<ScenarioDef> {
     builtins().into_iter().find(|s| s.name == name)
 }
 
-/// A scenario of this process: a name that stands for a [`ScenarioDef`] known here (a built-in
-/// one, or a user's file that the binary read and [`Scenario::register`]ed). It is `Copy` and
-/// compares by name, so tables, logs and paths carry it like an id; [`Scenario::def`] gives the
-/// data. It serializes as its name.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Scenario {
-    name: &'static str,
-}
+/// A scenario: its [`ScenarioDef`] by value, shared (`Arc`), so that tables, logs and plans
+/// pass it around like an id. There is no process-wide table of scenarios: [`Scenario::named`]
+/// finds the built-in ones (compiled in, the same in every process), and a user's file becomes a
+/// scenario with [`Scenario::from_def`], which the plan then carries to every process that needs
+/// it. Two scenarios are equal when their names are. It serializes as its name; only a built-in
+/// one deserializes from a name alone (a user's travels with its definition, as in
+/// [`crate::control::StartRun`]).
+#[derive(Clone)]
+pub struct Scenario(Arc<ScenarioDef>);
 
-/// Every scenario known to this process: the built-ins first, then registered files. Entries
-/// are never removed, so a `&'static` to one stays valid (a process reads a handful of files).
-fn registry() -> &'static Mutex<Vec<&'static ScenarioDef>> {
-    static REGISTRY: OnceLock<Mutex<Vec<&'static ScenarioDef>>> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let builtins = builtins().into_iter().map(|d| &*Box::leak(Box::new(d)));
-        Mutex::new(builtins.collect())
+/// The built-in scenarios, parsed once: constant data, like the text they come from.
+fn catalogue() -> &'static [Scenario] {
+    static CATALOGUE: OnceLock<Vec<Scenario>> = OnceLock::new();
+    CATALOGUE.get_or_init(|| {
+        builtins()
+            .into_iter()
+            .map(|d| Scenario(Arc::new(d)))
+            .collect()
     })
-}
-
-fn lookup(name: &str) -> Option<&'static ScenarioDef> {
-    let all = registry().lock().unwrap_or_else(|e| e.into_inner());
-    all.iter().copied().find(|d| d.name == name)
 }
 
 impl Scenario {
     /// E03-A, transient faults (built in).
-    pub const E03A: Scenario = Scenario { name: "e03a" };
-    /// E03-B, the outage (built in).
-    pub const E03B: Scenario = Scenario { name: "e03b" };
+    pub fn e03a() -> Scenario {
+        Scenario::named("e03a").expect("built in")
+    }
 
-    pub fn name(self) -> &'static str {
-        self.name
+    /// E03-B, the outage (built in).
+    pub fn e03b() -> Scenario {
+        Scenario::named("e03b").expect("built in")
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0.name
     }
 
     /// The scenario's data.
-    pub fn def(self) -> &'static ScenarioDef {
-        lookup(self.name).expect("a Scenario is made only for a known definition")
+    pub fn def(&self) -> &ScenarioDef {
+        &self.0
     }
 
-    pub fn title(self) -> &'static str {
-        &self.def().title
+    pub fn title(&self) -> &str {
+        &self.0.title
     }
 
-    /// The scenario called `name`, if this process knows it.
+    /// The built-in scenario called `name`.
     pub fn named(name: &str) -> Option<Scenario> {
-        lookup(name).map(|d| Scenario { name: &d.name })
+        catalogue().iter().find(|s| s.name() == name).cloned()
     }
 
     /// The built-in scenarios, in catalogue order.
     pub fn builtins() -> Vec<Scenario> {
-        BUILTIN_FILES
-            .iter()
-            .filter_map(|(file, _)| Scenario::named(file.trim_end_matches(".toml")))
-            .collect()
+        catalogue().to_vec()
     }
 
-    /// Makes a user's scenario known to this process. Registering the same definition twice
-    /// gives the same scenario; a different definition under a known name is refused (a file
-    /// must not silently replace a built-in one, nor two files share a name).
-    pub fn register(def: ScenarioDef) -> Result<Scenario, ScenarioError> {
-        let mut all = registry().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(known) = all.iter().find(|d| d.name == def.name) {
-            if **known == def {
-                return Ok(Scenario { name: &known.name });
+    /// A user's scenario (a file a binary read, or a definition a control call carried). A
+    /// built-in name is refused unless the definition is that built-in one (a file must not
+    /// silently replace a built-in scenario); the user's strategies it was read with
+    /// ([`ScenarioDef::policies`]) may differ. Two files of one run under one name are refused
+    /// where the run's list is made (`e03_io::scenario_files`).
+    pub fn from_def(def: ScenarioDef) -> Result<Scenario, ScenarioError> {
+        if let Some(known) = Scenario::named(&def.name) {
+            let mut bare = def.clone();
+            bare.policies.clear();
+            if *known.def() != bare {
+                return Err(ScenarioError {
+                    origin: def.name.clone(),
+                    line: String::new(),
+                    message: format!(
+                        "the name {:?} is taken by a built-in scenario: give the file another \
+                         name",
+                        def.name
+                    ),
+                });
             }
-            return Err(ScenarioError {
-                origin: def.name.clone(),
-                line: String::new(),
-                message: format!(
-                    "the name {:?} is already taken by another scenario (built-in or loaded \
-                     earlier): give the file another name",
-                    def.name
-                ),
-            });
         }
-        let def: &'static ScenarioDef = Box::leak(Box::new(def));
-        all.push(def);
-        Ok(Scenario { name: &def.name })
+        Ok(Scenario(Arc::new(def)))
+    }
+
+    /// This scenario read with a user's policy file: its strategies may name `policies`' ids
+    /// (see [`ScenarioDef::policies`]). The name stays the same.
+    pub fn with_policies(&self, policies: &[StrategySpec]) -> Scenario {
+        if policies.is_empty() && self.0.policies.is_empty() {
+            return self.clone();
+        }
+        let mut def = (*self.0).clone();
+        def.policies = policies.to_vec();
+        Scenario(Arc::new(def))
     }
 
     /// A scenario name, or `all` for the E03 experiment (E03-A, then E03-B: what compose and
-    /// `lab run all` have always run; the catalogue's other scenarios run by name). Files are
-    /// read by the binaries (the core does no IO) and registered before their name is used here.
+    /// `lab run all` have always run; the catalogue's other scenarios run by name). Only built-in
+    /// names: files are read by the binaries (the core does no IO; see `e03_io::scenario_files`).
     pub fn parse_list(value: &str) -> Result<Vec<Scenario>, ParamError> {
         let lower = value.trim().to_ascii_lowercase();
         let alias = match lower.as_str() {
@@ -878,7 +920,7 @@ impl Scenario {
             other => other,
         };
         if alias == "all" {
-            return Ok(vec![Scenario::E03A, Scenario::E03B]);
+            return Ok(vec![Scenario::e03a(), Scenario::e03b()]);
         }
         Scenario::named(alias)
             .map(|s| vec![s])
@@ -887,28 +929,53 @@ impl Scenario {
             })
     }
 
-    /// The names of every known scenario, for error messages.
+    /// The names of the built-in scenarios, for error messages.
     pub fn known_names() -> Vec<String> {
-        let all = registry().lock().unwrap_or_else(|e| e.into_inner());
-        all.iter().map(|d| d.name.clone()).collect()
+        catalogue().iter().map(|s| s.name().to_string()).collect()
+    }
+}
+
+impl PartialEq for Scenario {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Scenario {}
+
+impl std::hash::Hash for Scenario {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name().hash(h);
+    }
+}
+
+impl PartialOrd for Scenario {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scenario {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name().cmp(other.name())
     }
 }
 
 impl std::fmt::Debug for Scenario {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Scenario({})", self.name)
+        write!(f, "Scenario({})", self.name())
     }
 }
 
 impl std::fmt::Display for Scenario {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
+        f.write_str(self.name())
     }
 }
 
 impl Serialize for Scenario {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name)
+        s.serialize_str(self.name())
     }
 }
 
@@ -917,7 +984,8 @@ impl<'de> Deserialize<'de> for Scenario {
         let name = String::deserialize(d)?;
         Scenario::named(&name).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unknown scenario {name:?}: expected one of {}",
+                "unknown scenario {name:?}: expected a built-in one ({}); a user's scenario \
+                 travels with its definition",
                 Scenario::known_names().join(", ")
             ))
         })
@@ -1121,8 +1189,8 @@ mod tests {
              [[timeline]]\nphase = \"toxic\"\nstart_s = 4\nend_s = 5\ntoxic = \"latency\"\n\
              attributes = { latency = 50, jitter = 20 }\ntoxicity = 0.5\nstream = \"upstream\"\n";
         let def = parse(text, "x.toml").unwrap();
-        let t = Scenario::register(def)
-            .map(|s| crate::Params::default().timeline(s))
+        let t = Scenario::from_def(def)
+            .map(|s| crate::Params::default().timeline(&s))
             .unwrap();
         assert_eq!(t.wire.len(), 2);
         assert_eq!(t.wire[0].fault, WireFault::Refused);
@@ -1263,8 +1331,8 @@ mod tests {
             }
         );
         assert!(def.check().is_ok());
-        let scenario = Scenario::register(def).unwrap();
-        let t = Params::default().timeline(scenario);
+        let scenario = Scenario::from_def(def).unwrap();
+        let t = Params::default().timeline(&scenario);
         assert_eq!(t.rate_limited.len(), 2);
         let r = t.rate_limited[1];
         assert_eq!(
@@ -1344,32 +1412,75 @@ mod tests {
 
     #[test]
     fn handles_compare_by_name_and_find_their_data() {
-        assert_eq!(Scenario::builtins()[..2], [Scenario::E03A, Scenario::E03B]);
-        assert_eq!(Scenario::E03B.title(), "E03-B outage");
+        assert_eq!(
+            Scenario::builtins()[..2],
+            [Scenario::e03a(), Scenario::e03b()]
+        );
+        assert_eq!(Scenario::e03b().title(), "E03-B outage");
         // `all` is the E03 experiment, not the whole catalogue (herd alone is 1000 clients).
         assert_eq!(
             Scenario::parse_list("all").unwrap(),
-            [Scenario::E03A, Scenario::E03B]
+            [Scenario::e03a(), Scenario::e03b()]
         );
-        assert_eq!(Scenario::parse_list("E03-B").unwrap(), [Scenario::E03B]);
-        let json = serde_json::to_string(&Scenario::E03A).unwrap();
+        assert_eq!(Scenario::parse_list("E03-B").unwrap(), [Scenario::e03b()]);
+        let json = serde_json::to_string(&Scenario::e03a()).unwrap();
         assert_eq!(json, "\"e03a\"");
         assert_eq!(
             serde_json::from_str::<Scenario>(&json).unwrap(),
-            Scenario::E03A
+            Scenario::e03a()
         );
         assert!(serde_json::from_str::<Scenario>("\"nope\"").is_err());
     }
 
     #[test]
-    fn user_files_register_once_and_cannot_take_a_builtin_name() {
+    fn a_user_scenario_is_a_value_not_an_entry_in_a_process_table() {
         let mine = parse(&MINIMAL.replace("mine", "reg-test"), "x.toml").unwrap();
-        let s = Scenario::register(mine.clone()).unwrap();
-        assert_eq!(Scenario::register(mine).unwrap(), s);
-        assert_eq!(Scenario::parse_list("reg-test").unwrap(), [s]);
+        let s = Scenario::from_def(mine.clone()).unwrap();
+        assert_eq!(s.def(), &mine);
+        assert_eq!(Scenario::from_def(mine).unwrap(), s);
+        // Making it left nothing behind: its name alone means nothing to this process.
+        assert!(Scenario::named("reg-test").is_none());
+        assert!(Scenario::parse_list("reg-test").is_err());
+        assert!(serde_json::from_str::<Scenario>("\"reg-test\"").is_err());
+        // A file cannot take a built-in name, unless it is that built-in scenario.
         let fake = parse(&MINIMAL.replace("mine", "e03b"), "x.toml").unwrap();
-        let e = Scenario::register(fake).unwrap_err();
-        assert!(e.message.contains("already taken"), "{e}");
+        let e = Scenario::from_def(fake).unwrap_err();
+        assert!(e.message.contains("taken by a built-in scenario"), "{e}");
+        let same = parse(BUILTIN_FILES[1].1, "copy.toml").unwrap();
+        assert_eq!(Scenario::from_def(same).unwrap(), Scenario::e03b());
+    }
+
+    #[test]
+    fn a_users_policies_travel_with_the_scenario() {
+        let policies = crate::strategy_table::parse_policy_file(
+            "[[strategy]]\nid = \"mine\"\nmax_attempts = 2\nbackoff = \"none\"\n",
+            "p.toml",
+        )
+        .unwrap();
+        let text = format!("{MINIMAL}[policy]\nstrategies = \"A,mine\"\n");
+        let e = parse(&text, "x.toml").unwrap_err();
+        assert!(e.message.contains("\"mine\" is not one"), "{e}");
+        let def = parse_with(&text, "x.toml", &policies).unwrap();
+        assert_eq!(def.policies, policies);
+        let s = Scenario::from_def(def).unwrap();
+        let p = Params::for_scenario(&s, &BTreeMap::new()).unwrap();
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["A", "mine"]);
+        assert_eq!(p.strategies()[1].max_attempts, Some(2));
+        // Sent as JSON (a plan, a start call), the definition keeps them.
+        let back: ScenarioDef =
+            serde_json::from_str(&serde_json::to_string(s.def()).unwrap()).unwrap();
+        assert_eq!(back.policies, policies);
+        back.check().unwrap();
+        // A built-in scenario run with the file may name them too, under its own name.
+        let raw = BTreeMap::from([("E03_STRATEGIES".to_string(), "mine".to_string())]);
+        assert!(Params::for_scenario(&Scenario::e03b(), &raw).is_err());
+        let b = Scenario::e03b().with_policies(&policies);
+        assert_eq!(b, Scenario::e03b());
+        assert_eq!(
+            Params::for_scenario(&b, &raw).unwrap().strategies()[0].id,
+            "mine"
+        );
     }
 
     #[test]
@@ -1402,7 +1513,7 @@ mod tests {
             }
         );
         let p =
-            Params::for_scenario(Scenario::named("gateway4").unwrap(), &BTreeMap::new()).unwrap();
+            Params::for_scenario(&Scenario::named("gateway4").unwrap(), &BTreeMap::new()).unwrap();
         let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["immediate-20ms", "jitter-60ms"]);
         let b = builtin("breaker").unwrap();
@@ -1422,7 +1533,7 @@ mod tests {
         use crate::checks::CheckMetric;
         use crate::ledger::KeyPolicy;
         let idem = Scenario::named("idempotency").unwrap();
-        let p = Params::for_scenario(idem, &BTreeMap::new()).unwrap();
+        let p = Params::for_scenario(&idem, &BTreeMap::new()).unwrap();
         let policies: Vec<_> = p.strategies().iter().map(|s| s.idempotency).collect();
         assert_eq!(
             policies,
@@ -1432,7 +1543,7 @@ mod tests {
                 Some(KeyPolicy::None)
             ]
         );
-        let f = p.service_config(idem, 4).faults;
+        let f = p.service_config(&idem, 4).faults;
         assert_eq!(
             (f.lost_rate, f.fail_rate, f.permanent_rate),
             (0.2, 0.0, 0.0)
@@ -1440,8 +1551,8 @@ mod tests {
         let metrics: Vec<_> = idem.def().checks.iter().map(|c| c.metric.clone()).collect();
         assert!(metrics.contains(&CheckMetric::DuplicatesMinusRetriedLost));
         let class = Scenario::named("classification").unwrap();
-        let p = Params::for_scenario(class, &BTreeMap::new()).unwrap();
-        let f = p.service_config(class, 4).faults;
+        let p = Params::for_scenario(&class, &BTreeMap::new()).unwrap();
+        let f = p.service_config(&class, 4).faults;
         assert_eq!(
             (f.permanent_rate, f.fail_rate, f.lost_rate),
             (0.1, 0.1, 0.0)
@@ -1460,11 +1571,11 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let e = Params::for_scenario(idem, &raw(&[("E03_FAIL_RATE", "0.9")])).unwrap_err();
+        let e = Params::for_scenario(&idem, &raw(&[("E03_FAIL_RATE", "0.9")])).unwrap_err();
         assert!(e.to_string().starts_with("invalid E03_LOST_RATE"), "{e}");
         // The flags move what a scenario has, and add nothing to a scenario without [faults].
-        let b = Params::for_scenario(Scenario::E03B, &raw(&[("E03_LOST_RATE", "0.5")])).unwrap();
-        assert!(b.service_config(Scenario::E03B, 1).faults.is_none());
+        let b = Params::for_scenario(&Scenario::e03b(), &raw(&[("E03_LOST_RATE", "0.5")])).unwrap();
+        assert!(b.service_config(&Scenario::e03b(), 1).faults.is_none());
     }
 
     #[test]

@@ -351,7 +351,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let p = Params::from_raw(&raw).unwrap();
-        DependencySchedule::new(p.service_config(scenario, 42))
+        DependencySchedule::new(p.service_config(&scenario, 42))
     }
 
     /// An arrival that is admitted, queued or held (answered later).
@@ -381,7 +381,7 @@ mod tests {
                 ("E03_SLOW_RATE", "0"),
                 ("E03_LOST_RATE", "1"),
             ],
-            Scenario::E03A,
+            Scenario::e03a(),
         );
         arrive(&mut s, ms(0), 0);
         let mut steps = Vec::new();
@@ -391,7 +391,7 @@ mod tests {
             (a[0].status, a[0].cause, a[0].at),
             (200, Cause::Lost, ms(40))
         );
-        let mut s = schedule(&[("E03_PERMANENT_RATE", "1")], Scenario::E03A);
+        let mut s = schedule(&[("E03_PERMANENT_RATE", "1")], Scenario::e03a());
         arrive(&mut s, ms(0), 0);
         let mut steps = Vec::new();
         s.advance(ms(100), &mut steps);
@@ -406,7 +406,7 @@ mod tests {
         // 100 requests queued at 0 finish in 40 ms rounds, however late the caller advances.
         let mut s = schedule(
             &[("E03_WORKERS", "2"), ("E03_QUEUE", "1000")],
-            Scenario::E03B,
+            Scenario::e03b(),
         );
         for id in 0..100 {
             arrive(&mut s, ms(0), id);
@@ -438,7 +438,7 @@ mod tests {
                 ("E03_FREEZE_END_S", "0.002"),
                 ("E03_RECOVERY_END_S", "1.002"),
             ],
-            Scenario::E03B,
+            Scenario::e03b(),
         );
         for id in 0..200 {
             arrive(&mut s, ms(2), id);
@@ -462,7 +462,10 @@ mod tests {
 
     #[test]
     fn a_full_pool_rejects_at_once() {
-        let mut s = schedule(&[("E03_WORKERS", "1"), ("E03_QUEUE", "1")], Scenario::E03B);
+        let mut s = schedule(
+            &[("E03_WORKERS", "1"), ("E03_QUEUE", "1")],
+            Scenario::e03b(),
+        );
         arrive(&mut s, ms(0), 0);
         arrive(&mut s, ms(0), 1);
         let mut out = Vec::new();
@@ -478,7 +481,7 @@ mod tests {
 
     #[test]
     fn a_rate_limited_phase_answers_429_with_retry_after_at_once() {
-        let mut cfg = Params::default().service_config(crate::Scenario::E03A, 1);
+        let mut cfg = Params::default().service_config(&crate::Scenario::e03a(), 1);
         cfg.faults = Default::default();
         cfg.timeline
             .rate_limited
@@ -525,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_down_phase_answers_its_status_at_once() {
-        let mut cfg = Params::default().service_config(crate::Scenario::E03A, 1);
+        let mut cfg = Params::default().service_config(&crate::Scenario::e03a(), 1);
         cfg.faults = Default::default();
         cfg.timeline.down.push(crate::timeline::DownWindow {
             start: ms(100),
@@ -551,7 +554,7 @@ mod tests {
 
     #[test]
     fn a_down_phase_with_latency_answers_later_without_a_worker() {
-        let mut cfg = Params::default().service_config(crate::Scenario::E03A, 1);
+        let mut cfg = Params::default().service_config(&crate::Scenario::e03a(), 1);
         cfg.faults = Default::default();
         cfg.workers = 1;
         cfg.queue = 0;
@@ -615,7 +618,7 @@ mod tests {
                 ("E03_FREEZE_END_S", "0.3"),
                 ("E03_RECOVERY_END_S", "0.5"),
             ],
-            Scenario::E03B,
+            Scenario::e03b(),
         );
         arrive(&mut s, ms(0), 0);
         arrive(&mut s, ms(100), 1);
@@ -642,7 +645,7 @@ mod tests {
                 ("E03_FREEZE_END_S", "0.1"),
                 ("E03_RECOVERY_END_S", "0.1"),
             ],
-            Scenario::E03B,
+            Scenario::e03b(),
         );
         // Its work would end at 40 ms, the freeze's start: the edge comes first.
         arrive(&mut s, ms(0), 0);
@@ -668,7 +671,7 @@ mod tests {
                 ("E03_FREEZE_END_S", "0.3"),
                 ("E03_RECOVERY_END_S", "0.3"),
             ],
-            Scenario::E03B,
+            Scenario::e03b(),
         );
         let mut out = Vec::new();
         s.advance(ms(300), &mut out); // the driver applied the freeze's end
@@ -687,7 +690,7 @@ mod tests {
                 ("E03_SLOW_RATE", "1"),
                 ("E03_SLOW_MS", "500"),
             ],
-            Scenario::E03A,
+            Scenario::e03a(),
         );
         arrive(&mut s, ms(0), 0);
         arrive(&mut s, ms(10), 1);
@@ -724,7 +727,7 @@ mod tests {
                 ("E03_SLOW_RATE", "1"),
                 ("E03_SLOW_MS", "40"),
             ],
-            Scenario::E03A,
+            Scenario::e03a(),
         );
         for id in [5, 1, 3, 2, 4, 0] {
             arrive(&mut s, ms(0), id);
@@ -765,7 +768,7 @@ mod tests {
 
     #[test]
     fn ending_drops_every_waiting_answer() {
-        let mut s = schedule(&[("E03_WORKERS", "1")], Scenario::E03B);
+        let mut s = schedule(&[("E03_WORKERS", "1")], Scenario::e03b());
         arrive(&mut s, ms(0), 0);
         arrive(&mut s, ms(0), 1);
         s.end();

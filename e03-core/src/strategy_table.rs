@@ -25,7 +25,6 @@
 //! `E03_BACKOFF_BASE_MS` still moves a file's exponential strategy that does not set `base_ms`.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -458,8 +457,8 @@ impl StrategySpec {
 }
 
 /// The strategy a run's `E03_STRATEGIES` id stands for: the lab's A to F first (any case), then
-/// the zoo's presets, then a user's policy file ([`register_policies`]), then the scenario's own
-/// `[[strategy]]` tables (`own`). `None`: unknown.
+/// the zoo's presets, then `own`: a user's policy file's strategies, then the scenario's own
+/// `[[strategy]]` tables ([`crate::scenario::ScenarioDef::own_strategies`]). `None`: unknown.
 pub fn resolve_id(
     id: &str,
     base: Duration,
@@ -473,45 +472,9 @@ pub fn resolve_id(
     if let Some(s) = crate::presets::preset(id, base, cap) {
         return Some(s);
     }
-    if let Some(s) = registered().iter().find(|s| s.id == id) {
-        return Some(s.resolve(base, cap));
-    }
     own.iter()
         .find(|s| s.id == id)
         .map(|s| s.resolve(base, cap))
-}
-
-/// The strategies of a user's policy file, known to this process.
-fn user_policies() -> &'static Mutex<Vec<StrategySpec>> {
-    static USER: OnceLock<Mutex<Vec<StrategySpec>>> = OnceLock::new();
-    USER.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-fn registered() -> Vec<StrategySpec> {
-    user_policies()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-}
-
-/// Makes a policy file's strategies known to this process (the core does no IO: a binary reads
-/// the file, [`parse_policy_file`] checks it). Registering the same definition twice is a no-op;
-/// another definition under a registered id is refused.
-pub fn register_policies(specs: Vec<StrategySpec>) -> Result<(), String> {
-    let mut known = user_policies().lock().unwrap_or_else(|e| e.into_inner());
-    for spec in specs {
-        match known.iter().find(|k| k.id == spec.id) {
-            Some(k) if *k == spec => {}
-            Some(_) => {
-                return Err(format!(
-                    "strategy id {:?} is defined twice by policy files: expected each id once",
-                    spec.id
-                ))
-            }
-            None => known.push(spec),
-        }
-    }
-    Ok(())
 }
 
 /// A policy file that cannot be used: its text names the file, the line and what is expected.
@@ -540,13 +503,6 @@ impl PolicyFileError {
     pub fn line(&self) -> Option<usize> {
         self.line.trim_start_matches(':').parse().ok()
     }
-}
-
-/// Checks a policy file's text ([`parse_policy_file`]) and registers its strategies
-/// ([`register_policies`]): what every process does with `E03_POLICIES` once it has read it.
-pub fn register_policy_file(text: &str, origin: &str) -> Result<(), String> {
-    let specs = parse_policy_file(text, origin).map_err(|e| e.to_string())?;
-    register_policies(specs)
 }
 
 /// The raw form of a policy file: `[[strategy]]` tables and nothing else.
@@ -611,7 +567,6 @@ pub fn accepted_ids(own: &[StrategySpec]) -> String {
         .map(|s| s.to_string())
         .collect();
     ids.extend(crate::presets::names().iter().map(|(n, _)| n.to_string()));
-    ids.extend(registered().into_iter().map(|s| s.id));
     ids.extend(own.iter().map(|s| s.id.clone()));
     format!(
         "a comma-separated list of strategy ids from {} without repeats",

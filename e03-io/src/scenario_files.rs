@@ -1,9 +1,11 @@
-//! Scenario arguments: built-in names and scenario files, read here (the core does no IO) and
-//! registered with the core so that the rest of the process uses them by name.
+//! Scenario arguments: built-in names and scenario files, read here (the core does no IO) into
+//! [`Scenario`] values that the run's plan carries; and a user's policy file, whose strategies
+//! the scenarios carry ([`e03_core::scenario::ScenarioDef::policies`]).
 
 use std::path::{Path, PathBuf};
 
 use e03_core::scenario;
+use e03_core::strategy_table::StrategySpec;
 use e03_core::Scenario;
 
 pub use e03_core::control::SCENARIO_FILE;
@@ -24,12 +26,13 @@ pub fn is_file_arg(value: &str) -> bool {
     value.ends_with(".toml") || value.contains('/') || value.contains(std::path::MAIN_SEPARATOR)
 }
 
-/// Reads, validates and registers one scenario file.
-fn load_file(path: &Path) -> Result<ScenarioArg, String> {
+/// Reads and validates one scenario file; its strategies may name `policies`' ids.
+fn load_file(path: &Path, policies: &[StrategySpec]) -> Result<ScenarioArg, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read scenario file {}: {e}", path.display()))?;
-    let def = scenario::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
-    let scenario = Scenario::register(def)
+    let def = scenario::parse_with(&text, &path.display().to_string(), policies)
+        .map_err(|e| e.to_string())?;
+    let scenario = Scenario::from_def(def)
         .map_err(|e| format!("scenario file {}: {}", path.display(), e.message))?;
     Ok(ScenarioArg {
         scenario,
@@ -39,7 +42,7 @@ fn load_file(path: &Path) -> Result<ScenarioArg, String> {
 }
 
 /// The text of a built-in scenario's file.
-fn builtin_text(s: Scenario) -> String {
+fn builtin_text(s: &Scenario) -> String {
     scenario::BUILTIN_FILES
         .iter()
         .find(|(file, _)| file.trim_end_matches(".toml") == s.name())
@@ -48,20 +51,26 @@ fn builtin_text(s: Scenario) -> String {
 }
 
 /// `e03a`, `e03b`, `all`, a scenario file's path, or a comma-separated list of them (in order,
-/// without repeats). The error says what is accepted.
+/// without repeats: two files under one name are refused too). The error says what is accepted.
 pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
+    resolve_with(value, &[])
+}
+
+/// [`resolve`] for a run with a user's policy file: every scenario carries `policies`, and a
+/// file's strategies may name them.
+pub fn resolve_with(value: &str, policies: &[StrategySpec]) -> Result<Vec<ScenarioArg>, String> {
     let mut out: Vec<ScenarioArg> = Vec::new();
     for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let found: Vec<ScenarioArg> = if is_file_arg(part) {
-            vec![load_file(Path::new(part))?]
+            vec![load_file(Path::new(part), policies)?]
         } else {
             Scenario::parse_list(part)
                 .map_err(|e| e.to_string())?
                 .into_iter()
                 .map(|scenario| ScenarioArg {
-                    scenario,
+                    text: builtin_text(&scenario),
+                    scenario: scenario.with_policies(policies),
                     file: None,
-                    text: builtin_text(scenario),
                 })
                 .collect()
         };
@@ -87,9 +96,18 @@ pub const POLICIES_ENV: &str = "E03_POLICIES";
 /// The name of a policy file's kept copy in a scenario folder.
 pub const POLICIES_FILE: &str = "policies.toml";
 
-/// Reads, checks and registers a user's policy file (`[[strategy]]` tables, see
-/// `e03_core::strategy_table`); returns its text to keep. Errors name the file, line and key.
-pub fn load_policies(path: &Path) -> Result<String, String> {
+/// A user's policy file, read and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policies {
+    /// Its text, to keep beside the run's outputs ([`keep_policies`]).
+    pub text: String,
+    /// Its strategies, for the scenarios to carry ([`resolve_with`]).
+    pub specs: Vec<StrategySpec>,
+}
+
+/// Reads and checks a user's policy file (`[[strategy]]` tables, see
+/// `e03_core::strategy_table`). Errors name the file, line and key.
+pub fn load_policies(path: &Path) -> Result<Policies, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "invalid {POLICIES_ENV}={:?} (--policies): cannot read it: {e} (expected a TOML file \
@@ -97,12 +115,13 @@ pub fn load_policies(path: &Path) -> Result<String, String> {
             path.display()
         )
     })?;
-    e03_core::strategy_table::register_policy_file(&text, &path.display().to_string())?;
-    Ok(text)
+    let specs = e03_core::strategy_table::parse_policy_file(&text, &path.display().to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(Policies { text, specs })
 }
 
 /// The policy file `E03_POLICIES` names, loaded; `None` when it is unset or empty.
-pub fn load_policies_from_env() -> Result<Option<String>, String> {
+pub fn load_policies_from_env() -> Result<Option<Policies>, String> {
     match std::env::var_os(POLICIES_ENV) {
         Some(v) if !v.is_empty() => load_policies(Path::new(&v)).map(Some),
         _ => Ok(None),
@@ -138,7 +157,7 @@ mod tests {
         )
         .unwrap();
         let got = resolve(&format!("e03b,{}", file.display())).unwrap();
-        assert_eq!(got[0].scenario, Scenario::E03B);
+        assert_eq!(got[0].scenario, Scenario::e03b());
         assert_eq!(got[1].scenario.name(), "swarm-file-test");
         assert_eq!(got[1].file.as_deref(), Some(file.as_path()));
         assert!(got[0].text.contains("name = \"e03b\""));

@@ -306,7 +306,7 @@ fn against_model(
 /// over every run's attempt log, with how many such attempts there were; `None` when no run
 /// kept an attempt log with such an attempt.
 pub fn failure_latency_us(s: &ScenarioSummary) -> Option<(u64, usize)> {
-    let timeline = s.params.timeline(s.scenario);
+    let timeline = s.params.timeline(&s.scenario);
     let statuses: Vec<u16> = timeline.down.iter().map(|d| d.status).collect();
     let refused = timeline.refused();
     let mut latencies: Vec<u64> = s
@@ -371,7 +371,7 @@ pub fn check_notes(s: &ScenarioSummary) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
     if let (true, Some(m)) = (live, &s.model) {
         // A down answer, or a refused connect (a refused phase): what the run's failures were.
-        let what = if s.params.timeline(s.scenario).down.is_empty() {
+        let what = if s.params.timeline(&s.scenario).down.is_empty() {
             "refused connect"
         } else {
             "down answer"
@@ -529,7 +529,7 @@ mod tests {
     use e03_core::{Params, Scenario};
 
     fn run_with(arrivals: &[(u64, u32)]) -> RunMetrics {
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
         for &(t, n) in arrivals {
             a.arrival(t, Some(n));
         }
@@ -546,7 +546,7 @@ mod tests {
 
     #[test]
     fn waits_are_measured_from_the_previous_answer_of_the_same_operation() {
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
         let line = |client, attempt, sent_us, end_us| AttemptLine {
             client,
             op: 0,
@@ -567,8 +567,8 @@ mod tests {
     #[test]
     fn the_breaker_scenario_checks_its_transitions_with_a_tolerance() {
         let scenario = Scenario::named("breaker").unwrap();
-        let params = Params::for_scenario(scenario, &Default::default()).unwrap();
-        let mut a = RunAccumulator::new(scenario, &params, "breaker", 42);
+        let params = Params::for_scenario(&scenario, &Default::default()).unwrap();
+        let mut a = RunAccumulator::new(scenario.clone(), &params, "breaker", 42);
         use e03_core::breaker::BreakerState::*;
         for (t, from, to) in [
             (450_000, Closed, Open),
@@ -665,8 +665,8 @@ mod tests {
     #[test]
     fn failure_latency_is_the_median_of_attempts_a_down_phase_failed() {
         let scenario = Scenario::named("breaker").unwrap();
-        let params = Params::for_scenario(scenario, &Default::default()).unwrap();
-        let mut a = RunAccumulator::new(scenario, &params, "breaker", params.seed());
+        let params = Params::for_scenario(&scenario, &Default::default()).unwrap();
+        let mut a = RunAccumulator::new(scenario.clone(), &params, "breaker", params.seed());
         a.arrival(0, Some(1));
         let mut run = a.finish();
         let line = |sent_us, end_us, end| AttemptLine {

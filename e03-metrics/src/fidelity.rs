@@ -596,7 +596,7 @@ mod tests {
         // waiting: a queued request arrives at 2.0 s and is admitted at 3.0 s, and the workers
         // complete 250 requests of 40 ms in (2.0 s, 3.0 s]. A completion at 5 s, outside any
         // spell, does not count; a spell at 9 s (in the freeze) is left out.
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
         a.arrival_event(&arrival(0, 2_000_000, None));
         a.response(&response(0, Cause::Ok, Some(3_000_000), false));
         // Completions at 2.004 s, 2.008 s, ... 3.000 s: 250 of them.
@@ -650,7 +650,7 @@ mod tests {
         // Defaults: degraded 10 s to 15 s at factor 0.5: 80 ms jobs, 125 req/s. The pool is busy
         // from 10.0 s; a request waits from 10.5 s to 11.5 s; a spell at 9.9 s touches the
         // freeze (8.5 s to 10 s) and is left out.
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "A", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "A", 1);
         busy_pool(&mut a, 10_000_000, 12_000_000, 8_000);
         spell(&mut a, 0, 10_500_000, 11_500_000);
         spell(&mut a, 1, 9_900_000, 10_100_000);
@@ -675,7 +675,7 @@ mod tests {
         // 80 ms jobs, one each within 80 ms, as many as 40 ms jobs would give there on
         // average; both halves and the whole read 1.0 within the few jobs cut at the edges
         // (bound 3%, the warning's).
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "A", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "A", 1);
         busy_pool(&mut a, 13_000_000, 17_000_000, 8_000);
         spell(&mut a, 0, 14_000_000, 16_000_000);
         let f = a.finish().fidelity.unwrap();
@@ -700,7 +700,7 @@ mod tests {
     fn a_pool_slower_than_the_degraded_capacity_warns() {
         // Jobs end every 16 ms from 10.08 s to 12.08 s instead of every 8 ms: half the
         // degraded capacity.
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "A", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "A", 1);
         for i in 0..125u64 {
             a.response(&response(
                 100 + i,
@@ -725,7 +725,7 @@ mod tests {
     fn answers_are_measured_against_their_scheduled_instant() {
         // Admitted at 1.0 s with 40 ms of work: scheduled at 1.040 s, answered at 1.0415 s.
         // A slow answer is scheduled 2.5 s later still; rejections have no schedule.
-        let mut a = RunAccumulator::new(Scenario::E03A, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
         let mut served = response(0, Cause::Ok, Some(1_000_000), true);
         served.t_us = 1_041_500;
         let mut slow = response(1, Cause::Slow, Some(2_000_000), true);
@@ -742,7 +742,7 @@ mod tests {
 
     #[test]
     fn e03a_has_no_degraded_capacity() {
-        let mut a = RunAccumulator::new(Scenario::E03A, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
         a.response(&response(1, Cause::Ok, Some(12_000_000), true));
         let f = a.finish().fidelity.unwrap();
         assert_eq!(
@@ -753,7 +753,7 @@ mod tests {
 
     #[test]
     fn too_little_saturation_reports_no_ratio() {
-        let mut a = RunAccumulator::new(Scenario::E03A, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
         a.arrival_event(&arrival(0, 1_000_000, None));
         a.response(&response(0, Cause::Ok, Some(1_040_000), false));
         a.response(&response(1, Cause::Ok, Some(1_000_000), true));
@@ -765,7 +765,7 @@ mod tests {
 
     #[test]
     fn queueing_outside_the_model_and_lateness_warn_past_their_thresholds() {
-        let mut a = RunAccumulator::new(Scenario::E03A, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
         a.arrival_event(&arrival(0, 1_000, Some((1, 0, 1))));
         a.arrival_event(&arrival(1, 2_000, Some((2, 0, 1))));
         a.response(&response(0, Cause::Ok, Some(1_500), true)); // 0.5 ms outside the model
@@ -811,7 +811,7 @@ mod tests {
 
     #[test]
     fn a_lateness_warning_says_whose_it_is_when_the_floor_was_measured() {
-        let mut a = RunAccumulator::new(Scenario::E03A, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
         a.arrival_event(&arrival(0, 1_000, Some((1, 0, 1))));
         a.response(&response(0, Cause::Ok, Some(1_000), true));
         a.attempt(1, 0, 5_000); // 5 ms late
@@ -846,7 +846,7 @@ mod tests {
         // refused: nothing listens from 3 s to 5 s; the proxy closes the open connections.
         let refused = Scenario::named("refused").unwrap();
         let matched = |end_us| {
-            let mut a = RunAccumulator::new(refused, &Params::default(), "A", 1);
+            let mut a = RunAccumulator::new(refused.clone(), &Params::default(), "A", 1);
             a.attempt_event(&Attempt {
                 tag: tag(),
                 client: 1,
@@ -875,7 +875,7 @@ mod tests {
 
     #[test]
     fn identities_are_matched_both_ways() {
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
         a.arrival_event(&arrival(0, 10, Some((1, 0, 1))));
         a.arrival_event(&arrival(1, 20, Some((1, 0, 2))));
         a.arrival_event(&arrival(2, 30, None)); // a request without identity
@@ -930,7 +930,7 @@ mod tests {
         // the rest are rejected; each is answered a few arrivals later. What is retained is
         // bounded by the run's duration (completions at most capacity x 30 s = 7500, spells
         // fewer), not by the two million events.
-        let cfg = Params::default().service_config(Scenario::E03A, 1);
+        let cfg = Params::default().service_config(&Scenario::e03a(), 1);
         let mut live = LiveAccumulator::new(cfg);
         let n = 2_000_000u64;
         let step_us = 30_000_000 / n;
@@ -982,7 +982,7 @@ mod tests {
 
     #[test]
     fn an_attempt_missing_on_the_server_side_is_detected() {
-        let mut a = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 1);
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
         let attempt = |client, op| Attempt {
             tag: tag(),
             client,
@@ -1027,7 +1027,7 @@ mod tests {
         // 100 000 malformed requests over 300 s (answered 400, unlogged): only those within
         // the horizon (about 20 s by default, some 6 700 arrivals) and at most twice that
         // between prunes stay. A request answered 15 s after arriving still pairs.
-        let cfg = Params::default().service_config(Scenario::E03A, 1);
+        let cfg = Params::default().service_config(&Scenario::e03a(), 1);
         let mut live = LiveAccumulator::new(cfg);
         assert!(live.horizon_us() > 15_000_000, "{}", live.horizon_us());
         for seq in 0..100_000u64 {

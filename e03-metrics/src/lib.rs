@@ -134,7 +134,7 @@ struct SummaryFile<'a> {
 /// run plus `complete`, `fidelity` and `matched` (null for the simulator).
 pub fn summary_json(s: &ScenarioSummary) -> String {
     let file = SummaryFile {
-        scenario: s.scenario,
+        scenario: s.scenario.clone(),
         simulated: s.simulated,
         complete: s.complete,
         params: s.params.to_raw(),

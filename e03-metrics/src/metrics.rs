@@ -289,14 +289,14 @@ pub(crate) fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
 
 impl RunAccumulator {
     pub fn new(scenario: Scenario, params: &Params, strategy: &str, seed: u64) -> Self {
-        let timeline = params.timeline(scenario);
+        let timeline = params.timeline(&scenario);
         let us = |d: std::time::Duration| d.as_micros() as u64;
         let affected = timeline.incident().map(|(from, to)| (us(from), us(to)));
         let freeze_end_us = timeline
             .freeze
             .map(|f| us(f.end))
             .or_else(|| timeline.down.last().map(|d| us(d.end)));
-        let faults = params.service_config(scenario, seed).faults;
+        let faults = params.service_config(&scenario, seed).faults;
         let charging = params
             .strategies()
             .iter()
@@ -608,9 +608,9 @@ impl RunAccumulator {
     }
 
     fn live_mut(&mut self) -> &mut LiveAccumulator {
-        let (scenario, seed, params) = (self.scenario, self.seed, &self.params);
+        let (scenario, seed, params) = (self.scenario.clone(), self.seed, &self.params);
         self.live
-            .get_or_insert_with(|| LiveAccumulator::new(params.service_config(scenario, seed)))
+            .get_or_insert_with(|| LiveAccumulator::new(params.service_config(&scenario, seed)))
     }
 
     pub fn finish(self) -> RunMetrics {
@@ -702,7 +702,7 @@ mod tests {
 
     #[test]
     fn windows_are_aligned_to_time_zero() {
-        let mut a = acc(Scenario::E03B);
+        let mut a = acc(Scenario::e03b());
         a.arrival(99_999, Some(1));
         a.arrival(100_000, Some(2));
         a.arrival(1_000_000, None);
@@ -721,7 +721,7 @@ mod tests {
 
     #[test]
     fn peaks_pick_the_busiest_window_of_each_width() {
-        let mut a = acc(Scenario::E03B);
+        let mut a = acc(Scenario::e03b());
         // 5 arrivals in 100 ms window 3, then 2 in each of windows 10..=13 (1 s window 1).
         for _ in 0..5 {
             a.arrival(350_000, Some(1));
@@ -737,7 +737,7 @@ mod tests {
 
     #[test]
     fn percentiles_cover_all_operations_failures_included() {
-        let mut a = acc(Scenario::E03A);
+        let mut a = acc(Scenario::e03a());
         // 100 operations of 1..=100 ms; the slowest five failed.
         for i in 1..=100u64 {
             a.operation(0, i * 1000, i <= 95, (i > 95).then_some(GiveUp::Deadline));
@@ -750,7 +750,7 @@ mod tests {
 
     #[test]
     fn e03b_success_counts_only_operations_started_in_the_affected_window() {
-        let mut a = acc(Scenario::E03B); // affected: [8.5 s, 15.0 s)
+        let mut a = acc(Scenario::e03b()); // affected: [8.5 s, 15.0 s)
         a.operation(1_000_000, 1_100_000, false, Some(GiveUp::Deadline)); // before: ignored
         a.operation(8_499_999, 9_000_000, false, Some(GiveUp::Deadline)); // just before
         a.operation(8_500_000, 10_500_000, true, None); // first affected
@@ -769,7 +769,7 @@ mod tests {
 
     #[test]
     fn e03a_success_is_over_all_operations_and_has_no_recovery() {
-        let mut a = acc(Scenario::E03A);
+        let mut a = acc(Scenario::e03a());
         a.operation(0, 10, true, None);
         a.operation(20_000_000, 20_000_010, false, Some(GiveUp::NotRetryable));
         a.operation(29_000_000, 29_000_010, true, None);
@@ -777,12 +777,12 @@ mod tests {
         let m = a.finish();
         assert_eq!(m.success_affected, 0.75);
         assert_eq!(m.recovery_s, None);
-        assert_eq!(acc(Scenario::E03A).finish().success_affected, 1.0);
+        assert_eq!(acc(Scenario::e03a()).finish().success_affected, 1.0);
     }
 
     #[test]
     fn retries_and_denials_are_counted() {
-        let mut a = acc(Scenario::E03B);
+        let mut a = acc(Scenario::e03b());
         a.attempt(1, 0, 10);
         a.attempt(2, 100, 100);
         a.attempt(3, 200, 250);
@@ -799,7 +799,7 @@ mod tests {
 
     /// Operations ending in 1 s windows after the freeze end (10 s by default).
     fn recovery_of(ops: &[(u64, bool)]) -> Option<u64> {
-        let mut a = acc(Scenario::E03B);
+        let mut a = acc(Scenario::e03b());
         for &(end_us, ok) in ops {
             a.operation(end_us.saturating_sub(1000), end_us, ok, None);
         }
@@ -842,7 +842,7 @@ mod tests {
     fn recovery_counts_from_the_end_of_a_down_phase_when_there_is_no_freeze() {
         // `breaker`: the dependency is down (503) for the first 6 s, no freeze.
         let scenario = Scenario::named("breaker").unwrap();
-        let params = Params::for_scenario(scenario, &Default::default()).unwrap();
+        let params = Params::for_scenario(&scenario, &Default::default()).unwrap();
         let mut a = RunAccumulator::new(scenario, &params, "breaker", 42);
         // Failures until 7.5 s (window 1 after the end), successes from 8 s (window 2).
         for (end_us, ok) in [(5_000_000, false), (6_200_000, false), (7_500_000, false)] {
@@ -863,7 +863,7 @@ mod tests {
 
     #[test]
     fn far_times_do_not_grow_series() {
-        let mut a = acc(Scenario::E03B);
+        let mut a = acc(Scenario::e03b());
         a.arrival(u64::MAX, Some(2));
         a.operation(0, u64::MAX, true, None);
         let m = a.finish();

@@ -204,7 +204,7 @@ pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
 /// One row per strategy, spec section 7's columns; the strategy cell is the id and its name
 /// ("C backoff + full jitter").
 pub fn main_table(s: &ScenarioSummary) -> Table {
-    let success = match s.params.timeline(s.scenario).incident() {
+    let success = match s.params.timeline(&s.scenario).incident() {
         None => "success (all ops)",
         Some(_) => "success (affected)",
     };
@@ -303,7 +303,7 @@ pub fn load_table(s: &ScenarioSummary) -> Table {
 /// columns ([`crate::wire`]): the read timeouts whose answer had already left the dependency
 /// (the network's alone), and the operations whose work the dependency did twice.
 pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
-    let wire = !s.params.timeline(s.scenario).wire.is_empty();
+    let wire = !s.params.timeline(&s.scenario).wire.is_empty();
     if !wire && s.runs.iter().all(|r| r.no_answer.broken() == 0) {
         return None;
     }
@@ -418,7 +418,7 @@ pub fn series_windows(s: &ScenarioSummary) -> std::ops::Range<usize> {
 
 /// Start and end (s) of the scenario's outage: its freeze, else its first down phase.
 fn outage_edges(s: &ScenarioSummary) -> Option<(f64, f64)> {
-    let t = s.params.timeline(s.scenario);
+    let t = s.params.timeline(&s.scenario);
     let freeze = t.freeze.map(|f| (f.start, f.end));
     let (start, end) = freeze.or_else(|| t.down.first().map(|d| (d.start, d.end)))?;
     Some((start.as_secs_f64(), end.as_secs_f64()))
@@ -501,7 +501,7 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
 /// without a freeze or down phase (the model measures recovery from the end of one), `n/a` where
 /// no operation ended after the outage.
 pub fn recovery_note(s: &ScenarioSummary) -> Option<String> {
-    let t = s.params.timeline(s.scenario);
+    let t = s.params.timeline(&s.scenario);
     t.incident()?;
     if outage_edges(s).is_none() {
         return Some(
@@ -719,7 +719,7 @@ pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
             "D sends as many retries as C".to_string()
         };
         let d = (sd.mean - sc.mean) * 100.0;
-        let what = match s.params.timeline(s.scenario).incident() {
+        let what = match s.params.timeline(&s.scenario).incident() {
             None => "operations",
             Some(_) => "affected operations",
         };
@@ -1123,7 +1123,7 @@ mod terminal_tests {
 
     /// A run with the figures the conclusion and the tables read.
     fn run(id: &str, seed: u64, success: f64, total: u64, retries: u64, peak: u64) -> RunMetrics {
-        let mut m = RunAccumulator::new(Scenario::E03B, &Params::default(), id, seed).finish();
+        let mut m = RunAccumulator::new(Scenario::e03b(), &Params::default(), id, seed).finish();
         m.success_affected = success;
         m.total_requests = total;
         m.retries_sent = retries;
@@ -1138,7 +1138,7 @@ mod terminal_tests {
             .collect();
         let params = Params::from_raw(&raw).unwrap();
         let mut s = ScenarioSummary {
-            scenario: Scenario::E03B,
+            scenario: Scenario::e03b(),
             params,
             simulated: true,
             complete: true,
@@ -1293,7 +1293,7 @@ mod terminal_tests {
     fn a_run_stopped_before_the_freeze_reads_n_a_for_success_and_recovery() {
         // Issue 28's new user: SIGINT 5 s into `lab run e03b`, before the freeze (8.5 s): no
         // operation started in the incident, none ended after it.
-        let mut acc = RunAccumulator::new(Scenario::E03B, &Params::default(), "C", 42);
+        let mut acc = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 42);
         acc.operation(1_000_000, 1_050_000, true, None);
         acc.operation(4_000_000, 4_050_000, true, None);
         let mut m = acc.finish();

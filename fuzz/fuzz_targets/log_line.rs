@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(status.records, seen);
         if let Some(start) = &status.run_start {
             let mut warnings = Vec::new();
-            let _ = params_of(start, "fuzz.jsonl", &mut warnings);
+            let _ = params_of(start, "fuzz.jsonl", &mut warnings, None);
         }
     }
 });

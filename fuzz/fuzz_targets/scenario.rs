@@ -1,5 +1,5 @@
 //! A scenario file, as `lab simulate FILE` and `lab run FILE` read it
-//! (`e03_core::scenario::parse`, then registered by `e03_io::scenario_files`).
+//! (`e03_core::scenario::parse`, then made a `Scenario` value by `e03_io::scenario_files`).
 //! Invariants: what parses passes the control call's check (`ScenarioDef::check`, what a
 //! service applies to a definition sent to it), and survives the JSON trip to the service.
 #![no_main]
@@ -22,8 +22,12 @@ fuzz_target!(|data: &[u8]| {
     let back: ScenarioDef = serde_json::from_str(&json)
         .unwrap_or_else(|e| panic!("a definition does not read back: {e}\n{json}"));
     assert_eq!(back, def, "the JSON trip changed the definition");
-    // What the loader does next: make it known by name (a built-in's name is refused).
-    if let Ok(s) = Scenario::register(def) {
-        assert_eq!(Scenario::named(s.name()), Some(s));
+    // What the loader does next: make it a scenario value (a built-in's name is refused unless
+    // it is that built-in scenario), which carries the definition unchanged.
+    if let Ok(s) = Scenario::from_def(def.clone()) {
+        assert_eq!(s.name(), def.name);
+        if Scenario::named(s.name()).is_none() {
+            assert_eq!(s.def(), &def);
+        }
     }
 });

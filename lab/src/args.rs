@@ -316,7 +316,7 @@ fn check_sweep(
         let mut r = raw.clone();
         r.extend(point.iter().cloned());
         for scenario in scenarios {
-            if let Err(e) = Params::for_scenario(*scenario, &r) {
+            if let Err(e) = Params::for_scenario(scenario, &r) {
                 let at: Vec<String> = point.iter().map(|(n, v)| format!("{n}={v}")).collect();
                 let which = if scenarios.len() > 1 {
                     format!(" ({})", scenario.name())
@@ -354,9 +354,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         }
         None => None,
     };
+    let specs = policies
+        .as_ref()
+        .map(|(_, p)| p.specs.clone())
+        .unwrap_or_default();
+    let policies = policies.map(|(path, p)| (path, p.text));
     let scenario = sub.get_one::<String>("scenario").expect("required");
-    let args = e03_io::scenario_files::resolve(scenario).map_err(usage_error)?;
-    let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario).collect();
+    let args = e03_io::scenario_files::resolve_with(scenario, &specs).map_err(usage_error)?;
+    let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario.clone()).collect();
     let scenario_args: Vec<String> = args
         .iter()
         .map(|a| match &a.file {
@@ -371,7 +376,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     let raw = raw_params(sub);
     let params = scenarios
         .iter()
-        .map(|s| params_for_scenario(sub, *s))
+        .map(|s| params_for_scenario(sub, s))
         .collect::<Result<Vec<Params>, ParamError>>()
         .map_err(usage_error)?;
     let out = PathBuf::from(sub.get_one::<String>("out").expect("has default"));

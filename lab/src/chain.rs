@@ -28,7 +28,7 @@ use nix::unistd::Pid;
 use crate::outdir;
 
 /// Whether `scenario` is a chain scenario.
-pub fn is_chain(scenario: Scenario) -> bool {
+pub fn is_chain(scenario: &Scenario) -> bool {
     scenario.def().chain.is_some()
 }
 
@@ -102,7 +102,7 @@ fn run_inner(
                 simulated_variant(&vdir, chain, v)?;
             }
         }
-        passed &= report_dir(&dir, *scenario, live)?;
+        passed &= report_dir(&dir, scenario.clone(), live)?;
         crate::live::index_beside(&run.dir);
     }
     Ok(Some(passed))
@@ -384,7 +384,7 @@ pub fn swarm(args: &[OsString]) -> i32 {
 /// Every scenario is a chain scenario, and every variant has a hop service for each of its
 /// layers.
 fn checked_hops(a: &client_swarm::ChainArgs) -> Result<(), String> {
-    if let Some(other) = a.scenarios.iter().find(|s| !is_chain(s.scenario)) {
+    if let Some(other) = a.scenarios.iter().find(|s| !is_chain(&s.scenario)) {
         return Err(format!(
             "invalid --scenarios (E03_SCENARIOS): {} is not a chain scenario; chain scenarios \
              (amplification, deadline, files with [chain]) run on their own: name them without \

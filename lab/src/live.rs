@@ -173,22 +173,22 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
     let mut code = 0;
     for scenario in scenarios {
         let dir = out.join(scenario.name());
-        if crate::chain::is_chain(*scenario) {
+        if crate::chain::is_chain(scenario) {
             // A chain scenario's logs (docs/chains.md): its own table and checks.
-            if !crate::chain::report_dir(&dir, *scenario, true)? && code == 0 {
+            if !crate::chain::report_dir(&dir, scenario.clone(), true)? && code == 0 {
                 code = CHECK_FAILED;
             }
             index_beside(out);
             continue;
         }
-        let summary = analyzer::analyze_dir(&dir, *scenario)
+        let summary = analyzer::analyze_dir(&dir, scenario.clone())
             .with_context(|| format!("analysing {}", dir.display()))?;
         analyzer::print_tables(&mut std::io::stdout().lock(), &summary)?;
         print_machine_beside(&summary);
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
         if summary.params.is_steps() && summary.complete {
-            step_check(&dir, *scenario, &summary)?;
+            step_check(&dir, scenario.clone(), &summary)?;
         }
         println!("results: {}", outdir::shown(&dir));
         index_beside(out);
@@ -432,7 +432,7 @@ fn run_group(
         .scenario_args
         .iter()
         .filter_map(|arg| plan.scenario_args.iter().position(|a| a == arg))
-        .any(|i| !plan.params[i].timeline(plan.scenarios[i]).wire.is_empty());
+        .any(|i| !plan.params[i].timeline(&plan.scenarios[i]).wire.is_empty());
     let serve_plan = loopback_serve_plan(out, answer_spin, wire_front);
     let serve_file = out.join(format!("plan-lane{n}-serve.json"));
     write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
@@ -733,7 +733,7 @@ mod tests {
             definitions: scenarios.iter().map(|s| s.name().to_string()).collect(),
             params: scenarios
                 .iter()
-                .map(|s| e03_core::Params::for_scenario(*s, &raw).unwrap())
+                .map(|s| e03_core::Params::for_scenario(s, &raw).unwrap())
                 .collect(),
             scenarios,
             progress: None,

@@ -91,7 +91,7 @@ fn main() {
 /// Whether every scenario of a run is a chain scenario (they run on their own path); a run
 /// that mixes them with others is refused (exit 2).
 fn chains_only(scenarios: &[e03_core::Scenario]) -> Result<bool, i32> {
-    let chains = scenarios.iter().filter(|s| chain::is_chain(**s)).count();
+    let chains = scenarios.iter().filter(|s| chain::is_chain(s)).count();
     match chains {
         0 => Ok(false),
         n if n == scenarios.len() => Ok(true),
@@ -233,7 +233,7 @@ fn swarm(args: &[OsString]) -> i32 {
     // that mixes them with others is refused there, after which the services are still shut
     // down (so that compose's `up` returns).
     if let Some((_, scenarios)) = client_swarm::out_and_scenarios(&child) {
-        if scenarios.iter().any(|s| chain::is_chain(*s)) {
+        if scenarios.iter().any(chain::is_chain) {
             return chain::swarm(&child);
         }
     }

@@ -173,7 +173,7 @@ pub fn main(args: &[OsString]) -> i32 {
         raw.insert("E03_SEEDS".into(), "1-3".into());
     }
     let spec = simulator::MapSpec {
-        scenario: found.scenario,
+        scenario: found.scenario.clone(),
         raw,
         loads,
         triggers_s: triggers,
@@ -193,7 +193,7 @@ pub fn main(args: &[OsString]) -> i32 {
         ));
     }
     // Every cell's parameters are checked before anything runs.
-    if let Err(e) = e03_core::cli::params_for_scenario(&m, spec.scenario) {
+    if let Err(e) = e03_core::cli::params_for_scenario(&m, &spec.scenario) {
         return usage(e);
     }
     for &l in &spec.loads {
@@ -306,7 +306,7 @@ fn verify_cells(
             params.swarm().duration_s
         );
         let plan = RunPlan {
-            scenarios: vec![spec.scenario],
+            scenarios: vec![spec.scenario.clone()],
             scenario_args: vec![scenario_arg.to_string()],
             // The definition's text, kept beside the cell's logs (as `lab run` keeps it).
             definitions: e03_io::scenario_files::resolve(scenario_arg)
@@ -329,7 +329,7 @@ fn verify_cells(
         };
         let code = crate::live::run(&plan);
         let scen_dir = dir.join(&name).join(spec.scenario.name());
-        let summary = analyzer::analyze_dir(&scen_dir, spec.scenario)
+        let summary = analyzer::analyze_dir(&scen_dir, spec.scenario.clone())
             .with_context(|| format!("analysing {}", scen_dir.display()))?;
         let live = summary
             .runs
@@ -337,7 +337,7 @@ fn verify_cells(
             .and_then(|r| r.open_loop.clone())
             .context("the live run has no open-loop figures")?;
         let sim = simulator::simulate_run(
-            spec.scenario,
+            spec.scenario.clone(),
             &params,
             params
                 .strategy(&cell.strategy)

@@ -38,7 +38,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
         }
         if plan.sweeps.is_empty() {
             let summary = crate::progress::watch(progress, scenario.name(), || {
-                simulator::simulate(*scenario, params)
+                simulator::simulate(scenario.clone(), params)
             });
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
@@ -52,7 +52,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
         } else {
             let label = format!("{} sweep", scenario.name());
             let result = crate::progress::watch(progress, &label, || {
-                simulator::sweep(*scenario, &plan.raw, &plan.sweeps)
+                simulator::sweep(scenario.clone(), &plan.raw, &plan.sweeps)
             })?;
             simulator::print_sweep(&mut out, &result)?;
             analyzer::outputs::write_csv_rows(
@@ -107,14 +107,14 @@ pub fn compare(plan: &SimPlan) -> i32 {
     let run = claim.run;
     let mut out = std::io::stdout().lock();
     for (i, scenario) in plan.scenarios.iter().enumerate() {
-        let live = match analyzer::analyze_dir(&run.dir.join(scenario.name()), *scenario) {
+        let live = match analyzer::analyze_dir(&run.dir.join(scenario.name()), scenario.clone()) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("lab: {e}");
                 return 1;
             }
         };
-        let sim = simulator::simulate(*scenario, &plan.params[i]);
+        let sim = simulator::simulate(scenario.clone(), &plan.params[i]);
         if let Err(e) = simulator::print_comparison(&mut out, &live, &sim) {
             eprintln!("lab: {e}");
             return 1;

@@ -200,7 +200,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    let scenario = Scenario::E03A;
+    let scenario = Scenario::e03a();
     eprintln!(
         "lab soak: {:.1} min of {} traffic, strategy {STRATEGY}, into {}",
         total_s / 60.0,
@@ -214,7 +214,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     let mut raw = BTreeMap::new();
     raw.insert("E03_STRATEGIES".to_string(), STRATEGY.to_string());
     raw.insert("E03_DURATION_S".to_string(), format!("{total_s}"));
-    let params = e03_core::Params::for_scenario(scenario, &raw)
+    let params = e03_core::Params::for_scenario(&scenario, &raw)
         .map_err(|e| anyhow::anyhow!("the soak's parameters: {e}"))?;
     let serve_plan = loopback_serve_plan(dir, Duration::ZERO, false);
     let serve_file = dir.join("plan-soak-serve.json");

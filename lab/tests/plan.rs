@@ -110,7 +110,7 @@ fn children_run_their_plan_not_the_environment() {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let params = Params::for_scenario(Scenario::E03B, &raw).unwrap();
+    let params = Params::for_scenario(&Scenario::e03b(), &raw).unwrap();
     let swarm_plan = client_swarm::SwarmRunPlan {
         targets: vec![client_swarm::Target {
             strategy: "B".into(),
@@ -118,7 +118,7 @@ fn children_run_their_plan_not_the_environment() {
             control_url: format!("http://{control}"),
         }],
         scenarios: vec![client_swarm::PlannedScenario {
-            definition: Scenario::E03B.def().clone(),
+            definition: Scenario::e03b().def().clone(),
             text: "# e03b, kept by the plan test\n".into(),
             params,
         }],
@@ -210,10 +210,10 @@ fn a_plan_file_is_the_whole_setting_and_is_checked() {
             control_url: "http://127.0.0.1:9".into(),
         }],
         scenarios: vec![client_swarm::PlannedScenario {
-            definition: Scenario::E03B.def().clone(),
+            definition: Scenario::e03b().def().clone(),
             text: String::new(),
             params: Params::for_scenario(
-                Scenario::E03B,
+                &Scenario::e03b(),
                 &[("E03_STRATEGIES".to_string(), "A".to_string())].into(),
             )
             .unwrap(),

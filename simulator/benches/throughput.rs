@@ -21,7 +21,7 @@ fn hundred_seeds() -> Params {
 
 fn e03b_four_strategies_hundred_seeds(c: &mut Criterion) {
     let params = hundred_seeds();
-    let requests: u64 = simulator::run::simulate_all(Scenario::E03B, &params)
+    let requests: u64 = simulator::run::simulate_all(Scenario::e03b(), &params)
         .iter()
         .map(|m| m.total_requests)
         .sum();
@@ -30,17 +30,17 @@ fn e03b_four_strategies_hundred_seeds(c: &mut Criterion) {
     group.measurement_time(std::time::Duration::from_secs(10));
     group.throughput(Throughput::Elements(requests));
     group.bench_function("4 strategies x 100 seeds", |b| {
-        b.iter(|| simulator::run::simulate_all(Scenario::E03B, black_box(&params)))
+        b.iter(|| simulator::run::simulate_all(Scenario::e03b(), black_box(&params)))
     });
     group.finish();
 
     let p = Params::default();
     let strategy = p.strategy("C").expect("C is a default strategy").clone();
-    let one = simulator::simulate_run(Scenario::E03B, &p, &strategy, 42).total_requests;
+    let one = simulator::simulate_run(Scenario::e03b(), &p, &strategy, 42).total_requests;
     let mut group = c.benchmark_group("e03b one run");
     group.throughput(Throughput::Elements(one));
     group.bench_function("strategy C, seed 42", |b| {
-        b.iter(|| simulator::simulate_run(Scenario::E03B, black_box(&p), &strategy, 42))
+        b.iter(|| simulator::simulate_run(Scenario::e03b(), black_box(&p), &strategy, 42))
     });
     group.finish();
 }

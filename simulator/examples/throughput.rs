@@ -14,7 +14,7 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| "1-100".to_string());
     let params = Params::default();
     for s in params.strategies() {
-        let m = simulator::simulate_run(Scenario::E03B, &params, s, 42);
+        let m = simulator::simulate_run(Scenario::e03b(), &params, s, 42);
         println!(
             "{}: success {:.1}% total {} retries {} denied {} peak_1s {} peak_100ms {} p95 {} ms p99 {} ms recovery {:?} s",
             m.strategy,
@@ -32,7 +32,7 @@ fn main() -> anyhow::Result<()> {
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), seeds)].into();
     let many = Params::from_raw(&raw)?;
     let started = Instant::now();
-    let runs = simulator::run::simulate_all(Scenario::E03B, &many);
+    let runs = simulator::run::simulate_all(Scenario::e03b(), &many);
     let took = started.elapsed();
     let requests: u64 = runs.iter().map(|m| m.total_requests).sum();
     let operations: u64 = runs.iter().map(|m| m.operations).sum();

@@ -228,7 +228,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     ) -> Self {
         let n = params.swarm().clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
-        let service = DependencyNode::new(params.service_config(scenario, seed));
+        let service = DependencyNode::new(params.service_config(&scenario, seed));
         let config = SessionConfig::from_params(params);
         let open = params.is_open_loop().then(|| params.open_loop(seed));
         let n = if open.is_some() { 0 } else { n };
@@ -253,7 +253,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             / params.swarm().think_min_ms.max(1.0))
         .min(1e6) as usize
             + 1;
-        let timeline = params.timeline(scenario);
+        let timeline = params.timeline(&scenario);
         for (i, w) in timeline.wire.iter().enumerate() {
             if reset_toxicity(&w.fault).is_some() {
                 queue.push(nanos(w.start), Event::WireStart(i));

@@ -31,7 +31,7 @@ pub struct MapSpec {
 impl MapSpec {
     /// The parameters of the cell at `load` and `trigger_s`.
     pub fn cell_params(&self, load: f64, trigger_s: f64) -> Result<Params, ParamError> {
-        let base = Params::for_scenario(self.scenario, &self.raw)?;
+        let base = Params::for_scenario(&self.scenario, &self.raw)?;
         let start = base.service().freeze_start_s;
         let capacity = base.service().workers as f64 / (base.service().service_ms / 1000.0);
         let end = start + trigger_s;
@@ -48,7 +48,7 @@ impl MapSpec {
 
 /// Computes the map: every strategy x load x trigger x seed, in parallel.
 pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, String> {
-    let base = Params::for_scenario(spec.scenario, &spec.raw).map_err(|e| e.to_string())?;
+    let base = Params::for_scenario(&spec.scenario, &spec.raw).map_err(|e| e.to_string())?;
     if spec
         .scenario
         .def()
@@ -82,7 +82,7 @@ pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, String> {
     let results = par_map(&jobs, |(_, id, c, seed)| {
         let (_, _, p) = &cells_params[*c];
         let strategy = p.strategy(id).expect("the cell runs the map's strategies");
-        simulate_run(spec.scenario, p, strategy, *seed)
+        simulate_run(spec.scenario.clone(), p, strategy, *seed)
             .open_loop
             .and_then(|o| o.recovery_s)
     });
@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_small_map_finds_both_sides_and_budgets_move_the_boundary() {
-        let scenario = Scenario::parse_list("metastable").unwrap()[0];
+        let scenario = Scenario::parse_list("metastable").unwrap()[0].clone();
         let raw = [("E03_STRATEGIES", "A,D"), ("E03_SEEDS", "1")]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -160,7 +160,7 @@ pub fn simulate_run(
     strategy: &Strategy,
     seed: u64,
 ) -> RunMetrics {
-    let acc = RunAccumulator::new(scenario, params, &strategy.id, seed);
+    let acc = RunAccumulator::new(scenario.clone(), params, &strategy.id, seed);
     if params.is_steps() {
         return crate::steps::run_steps(scenario, params, strategy, seed, acc).finish();
     }
@@ -220,7 +220,7 @@ pub fn simulate_all(scenario: Scenario, params: &Params) -> Vec<RunMetrics> {
         .flat_map(|seed| params.strategies().iter().map(move |s| (*seed, s)))
         .collect();
     par_map(&jobs, |(seed, strategy)| {
-        simulate_run(scenario, params, strategy, *seed)
+        simulate_run(scenario.clone(), params, strategy, *seed)
     })
 }
 
@@ -228,7 +228,7 @@ pub fn simulate_all(scenario: Scenario, params: &Params) -> Vec<RunMetrics> {
 /// strategy) order, as the summary a live run of the same parameters would give.
 pub fn simulate(scenario: Scenario, params: &Params) -> ScenarioSummary {
     ScenarioSummary {
-        scenario,
+        scenario: scenario.clone(),
         model: None,
         machine: None,
         params: params.clone(),
@@ -245,7 +245,10 @@ mod tests {
     fn simulated(name: &str, seeds: &str) -> ScenarioSummary {
         let scenario = Scenario::named(name).unwrap();
         let raw = [("E03_SEEDS".to_string(), seeds.to_string())].into();
-        simulate(scenario, &Params::for_scenario(scenario, &raw).unwrap())
+        simulate(
+            scenario.clone(),
+            &Params::for_scenario(&scenario, &raw).unwrap(),
+        )
     }
 
     #[test]

@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn outage_decisions_equal_the_model_driven_by_hand() {
         let params = Params::default();
-        let cfg = params.service_config(Scenario::E03B, 42);
+        let cfg = params.service_config(&Scenario::e03b(), 42);
         let list = arrivals(1, 3000, 20_000_000);
         let sim = replay(cfg.clone(), &list);
         let hand = by_hand(cfg, &list);
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn transient_fault_decisions_equal_the_model_driven_by_hand() {
         let params = Params::default();
-        let cfg = params.service_config(Scenario::E03A, 7);
+        let cfg = params.service_config(&Scenario::e03a(), 7);
         let list = arrivals(2, 3000, 20_000_000);
         let sim = replay(cfg.clone(), &list);
         assert_eq!(sim, by_hand(cfg, &list));
@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn work_ending_at_an_arrivals_instant_frees_its_worker_first() {
-        let mut cfg = Params::default().service_config(Scenario::E03A, 1);
+        let mut cfg = Params::default().service_config(&Scenario::e03a(), 1);
         cfg.faults = Default::default();
         (cfg.workers, cfg.queue) = (1, 0);
         let ms = Duration::from_millis;
@@ -308,7 +308,7 @@ mod tests {
     fn every_request_is_answered_exactly_once() {
         let params = Params::default();
         let list = arrivals(3, 2000, 20_000_000);
-        let sim = replay(params.service_config(Scenario::E03B, 1), &list);
+        let sim = replay(params.service_config(&Scenario::e03b(), 1), &list);
         let mut answered = vec![0u32; list.len()];
         for d in &sim {
             if let Decision::Answered { req, .. } = d {

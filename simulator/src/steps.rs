@@ -24,7 +24,7 @@ pub fn run_steps(
     let load = strategy.load.unwrap_or(params.steps().loads[0]);
     let cfg = params.step_config(load);
     let timeout = params.limits().attempt_timeout;
-    let mut service = DependencyNode::new(params.service_config(scenario, seed));
+    let mut service = DependencyNode::new(params.service_config(&scenario, seed));
     let mut workload = StepWorkload::new(cfg, strategy, seed);
     let mut policy = ClientPolicy::new(strategy, seed);
     let mut out: Vec<Step> = Vec::new();
@@ -138,7 +138,10 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        crate::simulate(scenario, &Params::for_scenario(scenario, &raw).unwrap())
+        crate::simulate(
+            scenario.clone(),
+            &Params::for_scenario(&scenario, &raw).unwrap(),
+        )
     }
 
     #[test]

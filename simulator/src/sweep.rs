@@ -140,7 +140,7 @@ pub fn sweep(
             let env = spec(name).map_or(name.as_str(), |s| s.env);
             raw.insert(env.to_string(), value.clone());
         }
-        let params = Params::for_scenario(scenario, &raw)?;
+        let params = Params::for_scenario(&scenario, &raw)?;
         points.push(SweepPoint {
             values,
             params,
@@ -158,7 +158,7 @@ pub fn sweep(
         })
         .collect();
     let runs = par_map(&jobs, |(i, seed, strategy)| {
-        simulate_run(scenario, &points[*i].params, strategy, *seed)
+        simulate_run(scenario.clone(), &points[*i].params, strategy, *seed)
     });
     let owners: Vec<usize> = jobs.iter().map(|(i, _, _)| *i).collect();
     for (i, run) in owners.into_iter().zip(runs) {
@@ -416,17 +416,17 @@ mod tests {
     #[test]
     fn sweep_validates_every_point_naming_the_parameter() {
         let axes = [parse_sweep("think-min-ms=1000,3000").unwrap()];
-        let e = sweep(Scenario::E03B, &small_base(), &axes).unwrap_err();
+        let e = sweep(Scenario::e03b(), &small_base(), &axes).unwrap_err();
         // 3000 ms is above the default think max: the later parameter of the pair is named.
         assert!(e.to_string().starts_with("invalid E03_THINK_MAX_MS"), "{e}");
         let axes = [parse_sweep("queue=10,-1").unwrap()];
-        let e = sweep(Scenario::E03B, &small_base(), &axes).unwrap_err();
+        let e = sweep(Scenario::e03b(), &small_base(), &axes).unwrap_err();
         assert!(e.to_string().starts_with("invalid E03_QUEUE=\"-1\""), "{e}");
         let twice = [
             parse_sweep("queue=1").unwrap(),
             parse_sweep("E03_QUEUE=2").unwrap(),
         ];
-        let e = sweep(Scenario::E03B, &small_base(), &twice).unwrap_err();
+        let e = sweep(Scenario::e03b(), &small_base(), &twice).unwrap_err();
         assert!(e.to_string().starts_with("invalid E03_QUEUE"), "{e}");
     }
 
@@ -436,7 +436,7 @@ mod tests {
             parse_sweep("queue=0,100").unwrap(),
             parse_sweep("workers=2,5,10").unwrap(),
         ];
-        let r = sweep(Scenario::E03B, &small_base(), &axes).unwrap();
+        let r = sweep(Scenario::e03b(), &small_base(), &axes).unwrap();
         assert_eq!(r.points.len(), 2 * 3);
         for p in &r.points {
             assert_eq!(p.runs.len(), 2 * 2);
@@ -451,7 +451,7 @@ mod tests {
         assert_eq!(r.points[5].params.service().queue, 100);
         // Each point really ran with its own parameters: the same point alone gives the same runs.
         let alone = simulate_run(
-            Scenario::E03B,
+            Scenario::e03b(),
             &r.points[1].params,
             &r.points[1].params.strategies()[1],
             2,

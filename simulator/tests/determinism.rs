@@ -17,10 +17,10 @@ fn params(pairs: &[(&str, &str)]) -> Params {
 #[test]
 fn same_seed_gives_identical_metrics_and_series() {
     let p = Params::default();
-    for scenario in [Scenario::E03A, Scenario::E03B] {
+    for scenario in [Scenario::e03a(), Scenario::e03b()] {
         for s in p.strategies() {
-            let a = simulate_run(scenario, &p, s, 42);
-            let b = simulate_run(scenario, &p, s, 42);
+            let a = simulate_run(scenario.clone(), &p, s, 42);
+            let b = simulate_run(scenario.clone(), &p, s, 42);
             // RunMetrics' equality covers the window series too (they are not in its JSON).
             assert_eq!(a, b, "{scenario:?} {}", s.id);
             assert!(a.total_requests > 2000, "a real run: {}", a.total_requests);
@@ -31,8 +31,8 @@ fn same_seed_gives_identical_metrics_and_series() {
 #[test]
 fn same_seeds_give_the_same_summary_json_byte_for_byte() {
     let p = params(&[("E03_SEEDS", "1-3")]);
-    let a = simulate(Scenario::E03B, &p);
-    let b = simulate(Scenario::E03B, &p);
+    let a = simulate(Scenario::e03b(), &p);
+    let b = simulate(Scenario::e03b(), &p);
     assert_eq!(a, b);
     let (ja, jb) = (e03_metrics::summary_json(&a), e03_metrics::summary_json(&b));
     assert_eq!(ja, jb);
@@ -43,8 +43,8 @@ fn same_seeds_give_the_same_summary_json_byte_for_byte() {
 fn different_seeds_give_different_series() {
     let p = Params::default();
     let c = p.strategy("C").unwrap();
-    let a = simulate_run(Scenario::E03B, &p, c, 1);
-    let b = simulate_run(Scenario::E03B, &p, c, 2);
+    let a = simulate_run(Scenario::e03b(), &p, c, 1);
+    let b = simulate_run(Scenario::e03b(), &p, c, 2);
     assert_ne!(a.arrivals_100ms, b.arrivals_100ms);
     assert_eq!((a.seed, b.seed), (1, 2));
 }
@@ -52,7 +52,7 @@ fn different_seeds_give_different_series() {
 #[test]
 fn simulate_orders_runs_seed_major_then_strategy() {
     let p = params(&[("E03_SEEDS", "7,3"), ("E03_STRATEGIES", "D,A")]);
-    let s = simulate(Scenario::E03A, &p);
+    let s = simulate(Scenario::e03a(), &p);
     assert!(s.simulated && s.complete);
     let order: Vec<(u64, &str)> = s
         .runs
@@ -63,6 +63,6 @@ fn simulate_orders_runs_seed_major_then_strategy() {
     // Parallel runs equal the same runs done one by one.
     assert_eq!(
         s.runs[3],
-        simulate_run(Scenario::E03A, &p, &p.strategies()[1], 3)
+        simulate_run(Scenario::e03a(), &p, &p.strategies()[1], 3)
     );
 }

@@ -54,7 +54,7 @@ fn params(pairs: &[(&str, &str)]) -> Params {
 
 fn run(p: &Params, strategy: &str) -> Trace {
     let s = p.strategy(strategy).unwrap().clone();
-    Engine::new(Scenario::E03B, p, &s, SEED, Trace::default()).run()
+    Engine::new(Scenario::e03b(), p, &s, SEED, Trace::default()).run()
 }
 
 /// The client's first start, drawn as the swarm draws it.

@@ -7,12 +7,13 @@ use e03_core::{Params, Scenario};
 use simulator::simulate_run;
 
 fn params(pairs: &[(&str, &str)]) -> (Scenario, Params) {
-    let scenario = Scenario::parse_list("metastable").unwrap()[0];
+    let scenario = Scenario::named("metastable").unwrap();
     let raw: BTreeMap<String, String> = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    (scenario, Params::for_scenario(scenario, &raw).unwrap())
+    let params = Params::for_scenario(&scenario, &raw).unwrap();
+    (scenario, params)
 }
 
 #[test]
@@ -44,7 +45,7 @@ fn a_light_load_recovers_and_an_unbudgeted_retry_storm_stays_down() {
 #[test]
 fn every_strategy_sees_the_same_arrivals_and_the_cap_drops_what_it_must() {
     let (s, p) = params(&[("E03_RATE", "200"), ("E03_DURATION_S", "20")]);
-    let a = simulate_run(s, &p, p.strategy("A").unwrap(), 3)
+    let a = simulate_run(s.clone(), &p, p.strategy("A").unwrap(), 3)
         .open_loop
         .unwrap();
     let c = simulate_run(s, &p, p.strategy("C").unwrap(), 3)

@@ -37,7 +37,7 @@ fn e03b_run_admissions_equal_a_replay_of_its_arrivals() {
     let p = Params::default();
     for id in ["A", "B", "C", "D"] {
         let s = p.strategy(id).unwrap();
-        let rec = Engine::new(Scenario::E03B, &p, s, 42, Admissions::default()).run();
+        let rec = Engine::new(Scenario::e03b(), &p, s, 42, Admissions::default()).run();
         assert!(rec.operations > 1000);
         let list: Vec<Duration> = rec
             .arrivals
@@ -45,7 +45,7 @@ fn e03b_run_admissions_equal_a_replay_of_its_arrivals() {
             .map(|t| Duration::from_nanos(*t))
             .collect();
         let replayed: Vec<(Nanos, ReqId, Admission)> =
-            replay(p.service_config(Scenario::E03B, 42), &list)
+            replay(p.service_config(&Scenario::e03b(), 42), &list)
                 .into_iter()
                 .filter_map(|d| match d {
                     Decision::Admitted { t, req, admission } => Some((t, req, admission)),
@@ -63,7 +63,7 @@ fn e03b_run_admissions_equal_a_replay_of_its_arrivals() {
     }
     // Immediate retries overflow the queue at the freeze's end.
     let a = Engine::new(
-        Scenario::E03B,
+        Scenario::e03b(),
         &p,
         p.strategy("A").unwrap(),
         42,

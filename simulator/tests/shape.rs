@@ -16,7 +16,7 @@ fn mean(runs: &[&RunMetrics], f: impl Fn(&RunMetrics) -> f64) -> f64 {
 #[test]
 fn e03b_ordering_of_the_strategies() {
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1-5".to_string())].into();
-    let s = simulate(Scenario::E03B, &Params::from_raw(&raw).unwrap());
+    let s = simulate(Scenario::e03b(), &Params::from_raw(&raw).unwrap());
     let of = |id: &str| s.runs_of(id).collect::<Vec<_>>();
     let (a, b, c, d) = (of("A"), of("B"), of("C"), of("D"));
     let peak = |r: &[&RunMetrics]| mean(r, |m| m.peak_100ms as f64);

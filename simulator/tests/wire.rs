@@ -19,9 +19,9 @@ fn run(stream: &str) -> RunMetrics {
          [workload]\nclients = 5\nduration_s = 4\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"A\"]\nattempt_timeout_ms = 300\ndeadline_ms = 1000\n"
     );
-    let scenario = Scenario::register(parse(&text, "x.toml").unwrap()).unwrap();
+    let scenario = Scenario::from_def(parse(&text, "x.toml").unwrap()).unwrap();
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
-    let params = Params::for_scenario(scenario, &raw).unwrap();
+    let params = Params::for_scenario(&scenario, &raw).unwrap();
     simulator::run::simulate_all(scenario, &params).remove(0)
 }
 
@@ -58,9 +58,9 @@ fn toxic_run(name: &str, clients: u32, toxic: &str, attributes: &str, toxicity: 
          [workload]\nclients = {clients}\nduration_s = 3\nthink_min_ms = 50\nthink_max_ms = 100\n\
          [policy]\nstrategies = [\"A\"]\nattempt_timeout_ms = 250\ndeadline_ms = 2000\n"
     );
-    let scenario = Scenario::register(parse(&text, "x.toml").unwrap()).unwrap();
+    let scenario = Scenario::from_def(parse(&text, "x.toml").unwrap()).unwrap();
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
-    let params = Params::for_scenario(scenario, &raw).unwrap();
+    let params = Params::for_scenario(&scenario, &raw).unwrap();
     simulator::run::simulate_all(scenario, &params).remove(0)
 }
 
@@ -245,9 +245,9 @@ fn toxic_conn_run_on(
          [[strategy]]\nid = \"s\"\nbackoff = \"constant\"\nwait_ms = 100\n\
          connections = \"{connections}\"\n"
     );
-    let scenario = Scenario::register(parse(&text, "x.toml").unwrap()).unwrap();
+    let scenario = Scenario::from_def(parse(&text, "x.toml").unwrap()).unwrap();
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
-    let params = Params::for_scenario(scenario, &raw).unwrap();
+    let params = Params::for_scenario(&scenario, &raw).unwrap();
     simulator::run::simulate_all(scenario, &params).remove(0)
 }
 
@@ -523,9 +523,9 @@ fn a_blackhole_on_some_connections_times_out_the_attempts_on_them_only() {
          deadline_ms = 2000\n\
          [[strategy]]\nid = \"s\"\nbackoff = \"constant\"\nwait_ms = 10\n\
          connections = \"reuse\"\n";
-    let scenario = Scenario::register(parse(text, "x.toml").unwrap()).unwrap();
+    let scenario = Scenario::from_def(parse(text, "x.toml").unwrap()).unwrap();
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1".to_string())].into();
-    let params = Params::for_scenario(scenario, &raw).unwrap();
+    let params = Params::for_scenario(&scenario, &raw).unwrap();
     let m = simulator::run::simulate_all(scenario, &params).remove(0);
     let (mut dropped, mut answered) = (0, 0);
     for l in &m.attempt_log {
