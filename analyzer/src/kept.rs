@@ -33,8 +33,8 @@ pub fn kept_scenario(dir: &Path) -> Result<Option<Scenario>, String> {
     Scenario::from_def(def).map(Some).map_err(|e| e.to_string())
 }
 
-/// The scenario `value` names for the folder `dir`: the one `dir` keeps when the names agree,
-/// else a built-in one (`Err`: the accepted names).
+/// The scenario `value` names: `kept` (a folder's own, from [`kept_scenario`]) when the names
+/// agree, else a built-in one (`Err`: the accepted names).
 pub fn scenario_named(value: &str, kept: Option<&Scenario>) -> Result<Scenario, String> {
     if let Some(k) = kept.filter(|k| k.name() == value.trim()) {
         return Ok(k.clone());

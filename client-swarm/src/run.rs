@@ -99,7 +99,6 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             seed: plan.seed,
             params: plan.params.clone(),
             start_unix_ms,
-            definition: Some(plan.scenario.def().clone()),
             run_dir: plan.run_dir.clone(),
         };
         // A fault proxy of its own in front of the dependency may carry this run.

@@ -20,6 +20,7 @@ use std::time::Duration;
 use clap::{Arg, ArgMatches, Command};
 use e03_core::strategy_table::StrategySpec;
 use e03_core::{ParamError, Params, Scenario};
+use e03_io::scenario_files::Policies;
 
 use crate::server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
 
@@ -57,6 +58,10 @@ pub struct Plan {
     /// `scenario.toml` so `lab analyze` knows the scenario; `None` for a built-in one.
     #[serde(default)]
     pub scenario_text: Option<String>,
+    /// The user's policy file's text (`E03_POLICIES`) that a scenario file was read with, kept
+    /// beside it as `policies.toml` (the file may name its strategies).
+    #[serde(default)]
+    pub policies_text: Option<String>,
     /// When the standalone run's timeline starts (`--timeline-start`).
     #[serde(default)]
     pub timeline_start: TimelineStart,
@@ -362,12 +367,12 @@ fn plan_file(args: &[OsString]) -> Option<Result<Plan, String>> {
 
 impl Plan {
     /// Validates the matches and the names of the process's env vars.
-    /// The plan of the flags and env vars in `m`; `policies`: the strategies of the user's
-    /// policy file (`E03_POLICIES`), read by the caller.
+    /// The plan of the flags and env vars in `m`; `policies`: the user's policy file
+    /// (`E03_POLICIES`), read by the caller.
     pub fn from_matches<I: IntoIterator<Item = String>>(
         m: &ArgMatches,
         env_names: I,
-        policies: &[StrategySpec],
+        policies: Option<&Policies>,
     ) -> Result<Plan, ConfigError> {
         if let Some(name) = e03_core::cli::unknown_env(env_names).into_iter().next() {
             return Err(ConfigError::UnknownEnv(name));
@@ -383,7 +388,12 @@ impl Plan {
                 accepts: "a directory path",
             });
         }
-        let (scenario, scenario_text) = standalone_scenario(&setting(m, "scenario"), policies)?;
+        let specs = policies.map(|p| p.specs.as_slice()).unwrap_or_default();
+        let (scenario, scenario_text) = standalone_scenario(&setting(m, "scenario"), specs)?;
+        // Kept with a scenario file, whose strategies may name the policy file's.
+        let policies_text = policies
+            .filter(|_| scenario_text.is_some())
+            .map(|p| p.text.clone());
         let timeline_start = TimelineStart::parse(&setting(m, "timeline-start"))?;
         let answer_spin = answer_spin_us(&setting(m, "answer-spin-us"))?;
         let params = match &scenario {
@@ -417,6 +427,7 @@ impl Plan {
             log_dir: PathBuf::from(log_dir),
             scenario,
             scenario_text,
+            policies_text,
             timeline_start,
             params,
             answer_spin,
@@ -499,14 +510,14 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     // A user's policy file (E03_POLICIES): the standalone scenario may name its strategies (a
     // control call carries its strategies by value).
     let policies = match e03_io::scenario_files::load_policies_from_env() {
-        Ok(p) => p.map(|p| p.specs).unwrap_or_default(),
+        Ok(p) => p,
         Err(e) => {
             eprintln!("dependency-service: {e}");
             return e03_io::exit::USAGE;
         }
     };
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-    let plan = match Plan::from_matches(&m, env_names, &policies) {
+    let plan = match Plan::from_matches(&m, env_names, policies.as_ref()) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("dependency-service: {e}");
@@ -632,6 +643,7 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
             scenario,
             params: plan.params,
             text: plan.scenario_text,
+            policies_text: plan.policies_text,
             at_first_request: plan.timeline_start == TimelineStart::FirstRequest,
         }),
     };
@@ -698,7 +710,7 @@ mod tests {
         let m = command()
             .try_get_matches_from(std::iter::once("dependency-service").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
-        Plan::from_matches(&m, env.iter().map(|s| s.to_string()), &[]).map_err(|e| e.to_string())
+        Plan::from_matches(&m, env.iter().map(|s| s.to_string()), None).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub struct StandaloneRun {
     pub params: e03_core::Params,
     /// A scenario file's text, kept as `<log_dir>/standalone/scenario.toml` beside the log.
     pub text: Option<String>,
+    /// The user's policy file it was read with, kept as `policies.toml` beside it.
+    pub policies_text: Option<String>,
     /// Its timeline starts at the first request, not at the process's start.
     pub at_first_request: bool,
 }
@@ -87,6 +89,10 @@ pub async fn serve(
             let dir = svc.log_dir().join(crate::service::STANDALONE);
             std::fs::create_dir_all(&dir)?;
             e03_io::scenario_files::keep(&dir, text).map_err(anyhow::Error::msg)?;
+            if let Some(policies) = &s.policies_text {
+                e03_io::scenario_files::keep_policies(&dir, policies)
+                    .map_err(anyhow::Error::msg)?;
+            }
         }
         if s.at_first_request {
             svc.start_at_first_request(s);

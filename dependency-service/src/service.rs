@@ -334,6 +334,7 @@ mod tests {
             scenario: Scenario::e03a(),
             params: Params::default(),
             text: None,
+            policies_text: None,
             at_first_request: true,
         };
         let (log, _writer) = crate::log_sink::start().unwrap();

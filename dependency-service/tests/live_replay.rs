@@ -106,6 +106,7 @@ async fn run_live(params: Params) -> (Vec<Event>, Vec<u16>) {
             scenario: Scenario::e03b(),
             params,
             text: None,
+            policies_text: None,
             at_first_request: false,
         }),
     };

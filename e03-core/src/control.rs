@@ -17,8 +17,10 @@ pub const HEALTH_PATH: &str = "/health";
 /// run ends when its swarm is done.
 pub const SHUTDOWN_PATH: &str = "/control/shutdown";
 
+/// On the wire the scenario is its name plus its definition (`definition`), so that a
+/// dependency that does not know a user's file can run it; see [`StartRunFields`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StartRunFields")]
+#[serde(try_from = "StartRunFields", into = "StartRunFields")]
 pub struct StartRun {
     pub run: String,
     pub scenario: Scenario,
@@ -32,11 +34,6 @@ pub struct StartRun {
     /// Time zero of the run, wall clock, ms since the Unix epoch. Usually a little in the
     /// future so that both sides are ready when it comes.
     pub start_unix_ms: u64,
-    /// The scenario's data, for a dependency that does not know the scenario (a user's file):
-    /// when it is given, `scenario` is read from it (and must be its name); without it, only a
-    /// built-in name is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub definition: Option<crate::scenario::ScenarioDef>,
     /// The run's own directory under the service's log directory (compose: the swarm's run id),
     /// one path component ([`valid_run_dir`]); the log then goes to
     /// `<log dir>/<run_dir>/<scenario>/server-..`. `None`: straight under the log directory.
@@ -44,9 +41,11 @@ pub struct StartRun {
     pub run_dir: Option<String>,
 }
 
-/// The serialized shape of [`StartRun`]: its scenario as a name, made a [`Scenario`] by
-/// `TryFrom` with the definition the call carries.
-#[derive(Deserialize)]
+/// The serialized shape of [`StartRun`]: its scenario as a name and, in `definition`, its data,
+/// for a dependency that does not know the scenario (a user's file). Read back, `scenario` is
+/// made from the definition when the call carries one (and must be its name); without it, only
+/// a built-in name is known. Sent, the definition is always there.
+#[derive(Serialize, Deserialize)]
 struct StartRunFields {
     run: String,
     scenario: String,
@@ -64,7 +63,7 @@ impl TryFrom<StartRunFields> for StartRun {
     type Error = String;
 
     fn try_from(f: StartRunFields) -> Result<StartRun, String> {
-        let scenario = match &f.definition {
+        let scenario = match f.definition {
             Some(def) => {
                 if def.name != f.scenario {
                     return Err(format!(
@@ -73,7 +72,7 @@ impl TryFrom<StartRunFields> for StartRun {
                     ));
                 }
                 def.check()?;
-                Scenario::from_def(def.clone()).map_err(|e| e.to_string())?
+                Scenario::from_def(def).map_err(|e| e.to_string())?
             }
             None => Scenario::named(&f.scenario).ok_or_else(|| {
                 format!(
@@ -90,9 +89,23 @@ impl TryFrom<StartRunFields> for StartRun {
             seed: f.seed,
             params: f.params,
             start_unix_ms: f.start_unix_ms,
-            definition: f.definition,
             run_dir: f.run_dir,
         })
+    }
+}
+
+impl From<StartRun> for StartRunFields {
+    fn from(s: StartRun) -> StartRunFields {
+        StartRunFields {
+            run: s.run,
+            scenario: s.scenario.name().to_string(),
+            definition: Some(s.scenario.def().clone()),
+            strategy: s.strategy,
+            seed: s.seed,
+            params: s.params,
+            start_unix_ms: s.start_unix_ms,
+            run_dir: s.run_dir,
+        }
     }
 }
 

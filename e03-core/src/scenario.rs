@@ -185,13 +185,17 @@ pub struct ScenarioDef {
     pub chain: Option<ChainDef>,
 }
 
+/// The order in which a scenario's ids find the strategies besides A to F and the presets: the
+/// user's policy file's, then the file's own tables.
+fn own_strategies(policies: &[StrategySpec], strategies: &[StrategySpec]) -> Vec<StrategySpec> {
+    policies.iter().chain(strategies).cloned().collect()
+}
+
 impl ScenarioDef {
     /// The strategies its ids may name besides A to F and the presets: the user's policy file's
     /// ([`ScenarioDef::policies`]), then its own tables.
     pub fn own_strategies(&self) -> Vec<StrategySpec> {
-        let mut all = self.policies.clone();
-        all.extend(self.strategies.iter().cloned());
-        all
+        own_strategies(&self.policies, &self.strategies)
     }
 
     /// Checks a definition that did not come from [`parse`] (a control call): a path-safe name
@@ -477,9 +481,7 @@ impl ScenarioFile {
             .map_err(|e| ScenarioError::at(origin, text, e.offset, e.message))?;
 
         // One validation for every value: the parameter table's own rules.
-        let mut own = policies.to_vec();
-        own.extend(strategies.iter().cloned());
-        let validated = Params::from_raw_with(&settings, &own);
+        let validated = Params::from_raw_with(&settings, &own_strategies(policies, &strategies));
         if let Err(e) = validated {
             let (offset, message) = match &e {
                 ParamError::Invalid {

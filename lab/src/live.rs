@@ -515,6 +515,7 @@ pub(crate) fn loopback_serve_plan(
         log_dir: log_dir.to_path_buf(),
         scenario: None,
         scenario_text: None,
+        policies_text: None,
         timeline_start: Default::default(),
         params: e03_core::Params::default(),
         answer_spin,

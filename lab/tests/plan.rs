@@ -64,6 +64,7 @@ fn children_run_their_plan_not_the_environment() {
         log_dir: out.clone(),
         scenario: None,
         scenario_text: None,
+        policies_text: None,
         timeline_start: Default::default(),
         params: Params::default(),
         answer_spin: std::time::Duration::ZERO,

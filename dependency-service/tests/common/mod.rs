@@ -57,6 +57,7 @@ pub async fn start(name: &str, standalone: Option<(Scenario, &[(&str, &str)])>) 
             scenario,
             params: params(pairs),
             text: None,
+            policies_text: None,
             at_first_request: false,
         }),
     };
