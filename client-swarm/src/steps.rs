@@ -1,9 +1,9 @@
 //! The step workload live (seed 002, `E03_WORKLOAD=steps`): the core's [`StepWorkload`] on
 //! tokio's clock.
 //!
-//! At the start of each step (`t0 + step x E03_STEP_MS`, an absolute schedule) the driver asks
-//! the workload for the step's calls and sends them over HTTP one after the other, each when
-//! the previous one was answered, so the dependency sees them in the workload's order (the
+//! The driver wakes the workload when it asks (a step's start, `t0 + step x E03_STEP_MS`, an
+//! absolute schedule) and sends over HTTP the one call it names at a time, each when the
+//! previous one was answered, so the dependency sees them in the workload's order (the
 //! interactive query first, then the batch items). Every attempt is logged with its flow, its
 //! step and the `Retry-After` its answer carried; every operation with its flow.
 
@@ -29,27 +29,24 @@ pub(crate) async fn run_steps(
 ) -> ClientTotals {
     let mut workload = StepWorkload::new(cfg, &run.strategy, run.seed);
     let mut totals = ClientTotals::default();
-    'steps: for step in 0..cfg.steps {
-        let due = cfg.at(step);
+    'run: while let Some(due) = workload.next_wake() {
         tokio::select! {
             biased;
             _ = stop.stopped() => {
                 totals.cut_short = true;
-                break 'steps;
+                break 'run;
             }
             _ = run.timer.sleep_until((run.t0 + due).into_std()) => {}
         }
-        let (calls, ended) = {
-            let mut policy = run.budget();
-            workload.begin_step(step, run.now(), &mut policy)
-        };
-        for d in ended {
-            log_done(&run, &log, &cfg, d, &mut totals).await;
-        }
-        // The first call is due at the step's start, each next one when the previous one was
-        // answered (they go one after the other).
+        let mut next = workload.on_wake(run.now(), &mut run.budget());
+        // The step's first call is due at its start, each next one when the previous one was
+        // answered.
         let mut due = due;
-        for call in calls {
+        loop {
+            for d in std::mem::take(&mut next.ended) {
+                log_done(&run, &log, &cfg, d, &mut totals).await;
+            }
+            let Some(call) = next.send else { break };
             let sent_at = Instant::now();
             let sent = sent_at.saturating_duration_since(run.t0);
             let req = run.work.request(AttemptId {
@@ -64,27 +61,18 @@ pub(crate) async fn run_steps(
                 _ = stop.stopped_in_flight() => None,
             };
             let now = run.now();
-            let call_due = due;
-            due = now;
             totals.attempts += 1;
-            let _ = log
-                .send(record(&run, &call, call_due, sent, now, result))
-                .await;
+            let _ = log.send(record(&run, &call, due, sent, now, result)).await;
+            due = now;
             let Some(result) = result else {
                 totals.cut_short = true;
-                break 'steps;
+                break 'run;
             };
             crate::progress::attempt_ended(match result {
                 AttemptResult::Status { code, .. } => Some(code),
                 _ => None,
             });
-            let done = {
-                let mut policy = run.budget();
-                workload.on_result(&call, result, now, &mut policy)
-            };
-            if let Some(d) = done {
-                log_done(&run, &log, &cfg, d, &mut totals).await;
-            }
+            next = workload.on_answer(result, now, &mut run.budget());
         }
     }
     for d in workload.finish() {

@@ -19,11 +19,14 @@
 //! honours `Retry-After` waits at least what the 429 said). Items still waiting when the run's
 //! `steps` are over failed.
 //!
-//! Like every state machine of the core, [`StepWorkload`] has no clock: a driver calls
-//! [`StepWorkload::begin_step`] at each step's start, sends the calls it returns (in their order,
-//! one after the other), hands each answer to [`StepWorkload::on_result`], and calls
-//! [`StepWorkload::finish`] after the last step. The live swarm and the simulator drive it alike.
+//! Like every state machine of the core, [`StepWorkload`] has no clock and owns its own loop: a
+//! driver wakes it at [`StepWorkload::next_wake`] (a step's start) with
+//! [`StepWorkload::on_wake`], sends the one call the answer names ([`Next::send`]), hands that
+//! call's result to [`StepWorkload::on_answer`] (which names the next call of the step, so the
+//! calls go one after the other, in the workload's order), and calls [`StepWorkload::finish`]
+//! once there is no next wake. The live swarm and the simulator drive it alike.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::budget::{AttemptClass, RetryBudget};
@@ -175,6 +178,15 @@ struct Item {
     polly: f64,
 }
 
+/// What the workload asks of its driver after a wake-up or an answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Next {
+    /// The call to send now (the driver hands its result to [`StepWorkload::on_answer`]).
+    pub send: Option<Call>,
+    /// The operations that ended, to log.
+    pub ended: Vec<Done>,
+}
+
 /// The workload of one run (one strategy at one load, one seed).
 #[derive(Debug)]
 pub struct StepWorkload {
@@ -191,6 +203,12 @@ pub struct StepWorkload {
     flying: Vec<(Flow, Item)>,
     next_query: u32,
     rng: LabRng,
+    /// The next step to begin.
+    step: u32,
+    /// The calls of the current step not sent yet, in order.
+    pending: VecDeque<Call>,
+    /// The call sent and not answered yet.
+    waiting: Option<Call>,
 }
 
 impl StepWorkload {
@@ -211,7 +229,58 @@ impl StepWorkload {
             flying: Vec::new(),
             next_query: 0,
             rng: stream(seed, Stream::Jitter, 0),
+            step: 0,
+            pending: VecDeque::new(),
+            waiting: None,
         }
+    }
+
+    /// When the driver wakes the workload next: the next step's start, once every call of the
+    /// current step was answered (a late step begins late); `None` while a call waits for its
+    /// answer, and after the last step.
+    pub fn next_wake(&self) -> Option<Duration> {
+        let idle = self.waiting.is_none() && self.pending.is_empty();
+        (idle && self.step < self.cfg.steps).then(|| self.cfg.at(self.step))
+    }
+
+    /// The wake-up [`StepWorkload::next_wake`] asked for (at `now`): the step begins, and its
+    /// first call is to be sent now.
+    pub fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
+        debug_assert!(
+            self.next_wake().is_some(),
+            "woken when it asked for no wake"
+        );
+        let (calls, ended) = self.begin_step(self.step, now, policy);
+        self.step += 1;
+        self.pending = calls.into();
+        Next {
+            send: self.take_next(),
+            ended,
+        }
+    }
+
+    /// The result of the call [`Next::send`] named (at `now`): what it ended, and the next call
+    /// of the step, to be sent now.
+    pub fn on_answer(
+        &mut self,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Next {
+        let Some(call) = self.waiting.take() else {
+            debug_assert!(false, "an answer without a call");
+            return Next::default();
+        };
+        let ended = self.on_result(&call, result, now, policy);
+        Next {
+            send: self.take_next(),
+            ended: ended.into_iter().collect(),
+        }
+    }
+
+    fn take_next(&mut self) -> Option<Call> {
+        self.waiting = self.pending.pop_front();
+        self.waiting
     }
 
     pub fn config(&self) -> &StepConfig {
@@ -221,7 +290,7 @@ impl StepWorkload {
     /// Step `step` begins (at `now`): the calls to send now, in order, and the operations that
     /// ended without a call (interactive queries past their budget, items refused by the
     /// strategy's policy layer).
-    pub fn begin_step(
+    fn begin_step(
         &mut self,
         step: u32,
         now: Duration,
@@ -282,7 +351,7 @@ impl StepWorkload {
     }
 
     /// The answer to `call` came (at `now`): the operation ended, or it waits for a later step.
-    pub fn on_result(
+    fn on_result(
         &mut self,
         call: &Call,
         result: AttemptResult,
@@ -325,7 +394,8 @@ impl StepWorkload {
         None
     }
 
-    /// The run's steps are over (and every call answered): everything still waiting failed.
+    /// The run is over (no next wake, or the driver stopped it): everything still waiting
+    /// failed, a call in flight included.
     pub fn finish(&mut self) -> Vec<Done> {
         let mut out: Vec<Done> = self
             .queue
@@ -338,6 +408,8 @@ impl StepWorkload {
                 .map(|q| q.done(Flow::Interactive, false)),
         );
         out.extend(self.flying.drain(..).map(|(f, i)| i.done(f, false)));
+        self.pending.clear();
+        self.waiting = None;
         out
     }
 }
@@ -573,6 +645,51 @@ mod tests {
         assert!(done.iter().all(|d| d.completed && d.attempts == 1));
         // Step 1 is never run: item 1 arrives there but is not taken in; finish() only fails
         // what was taken in.
+        assert!(w.finish().is_empty());
+    }
+    /// The wake interface a driver sees: step 0 at 0 ms, its calls one at a time in the
+    /// workload's order (query 0, then item 0), no wake while a call waits, step 1 at 100 ms
+    /// once the last answer came; a 503 on item 0 makes it due again in step 1 (a constant
+    /// 100 ms wait), ahead of item 1 which arrives there (queue order); after the last step no
+    /// wake is left.
+    #[test]
+    fn the_driver_sends_what_the_wake_interface_names_one_call_at_a_time() {
+        let s = fixed();
+        let c = StepConfig { steps: 2, ..cfg(3) };
+        let mut w = StepWorkload::new(c, &s, 1);
+        let mut p = ClientPolicy::new(&s, 1);
+        let ms = Duration::from_millis;
+        let call = |flow, op, attempt, step| Call {
+            flow,
+            op,
+            attempt,
+            step,
+        };
+        assert_eq!(w.next_wake(), Some(ms(0)));
+        let n = w.on_wake(ms(0), &mut p);
+        assert_eq!(n.send, Some(call(Flow::Interactive, 0, 1, 0)));
+        assert!(n.ended.is_empty());
+        assert_eq!(w.next_wake(), None, "a call waits for its answer");
+        let n = w.on_answer(status(200, None), ms(5), &mut p);
+        assert_eq!(n.send, Some(call(Flow::Batch, 0, 1, 0)));
+        assert_eq!(n.ended.len(), 1);
+        assert!(n.ended[0].completed && n.ended[0].flow == Flow::Interactive);
+        let n = w.on_answer(status(503, None), ms(10), &mut p);
+        assert_eq!(
+            n,
+            Next::default(),
+            "retried in a later step, nothing to send now"
+        );
+        assert_eq!(w.next_wake(), Some(ms(100)));
+        let n = w.on_wake(ms(100), &mut p);
+        // Step 1: no query (one every 2 steps); item 0's retry, then item 1, in queue order.
+        assert_eq!(n.send, Some(call(Flow::Batch, 0, 2, 1)));
+        let n = w.on_answer(status(200, None), ms(105), &mut p);
+        assert_eq!(n.send, Some(call(Flow::Batch, 1, 1, 1)));
+        assert_eq!((n.ended[0].op, n.ended[0].attempts), (0, 2));
+        let n = w.on_answer(status(200, None), ms(110), &mut p);
+        assert_eq!((n.send, n.ended.len()), (None, 1));
+        assert_eq!(w.next_wake(), None, "the run's 2 steps are over");
         assert!(w.finish().is_empty());
     }
 }

@@ -1,10 +1,11 @@
 //! The step workload (seed 002, `E03_WORKLOAD=steps`) on the virtual clock.
 //!
-//! The core's [`StepWorkload`] decides every call; the core's [`DependencyNode`] answers
-//! them. As the live swarm does, the calls of a step are sent at the step's start one after the
-//! other, each when the previous one was answered (so the dependency sees them in the
-//! workload's order, a service time apart), and a step is `E03_STEP_MS` of virtual time. Every
-//! fact goes to the analyzer's accumulator as the logs would give it.
+//! The core's [`StepWorkload`] decides every call and when it is sent (its wake interface); the
+//! core's [`DependencyNode`] answers them. As the live swarm does, the driver wakes the workload
+//! at a step's start and sends the one call it names at a time, each when the previous one was
+//! answered (so the dependency sees them in the workload's order, a service time apart); a step
+//! is `E03_STEP_MS` of virtual time. Every fact goes to the analyzer's accumulator as the logs
+//! would give it.
 
 use e03_core::events::us;
 use e03_core::policy::ClientPolicy;
@@ -42,15 +43,16 @@ pub fn run_steps(
             st.operation(Some(d.flow), d.completed, end);
         }
     };
-    for step in 0..cfg.steps {
-        let mut t = cfg.at(step);
+    while let Some(due) = workload.next_wake() {
+        let mut t = due;
         service.advance(t, &mut out);
         drain(&mut acc, &mut out);
-        let (calls, ended) = workload.begin_step(step, t, &mut policy);
-        for d in ended {
-            report(&mut acc, d);
-        }
-        for call in calls {
+        let mut next = workload.on_wake(t, &mut policy);
+        loop {
+            for d in std::mem::take(&mut next.ended) {
+                report(&mut acc, d);
+            }
+            let Some(call) = next.send else { break };
             let req = next_req;
             next_req += 1;
             let (answer, at) = send(&mut service, &mut acc, &mut out, &call, req, t, timeout);
@@ -62,9 +64,7 @@ pub fn run_steps(
                 },
                 None => AttemptResult::Timeout,
             };
-            if let Some(d) = workload.on_result(&call, result, t, &mut policy) {
-                report(&mut acc, d);
-            }
+            next = workload.on_answer(result, t, &mut policy);
         }
     }
     // Answers still due (none at a service time below a step), then what is left failed.
