@@ -344,40 +344,15 @@ fn a_closed_stdout_ends_a_printing_command_quietly() {
 /// its first instant: 503 at once) and the analyzer titles the log with budget's title.
 #[test]
 fn a_served_scenario_is_the_one_lab_analyze_titles() {
-    use std::io::{BufRead, BufReader, Read, Write};
     let logs = temp("newuser", "serve-budget");
-    let mut child = lab()
-        .args(["serve", "--scenario", "budget"])
-        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
-        .arg("--log-dir")
-        .arg(&logs)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let work = line
-        .trim()
-        .strip_prefix("listening work=")
-        .and_then(|r| r.split_once(" control="))
-        .expect(&line)
-        .0
-        .to_string();
-    let mut conn = std::net::TcpStream::connect(&work).unwrap();
-    conn.write_all(b"GET /work HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer).unwrap();
+    let mut serve = lab();
+    serve
+        .args(["serve", "--scenario", "budget", "--log-dir"])
+        .arg(&logs);
+    let (child, work) = common::serve_standalone(serve);
+    let answer = common::http(&work, "GET", "/work", "");
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer:.80}");
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(common::terminate(child), Some(0));
     let out = temp("newuser", "serve-budget-out");
     let o = lab()
         .args(["analyze", "--server-log"])

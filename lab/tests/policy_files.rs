@@ -136,8 +136,6 @@ fn a_bad_policy_file_or_an_unknown_id_is_refused_with_exit_2() {
 /// --server-log` reads that log from what the folder kept (it never saw either file).
 #[test]
 fn a_served_user_file_naming_a_policy_is_analysed_from_what_its_folder_kept() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::Stdio;
     let dir = temp("serve");
     let policies = dir.join("mine.toml");
     std::fs::write(&policies, POLICIES).unwrap();
@@ -161,40 +159,17 @@ fn a_served_user_file_naming_a_policy_is_analysed_from_what_its_folder_kept() {
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("steady-50"), "{stderr}");
-    let mut child = lab()
+    let mut serve = lab();
+    serve
         .args(["serve", "--scenario"])
         .arg(&scenario)
         .env("E03_POLICIES", &policies)
-        .args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"])
         .arg("--log-dir")
-        .arg(&logs)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let work = line
-        .trim()
-        .strip_prefix("listening work=")
-        .and_then(|r| r.split_once(" control="))
-        .expect(&line)
-        .0
-        .to_string();
-    let mut conn = std::net::TcpStream::connect(&work).unwrap();
-    conn.write_all(b"GET /work HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer).unwrap();
+        .arg(&logs);
+    let (child, work) = common::serve_standalone(serve);
+    let answer = common::http(&work, "GET", "/work", "");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer:.80}");
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(common::terminate(child), Some(0));
     let kept = logs.join("standalone");
     assert_eq!(
         std::fs::read_to_string(kept.join("policies.toml")).unwrap(),

@@ -48,9 +48,16 @@ impl Drop for Running {
 /// printed (a server's addresses), trimmed.
 #[allow(dead_code)]
 pub fn spawn_first_line(args: &[&str]) -> (Running, String) {
+    let mut cmd = lab();
+    cmd.args(args);
+    spawn_command_first_line(cmd)
+}
+
+/// [`spawn_first_line`] of a command the caller built (its own env vars).
+#[allow(dead_code)]
+pub fn spawn_command_first_line(mut cmd: Command) -> (Running, String) {
     use std::io::BufRead;
-    let mut child = lab()
-        .args(args)
+    let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -60,6 +67,32 @@ pub fn spawn_first_line(args: &[&str]) -> (Running, String) {
         .read_line(&mut line)
         .unwrap();
     (Running(child), line.trim().to_string())
+}
+
+/// A standalone `lab serve` of `cmd` (its flags and env set by the caller; addresses on free
+/// loopback ports added here): the child and its work address.
+#[allow(dead_code)]
+pub fn serve_standalone(mut cmd: Command) -> (Running, String) {
+    cmd.args(["--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0"]);
+    let (child, line) = spawn_command_first_line(cmd);
+    let work = line
+        .strip_prefix("listening work=")
+        .and_then(|r| r.split_once(" control="))
+        .unwrap_or_else(|| panic!("no work address in {line:?}"))
+        .0
+        .to_string();
+    (child, work)
+}
+
+/// Ends a served child as Ctrl-C or compose would (SIGTERM); its exit code.
+#[allow(dead_code)]
+pub fn terminate(mut child: Running) -> Option<i32> {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.0.wait().unwrap().code()
 }
 
 /// `lab proxy` with its API on a free loopback port, logging into `log`; the child and the API's
