@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
 use crate::http::{AttemptId, WorkEndpoint};
+use crate::log::LogTx;
 use crate::metrics::metrics;
 use crate::stop::StopSignal;
 
@@ -107,7 +108,7 @@ pub(crate) struct OpDone {
 pub(crate) async fn run_client(
     run: Arc<StrategyRun>,
     client: u32,
-    log: mpsc::Sender<Event>,
+    log: LogTx,
     mut stop: StopSignal,
 ) -> ClientTotals {
     let mut session = ClientSession::new(run.seed, client, run.session_config());
@@ -144,7 +145,7 @@ type SlotDone = (u32, ClientSession, OpDone);
 pub(crate) async fn run_open_loop(
     run: Arc<StrategyRun>,
     mut open: OpenLoop,
-    log: mpsc::Sender<Event>,
+    log: LogTx,
     mut stop: StopSignal,
 ) -> ClientTotals {
     let mut sessions: Vec<Option<ClientSession>> = Vec::new();
@@ -225,7 +226,7 @@ pub(crate) async fn run_open_loop(
 pub(crate) async fn run_operation(
     run: &StrategyRun,
     session: &mut ClientSession,
-    log: &mpsc::Sender<Event>,
+    log: &LogTx,
     stop: &mut StopSignal,
 ) -> OpDone {
     let client = session.client();
@@ -400,11 +401,7 @@ fn attempt_record(
 }
 
 /// Logs the breaker's state changes (taken from the policy under its lock, logged after it).
-async fn log_breaker(
-    run: &StrategyRun,
-    log: &mpsc::Sender<Event>,
-    changes: Vec<e03_core::breaker::Transition>,
-) {
+async fn log_breaker(run: &StrategyRun, log: &LogTx, changes: Vec<e03_core::breaker::Transition>) {
     for t in changes {
         if let Some(m) = metrics() {
             m.breaker(&run.tag.strategy, t.to);
@@ -424,6 +421,7 @@ async fn log_breaker(
 mod tests {
     use super::*;
     use crate::http::build_client;
+    use crate::log::{test_log, test_log_events};
     use crate::stop::stop_pair;
     use axum::extract::State;
     use axum::http::StatusCode;
@@ -504,16 +502,11 @@ mod tests {
 
     /// Runs one operation starting now and returns it with the records it logged.
     async fn one_op(run: &StrategyRun) -> (OpDone, Vec<Event>) {
-        let (tx, mut rx) = mpsc::channel(64);
+        let (log, path) = test_log().await;
         let (_trigger, mut stop) = stop_pair();
         let mut session = ClientSession::starting_at(42, 0, run.session_config(), run.now());
-        let done = run_operation(run, &mut session, &tx, &mut stop).await;
-        drop(tx);
-        let mut events = Vec::new();
-        while let Some(e) = rx.recv().await {
-            events.push(e);
-        }
-        (done, events)
+        let done = run_operation(run, &mut session, &log.sender(), &mut stop).await;
+        (done, test_log_events(log, &path).await)
     }
 
     fn attempts(events: &[Event]) -> Vec<&Attempt> {
@@ -592,11 +585,11 @@ mod tests {
         let first = draws.random_range(0..FIRST_START_SPREAD_US);
         run.duration = Duration::from_micros(first) + ms(400);
         let run = Arc::new(run);
-        let (tx, mut rx) = mpsc::channel(1024);
+        let (log, path) = test_log().await;
         let (_trigger, stop) = stop_pair();
-        let totals = run_client(run.clone(), 3, tx, stop).await;
+        let totals = run_client(run.clone(), 3, log.sender(), stop).await;
         let mut ops = Vec::new();
-        while let Some(e) = rx.recv().await {
+        for e in test_log_events(log, &path).await {
             if let Event::Operation(op) = e {
                 ops.push(op);
             }
@@ -623,20 +616,16 @@ mod tests {
     async fn a_stop_mid_attempt_logs_it_as_aborted() {
         let base = test_server().await;
         let run = strategy_run(&base, "/hang/work", "A", limits(5000, 10_000));
-        let (tx, mut rx) = mpsc::channel(64);
+        let (log, path) = test_log().await;
         let (trigger, mut stop) = stop_pair();
         let mut session = ClientSession::starting_at(42, 0, run.session_config(), run.now());
         tokio::spawn(async move {
             tokio::time::sleep(ms(200)).await;
             trigger.stop();
         });
-        let done = run_operation(&run, &mut session, &tx, &mut stop).await;
-        drop(tx);
+        let done = run_operation(&run, &mut session, &log.sender(), &mut stop).await;
         assert_eq!(done.outcome, OpOutcome::Failed(GiveUp::Aborted));
-        let mut events = Vec::new();
-        while let Some(e) = rx.recv().await {
-            events.push(e);
-        }
+        let events = test_log_events(log, &path).await;
         let a = attempts(&events);
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].end, AttemptEnd::Aborted);

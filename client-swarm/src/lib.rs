@@ -12,7 +12,7 @@
 //! - `run`: one run: control start, clients, control stop, logs opened and closed.
 //! - `client`: one closed-loop client and the operation loop shared by every strategy.
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
-//! - `log`: the client log: one bounded channel to one buffered writer task per file.
+//! - `log`: the client log, through the lab's one writer (`e03_io::sink`).
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
 //! - `progress`: the once-a-second progress line (or bar) on stderr (`--progress`).
 //! - `stop`: the stop signal every client watches.

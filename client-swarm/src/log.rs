@@ -1,85 +1,119 @@
-//! The client log of one run: JSON Lines through one bounded channel to one writer task.
+//! The client log of one run: JSON Lines through the lab's one writer
+//! ([`e03_io::sink::LogSink`]), a thread of its own that owns the file.
 //!
-//! Clients never touch the disk: they `send().await` an [`Event`] into a bounded channel, which
-//! waits when the writer falls behind instead of dropping a record (every attempt that was sent
-//! must be in the log, or the client and server counts stop matching). One writer task owns a
-//! buffered file and writes one line per event. It also fills in `RunEnd::records`, the number
-//! of records written before it, because only the writer knows that number for sure.
+//! Clients never touch the disk: they hand an [`Event`] to a [`LogTx`], which waits when the
+//! writer falls behind instead of dropping a record (every attempt that was sent must be in the
+//! log, or the client and server counts stop matching). `run_end.records` is the number of records
+//! the writer wrote before it, because only the writer knows that number for sure.
 
 use std::path::{Path, PathBuf};
 
 use e03_core::events::Event;
-use tokio::io::{AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use e03_io::sink::{LogError, LogSink};
 
 use crate::error::SwarmError;
 
-/// Records that may wait in the channel before senders have to wait for the writer.
-const CHANNEL_CAPACITY: usize = 65_536;
-
-/// The sending side of a client log plus the writer task behind it.
+/// The client log of one run: its writer and its file.
 pub(crate) struct ClientLog {
-    tx: mpsc::Sender<Event>,
-    writer: JoinHandle<Result<u64, SwarmError>>,
+    sink: LogSink,
+    path: PathBuf,
+}
+
+/// A client's handle on the log; cheap to clone.
+#[derive(Clone)]
+pub(crate) enum LogTx {
+    /// A run's client log file.
+    File(LogSink),
+    /// No file: `lab client` prints its attempts from the records as they come.
+    Memory(tokio::sync::mpsc::UnboundedSender<Event>),
+}
+
+impl LogTx {
+    /// Writes `event` (waits for room; never drops it). A `run_end` is given the number of
+    /// records written before it.
+    pub(crate) async fn send(&self, event: Event) -> Result<(), SwarmError> {
+        let sink = match self {
+            LogTx::File(sink) => sink,
+            LogTx::Memory(tx) => return tx.send(event).map_err(|_| SwarmError::LogClosed),
+        };
+        match event {
+            Event::RunEnd(mut end) => {
+                sink.line_counted(move |records| {
+                    end.records = records;
+                    Event::RunEnd(end).to_line()
+                })
+                .await
+            }
+            event => sink.line(event.to_line()).await,
+        }
+        Ok(())
+    }
 }
 
 impl ClientLog {
     /// Creates `path` (and its directories) and starts the writer.
     pub(crate) async fn create(path: &Path) -> Result<ClientLog, SwarmError> {
-        let io_err = |source| SwarmError::Log {
+        let sink = LogSink::start().map_err(|source| SwarmError::Log {
             path: path.to_path_buf(),
             source,
-        };
-        if let Some(dir) = path.parent() {
-            tokio::fs::create_dir_all(dir).await.map_err(io_err)?;
-        }
-        let file = tokio::fs::File::create(path).await.map_err(io_err)?;
-        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let writer = tokio::spawn(write_all(rx, BufWriter::new(file), path.to_path_buf()));
-        Ok(ClientLog { tx, writer })
+        })?;
+        sink.open(path.to_path_buf())
+            .await
+            .map_err(|e| error(path, e))?;
+        Ok(ClientLog {
+            sink,
+            path: path.to_path_buf(),
+        })
     }
 
     /// A sender for one producer (a client task).
-    pub(crate) fn sender(&self) -> mpsc::Sender<Event> {
-        self.tx.clone()
+    pub(crate) fn sender(&self) -> LogTx {
+        LogTx::File(self.sink.clone())
     }
 
     /// Writes `event` (waits for room; never drops it).
     pub(crate) async fn send(&self, event: Event) -> Result<(), SwarmError> {
-        self.tx.send(event).await.map_err(|_| SwarmError::LogClosed)
+        self.sender().send(event).await
     }
 
-    /// Closes the channel once every other sender is gone, waits for the writer to flush, and
-    /// returns the number of records written.
+    /// Writes everything sent before, flushes and syncs the file, and returns the number of
+    /// records written.
     pub(crate) async fn close(self) -> Result<u64, SwarmError> {
-        drop(self.tx);
-        self.writer.await.map_err(|_| SwarmError::LogClosed)?
+        self.sink.close().await.map_err(|e| error(&self.path, e))
     }
 }
 
-async fn write_all(
-    mut rx: mpsc::Receiver<Event>,
-    mut out: BufWriter<tokio::fs::File>,
-    path: PathBuf,
-) -> Result<u64, SwarmError> {
-    let io_err = |source| SwarmError::Log {
-        path: path.clone(),
-        source,
-    };
-    let mut records = 0u64;
-    while let Some(mut event) = rx.recv().await {
-        if let Event::RunEnd(end) = &mut event {
-            end.records = records;
-        }
-        let mut line = event.to_line();
-        line.push('\n');
-        out.write_all(line.as_bytes()).await.map_err(io_err)?;
-        records += 1;
+fn error(path: &Path, e: LogError) -> SwarmError {
+    match e {
+        LogError::Open { source, .. } | LogError::Write { source, .. } => SwarmError::Log {
+            path: path.to_path_buf(),
+            source,
+        },
+        LogError::Stopped => SwarmError::LogClosed,
     }
-    out.flush().await.map_err(io_err)?;
-    out.into_inner().sync_all().await.map_err(io_err)?;
-    Ok(records)
+}
+
+/// A client log in a fresh temporary folder, for tests: the log and its file.
+#[cfg(test)]
+pub(crate) async fn test_log() -> (ClientLog, PathBuf) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let dir =
+        std::env::temp_dir().join(format!("client-swarm-test-log-{}-{n}", std::process::id()));
+    let path = dir.join("client.jsonl");
+    (ClientLog::create(&path).await.unwrap(), path)
+}
+
+/// Closes a test log and reads its records back (its folder is removed).
+#[cfg(test)]
+pub(crate) async fn test_log_events(log: ClientLog, path: &Path) -> Vec<Event> {
+    log.close().await.unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[cfg(test)]

@@ -183,9 +183,10 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         post: target.post,
     };
     rt.block_on(async {
-        // Each attempt's end is printed before its operation's line (an operation has at most
-        // 100 attempts: the channel never fills); the receiving side logs every request.
-        let (log, mut drain) = mpsc::channel(1024);
+        // Each attempt's end is printed before its operation's line; the receiving side logs
+        // every request.
+        let (log, mut drain) = mpsc::unbounded_channel();
+        let log = crate::log::LogTx::Memory(log);
         let (_trigger, mut stop) = crate::stop::stop_pair();
         let config = e03_core::session::SessionConfig {
             limits: run.limits,

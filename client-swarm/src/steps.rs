@@ -13,18 +13,18 @@ use std::time::Duration;
 use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome};
 use e03_core::steps::{Call, Done, StepConfig, StepWorkload};
 use e03_core::{AttemptResult, GiveUp};
-use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
 use crate::client::{ClientTotals, StrategyRun};
 use crate::http::AttemptId;
+use crate::log::LogTx;
 use crate::stop::StopSignal;
 
 /// Runs the workload of one strategy run to its last step, or until the stop signal.
 pub(crate) async fn run_steps(
     run: Arc<StrategyRun>,
     cfg: StepConfig,
-    log: mpsc::Sender<Event>,
+    log: LogTx,
     mut stop: StopSignal,
 ) -> ClientTotals {
     let mut workload = StepWorkload::new(cfg, &run.strategy, run.seed);
@@ -120,7 +120,7 @@ fn record(
 /// Logs an operation that ended.
 async fn log_done(
     run: &StrategyRun,
-    log: &mpsc::Sender<Event>,
+    log: &LogTx,
     cfg: &StepConfig,
     d: Done,
     totals: &mut ClientTotals,

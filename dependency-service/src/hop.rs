@@ -13,7 +13,7 @@
 //! arrival, times in µs since the Unix epoch (the hops of a chain share the machine's clock).
 //! `GET /inflight` says how many calls are still working or not yet in the log (the lab waits
 //! for 0 before it stops the hop, so no call is lost). The log is written by a thread of its own
-//! (`e03_io::logs::JsonlSink`), off the request path.
+//! (`e03_io::sink::LogSink`), off the request path.
 //!
 //! # Two ways to start a hop
 //!
@@ -38,6 +38,7 @@
 //! or of the configuration (64 KiB, declared or sent), `408` for a configuration whose body has
 //! not come within 10 s.
 
+use e03_io::sink::LogSink;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
@@ -175,8 +176,8 @@ struct Active {
     layer: u32,
     role: Role,
     /// Written by a thread of its own, off the request path; `GET /inflight` counts its
-    /// records not yet flushed, so a reader that waits for 0 reads them all.
-    log: e03_io::logs::JsonlSink,
+    /// records not yet written, so a reader that waits for 0 reads them all.
+    log: LogSink,
 }
 
 impl Active {
@@ -190,7 +191,8 @@ impl Active {
         Ok(Active {
             layer,
             role,
-            log: e03_io::logs::JsonlSink::new(file),
+            log: LogSink::to_file(file, log.to_path_buf())
+                .context("starting the hop log's writer")?,
         })
     }
 
@@ -365,8 +367,8 @@ impl Hop {
         }
     }
 
-    fn log(active: &Active, record: &CallRecord) {
-        active.log.send(record);
+    async fn log(active: &Active, record: &CallRecord) {
+        active.log.record(record).await;
     }
 }
 
@@ -429,7 +431,8 @@ async fn work(State(hop): State<Arc<Hop>>, headers: HeaderMap) -> (StatusCode, S
                 status,
                 refused,
             },
-        );
+        )
+        .await;
         task_hop.inflight.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send((status, body));
     });

@@ -10,16 +10,16 @@
 //! - `service`: the current run and starting/stopping runs.
 //! - `run`: one live run: a thin driver of the core's `DependencySchedule` (the model and its
 //!   due instants in logical time), woken by the precise timer; its answers and log records.
+//!   The server log is written by the lab's one writer, `e03_io::sink::LogSink` (a thread of
+//!   its own; bounded, it never drops a record).
 //! - `identity`: the `x-e03-*` headers of an attempt.
 //! - `metrics`: the Prometheus metrics served at `GET /metrics` on the work listener.
-//! - `log_sink`: one bounded channel to one writer thread; never drops a record.
 //! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
 
 pub mod audit;
 mod cli;
 pub mod hop;
 mod identity;
-mod log_sink;
 mod metrics;
 pub mod proxy;
 mod routes;

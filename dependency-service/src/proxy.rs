@@ -26,10 +26,11 @@
 //! A toxic added or removed applies to the open connections too (each draws its toxicity again),
 //! as in Toxiproxy. Every connection is one record of the log when it ends (its toxics, its
 //! bytes each way, how it ended) and every change of a proxy or a toxic is one record, written
-//! off the request path ([`e03_io::logs::JsonlSink`]).
+//! off the request path ([`e03_io::sink::LogSink`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -42,6 +43,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use e03_core::rng::{stream, Stream};
 use e03_core::wire::{Direction, Link, Pass, Toxic};
+use e03_io::sink::LogSink;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -106,8 +108,9 @@ impl Proxy {
 /// The proxies of one `lab proxy` process.
 pub struct Proxies {
     proxies: tokio::sync::Mutex<BTreeMap<String, Proxy>>,
-    /// Replaced per run when the proxy stands in front of a dependency ([`Proxies::set_log`]).
-    log: Mutex<Option<e03_io::logs::JsonlSink>>,
+    /// Its file is switched per run when the proxy stands in front of a dependency
+    /// ([`Proxies::set_log`]); a record with no file open is not written.
+    log: LogSink,
     /// The seed of the draws and the first connection they count from: `--seed` and 0, then
     /// each run's seed and its first connection ([`Proxies::begin_run`]), so a run's toxicity,
     /// jitter and slice draws depend on its seed and not on the runs before it.
@@ -126,21 +129,25 @@ pub struct Proxies {
 type Shared = Arc<Proxies>;
 
 impl Proxies {
-    /// `log`: the JSON Lines file every record goes to (none: no log). `seed`: the draws of
-    /// toxicity, jitter and slice sizes (one stream per connection).
-    pub fn new(log: Option<std::fs::File>, seed: u64) -> Shared {
+    /// `log`: the JSON Lines file every record goes to, and its path (none: no log). `seed`: the
+    /// draws of toxicity, jitter and slice sizes (one stream per connection).
+    pub fn new(log: Option<(std::fs::File, PathBuf)>, seed: u64) -> Shared {
         Self::build(log, None, seed)
     }
 
     /// No log until a `POST /lab/log` call opens one under `dir` (`--log-dir`).
-    pub fn in_log_dir(dir: std::path::PathBuf, seed: u64) -> Shared {
+    pub fn in_log_dir(dir: PathBuf, seed: u64) -> Shared {
         Self::build(None, Some(dir), seed)
     }
 
-    fn build(log: Option<std::fs::File>, log_dir: Option<std::path::PathBuf>, seed: u64) -> Shared {
+    fn build(log: Option<(std::fs::File, PathBuf)>, log_dir: Option<PathBuf>, seed: u64) -> Shared {
+        let sink = LogSink::start().expect("a thread can be started");
+        if let Some((file, path)) = log {
+            sink.adopt(file, path);
+        }
         Arc::new(Proxies {
             proxies: tokio::sync::Mutex::new(BTreeMap::new()),
-            log: Mutex::new(log.map(e03_io::logs::JsonlSink::new)),
+            log: sink,
             draws: Mutex::new((seed, 0)),
             conns: Arc::new(AtomicU64::new(0)),
             log_dir,
@@ -149,22 +156,23 @@ impl Proxies {
         })
     }
 
-    /// Writes every record from now on to `file` (none: no log); the previous log is flushed
-    /// and closed.
-    pub fn set_log(&self, file: Option<std::fs::File>) {
-        let old = std::mem::replace(
-            &mut *self.log.lock().unwrap_or_else(|e| e.into_inner()),
-            file.map(e03_io::logs::JsonlSink::new),
-        );
-        drop(old);
+    /// Writes every record from now on to `file`, opened at its path (none: no log); the
+    /// previous log is written, flushed, synced and closed before this returns.
+    pub async fn set_log(&self, file: Option<(std::fs::File, PathBuf)>) {
+        if let Err(e) = self.log.close().await {
+            tracing::error!("{e}");
+        }
+        if let Some((file, path)) = file {
+            self.log.adopt(file, path);
+        }
     }
 
     /// A run begins: its records go to `file`, and the draws of the connections from now on
     /// are seeded with `seed`, counted from the next connection.
-    pub fn begin_run(&self, file: Option<std::fs::File>, seed: u64) {
+    pub async fn begin_run(&self, file: Option<(std::fs::File, PathBuf)>, seed: u64) {
         *self.draws.lock().unwrap_or_else(|e| e.into_inner()) =
             (seed, self.conns.load(Ordering::Relaxed));
-        self.set_log(file);
+        self.set_log(file).await;
     }
 
     /// The seed and the stream number of connection `conn`'s draws.
@@ -173,10 +181,9 @@ impl Proxies {
         (seed, conn.wrapping_sub(first))
     }
 
+    /// Hands `r` to the log's writer at once: a connection's record is made in its `Drop`.
     fn record(&self, r: &ProxyRecord) {
-        if let Some(log) = &*self.log.lock().unwrap_or_else(|e| e.into_inner()) {
-            log.send(r);
-        }
+        self.log.record_now(r);
     }
 
     fn change(&self, what: &str, proxy: &str, toxic: Option<Toxic>) {
@@ -190,11 +197,7 @@ impl Proxies {
 
     /// Records handed to the log and not yet written.
     pub fn log_pending(&self) -> u64 {
-        self.log
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map_or(0, |l| l.pending())
+        self.log.pending()
     }
 }
 
@@ -292,7 +295,7 @@ async fn lab_log(State(p): State<Shared>, body: Bytes) -> Response {
         return bad("invalid log: this proxy was started without --log-dir");
     };
     let Some(file) = b.file else {
-        p.set_log(None);
+        p.set_log(None).await;
         return StatusCode::NO_CONTENT.into_response();
     };
     let path = match log_path(dir, &file) {
@@ -310,8 +313,8 @@ async fn lab_log(State(p): State<Shared>, body: Bytes) -> Response {
     match std::fs::File::create(&path) {
         Ok(f) => {
             match b.seed {
-                Some(seed) => p.begin_run(Some(f), seed),
-                None => p.set_log(Some(f)),
+                Some(seed) => p.begin_run(Some((f, path)), seed).await,
+                None => p.set_log(Some((f, path))).await,
             }
             StatusCode::NO_CONTENT.into_response()
         }
@@ -1025,7 +1028,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
             .append(true)
             .open(path)
         {
-            Ok(f) => Some(f),
+            Ok(f) => Some((f, path.clone())),
             Err(e) => return usage(format!("invalid --log {}: {e}", path.display())),
         },
     };

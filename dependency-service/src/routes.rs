@@ -498,7 +498,7 @@ mod tests {
     use tower::ServiceExt;
 
     fn service(dir: &str) -> Arc<Service> {
-        let (log, _writer) = crate::log_sink::start().unwrap();
+        let log = e03_io::sink::LogSink::start().unwrap();
         let dir = std::env::temp_dir().join(format!("e03-routes-{dir}-{}", std::process::id()));
         Arc::new(Service::new(log, dir))
     }

@@ -38,8 +38,8 @@ use tokio::sync::{oneshot, Notify, RwLock};
 use tokio::time::Instant;
 
 use crate::identity::Identity;
-use crate::log_sink::{LogError, LogSink};
 use crate::metrics::{Metrics, ModelState};
+use e03_io::sink::{LogError, LogSink};
 
 /// The answer sent to a waiting handler: its HTTP status (400 means "malformed identity
 /// headers") and, for a 429 of a rate-limited phase, its `Retry-After`.

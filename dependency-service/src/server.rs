@@ -23,9 +23,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use crate::log_sink;
 use crate::routes::{control_router, work_router};
 use crate::service::{RunSpec, Service};
+use e03_io::sink::LogSink;
 
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,7 +78,7 @@ pub async fn serve(
     opts: ServiceOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let (log, writer) = log_sink::start()?;
+    let log = LogSink::start()?;
     let svc = Arc::new(
         Service::new(log, opts.log_dir)
             .with_answer_spin(opts.answer_spin)
@@ -129,10 +129,9 @@ pub async fn serve(
     tracing::info!("shutting down");
     let ended = svc.stop_run(false).await;
     drain(graceful, "dependency").await;
+    // Everything of the last run is written, flushed and synced by stop_run; a late task's
+    // record finds no file open.
     drop(svc);
-    // Everything of the last run is already flushed by stop_run; give the writer a moment to
-    // exit cleanly (late tasks may still hold a sink).
-    let _ = tokio::time::timeout(Duration::from_secs(1), writer.finish()).await;
     if let Some(Err(e)) = ended {
         return Err(e.into());
     }

@@ -13,9 +13,9 @@ use e03_core::events::RunTag;
 use e03_core::{Params, Scenario};
 use tokio::time::Instant;
 
-use crate::log_sink::{LogError, LogSink};
 use crate::metrics::Metrics;
 use crate::run::{Run, RunSetup};
+use e03_io::sink::{LogError, LogSink};
 
 /// Strategy id and log file of a run started without a control call.
 pub const STANDALONE: &str = "standalone";
@@ -337,7 +337,7 @@ mod tests {
             policies_text: None,
             at_first_request: true,
         };
-        let (log, _writer) = crate::log_sink::start().unwrap();
+        let log = LogSink::start().unwrap();
         let svc = Service::new(log, dir.clone());
         svc.start_at_first_request(standalone());
         assert!(svc.current_run().is_none(), "nothing runs before a request");
@@ -349,7 +349,7 @@ mod tests {
         assert!(Arc::ptr_eq(&run, &svc.run_for_request().await.unwrap()));
         svc.stop_run(false).await;
 
-        let (log, _writer) = crate::log_sink::start().unwrap();
+        let log = LogSink::start().unwrap();
         let svc = Service::new(log, dir.clone());
         svc.start_at_first_request(standalone());
         let mut spec = RunSpec::standalone(Scenario::e03b(), Params::default());

@@ -214,7 +214,11 @@ impl WireFront {
             return Ok(());
         }
         match &self.proxies {
-            Some(proxies) => proxies.begin_run(Some(std::fs::File::create(dir.join(log))?), seed),
+            Some(proxies) => {
+                let path = dir.join(log);
+                let file = std::fs::File::create(&path)?;
+                proxies.begin_run(Some((file, path)), seed).await
+            }
             None => {
                 let body = serde_json::json!({ "file": log.to_string_lossy(), "seed": seed });
                 call(&self.api, Method::POST, "/lab/log", Some(body))
@@ -252,7 +256,7 @@ impl WireFront {
             tracing::error!("the fault proxy was not reset: {e}");
         }
         match &self.proxies {
-            Some(proxies) => proxies.set_log(None),
+            Some(proxies) => proxies.set_log(None).await,
             None => {
                 let body = serde_json::json!({ "file": null });
                 if let Err(e) = call(&self.api, Method::POST, "/lab/log", Some(body)).await {

@@ -49,7 +49,7 @@ struct Lab {
 async fn lab(name: &str) -> Lab {
     let log = std::env::temp_dir().join(format!("e03-proxy-{name}-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let proxies = Proxies::new(Some(std::fs::File::create(&log).unwrap()), 7);
+    let proxies = Proxies::new(Some((std::fs::File::create(&log).unwrap(), log.clone())), 7);
     let bound = BoundProxy::bind("127.0.0.1:0", Arc::clone(&proxies))
         .await
         .unwrap();

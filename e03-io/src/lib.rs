@@ -8,9 +8,13 @@
 //! - [`progress`]: the progress setting every driver shares.
 //! - [`exit`]: the exit codes every process uses.
 //! - [`logs`]: the names of a chain run's logs, JSON Lines written at once, atomic writes.
+//! - [`sink`] (feature `sink`, the live processes only): the one JSON Lines writer of every
+//!   live log, off the request path.
 
 pub mod exit;
 pub mod logs;
 pub mod progress;
 pub mod rundir;
 pub mod scenario_files;
+#[cfg(feature = "sink")]
+pub mod sink;

@@ -8,8 +8,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
 
 use e03_core::chain::ChainVariant;
 
@@ -50,115 +48,9 @@ pub fn write_jsonl<T: serde::Serialize>(path: &Path, records: &[T]) -> std::io::
     write_atomic(path, text.as_bytes())
 }
 
-/// A JSON Lines file written off the caller's path: [`JsonlSink::send`] hands a line to a
-/// thread of its own that appends it (buffered, flushed whenever it has nothing more to write)
-/// and never blocks. [`JsonlSink::pending`] counts the lines handed over and not yet flushed, so
-/// a reader can wait for 0 before it reads; dropping the sink writes every line left and joins
-/// the thread.
-#[derive(Debug)]
-pub struct JsonlSink {
-    tx: Option<mpsc::Sender<String>>,
-    sent: AtomicU64,
-    flushed: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl JsonlSink {
-    /// Appends to `file` (opened by the caller).
-    pub fn new(file: std::fs::File) -> Self {
-        let (tx, rx) = mpsc::channel::<String>();
-        let flushed = Arc::new(AtomicU64::new(0));
-        let done = Arc::clone(&flushed);
-        let thread = std::thread::Builder::new()
-            .name("jsonl-sink".into())
-            .spawn(move || {
-                let mut out = std::io::BufWriter::new(file);
-                let mut unflushed = 0u64;
-                let write = |line: String, out: &mut std::io::BufWriter<std::fs::File>| {
-                    if let Err(e) = out.write_all(line.as_bytes()) {
-                        eprintln!("cannot write a JSON Lines log: {e}");
-                    }
-                };
-                while let Ok(line) = rx.recv() {
-                    write(line, &mut out);
-                    unflushed += 1;
-                    // Everything waiting now goes into the same flush.
-                    while let Ok(line) = rx.try_recv() {
-                        write(line, &mut out);
-                        unflushed += 1;
-                    }
-                    if let Err(e) = out.flush() {
-                        eprintln!("cannot write a JSON Lines log: {e}");
-                    }
-                    done.fetch_add(std::mem::take(&mut unflushed), Ordering::SeqCst);
-                }
-            })
-            .expect("a thread can be started");
-        Self {
-            tx: Some(tx),
-            sent: AtomicU64::new(0),
-            flushed,
-            thread: Some(thread),
-        }
-    }
-
-    /// Hands one record to the writer (its line ends with a newline).
-    pub fn send<T: serde::Serialize>(&self, record: &T) {
-        let mut line = serde_json::to_string(record).expect("a record serializes");
-        line.push('\n');
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(line);
-        }
-    }
-
-    /// Lines handed over and not yet flushed to the file.
-    pub fn pending(&self) -> u64 {
-        self.sent
-            .load(Ordering::SeqCst)
-            .saturating_sub(self.flushed.load(Ordering::SeqCst))
-    }
-}
-
-impl Drop for JsonlSink {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_sink_writes_every_line_in_order_and_counts_what_is_pending() {
-        let dir = std::env::temp_dir().join(format!("e03-io-sink-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("x.jsonl");
-        let sink = JsonlSink::new(std::fs::File::create(&path).unwrap());
-        for i in 0..1000 {
-            sink.send(&i);
-        }
-        // The writer catches up: nothing is pending once everything is flushed.
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while sink.pending() > 0 && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert_eq!(sink.pending(), 0);
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 1000);
-        assert!(text.lines().enumerate().all(|(i, l)| l == i.to_string()));
-        // Dropping writes what is left.
-        sink.send(&"last");
-        drop(sink);
-        assert!(std::fs::read_to_string(&path)
-            .unwrap()
-            .ends_with("\"last\"\n"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn records_are_written_one_line_each_and_no_temporary_file_is_left() {
