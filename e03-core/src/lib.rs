@@ -37,6 +37,8 @@
 //!   around [`operation`], driven live and simulated alike.
 //! - [`steps`]: seed 002's step workload: a batch job (arrival schedule, calls per step, retries
 //!   in whole steps) and an interactive flow with a latency budget, sharing one rate limit.
+//! - [`workload`]: the one workload interface ([`workload::Workload`]) every driver drives, and
+//!   its machines: N sessions as one (closed loop, group, fixed rate), the open loop, the steps.
 //! - [`events`]: the JSON Lines event schema every process logs.
 //! - [`rng`]: seeded, portable random streams, one per purpose and client.
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
@@ -72,6 +74,7 @@ pub mod strategy;
 pub mod strategy_table;
 pub mod timeline;
 pub mod wire;
+pub mod workload;
 
 pub use budget::{RetryBudget, TokenBucket, Unlimited};
 pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};

@@ -1308,6 +1308,30 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
     (sorted.len() == seeds.len() && !seeds.is_empty()).then_some(seeds)
 }
 
+impl Params {
+    /// The workload of one strategy's run with this seed, in the shape the parameters give:
+    /// the step workload (`E03_WORKLOAD=steps`, at the strategy's load level or the first one),
+    /// the open loop (`open_loop`), or N clients as one machine (closed loop, group, fixed
+    /// rate). Every driver drives whichever it is through [`Workload`](crate::workload::Workload).
+    pub fn workload(
+        &self,
+        strategy: &crate::strategy::Strategy,
+        seed: u64,
+    ) -> Box<dyn crate::workload::Workload + Send> {
+        use crate::workload::{Arrivals, Clients, Steps};
+        if self.is_steps() {
+            let load = strategy.load.unwrap_or(self.steps().loads[0]);
+            let timeout = self.limits().attempt_timeout;
+            Box::new(Steps::new(self.step_config(load), strategy, seed, timeout))
+        } else if self.is_open_loop() {
+            Box::new(Arrivals::new(self.open_loop(seed), strategy))
+        } else {
+            let config = crate::session::SessionConfig::from_params(self);
+            Box::new(Clients::new(seed, self.swarm().clients, config, strategy))
+        }
+    }
+}
+
 /// The config layer builds the model's configs: a client session's, from the parameters.
 impl crate::session::SessionConfig {
     pub fn from_params(params: &Params) -> Self {

@@ -31,6 +31,7 @@ const MODEL: &[&str] = &[
     "chain",
     "audit",
     "wire",
+    "workload",
 ];
 
 /// The config layer.

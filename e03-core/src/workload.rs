@@ -1,0 +1,662 @@
+//! One workload interface: every way the lab's callers make calls is a state machine behind the
+//! [`Workload`] trait, and one driver per clock (the swarm's on tokio, the simulator's on its
+//! event queue) drives any of them without knowing which it is.
+//!
+//! The shape is the [`ClientSession`]'s, for a whole run: the driver asks
+//! [`Workload::next_wake`] when it must next call in, sleeps until then, and calls
+//! [`Workload::on_wake`] with the time it woke. The answer of every attempt it sent goes back
+//! through [`Workload::on_answer`], named by its [`AttemptId`]. Both return a [`Next`]: the
+//! attempts to send now, the attempts a policy layer refused (logged as failed fast), the
+//! operations that ended, and the arrivals dropped. [`Workload::stop`] ends the run early: every
+//! operation in progress ends, an attempt still in flight counted as sent.
+//!
+//! ```text
+//! loop {
+//!     next = select {
+//!         sleep_until(w.next_wake()) => w.on_wake(now, policy),
+//!         (id, result) = an answer    => w.on_answer(id, result, now, policy),
+//!     }
+//!     log next.refused, next.ended, next.dropped; send next.sends
+//! }   // until no wake is asked for and nothing is in flight
+//! ```
+//!
+//! The machines here:
+//! - [`Clients`]: a closed loop (or a fixed group, or fixed-rate callers) of N
+//!   [`ClientSession`]s, one machine with a min-heap of their wakes;
+//! - [`Arrivals`]: the open loop, [`OpenLoop`]'s arrivals started in its slots' sessions;
+//! - [`Steps`]: seed 002's step workload ([`StepWorkload`]), one call at a time.
+//!
+//! A workload never reads a clock and does no IO; it decides, the driver acts.
+//!
+//! Where it stands: these machines and their hand-computed tests are the interface the drivers
+//! are moving to (issue "One plan, one workload interface, one IO layer", item 3). The swarm
+//! and the simulator still drive [`ClientSession`], [`OpenLoop`] and [`StepWorkload`] with
+//! their own loops. A first live driver of this interface, one tokio task for all of a
+//! strategy's clients, was measured on `lab run all --seed 42` and kept out: strategy A's send
+//! lateness p99 in E03-B rose from 0.5-0.6 ms to 1.6-3.8 ms at the freeze's end, when 200
+//! answers arrive at once and one task works through them in turn (ARCHITECTURE.md).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use crate::arrivals::{Arrival, OpenLoop};
+use crate::budget::Rejection;
+use crate::operation::{AttemptResult, GiveUp, OpOutcome};
+use crate::policy::ClientPolicy;
+use crate::session::{AttemptId, ClientSession, OpEnd, SendAttempt, SessionConfig, Wake};
+use crate::steps::{Call, Done, Flow, StepConfig, StepWorkload};
+use crate::strategy::Strategy;
+
+/// An attempt to send now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outgoing {
+    pub id: AttemptId,
+    /// When it was due (its operation's start, the end of its retry wait, its step's start).
+    pub due: Duration,
+    /// Give up waiting for its answer this long after sending it.
+    pub timeout: Duration,
+    /// The step workload's flow and step (seed 002); `None` elsewhere.
+    pub flow: Option<Flow>,
+    pub step: Option<u32>,
+}
+
+impl Outgoing {
+    /// The fault key of the attempt (its fault fate's identity).
+    pub fn key(&self) -> u64 {
+        self.id.key()
+    }
+}
+
+impl From<SendAttempt> for Outgoing {
+    fn from(a: SendAttempt) -> Self {
+        Outgoing {
+            id: a.id,
+            due: a.due,
+            timeout: a.timeout,
+            flow: None,
+            step: None,
+        }
+    }
+}
+
+/// An operation that ended: its log record's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub client: u32,
+    pub op: u32,
+    pub start: Duration,
+    pub end: Duration,
+    /// Attempts sent (an attempt in flight at a stop counts).
+    pub attempts: u32,
+    pub outcome: OpOutcome,
+    /// The step workload's flow; `None` elsewhere.
+    pub flow: Option<Flow>,
+}
+
+impl From<OpEnd> for Ended {
+    fn from(e: OpEnd) -> Self {
+        Ended {
+            client: e.client,
+            op: e.op,
+            start: e.start,
+            end: e.end,
+            attempts: e.attempts,
+            outcome: e.outcome,
+            flow: None,
+        }
+    }
+}
+
+/// An attempt a policy layer refused: it is not sent; it failed fast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    pub attempt: Outgoing,
+    pub why: Rejection,
+}
+
+/// What a workload asks of its driver after a wake-up or an answer. The driver logs the refused
+/// attempts, the ended operations and the dropped arrivals, then sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Next {
+    /// Send these now, in this order; hand each answer to [`Workload::on_answer`].
+    pub sends: Vec<Outgoing>,
+    /// Attempts refused by the policy layer (each one's operation is in `ended`).
+    pub refused: Vec<Refused>,
+    /// Operations that ended.
+    pub ended: Vec<Ended>,
+    /// Arrivals dropped (their intended starts): the open loop's pool was full.
+    pub dropped: Vec<Duration>,
+}
+
+/// One run's callers as one sans-IO state machine (see the module doc).
+pub trait Workload {
+    /// When the driver must call [`on_wake`](Self::on_wake) next; `None`: only answers can make
+    /// anything happen (or, with nothing in flight, the run is over).
+    fn next_wake(&self) -> Option<Duration>;
+
+    /// Woken at `now` (at or after [`next_wake`](Self::next_wake)): everything due by `now`.
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next;
+
+    /// The attempt `id` (one of [`Next::sends`]) ended at `now` with `result`.
+    fn on_answer(
+        &mut self,
+        id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Next;
+
+    /// The driver stops the run at `now`: every operation in progress ends (an attempt in
+    /// flight, whose answer the driver gave up on, counted as sent); nothing more is due.
+    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended>;
+}
+
+/// N [`ClientSession`]s as one machine: a closed loop (`Starts::ClosedLoop`), a group starting
+/// at zero, fixed-rate callers, or the open loop's slots. Each session keeps its own rules (when
+/// its operations start, its think times, its retries); this keeps a min-heap of their wakes,
+/// earliest first, ties by client number.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    sessions: Vec<ClientSession>,
+    /// `(due, client)`: one entry per session with a wake.
+    wakes: BinaryHeap<Reverse<(Duration, u32)>>,
+    strategy: Strategy,
+}
+
+impl Clients {
+    /// Clients `0..n` of a run with this seed (each draws its own first start).
+    pub fn new(seed: u64, n: u32, config: SessionConfig, strategy: &Strategy) -> Self {
+        Self::of(
+            (0..n).map(|c| ClientSession::new(seed, c, config)),
+            strategy,
+        )
+    }
+
+    /// These sessions; session `i` must be client `i`.
+    pub fn of(sessions: impl IntoIterator<Item = ClientSession>, strategy: &Strategy) -> Self {
+        let mut clients = Clients {
+            sessions: Vec::new(),
+            wakes: BinaryHeap::new(),
+            strategy: strategy.clone(),
+        };
+        for s in sessions {
+            clients.push(s);
+        }
+        clients
+    }
+
+    /// Adds the next client's session.
+    fn push(&mut self, session: ClientSession) {
+        let c = self.sessions.len() as u32;
+        assert_eq!(session.client(), c, "session {c} must be client {c}");
+        self.sessions.push(session);
+        self.schedule(c);
+    }
+
+    fn schedule(&mut self, c: u32) {
+        if let Some(t) = self.sessions[c as usize].next_wake() {
+            self.wakes.push(Reverse((t, c)));
+        }
+    }
+
+    /// Client `c`'s next operation starts at `start` (an open loop's arrival).
+    fn begin(&mut self, c: u32, start: Duration) {
+        self.sessions[c as usize].begin(start);
+        self.schedule(c);
+    }
+
+    fn wake(&mut self, c: u32, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+        match self.sessions[c as usize].on_wake(now, policy) {
+            Wake::Send(a) => next.sends.push(a.into()),
+            Wake::Ended(end) => {
+                next.ended.push(end.into());
+                self.schedule(c);
+            }
+            Wake::Rejected { attempt, why, end } => {
+                next.refused.push(Refused {
+                    attempt: attempt.into(),
+                    why,
+                });
+                next.ended.push(end.into());
+                self.schedule(c);
+            }
+        }
+    }
+}
+
+impl Workload for Clients {
+    fn next_wake(&self) -> Option<Duration> {
+        self.wakes.peek().map(|Reverse((t, _))| *t)
+    }
+
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
+        let mut next = Next::default();
+        while let Some(&Reverse((t, c))) = self.wakes.peek() {
+            if t > now {
+                break;
+            }
+            self.wakes.pop();
+            self.wake(c, now, policy, &mut next);
+        }
+        next
+    }
+
+    fn on_answer(
+        &mut self,
+        id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Next {
+        let c = id.client;
+        let mut next = Next::default();
+        let session = &mut self.sessions[c as usize];
+        if let Some(end) = session.on_result(now, result, &self.strategy, policy) {
+            next.ended.push(end.into());
+        }
+        // A retry due, or the next operation's start.
+        self.schedule(c);
+        next
+    }
+
+    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
+        self.wakes.clear();
+        self.sessions
+            .iter_mut()
+            .filter_map(|s| s.abort(now, policy))
+            .map(Ended::from)
+            .collect()
+    }
+}
+
+/// The open loop: [`OpenLoop`]'s arrivals, each started in a free slot's session (a slot per
+/// operation in progress, at most `max_in_flight`), or dropped when none is free. A slot's
+/// session is client `slot`; it takes the next arrival once its operation ended.
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    open: OpenLoop,
+    slots: Clients,
+}
+
+impl Arrivals {
+    pub fn new(open: OpenLoop, strategy: &Strategy) -> Self {
+        Arrivals {
+            open,
+            slots: Clients::of([], strategy),
+        }
+    }
+
+    /// The arrivals and slots (their counts).
+    pub fn open_loop(&self) -> &OpenLoop {
+        &self.open
+    }
+
+    /// Frees the slot of every operation that ended.
+    fn release(&mut self, next: &Next) {
+        for e in &next.ended {
+            self.open.release(e.client);
+        }
+    }
+}
+
+impl Workload for Arrivals {
+    fn next_wake(&self) -> Option<Duration> {
+        match (self.open.next_arrival(), self.slots.next_wake()) {
+            (Some(a), Some(s)) => Some(a.min(s)),
+            (a, s) => a.or(s),
+        }
+    }
+
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
+        let mut dropped = Vec::new();
+        while self.open.next_arrival().is_some_and(|t| t <= now) {
+            match self.open.on_arrival() {
+                Arrival::Start { slot, start, new } => {
+                    if let Some(session) = new {
+                        self.slots.push(*session);
+                    }
+                    self.slots.begin(slot, start);
+                }
+                Arrival::Dropped { start } => dropped.push(start),
+            }
+        }
+        let mut next = self.slots.on_wake(now, policy);
+        next.dropped = dropped;
+        self.release(&next);
+        next
+    }
+
+    fn on_answer(
+        &mut self,
+        id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Next {
+        let next = self.slots.on_answer(id, result, now, policy);
+        self.release(&next);
+        next
+    }
+
+    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
+        self.slots.stop(now, policy)
+    }
+}
+
+/// Seed 002's step workload behind the one interface: [`StepWorkload`] names one call at a
+/// time; each call gives up after `timeout`.
+#[derive(Debug)]
+pub struct Steps {
+    inner: StepWorkload,
+    timeout: Duration,
+}
+
+impl Steps {
+    pub fn new(cfg: StepConfig, strategy: &Strategy, seed: u64, timeout: Duration) -> Self {
+        Steps {
+            inner: StepWorkload::new(cfg, strategy, seed),
+            timeout,
+        }
+    }
+
+    fn call(&self, call: Call, due: Duration) -> Outgoing {
+        Outgoing {
+            id: AttemptId {
+                client: call.flow.client(),
+                op: call.op,
+                attempt: call.attempt,
+            },
+            due,
+            timeout: self.timeout,
+            flow: Some(call.flow),
+            step: Some(call.step),
+        }
+    }
+
+    fn ended(&self, d: Done) -> Ended {
+        let cfg = self.inner.config();
+        Ended {
+            client: d.flow.client(),
+            op: d.op,
+            start: cfg.at(d.arrived),
+            end: cfg.at(d.ended),
+            attempts: d.attempts,
+            outcome: if d.completed {
+                OpOutcome::Success
+            } else {
+                OpOutcome::Failed(GiveUp::AttemptsExhausted)
+            },
+            flow: Some(d.flow),
+        }
+    }
+
+    fn next(&self, n: crate::steps::Next, due: Duration) -> Next {
+        Next {
+            sends: n.send.map(|c| self.call(c, due)).into_iter().collect(),
+            ended: n.ended.into_iter().map(|d| self.ended(d)).collect(),
+            ..Next::default()
+        }
+    }
+}
+
+impl Workload for Steps {
+    fn next_wake(&self) -> Option<Duration> {
+        self.inner.next_wake()
+    }
+
+    /// A step begins; its first call was due at the step's start.
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
+        let due = self.inner.next_wake().unwrap_or(now);
+        let n = self.inner.on_wake(now, policy);
+        self.next(n, due)
+    }
+
+    /// The next call of the step is due now, when the previous one was answered.
+    fn on_answer(
+        &mut self,
+        _id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Next {
+        let n = self.inner.on_answer(result, now, policy);
+        self.next(n, now)
+    }
+
+    fn stop(&mut self, _now: Duration, _policy: &mut ClientPolicy) -> Vec<Ended> {
+        let done = self.inner.finish();
+        done.into_iter().map(|d| self.ended(d)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operation::Limits;
+    use crate::session::Starts;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn config(starts: Starts, think_ms: u64) -> SessionConfig {
+        SessionConfig {
+            limits: Limits {
+                max_attempts: 4,
+                attempt_timeout: ms(100),
+                deadline: ms(1000),
+            },
+            duration: ms(10_000),
+            think: (ms(think_ms), ms(think_ms)),
+            starts,
+            max_ops: Some(2),
+        }
+    }
+
+    fn strategy(id: &str) -> Strategy {
+        let budget = crate::budget::BudgetSpec::token_bucket(10.0, 0.1);
+        Strategy::standard(id, ms(200), ms(2000), budget).unwrap()
+    }
+
+    fn ok() -> AttemptResult {
+        AttemptResult::Status {
+            code: 200,
+            retry_after: None,
+        }
+    }
+
+    fn unavailable() -> AttemptResult {
+        AttemptResult::Status {
+            code: 503,
+            retry_after: None,
+        }
+    }
+
+    /// Two clients starting at zero, thinking 50 ms, two operations each, strategy A
+    /// (immediate retries): hand-computed sends, answers, retries and ends.
+    #[test]
+    fn a_group_of_sessions_is_one_machine_woken_earliest_first() {
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = Clients::new(1, 2, config(Starts::AtZero, 50), &a);
+        assert_eq!(w.next_wake(), Some(ms(0)));
+        let n = w.on_wake(ms(0), &mut policy);
+        let ids: Vec<(u32, u32, u32)> = n
+            .sends
+            .iter()
+            .map(|s| (s.id.client, s.id.op, s.id.attempt))
+            .collect();
+        assert_eq!(
+            ids,
+            [(0, 0, 1), (1, 0, 1)],
+            "both start at 0, client 0 first"
+        );
+        assert!(n
+            .sends
+            .iter()
+            .all(|s| s.due == ms(0) && s.timeout == ms(100)));
+        // Nothing is due while both wait for answers.
+        assert_eq!(w.next_wake(), None);
+        // Client 1's 503 at 10 ms: A retries at once.
+        let n = w.on_answer(n.sends[1].id, unavailable(), ms(10), &mut policy);
+        assert_eq!(n, Next::default());
+        assert_eq!(w.next_wake(), Some(ms(10)));
+        let n = w.on_wake(ms(10), &mut policy);
+        assert_eq!(n.sends.len(), 1);
+        assert_eq!((n.sends[0].id.client, n.sends[0].id.attempt), (1, 2));
+        let retry = n.sends[0].id;
+        // Client 0's 200 at 20 ms ends its operation; it thinks 50 ms.
+        let n = w.on_answer(
+            AttemptId {
+                client: 0,
+                op: 0,
+                attempt: 1,
+            },
+            ok(),
+            ms(20),
+            &mut policy,
+        );
+        assert_eq!(n.ended.len(), 1);
+        let e = n.ended[0];
+        assert_eq!(
+            (e.client, e.op, e.start, e.end, e.attempts, e.outcome),
+            (0, 0, ms(0), ms(20), 1, OpOutcome::Success)
+        );
+        assert_eq!(w.next_wake(), Some(ms(70)));
+        // Client 1's retry succeeds at 30 ms: it is due at 80 ms, after client 0.
+        let n = w.on_answer(retry, ok(), ms(30), &mut policy);
+        assert_eq!(n.ended[0].attempts, 2);
+        let n = w.on_wake(ms(75), &mut policy);
+        assert_eq!(n.sends.len(), 1, "only client 0 is due by 75 ms");
+        assert_eq!((n.sends[0].id.client, n.sends[0].id.op), (0, 1));
+        assert_eq!(n.sends[0].due, ms(70));
+        assert_eq!(w.next_wake(), Some(ms(80)));
+        // A stop: client 0's attempt in flight counts as sent and its operation is aborted;
+        // client 1, between operations, has nothing to end.
+        let ended = w.stop(ms(76), &mut policy);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(
+            (ended[0].client, ended[0].attempts, ended[0].outcome),
+            (0, 1, OpOutcome::Failed(GiveUp::Aborted))
+        );
+        assert_eq!(w.next_wake(), None);
+    }
+
+    #[test]
+    fn an_open_loop_starts_arrivals_in_free_slots_and_drops_the_rest() {
+        use crate::arrivals::RateShape;
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let cfg = config(Starts::OnDemand, 0);
+        // 1,000 arrivals a second for 1 s, one slot: arrivals while it is busy are dropped.
+        let open = OpenLoop::new(3, cfg, RateShape::constant(1000.0, ms(1000)), 1);
+        let first = open.next_arrival().unwrap();
+        let mut reference = open.clone();
+        let mut w = Arrivals::new(open, &a);
+        assert_eq!(w.next_wake(), Some(first));
+        let n = w.on_wake(first, &mut policy);
+        assert_eq!(n.sends.len(), 1);
+        assert_eq!(n.sends[0].id.client, 0);
+        assert_eq!(n.sends[0].due, first);
+        assert!(matches!(
+            reference.on_arrival(),
+            Arrival::Start { slot: 0, .. }
+        ));
+        // The slot is busy: the next arrivals, up to 100 ms, are dropped.
+        let second = reference.next_arrival().unwrap();
+        assert_eq!(w.next_wake(), Some(second));
+        let n = w.on_wake(first + ms(100), &mut policy);
+        let mut expected = Vec::new();
+        while reference
+            .next_arrival()
+            .is_some_and(|t| t <= first + ms(100))
+        {
+            let Arrival::Dropped { start } = reference.on_arrival() else {
+                panic!("the only slot is busy")
+            };
+            expected.push(start);
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(n.dropped, expected);
+        assert!(n.sends.is_empty());
+        // Its answer frees the slot: the next arrival starts in it, as the same client.
+        let n = w.on_answer(
+            AttemptId {
+                client: 0,
+                op: 0,
+                attempt: 1,
+            },
+            ok(),
+            first + ms(101),
+            &mut policy,
+        );
+        assert_eq!(n.ended.len(), 1);
+        assert_eq!(w.open_loop().in_flight(), 0);
+        let t = w.next_wake().unwrap();
+        let n = w.on_wake(t, &mut policy);
+        assert_eq!(
+            (n.sends[0].id.client, n.sends[0].id.op),
+            (0, 1),
+            "slot 0 takes it"
+        );
+    }
+
+    /// The step workload behind the interface: a step's first call was due at the step's start,
+    /// the next one when the previous one was answered; an operation's start and end are its
+    /// steps' starts.
+    #[test]
+    fn the_steps_name_one_call_at_a_time_due_at_the_step_then_at_the_answer() {
+        let b = strategy("B");
+        let mut policy = ClientPolicy::new(&b, 1);
+        let cfg = StepConfig {
+            step: ms(100),
+            steps: 2,
+            batch_items: 160,
+            burst_start: 30,
+            burst_items: 60,
+            load: 3,
+            step_calls: 12,
+            max_attempts: 4,
+            interactive_every: 2,
+            interactive_until: 120,
+            interactive_budget: 1,
+        };
+        let mut w = Steps::new(cfg, &b, 1, ms(50));
+        assert_eq!(w.next_wake(), Some(ms(0)));
+        // Woken 2 ms late: the query is still due at the step's start.
+        let n = w.on_wake(ms(2), &mut policy);
+        assert_eq!(n.sends.len(), 1);
+        let q = n.sends[0];
+        assert_eq!(
+            (q.id.client, q.id.op, q.id.attempt, q.due, q.timeout),
+            (Flow::Interactive.client(), 0, 1, ms(0), ms(50))
+        );
+        assert_eq!((q.flow, q.step), (Some(Flow::Interactive), Some(0)));
+        // Its answer at 5 ms ends it (from step 0 to step 0) and names batch item 0, due now.
+        let n = w.on_answer(q.id, ok(), ms(5), &mut policy);
+        assert_eq!(n.sends.len(), 1);
+        let item = n.sends[0];
+        assert_eq!(
+            (item.flow, item.id.op, item.due),
+            (Some(Flow::Batch), 0, ms(5))
+        );
+        assert_eq!(n.ended.len(), 1);
+        let e = n.ended[0];
+        assert_eq!(
+            (e.flow, e.start, e.end, e.attempts, e.outcome),
+            (Some(Flow::Interactive), ms(0), ms(0), 1, OpOutcome::Success)
+        );
+        // A stop with the item in flight: it failed, its attempt counted.
+        let ended = w.stop(ms(6), &mut policy);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(
+            (ended[0].flow, ended[0].attempts, ended[0].outcome),
+            (
+                Some(Flow::Batch),
+                1,
+                OpOutcome::Failed(GiveUp::AttemptsExhausted)
+            )
+        );
+    }
+}
