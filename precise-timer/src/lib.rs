@@ -10,10 +10,17 @@
 //! the *model*, so the drivers' own lateness must stay far below the effects it shows.
 //!
 //! How: one std thread (`precise-timer`) holds a min-heap of `(deadline, oneshot sender)`. Tasks
-//! hand it an entry through a std channel and await the oneshot. The thread sleeps in
-//! `Receiver::recv_timeout` until the earliest deadline (a futex wait with a high-resolution
-//! kernel timer: it wakes within tens of µs, with no busy-spinning) or until a new entry
-//! arrives, then fires every entry whose deadline has passed. A task whose deadline has already
+//! hand it an entry through an inbox (a `Vec` under a mutex, and a condition variable) and await
+//! the oneshot. The thread sleeps in `Condvar::wait_timeout` until the earliest deadline (a
+//! futex wait with a high-resolution kernel timer: it wakes within tens of µs, with no
+//! busy-spinning) or until a new entry arrives, then fires every entry whose deadline has passed.
+//!
+//! Why not a channel: the thread runs at real-time priority when it can (`SCHED_FIFO`). A
+//! `std::sync::mpsc` receiver that finds a sender half-way through linking a new block spins with
+//! `sched_yield`, which under `SCHED_FIFO` gives the CPU only to real-time threads: the sender,
+//! preempted on that CPU, never finishes, and with one such thread per core (two swarms on two
+//! cores) the process stalls. It was seen once here (2026-12-04), with a driver that asked for
+//! many sleeps from many threads. A mutex waits in the kernel once its short spin is over. A task whose deadline has already
 //! passed does not involve the thread at all: it returns at once, without yielding.
 //!
 //! Guarantees: a sleep never ends before its deadline (the thread fires an entry only when
@@ -26,7 +33,7 @@
 pub mod realtime;
 
 use std::collections::BinaryHeap;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -40,10 +47,56 @@ type Entry = Earliest<(Instant, u64), oneshot::Sender<()>>;
 /// A request to the timer thread: the deadline and where to say it has come.
 type Request = (Instant, oneshot::Sender<()>);
 
+/// What the sleepers hand the thread.
+#[derive(Debug, Default)]
+struct Inbox {
+    requests: Vec<Request>,
+    /// Every handle is gone.
+    closed: bool,
+    /// The thread is running (false if it could not be started, or it ended).
+    running: bool,
+}
+
+/// The inbox and the condition variable the thread waits on.
+#[derive(Debug, Default)]
+struct Shared {
+    inbox: Mutex<Inbox>,
+    arrived: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hands `request` to the thread; false if it is not running.
+    fn send(&self, request: Request) -> bool {
+        let mut inbox = self.lock();
+        if !inbox.running {
+            return false;
+        }
+        inbox.requests.push(request);
+        drop(inbox);
+        self.arrived.notify_one();
+        true
+    }
+}
+
+/// The last handle's drop tells the thread (its pending sleepers still get their wake-ups).
+#[derive(Debug)]
+struct Handle(Arc<Shared>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.arrived.notify_one();
+    }
+}
+
 /// A handle to the timer thread; cheap to clone, shared by every task that sleeps on it.
 #[derive(Clone, Debug)]
 pub struct PreciseTimer {
-    tx: mpsc::Sender<Request>,
+    handle: Arc<Handle>,
 }
 
 impl PreciseTimer {
@@ -63,7 +116,9 @@ impl PreciseTimer {
     /// `SCHED_FIFO` at [`realtime::TIMER_PRIORITY`] and never spins (`spin` is ignored: a
     /// spinning real-time thread can starve a small machine).
     pub fn start_spinning(spin: Duration) -> PreciseTimer {
-        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared::default());
+        shared.lock().running = true;
+        let thread_shared = Arc::clone(&shared);
         let rt = realtime::scheduling().is_realtime();
         let spin = if rt { Duration::ZERO } else { spin };
         if let Err(e) = thread::Builder::new()
@@ -74,12 +129,16 @@ impl PreciseTimer {
                         tracing::warn!("the precise timer stays on the normal scheduler: {e}");
                     }
                 }
-                timer_thread(rx, spin)
+                timer_thread(&thread_shared, spin);
+                thread_shared.lock().running = false;
             })
         {
+            shared.lock().running = false;
             tracing::warn!("cannot start the precise timer thread ({e}); using tokio's timer");
         }
-        PreciseTimer { tx }
+        PreciseTimer {
+            handle: Arc::new(Handle(shared)),
+        }
     }
 
     /// Waits until `deadline`: never before it, and normally within tens of µs after it.
@@ -89,7 +148,7 @@ impl PreciseTimer {
             return;
         }
         let (wake, woken) = oneshot::channel();
-        let fired = self.tx.send((deadline, wake)).is_ok() && woken.await.is_ok();
+        let fired = self.handle.0.send((deadline, wake)) && woken.await.is_ok();
         if !fired || Instant::now() < deadline {
             // The thread is gone (or, impossibly, fired early): tokio's timer is late but
             // never early.
@@ -98,64 +157,56 @@ impl PreciseTimer {
     }
 }
 
-fn timer_thread(rx: mpsc::Receiver<Request>, spin: Duration) {
+fn timer_thread(shared: &Shared, spin: Duration) {
     let mut heap = BinaryHeap::new();
     let mut seq = 0u64;
-    let mut open = true;
+    let mut inbox = shared.lock();
     loop {
-        let now = Instant::now();
-        while heap.peek().is_some_and(|e: &Entry| e.key.0 <= now) {
-            let entry = heap.pop().expect("peeked");
-            // The sleeper may have been dropped (another select! branch won): nothing to do.
-            let _ = entry.value.send(());
-        }
-        let next = heap.peek().map(|e| e.key.0);
-        let request = match (open, next) {
-            (true, Some(deadline)) if deadline.saturating_duration_since(now) <= spin => {
-                // The last `spin` before the deadline: stay awake, still taking new entries.
-                match rx.try_recv() {
-                    Ok(request) => Some(request),
-                    Err(mpsc::TryRecvError::Empty) => {
-                        std::hint::spin_loop();
-                        None
-                    }
-                    Err(mpsc::TryRecvError::Disconnected) => {
-                        open = false;
-                        heap.retain(|e| !e.value.is_closed());
-                        None
-                    }
-                }
-            }
-            (true, Some(deadline)) => {
-                match rx.recv_timeout(deadline.saturating_duration_since(now) - spin) {
-                    Ok(request) => Some(request),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => {
-                        open = false;
-                        // Nobody waits for a dropped sleep: do not linger until its deadline.
-                        heap.retain(|e| !e.value.is_closed());
-                        None
-                    }
-                }
-            }
-            (true, None) => match rx.recv() {
-                Ok(request) => Some(request),
-                Err(_) => return,
-            },
-            (false, Some(deadline)) => {
-                // Every handle is gone; the pending sleepers still get their wake-ups.
-                thread::sleep(deadline.saturating_duration_since(now));
-                None
-            }
-            (false, None) => return,
-        };
-        if let Some((deadline, wake)) = request {
+        for (deadline, wake) in inbox.requests.drain(..) {
             heap.push(Entry {
                 key: (deadline, seq),
                 value: wake,
             });
             seq += 1;
         }
+        let now = Instant::now();
+        if heap.peek().is_some_and(|e: &Entry| e.key.0 <= now) {
+            // Fired without the lock, so sleepers never wait for it.
+            drop(inbox);
+            while heap.peek().is_some_and(|e: &Entry| e.key.0 <= now) {
+                let entry = heap.pop().expect("peeked");
+                // The sleeper may have been dropped (another select! branch won): nothing to do.
+                let _ = entry.value.send(());
+            }
+            inbox = shared.lock();
+            continue;
+        }
+        if inbox.closed {
+            // Nobody waits for a dropped sleep: do not linger until its deadline.
+            heap.retain(|e| !e.value.is_closed());
+        }
+        inbox = match heap.peek().map(|e| e.key.0) {
+            None if inbox.closed => return,
+            None => shared
+                .arrived
+                .wait(inbox)
+                .unwrap_or_else(|e| e.into_inner()),
+            Some(deadline) if !inbox.closed && deadline.saturating_duration_since(now) <= spin => {
+                // The last `spin` before the deadline: stay awake, still taking new entries.
+                drop(inbox);
+                std::hint::spin_loop();
+                shared.lock()
+            }
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(now);
+                let wait = if inbox.closed { left } else { left - spin };
+                shared
+                    .arrived
+                    .wait_timeout(inbox, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+        };
     }
 }
 
@@ -246,7 +297,7 @@ mod tests {
         let timer = PreciseTimer::start();
         let deadline = Instant::now() + Duration::from_millis(20);
         let (wake, woken) = oneshot::channel();
-        timer.tx.send((deadline, wake)).unwrap();
+        assert!(timer.handle.0.send((deadline, wake)));
         drop(timer);
         tokio::time::timeout(GENEROUS, woken)
             .await
@@ -257,14 +308,19 @@ mod tests {
 
     #[test]
     fn the_thread_ends_without_waiting_for_dropped_sleeps() {
-        let (tx, rx) = mpsc::channel();
-        let thread = thread::spawn(move || timer_thread(rx, Duration::from_micros(300)));
+        let shared = Arc::new(Shared::default());
+        shared.lock().running = true;
+        let thread_shared = Arc::clone(&shared);
+        let thread =
+            thread::spawn(move || timer_thread(&thread_shared, Duration::from_micros(300)));
+        let handle = Handle(shared);
         // A sleep an hour away, dropped by its sleeper, then every handle gone.
         let (wake, woken) = oneshot::channel();
-        tx.send((Instant::now() + Duration::from_secs(3600), wake))
-            .unwrap();
+        assert!(handle
+            .0
+            .send((Instant::now() + Duration::from_secs(3600), wake)));
         drop(woken);
-        drop(tx);
+        drop(handle);
         // `join` returns only if the thread ended; had it kept the entry it would sleep an
         // hour, and the test would hang instead of pass.
         thread.join().unwrap();
