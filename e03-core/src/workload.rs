@@ -4,19 +4,24 @@
 //!
 //! The shape is the [`ClientSession`]'s, for a whole run: the driver asks
 //! [`Workload::next_wake`] when it must next call in, sleeps until then, and calls
-//! [`Workload::on_wake`] with the time it woke. The answer of every attempt it sent goes back
-//! through [`Workload::on_answer`], named by its [`AttemptId`]. Both return a [`Next`]: the
-//! attempts to send now, the attempts a policy layer refused (logged as failed fast), the
-//! operations that ended, and the arrivals dropped. [`Workload::stop`] ends the run early: every
+//! [`Workload::on_wake`] with the time it woke, once per wake that is due: each call handles
+//! the earliest one, so the driver can hand over the answers that came back meanwhile (the
+//! simulator's dependency answers a refused request at once, and the next client's budget must
+//! see it). Wakes due at one instant come in the order they were scheduled (a retry due at once
+//! after those already waiting). The answer of every attempt it sent goes back
+//! through [`Workload::on_answer`], named by its [`AttemptId`]. Both append to a [`Next`], the
+//! driver's buffer (reused, so a simulated run allocates nothing per event): the attempts to
+//! send now, the attempts a policy layer refused (logged as failed fast), the operations that
+//! ended, and the arrivals dropped. [`Workload::stop`] ends the run early: every
 //! operation in progress ends, an attempt still in flight counted as sent.
 //!
 //! ```text
 //! loop {
-//!     next = select {
-//!         sleep_until(w.next_wake()) => w.on_wake(now, policy),
-//!         (id, result) = an answer    => w.on_answer(id, result, now, policy),
+//!     select {
+//!         sleep_until(w.next_wake()) => w.on_wake(now, policy, &mut next), // again while due
+//!         (id, result) = an answer    => w.on_answer(id, result, now, policy, &mut next),
 //!     }
-//!     log next.refused, next.ended, next.dropped; send next.sends
+//!     log next.refused, next.ended, next.dropped; send next.sends; next.clear()
 //! }   // until no wake is asked for and nothing is in flight
 //! ```
 //!
@@ -28,15 +33,15 @@
 //!
 //! A workload never reads a clock and does no IO; it decides, the driver acts.
 //!
-//! Where it stands: these machines and their hand-computed tests are the interface the drivers
-//! are moving to (issue "One plan, one workload interface, one IO layer", item 3). The swarm
-//! and the simulator still drive [`ClientSession`], [`OpenLoop`] and [`StepWorkload`] with
-//! their own loops. A first live driver of this interface, one tokio task for all of a
+//! Where it stands (issue "One plan, one workload interface, one IO layer", item 3): the
+//! simulator drives every one of these through its one engine (`simulator::engine`), with the
+//! same results as its former loops (`lab simulate e03b --seeds 1-100` and the catalogue,
+//! byte for byte). The swarm still drives [`ClientSession`], [`OpenLoop`] and [`StepWorkload`]
+//! with its own loops. A first live driver of this interface, one tokio task for all of a
 //! strategy's clients, was measured on `lab run all --seed 42` and kept out: strategy A's send
 //! lateness p99 in E03-B rose from 0.5-0.6 ms to 1.6-3.8 ms at the freeze's end, when 200
 //! answers arrive at once and one task works through them in turn (ARCHITECTURE.md).
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
@@ -44,6 +49,7 @@ use crate::arrivals::{Arrival, OpenLoop};
 use crate::budget::Rejection;
 use crate::operation::{AttemptResult, GiveUp, OpOutcome};
 use crate::policy::ClientPolicy;
+use crate::schedule::Earliest;
 use crate::session::{AttemptId, ClientSession, OpEnd, SendAttempt, SessionConfig, Wake};
 use crate::steps::{Call, Done, Flow, StepConfig, StepWorkload};
 use crate::strategy::Strategy;
@@ -129,23 +135,37 @@ pub struct Next {
     pub dropped: Vec<Duration>,
 }
 
+impl Next {
+    /// Empties it, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.refused.clear();
+        self.ended.clear();
+        self.dropped.clear();
+    }
+}
+
 /// One run's callers as one sans-IO state machine (see the module doc).
 pub trait Workload {
     /// When the driver must call [`on_wake`](Self::on_wake) next; `None`: only answers can make
     /// anything happen (or, with nothing in flight, the run is over).
     fn next_wake(&self) -> Option<Duration>;
 
-    /// Woken at `now` (at or after [`next_wake`](Self::next_wake)): everything due by `now`.
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next;
+    /// Woken at `now` (at or after [`next_wake`](Self::next_wake)): the earliest wake due by
+    /// `now`, and only it. The driver calls again while `next_wake()` is at or before `now`.
+    /// What it asks is appended to `next`.
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next);
 
-    /// The attempt `id` (one of [`Next::sends`]) ended at `now` with `result`.
+    /// The attempt `id` (one of [`Next::sends`]) ended at `now` with `result`; what that asks
+    /// is appended to `next`.
     fn on_answer(
         &mut self,
         id: AttemptId,
         result: AttemptResult,
         now: Duration,
         policy: &mut ClientPolicy,
-    ) -> Next;
+        next: &mut Next,
+    );
 
     /// The driver stops the run at `now`: every operation in progress ends (an attempt in
     /// flight, whose answer the driver gave up on, counted as sent); nothing more is due.
@@ -155,12 +175,15 @@ pub trait Workload {
 /// N [`ClientSession`]s as one machine: a closed loop (`Starts::ClosedLoop`), a group starting
 /// at zero, fixed-rate callers, or the open loop's slots. Each session keeps its own rules (when
 /// its operations start, its think times, its retries); this keeps a min-heap of their wakes,
-/// earliest first, ties by client number.
+/// earliest first, ties in the order they were scheduled.
 #[derive(Debug, Clone)]
 pub struct Clients {
     sessions: Vec<ClientSession>,
-    /// `(due, client)`: one entry per session with a wake.
-    wakes: BinaryHeap<Reverse<(Duration, u32)>>,
+    /// `(due, order)` and the client: one entry per session with a wake; `order` is
+    /// [`Self::stamp`]'s.
+    wakes: BinaryHeap<Earliest<(Duration, u64), u32>>,
+    /// The next stamp: wakes due at one instant come in the order they were scheduled.
+    order: u64,
     strategy: Strategy,
 }
 
@@ -178,6 +201,7 @@ impl Clients {
         let mut clients = Clients {
             sessions: Vec::new(),
             wakes: BinaryHeap::new(),
+            order: 0,
             strategy: strategy.clone(),
         };
         for s in sessions {
@@ -194,16 +218,35 @@ impl Clients {
         self.schedule(c);
     }
 
+    /// The place in the order of scheduling of something scheduled now.
+    fn stamp(&mut self) -> u64 {
+        self.order += 1;
+        self.order - 1
+    }
+
     fn schedule(&mut self, c: u32) {
         if let Some(t) = self.sessions[c as usize].next_wake() {
-            self.wakes.push(Reverse((t, c)));
+            let key = (t, self.stamp());
+            self.wakes.push(Earliest { key, value: c });
         }
     }
 
-    /// Client `c`'s next operation starts at `start` (an open loop's arrival).
-    fn begin(&mut self, c: u32, start: Duration) {
+    /// The earliest wake: `(due, order)`.
+    fn earliest(&self) -> Option<(Duration, u64)> {
+        self.wakes.peek().map(|e| e.key)
+    }
+
+    /// Client `c`'s next operation starts at `start` (an open loop's arrival), woken now.
+    fn start(
+        &mut self,
+        c: u32,
+        start: Duration,
+        now: Duration,
+        policy: &mut ClientPolicy,
+        next: &mut Next,
+    ) {
         self.sessions[c as usize].begin(start);
-        self.schedule(c);
+        self.wake(c, now, policy, next);
     }
 
     fn wake(&mut self, c: u32, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
@@ -227,19 +270,20 @@ impl Clients {
 
 impl Workload for Clients {
     fn next_wake(&self) -> Option<Duration> {
-        self.wakes.peek().map(|Reverse((t, _))| *t)
+        self.earliest().map(|(t, _)| t)
     }
 
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
-        let mut next = Next::default();
-        while let Some(&Reverse((t, c))) = self.wakes.peek() {
-            if t > now {
-                break;
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+        if let Some(&Earliest {
+            key: (t, _),
+            value: c,
+        }) = self.wakes.peek()
+        {
+            if t <= now {
+                self.wakes.pop();
+                self.wake(c, now, policy, next);
             }
-            self.wakes.pop();
-            self.wake(c, now, policy, &mut next);
         }
-        next
     }
 
     fn on_answer(
@@ -248,16 +292,15 @@ impl Workload for Clients {
         result: AttemptResult,
         now: Duration,
         policy: &mut ClientPolicy,
-    ) -> Next {
+        next: &mut Next,
+    ) {
         let c = id.client;
-        let mut next = Next::default();
         let session = &mut self.sessions[c as usize];
         if let Some(end) = session.on_result(now, result, &self.strategy, policy) {
             next.ended.push(end.into());
         }
         // A retry due, or the next operation's start.
         self.schedule(c);
-        next
     }
 
     fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
@@ -272,18 +315,24 @@ impl Workload for Clients {
 
 /// The open loop: [`OpenLoop`]'s arrivals, each started in a free slot's session (a slot per
 /// operation in progress, at most `max_in_flight`), or dropped when none is free. A slot's
-/// session is client `slot`; it takes the next arrival once its operation ended.
+/// session is client `slot`; it takes the next arrival once its operation ended. An arrival
+/// and a slot's wake due at one instant come in the order they were scheduled (the next arrival
+/// is scheduled when the one before it came).
 #[derive(Debug, Clone)]
 pub struct Arrivals {
     open: OpenLoop,
     slots: Clients,
+    /// The next arrival's place in the order of scheduling.
+    arrival_order: u64,
 }
 
 impl Arrivals {
     pub fn new(open: OpenLoop, strategy: &Strategy) -> Self {
+        let mut slots = Clients::of([], strategy);
         Arrivals {
             open,
-            slots: Clients::of([], strategy),
+            arrival_order: slots.stamp(),
+            slots,
         }
     }
 
@@ -292,9 +341,9 @@ impl Arrivals {
         &self.open
     }
 
-    /// Frees the slot of every operation that ended.
-    fn release(&mut self, next: &Next) {
-        for e in &next.ended {
+    /// Frees the slot of every operation that ended (`ended`, this call's).
+    fn release(&mut self, ended: &[Ended]) {
+        for e in ended {
             self.open.release(e.client);
         }
     }
@@ -308,23 +357,33 @@ impl Workload for Arrivals {
         }
     }
 
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
-        let mut dropped = Vec::new();
-        while self.open.next_arrival().is_some_and(|t| t <= now) {
-            match self.open.on_arrival() {
-                Arrival::Start { slot, start, new } => {
-                    if let Some(session) = new {
-                        self.slots.push(*session);
+    /// The earliest of the next arrival (its operation starts in a free slot, sent at once, or
+    /// it is dropped) and the slots' wakes.
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+        let ended = next.ended.len();
+        let arrival = self
+            .open
+            .next_arrival()
+            .filter(|&t| t <= now)
+            .map(|t| (t, self.arrival_order));
+        let slot = self.slots.earliest().filter(|&(t, _)| t <= now);
+        match (arrival, slot) {
+            (Some(a), s) if s.is_none_or(|s| a < s) => {
+                let arrival = self.open.on_arrival();
+                self.arrival_order = self.slots.stamp();
+                match arrival {
+                    Arrival::Start { slot, start, new } => {
+                        if let Some(session) = new {
+                            self.slots.push(*session);
+                        }
+                        self.slots.start(slot, start, now, policy, next);
                     }
-                    self.slots.begin(slot, start);
+                    Arrival::Dropped { start } => next.dropped.push(start),
                 }
-                Arrival::Dropped { start } => dropped.push(start),
             }
+            _ => self.slots.on_wake(now, policy, next),
         }
-        let mut next = self.slots.on_wake(now, policy);
-        next.dropped = dropped;
-        self.release(&next);
-        next
+        self.release(&next.ended[ended..]);
     }
 
     fn on_answer(
@@ -333,10 +392,11 @@ impl Workload for Arrivals {
         result: AttemptResult,
         now: Duration,
         policy: &mut ClientPolicy,
-    ) -> Next {
-        let next = self.slots.on_answer(id, result, now, policy);
-        self.release(&next);
-        next
+        next: &mut Next,
+    ) {
+        let ended = next.ended.len();
+        self.slots.on_answer(id, result, now, policy, next);
+        self.release(&next.ended[ended..]);
     }
 
     fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
@@ -391,12 +451,10 @@ impl Steps {
         }
     }
 
-    fn next(&self, n: crate::steps::Next, due: Duration) -> Next {
-        Next {
-            sends: n.send.map(|c| self.call(c, due)).into_iter().collect(),
-            ended: n.ended.into_iter().map(|d| self.ended(d)).collect(),
-            ..Next::default()
-        }
+    fn next(&self, n: crate::steps::Next, due: Duration, next: &mut Next) {
+        next.sends.extend(n.send.map(|c| self.call(c, due)));
+        next.ended
+            .extend(n.ended.into_iter().map(|d| self.ended(d)));
     }
 }
 
@@ -406,10 +464,10 @@ impl Workload for Steps {
     }
 
     /// A step begins; its first call was due at the step's start.
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
         let due = self.inner.next_wake().unwrap_or(now);
         let n = self.inner.on_wake(now, policy);
-        self.next(n, due)
+        self.next(n, due, next);
     }
 
     /// The next call of the step is due now, when the previous one was answered.
@@ -419,9 +477,10 @@ impl Workload for Steps {
         result: AttemptResult,
         now: Duration,
         policy: &mut ClientPolicy,
-    ) -> Next {
+        next: &mut Next,
+    ) {
         let n = self.inner.on_answer(result, now, policy);
-        self.next(n, now)
+        self.next(n, now, next);
     }
 
     fn stop(&mut self, _now: Duration, _policy: &mut ClientPolicy) -> Vec<Ended> {
@@ -438,6 +497,35 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    /// One wake's [`Next`].
+    fn wake(w: &mut dyn Workload, now: Duration, policy: &mut ClientPolicy) -> Next {
+        let mut next = Next::default();
+        w.on_wake(now, policy, &mut next);
+        next
+    }
+
+    /// One answer's [`Next`].
+    fn answer(
+        w: &mut dyn Workload,
+        id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+    ) -> Next {
+        let mut next = Next::default();
+        w.on_answer(id, result, now, policy, &mut next);
+        next
+    }
+
+    /// Every wake due by `now`, one call each, as a driver makes them (no answer between).
+    fn wake_all(w: &mut dyn Workload, now: Duration, policy: &mut ClientPolicy) -> Next {
+        let mut all = Next::default();
+        while w.next_wake().is_some_and(|t| t <= now) {
+            w.on_wake(now, policy, &mut all);
+        }
+        all
     }
 
     fn config(starts: Starts, think_ms: u64) -> SessionConfig {
@@ -481,7 +569,12 @@ mod tests {
         let mut policy = ClientPolicy::new(&a, 1);
         let mut w = Clients::new(1, 2, config(Starts::AtZero, 50), &a);
         assert_eq!(w.next_wake(), Some(ms(0)));
-        let n = w.on_wake(ms(0), &mut policy);
+        // One wake per call: client 0's, then client 1's, both due at 0.
+        let first = wake(&mut w, ms(0), &mut policy);
+        assert_eq!(first.sends.len(), 1);
+        assert_eq!(w.next_wake(), Some(ms(0)));
+        let mut n = wake(&mut w, ms(0), &mut policy);
+        n.sends.insert(0, first.sends[0]);
         let ids: Vec<(u32, u32, u32)> = n
             .sends
             .iter()
@@ -499,15 +592,16 @@ mod tests {
         // Nothing is due while both wait for answers.
         assert_eq!(w.next_wake(), None);
         // Client 1's 503 at 10 ms: A retries at once.
-        let n = w.on_answer(n.sends[1].id, unavailable(), ms(10), &mut policy);
+        let n = answer(&mut w, n.sends[1].id, unavailable(), ms(10), &mut policy);
         assert_eq!(n, Next::default());
         assert_eq!(w.next_wake(), Some(ms(10)));
-        let n = w.on_wake(ms(10), &mut policy);
+        let n = wake(&mut w, ms(10), &mut policy);
         assert_eq!(n.sends.len(), 1);
         assert_eq!((n.sends[0].id.client, n.sends[0].id.attempt), (1, 2));
         let retry = n.sends[0].id;
         // Client 0's 200 at 20 ms ends its operation; it thinks 50 ms.
-        let n = w.on_answer(
+        let n = answer(
+            &mut w,
             AttemptId {
                 client: 0,
                 op: 0,
@@ -525,9 +619,9 @@ mod tests {
         );
         assert_eq!(w.next_wake(), Some(ms(70)));
         // Client 1's retry succeeds at 30 ms: it is due at 80 ms, after client 0.
-        let n = w.on_answer(retry, ok(), ms(30), &mut policy);
+        let n = answer(&mut w, retry, ok(), ms(30), &mut policy);
         assert_eq!(n.ended[0].attempts, 2);
-        let n = w.on_wake(ms(75), &mut policy);
+        let n = wake_all(&mut w, ms(75), &mut policy);
         assert_eq!(n.sends.len(), 1, "only client 0 is due by 75 ms");
         assert_eq!((n.sends[0].id.client, n.sends[0].id.op), (0, 1));
         assert_eq!(n.sends[0].due, ms(70));
@@ -555,7 +649,7 @@ mod tests {
         let mut reference = open.clone();
         let mut w = Arrivals::new(open, &a);
         assert_eq!(w.next_wake(), Some(first));
-        let n = w.on_wake(first, &mut policy);
+        let n = wake(&mut w, first, &mut policy);
         assert_eq!(n.sends.len(), 1);
         assert_eq!(n.sends[0].id.client, 0);
         assert_eq!(n.sends[0].due, first);
@@ -566,7 +660,7 @@ mod tests {
         // The slot is busy: the next arrivals, up to 100 ms, are dropped.
         let second = reference.next_arrival().unwrap();
         assert_eq!(w.next_wake(), Some(second));
-        let n = w.on_wake(first + ms(100), &mut policy);
+        let n = wake_all(&mut w, first + ms(100), &mut policy);
         let mut expected = Vec::new();
         while reference
             .next_arrival()
@@ -581,7 +675,8 @@ mod tests {
         assert_eq!(n.dropped, expected);
         assert!(n.sends.is_empty());
         // Its answer frees the slot: the next arrival starts in it, as the same client.
-        let n = w.on_answer(
+        let n = answer(
+            &mut w,
             AttemptId {
                 client: 0,
                 op: 0,
@@ -594,7 +689,7 @@ mod tests {
         assert_eq!(n.ended.len(), 1);
         assert_eq!(w.open_loop().in_flight(), 0);
         let t = w.next_wake().unwrap();
-        let n = w.on_wake(t, &mut policy);
+        let n = wake(&mut w, t, &mut policy);
         assert_eq!(
             (n.sends[0].id.client, n.sends[0].id.op),
             (0, 1),
@@ -625,7 +720,7 @@ mod tests {
         let mut w = Steps::new(cfg, &b, 1, ms(50));
         assert_eq!(w.next_wake(), Some(ms(0)));
         // Woken 2 ms late: the query is still due at the step's start.
-        let n = w.on_wake(ms(2), &mut policy);
+        let n = wake(&mut w, ms(2), &mut policy);
         assert_eq!(n.sends.len(), 1);
         let q = n.sends[0];
         assert_eq!(
@@ -634,7 +729,7 @@ mod tests {
         );
         assert_eq!((q.flow, q.step), (Some(Flow::Interactive), Some(0)));
         // Its answer at 5 ms ends it (from step 0 to step 0) and names batch item 0, due now.
-        let n = w.on_answer(q.id, ok(), ms(5), &mut policy);
+        let n = answer(&mut w, q.id, ok(), ms(5), &mut policy);
         assert_eq!(n.sends.len(), 1);
         let item = n.sends[0];
         assert_eq!(

@@ -1,15 +1,19 @@
-//! One simulated run: the swarm's closed-loop clients and one dependency on a virtual clock.
+//! One simulated run: the run's workload and one dependency on a virtual clock.
 //!
-//! Each client is the core's [`ClientSession`], the same state machine the live swarm drives: it
-//! owns the first start offset, think times, operation numbering, budget deposits, attempt ids
-//! and fault keys. This engine only drives it on the virtual clock:
+//! The callers are the core's [`Workload`] (the closed loop's clients, a group, fixed-rate
+//! callers, the open loop's arrivals: [`Params::workload`]), the same state machines the live
+//! swarm drives. They own the first start offsets, think times, arrivals, operation numbering,
+//! budget deposits, attempt ids and fault keys. This engine only drives them on the virtual
+//! clock, as any driver does (the one interface's loop):
 //!
-//! - a client's wake-up ([`ClientSession::next_wake`]) is a `StartOp` event (the next
-//!   operation's start) or a `SendAttempt` event (a retry that is due);
-//! - an attempt the session sends arrives at the dependency at that instant (network latency
-//!   zero) with request id = arrival sequence and the session's fault key;
-//! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the session
-//!   with the run's one budget;
+//! - the workload's next wake ([`Workload::next_wake`]) is the clients' next event, in the
+//!   event queue's order (after what the wire lets go at that instant, before the timeouts);
+//!   each wake handles the earliest one due ([`Workload::on_wake`]), and the dependency's
+//!   immediate answers go back before the next;
+//! - an attempt the workload sends arrives at the dependency at that instant (network latency
+//!   zero) with request id = arrival sequence and the attempt's fault key;
+//! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the workload
+//!   ([`Workload::on_answer`]) with the run's one budget;
 //! - a wire phase changes that (below, "The wire"): nothing listens, a blackhole drops, a
 //!   latency, a bandwidth or a slicer holds the answer (a `Deliver` event) or the request (an
 //!   `Arrive` event), a reset or a limit ends the attempt.
@@ -68,7 +72,6 @@
 //!   back changes no attempt (live, 500 ms on every connection left p95 at 48 ms for clients
 //!   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
 
-use e03_core::arrivals::{Arrival, OpenLoop};
 use e03_core::attempt::Broken;
 use e03_core::breaker::BreakerState;
 use e03_core::events::Cause;
@@ -76,17 +79,18 @@ use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
 use e03_core::rng::{mix64, stream, LabRng, Stream};
 use e03_core::schedule::{Answer, Step};
-use e03_core::session::{ClientSession, OpEnd, SessionConfig, Wake};
+use e03_core::session::AttemptId;
 use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
 use e03_core::wire::{
     applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
 };
+use e03_core::workload::{Ended, Next, Outgoing, Workload};
 use e03_core::{
     Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
 };
 
-use crate::queue::{Event, EventQueue, Nanos};
+use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};
 use crate::service::{dur, nanos};
 
 /// The direction whose chunks `fault` only delays, if it is such a toxic (the module doc, "The
@@ -164,12 +168,13 @@ struct Transit {
     charge: Option<ChargeRequest>,
 }
 
-/// One client of the swarm.
-#[derive(Debug)]
+/// One client of the workload, as the wire and the dependency see it.
+#[derive(Debug, Default)]
 struct Client {
-    session: ClientSession,
     /// The request carrying the attempt in flight, if one is.
     in_flight: Option<ReqId>,
+    /// That attempt (the last one sent).
+    attempt: Option<AttemptId>,
     /// Its connection to the proxy in front (a timeline with wire phases only).
     conn: Conn,
     /// A `limit_data` phase's link on that connection: the phase, the connection's number and
@@ -195,6 +200,13 @@ pub struct Engine<'a, O: Observer> {
     /// The dependency: its schedule, ledger and commit rule (the core's [`DependencyNode`], the
     /// same the live service drives).
     service: DependencyNode,
+    /// The callers: every client's operations and attempts.
+    workload: Box<dyn Workload + Send>,
+    /// What the workload asks, one reused buffer ([`Self::act`] empties it).
+    next: Next,
+    /// The workload's next wake ([`Workload::next_wake`]), as of its last call.
+    wake_at: Option<Nanos>,
+    /// Indexed by client number, grown as the workload's clients first send.
     clients: Vec<Client>,
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
@@ -204,9 +216,6 @@ pub struct Engine<'a, O: Observer> {
     /// What the dependency did at the current instant; its answers are drained to the clients.
     answers: Vec<Step>,
     observer: O,
-    /// The open loop's arrivals and slots (`E03_WORKLOAD=open_loop`); its slot `k` is
-    /// `clients[k]`, opened as arrivals need it.
-    open: Option<OpenLoop>,
     /// The timeline, for its wire faults (issue 27): a `refused` phase ends every attempt sent
     /// in it as a refused connect, after its latency; a blackhole drops what passes its way.
     timeline: Timeline,
@@ -229,25 +238,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         let n = params.swarm().clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
         let service = DependencyNode::new(params.service_config(&scenario, seed));
-        let config = SessionConfig::from_params(params);
-        let open = params.is_open_loop().then(|| params.open_loop(seed));
-        let n = if open.is_some() { 0 } else { n };
-        let mut clients = Vec::with_capacity(n as usize);
-        if let Some(t) = open.as_ref().and_then(OpenLoop::next_arrival) {
-            queue.push(nanos(t), Event::Arrival);
-        }
-        for c in 0..n {
-            let session = ClientSession::new(seed, c, config);
-            if let Some(start) = session.next_wake() {
-                queue.push(nanos(start), Event::StartOp(c));
-            }
-            clients.push(Client {
-                session,
-                in_flight: None,
-                conn: Conn::default(),
-                limit: None,
-            });
-        }
+        let workload = params.workload(strategy, seed);
+        let clients = Vec::with_capacity(n as usize);
         // Roughly: operations per client x attempts; only a capacity hint.
         let expected_ops = (params.swarm().duration_s * 1000.0
             / params.swarm().think_min_ms.max(1.0))
@@ -264,36 +256,55 @@ impl<'a, O: Observer> Engine<'a, O> {
             strategy,
             queue,
             service,
+            next: Next::default(),
+            wake_at: workload.next_wake().map(nanos),
+            workload,
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
             seed,
             budget: ClientPolicy::new(strategy, seed),
             answers: Vec::with_capacity(256),
             observer,
-            open,
             held: std::collections::HashMap::new(),
             in_transit: std::collections::HashMap::new(),
             wire_rng: stream(seed, Stream::Wire, u32::MAX),
         }
     }
 
-    /// Runs until nothing is left to happen and returns the observer.
+    /// Runs until nothing is left to happen, then stops the workload (what it left unfinished
+    /// ends), and returns the observer.
     pub fn run(mut self) -> O {
+        let mut now = 0;
         loop {
-            // The dependency first at an instant (its schedule's order), then the clients.
-            let client = self.queue.next_time();
+            // The dependency first at an instant (its schedule's order), then the clients: the
+            // wire's deliveries, the workload's wakes, the timeouts (the queue's order).
+            let event = self.queue.next_key();
+            let wake = self.wake_at;
+            let client = match (event, wake) {
+                (Some((e, _)), Some(w)) => Some(e.min(w)),
+                (e, w) => e.map(|(t, _)| t).or(w),
+            };
             if let Some(t) = self.service.next_due().map(nanos) {
                 if client.is_none_or(|c| t <= c) {
+                    now = t;
                     self.service.advance(dur(t), &mut self.answers);
                     self.deliver_answers(t);
+                    continue;
+                }
+            }
+            if let Some(w) = wake {
+                if event.is_none_or(|key| (w, WAKE_RANK) < key) {
+                    now = w;
+                    self.wake(w);
+                    self.deliver_answers(w);
                     continue;
                 }
             }
             let Some((t, event)) = self.queue.pop() else {
                 break;
             };
+            now = t;
             match event {
-                Event::StartOp(c) | Event::SendAttempt(c) => self.wake(t, c),
                 Event::AttemptTimeout(req) => {
                     let c = self.owner[req as usize];
                     if self.clients[c as usize].in_flight == Some(req) {
@@ -307,7 +318,6 @@ impl<'a, O: Observer> Engine<'a, O> {
                     let refused = AttemptResult::ConnectionError(Broken::ConnectRefused);
                     self.attempt_ends(t, req, refused);
                 }
-                Event::Arrival => self.arrival(t),
                 Event::Reset(req) => {
                     let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
                     self.attempt_ends(t, req, reset);
@@ -328,51 +338,52 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             self.deliver_answers(t);
         }
+        // Seed 002's steps leave the batch items not done when the steps run out.
+        for e in self.workload.stop(dur(now), &mut self.budget) {
+            self.ended(e);
+        }
         self.observer
     }
 
-    /// The open loop's next operation arrives: it starts in a slot now, or is dropped.
-    fn arrival(&mut self, t: Nanos) {
-        let open = self.open.as_mut().expect("arrivals only in an open loop");
-        let arrival = open.on_arrival();
-        if let Some(next) = open.next_arrival() {
-            self.queue.push(nanos(next), Event::Arrival);
-        }
-        match arrival {
-            Arrival::Start { slot, start, new } => {
-                if let Some(session) = new {
-                    debug_assert_eq!(slot as usize, self.clients.len());
-                    self.clients.push(Client {
-                        session: *session,
-                        in_flight: None,
-                        conn: Conn::default(),
-                        limit: None,
-                    });
-                }
-                self.clients[slot as usize].session.begin(start);
-                self.wake(t, slot);
-            }
-            Arrival::Dropped { start } => self.observer.dropped(nanos(start)),
-        }
+    /// The workload's earliest wake, due at `t`.
+    fn wake(&mut self, t: Nanos) {
+        self.workload
+            .on_wake(dur(t), &mut self.budget, &mut self.next);
+        self.act(t);
     }
 
-    /// Client `c`'s wake-up: it starts an operation and/or sends the attempt that is due.
-    fn wake(&mut self, t: Nanos, c: u32) {
-        let client = &mut self.clients[c as usize];
-        let send = match client.session.on_wake(dur(t), &mut self.budget) {
-            Wake::Send(send) => send,
-            // Only when a retry is due at or past the deadline, which `on_result` never
-            // schedules; kept for safety.
-            Wake::Ended(end) => return self.op_ended(t, c, end),
-            Wake::Rejected { attempt, end, .. } => {
-                self.observer
-                    .failed_fast(t, c, attempt.id.op, attempt.id.attempt);
-                self.report_breaker();
-                return self.op_ended(t, c, end);
-            }
-        };
-        client.in_flight = Some(self.owner.len() as ReqId);
+    /// Does what the workload asked at `t` ([`Self::next`], emptied): refused attempts failed
+    /// fast, ended operations reported, dropped arrivals counted, attempts sent.
+    fn act(&mut self, t: Nanos) {
+        let mut next = std::mem::take(&mut self.next);
+        for r in &next.refused {
+            let id = r.attempt.id;
+            self.observer.failed_fast(t, id.client, id.op, id.attempt);
+        }
         self.report_breaker();
+        for &e in &next.ended {
+            self.ended(e);
+        }
+        for &d in &next.dropped {
+            self.observer.dropped(nanos(d));
+        }
+        for &send in &next.sends {
+            self.send(t, send);
+        }
+        next.clear();
+        self.next = next;
+        self.wake_at = self.workload.next_wake().map(nanos);
+    }
+
+    /// Sends attempt `send` at `t`, through the wire to the dependency.
+    fn send(&mut self, t: Nanos, send: Outgoing) {
+        let c = send.id.client;
+        if self.clients.len() <= c as usize {
+            self.clients.resize_with(c as usize + 1, Client::default);
+        }
+        let client = &mut self.clients[c as usize];
+        client.attempt = Some(send.id);
+        client.in_flight = Some(self.owner.len() as ReqId);
         let req = self.owner.len() as ReqId;
         self.owner.push(c);
         self.queue
@@ -460,10 +471,14 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Hands every answer due now to its client (if it is still waiting for it).
     fn deliver_answers(&mut self, t: Nanos) {
-        // Delivering schedules retries and new operations as events, so it never adds answers;
-        // indexing (rather than draining) keeps the buffer's allocation for the next instant.
-        for i in 0..self.answers.len() {
-            if let Step::Answer(a) = self.answers[i] {
+        // Delivering can add answers: a workload that sends its next call when an answer comes
+        // (seed 002's steps) may be answered at once. Indexing (rather than draining) keeps the
+        // buffer's allocation for the next instant.
+        let mut i = 0;
+        while i < self.answers.len() {
+            let step = self.answers[i];
+            i += 1;
+            if let Step::Answer(a) = step {
                 let c = self.owner[a.req as usize];
                 let given_up = self.clients[c as usize].in_flight != Some(a.req);
                 self.observer.served(t, a.req, &a, given_up);
@@ -737,19 +752,11 @@ impl<'a, O: Observer> Engine<'a, O> {
             return; // answer after a timeout, or timeout after the answer
         }
         client.in_flight = None;
+        let id = client.attempt.expect("the attempt in flight");
         self.observer.attempt_end(t, req, result);
-        let end = client
-            .session
-            .on_result(dur(t), result, self.strategy, &mut self.budget);
-        let due = client.session.next_wake();
-        self.report_breaker();
-        match end {
-            None => {
-                let due = due.expect("a retry is due");
-                self.queue.push(nanos(due), Event::SendAttempt(c));
-            }
-            Some(end) => self.op_ended(t, c, end),
-        }
+        self.workload
+            .on_answer(id, result, dur(t), &mut self.budget, &mut self.next);
+        self.act(t);
     }
 
     /// Hands the breaker's state changes, if any, to the observer.
@@ -759,15 +766,16 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
     }
 
-    /// An operation ended: the client's next one (if any) is scheduled, the observer told.
-    fn op_ended(&mut self, t: Nanos, c: u32, end: OpEnd) {
-        if let Some(open) = self.open.as_mut() {
-            open.release(c);
-        } else if let Some(next) = self.clients[c as usize].session.next_wake() {
-            self.queue.push(nanos(next), Event::StartOp(c));
-        }
-        self.observer
-            .operation(c, end.op, nanos(end.start), t, end.attempts, end.outcome);
+    /// An operation ended: the observer told.
+    fn ended(&mut self, e: Ended) {
+        self.observer.operation(
+            e.client,
+            e.op,
+            nanos(e.start),
+            nanos(e.end),
+            e.attempts,
+            e.outcome,
+        );
     }
 }
 

@@ -12,14 +12,13 @@
 //!   byte-for-byte reproducible runs. The dependency's due instants are the core schedule's.
 //! - [`service`]: [`replay`] drives the core's dependency schedule alone with a recorded arrival
 //!   list.
-//! - [`engine`]: one run: closed-loop clients exactly as the live swarm, reporting to an
-//!   [`Observer`].
+//! - [`engine`]: one run: the run's workload (closed loop, group, fixed rate, open loop,
+//!   seed 002's steps) exactly as the live swarm, reporting to an [`Observer`].
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.
 //! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
 //! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
-//! - [`steps`]: seed 002's step workload (batch and interactive flows) on the virtual clock.
 //! - [`replica002`]: a port of seed 002's own rate-limit simulation, checked against its table.
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
@@ -38,7 +37,6 @@ pub mod replica002;
 pub mod run;
 pub mod service;
 pub mod stats;
-pub mod steps;
 pub mod sweep;
 
 pub use compare::print_comparison;

@@ -6,9 +6,13 @@
 //! Order is `(time, rank, insertion sequence)`, so a run is a pure function of its inputs. At
 //! one instant, after everything the dependency has due then:
 //!
-//! 1. client actions: an operation's start, an attempt sent (arriving at once), in the order
-//!    they were scheduled;
-//! 2. an attempt's timeout, last: an answer that lands exactly on the timeout counts as an
+//! 1. what the wire held and lets go now: an answer reaching its client, a request reaching the
+//!    dependency, in the order they were scheduled;
+//! 2. the workload's wakes (not in this queue: the workload keeps them, [`WAKE_RANK`]): an
+//!    operation's start, an attempt sent (arriving at once), an open loop's arrival, one at a
+//!    time in the workload's own order (the order they were scheduled), the dependency's
+//!    immediate answers handed back between two;
+//! 3. an attempt's timeout, last: an answer that lands exactly on the timeout counts as an
 //!    answer (the attempt ends at `min(answer, send + timeout)`).
 
 use std::collections::BinaryHeap;
@@ -22,16 +26,10 @@ pub type Nanos = u64;
 /// Something a client does at an instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// A client starts an operation.
-    StartOp(u32),
-    /// A client sends the next attempt of its operation (its retry wait is over).
-    SendAttempt(u32),
     /// The attempt carried by this request timed out on the client's side.
     AttemptTimeout(ReqId),
     /// The attempt carried by this request found nothing listening (a `refused` wire phase).
     Refused(ReqId),
-    /// The open loop's next operation arrives.
-    Arrival,
     /// The answer to this request, held by a latency on the wire, reaches its client.
     Deliver(ReqId),
     /// This request, held by a latency on the wire, reaches the dependency.
@@ -48,19 +46,19 @@ impl Event {
     /// Order within an instant (see the module docs).
     fn rank(self) -> u8 {
         match self {
-            Event::StartOp(_)
-            | Event::SendAttempt(_)
-            | Event::Arrival
-            | Event::Deliver(_)
-            | Event::Arrive(_) => 0,
+            Event::Deliver(_) | Event::Arrive(_) => 0,
             Event::AttemptTimeout(_)
             | Event::Refused(_)
             | Event::Reset(_)
             | Event::WireStart(_)
-            | Event::ConnReset(..) => 1,
+            | Event::ConnReset(..) => 2,
         }
     }
 }
+
+/// The rank of the workload's wakes, which are not in this queue (the workload keeps them, in
+/// its own order): after the wire's deliveries, before the timeouts.
+pub const WAKE_RANK: u8 = 1;
 
 /// A queued event, keyed by `(time, rank, insertion sequence)`.
 type Entry = Earliest<(Nanos, u8, u64), Event>;
@@ -94,6 +92,11 @@ impl EventQueue {
         self.heap.peek().map(|e| e.key.0)
     }
 
+    /// The earliest event's time and rank, if any.
+    pub fn next_key(&self) -> Option<(Nanos, u8)> {
+        self.heap.peek().map(|e| (e.key.0, e.key.1))
+    }
+
     /// The earliest event, if any.
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
         self.heap.pop().map(|e| (e.key.0, e.value))
@@ -115,21 +118,22 @@ mod tests {
     #[test]
     fn pops_by_time_then_rank_then_insertion_order() {
         let mut q = EventQueue::with_capacity(16);
-        q.push(20, Event::StartOp(1));
+        q.push(20, Event::Deliver(1));
         q.push(10, Event::AttemptTimeout(7));
-        q.push(10, Event::SendAttempt(9));
-        q.push(10, Event::StartOp(2));
-        q.push(5, Event::SendAttempt(3));
+        q.push(10, Event::Arrive(4));
+        q.push(10, Event::Deliver(2));
+        q.push(5, Event::Reset(3));
         assert_eq!(q.next_time(), Some(5));
+        assert_eq!(q.next_key(), Some((5, 2)));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
             vec![
-                (5, Event::SendAttempt(3)),
-                (10, Event::SendAttempt(9)),
-                (10, Event::StartOp(2)),
+                (5, Event::Reset(3)),
+                (10, Event::Arrive(4)),
+                (10, Event::Deliver(2)),
                 (10, Event::AttemptTimeout(7)),
-                (20, Event::StartOp(1)),
+                (20, Event::Deliver(1)),
             ]
         );
         assert!(q.is_empty());

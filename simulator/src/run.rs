@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use e03_core::breaker::BreakerState;
 use e03_core::events::Cause;
 use e03_core::schedule::Answer;
+use e03_core::steps::Flow;
 use e03_core::{AttemptResult, GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
 use e03_metrics::metrics::{AttemptLine, LineEnd, RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
@@ -39,6 +40,9 @@ impl Observer for RunAccumulator {
         RunAccumulator::arrival(self, t / 1000, Some(attempt));
         if let Some(w) = self.wire_mut() {
             w.arrived(req, client, op, attempt);
+        }
+        if let Some(st) = self.steps_mut() {
+            st.call(req, Some(client), t / 1000);
         }
     }
 
@@ -103,6 +107,9 @@ impl Observer for RunAccumulator {
         if let Some(w) = self.wire_mut() {
             w.answered(req, t / 1000, answer.cause);
         }
+        if let Some(st) = self.steps_mut() {
+            st.answer(req, answer.status, answer.cause, answer.cost);
+        }
         let worked = answer.admit.is_some() && answer.cause != Cause::Freeze;
         RunAccumulator::served(self, t / 1000, worked && given_up);
     }
@@ -136,6 +143,13 @@ impl Observer for RunAccumulator {
         _attempts: u32,
         outcome: OpOutcome,
     ) {
+        if let Some(st) = self.steps_mut() {
+            st.operation(
+                Flow::of_client(client),
+                outcome == OpOutcome::Success,
+                end / 1000,
+            );
+        }
         if let Some(l) = self.ledger_mut() {
             l.operation(client, op, end.saturating_sub(start) / 1000);
         }
@@ -161,9 +175,6 @@ pub fn simulate_run(
     seed: u64,
 ) -> RunMetrics {
     let acc = RunAccumulator::new(scenario.clone(), params, &strategy.id, seed);
-    if params.is_steps() {
-        return crate::steps::run_steps(scenario, params, strategy, seed, acc).finish();
-    }
     Engine::new(scenario, params, strategy, seed, acc)
         .run()
         .finish()
@@ -331,5 +342,58 @@ mod tests {
         par_map(&jobs, |j| *j);
         assert!(JOBS_QUEUED.load(Ordering::SeqCst) >= queued + 37);
         assert!(JOBS_DONE.load(Ordering::SeqCst) >= done + 37);
+    }
+
+    // Seed 002's step workload, driven by the one engine.
+    fn ratelimit(raw: &[(&str, &str)]) -> e03_metrics::ScenarioSummary {
+        let scenario = Scenario::named("ratelimit").expect("built in");
+        let raw = raw
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        crate::simulate(
+            scenario.clone(),
+            &Params::for_scenario(&scenario, &raw).unwrap(),
+        )
+    }
+
+    #[test]
+    fn every_policy_runs_at_every_load_and_the_figures_add_up() {
+        let s = ratelimit(&[("E03_SEEDS", "1")]);
+        assert_eq!(s.runs.len(), 10, "5 policies x 2 loads");
+        for r in &s.runs {
+            let f = r.steps.as_ref().expect("a step run has step figures");
+            assert_eq!((f.items, f.queries), (160, 60));
+            assert!(f.completed <= 160 && f.interactive_completed <= 60);
+            // Each batch item is called at least once (none is refused unsent here).
+            assert!(f.batch_calls >= 160, "{}: {f:?}", r.strategy);
+            assert!(f.wasted <= f.tokens);
+            assert_eq!(
+                f.calls_per_step.iter().map(|&c| c as u64).sum::<u64>(),
+                f.batch_calls + f.interactive_calls
+            );
+        }
+        let fig = |id: &str| {
+            s.runs
+                .iter()
+                .find(|r| r.strategy == id)
+                .and_then(|r| r.steps.clone())
+                .unwrap()
+        };
+        // No retry: exactly one call per item, the same at both loads (under the limit).
+        let (n3, n6) = (fig("none-L3"), fig("none-L6"));
+        assert_eq!((n3.batch_calls, n6.batch_calls), (160, 160));
+        assert_eq!((n3.rejected, n6.rejected), (0, 0));
+        // Heavy load: fixed retries are rejected by the limit that counts rejections.
+        assert!(fig("fixed-L6").rejected > 50, "{:?}", fig("fixed-L6"));
+        // The cost classes: content failures cost tokens, 429s none.
+        assert!(n6.content_failures > 5 && n6.wasted > 0);
+    }
+
+    #[test]
+    fn a_run_is_a_pure_function_of_its_seed() {
+        let a = ratelimit(&[("E03_SEEDS", "3"), ("E03_STEP_LOADS", "6")]);
+        let b = ratelimit(&[("E03_SEEDS", "3"), ("E03_STEP_LOADS", "6")]);
+        assert_eq!(a.runs, b.runs);
     }
 }
