@@ -119,6 +119,12 @@ impl Broken {
             Stage::Connect if kinds.contains(&ErrorKind::ConnectionRefused) => {
                 Broken::ConnectRefused
             }
+            // The peer accepted and reset the connection before the connector was done with
+            // it (a proxy that resets new connections at once, seen under load): reset before
+            // any answer, as when the reset comes a moment later.
+            Stage::Connect if kinds.contains(&ErrorKind::ConnectionReset) => {
+                Broken::ResetBeforeAnswer
+            }
             Stage::Connect => Broken::Other,
             Stage::Request if reset => Broken::ResetBeforeAnswer,
             Stage::Request => Broken::Other,
@@ -209,6 +215,11 @@ mod tests {
         );
         let dns = Wrapped("dns error".into(), None);
         assert_eq!(of(Stage::Connect, false, &dns), Broken::Other);
+        // reqwest's `tcp connect error` over ECONNRESET (a proxy resetting at once).
+        assert_eq!(
+            of(Stage::Connect, false, &wrapping(ErrorKind::ConnectionReset)),
+            Broken::ResetBeforeAnswer
+        );
         for kind in [ErrorKind::ConnectionReset, ErrorKind::BrokenPipe] {
             assert_eq!(
                 of(Stage::Request, false, &wrapping(kind)),
