@@ -10,7 +10,9 @@
 //!
 //! - `plan`: what a run is asked to do, what it reports, `--targets` syntax.
 //! - `run`: one run: control start, clients, control stop, logs opened and closed.
-//! - `client`: one closed-loop client and the operation loop shared by every strategy.
+//! - `client`: what a strategy run's clients share, and what they did.
+//! - `drive`: the one live driver of the core's workloads (closed loop, group, fixed rate,
+//!   open loop, steps), the same for every strategy.
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
 //! - `log`: the client log, through the lab's one writer (`e03_io::sink`).
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
@@ -23,6 +25,7 @@
 
 mod cli;
 mod client;
+mod drive;
 mod error;
 mod http;
 mod log;
@@ -31,7 +34,6 @@ mod plan;
 pub mod progress;
 mod run;
 mod single;
-mod steps;
 mod stop;
 
 pub use cli::{

@@ -8,9 +8,9 @@
 //! 2. open its client log and write `run_start`;
 //! 3. `POST /control/start` with the shared `start_unix_ms` (time zero a little in the future,
 //!    converted once into a tokio `Instant` so both sides count from the same moment);
-//! 4. spawn `clients` closed-loop clients and wait for all of them (the last operation started
-//!    before the duration ends within its deadline); or, for `E03_WORKLOAD=open_loop`, the open
-//!    loop, whose operations arrive by a Poisson process and each run as their own task;
+//! 4. drive the run's workload (`Params::workload`: the closed loop's `clients`, a group, fixed
+//!    rate, the open loop's Poisson arrivals, the steps) with `drive` until it is done (the last
+//!    operation started before the duration ends within its deadline);
 //! 5. `POST /control/stop` (its answer is the server's counts), write `run_end`, flush and close.
 //!
 //! When the shutdown future resolves, clients stop starting attempts, abort the ones in flight
@@ -28,7 +28,7 @@ use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::client::{run_client, run_open_loop, ClientTotals, StrategyRun};
+use crate::client::{ClientTotals, StrategyRun};
 use crate::error::SwarmError;
 use crate::http::{build_client, endpoint, start_run, stop_run, WorkEndpoint};
 use crate::log::ClientLog;
@@ -251,27 +251,13 @@ async fn run_strategy(
         }
     }
     let mut clients = JoinSet::new();
-    if plan.params.is_steps() {
-        let load = run.strategy.load.unwrap_or(plan.params.steps().loads[0]);
-        clients.spawn(crate::steps::run_steps(
-            run.clone(),
-            plan.params.step_config(load),
-            p.log.sender(),
-            stop.clone(),
-        ));
-    } else if plan.params.is_open_loop() {
-        let open = plan.params.open_loop(plan.seed);
-        clients.spawn(run_open_loop(
-            run.clone(),
-            open,
-            p.log.sender(),
-            stop.clone(),
-        ));
-    } else {
-        for c in 0..plan.params.swarm().clients {
-            clients.spawn(run_client(run.clone(), c, p.log.sender(), stop.clone()));
-        }
-    }
+    let workload = plan.params.workload(&run.strategy, plan.seed);
+    clients.spawn(crate::drive::drive(
+        run.clone(),
+        workload,
+        p.log.sender(),
+        stop.clone(),
+    ));
     let mut totals = ClientTotals::default();
     let mut complete = true;
     while let Some(joined) = clients.join_next().await {

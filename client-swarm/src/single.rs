@@ -7,8 +7,8 @@
 //!
 //! It runs `E03_OPERATIONS` operations (default 1) one after another against `E03_TARGET_URL`,
 //! with `E03_TARGET_METHOD` (`GET`, or `POST` with the strategy's `Idempotency-Key` if it has a
-//! key policy), through the same session and operation loop as the swarm
-//! ([`crate::client::run_operation`]). The run parameters (`--strategies` with exactly one id,
+//! key policy), through the same session and live driver as the swarm
+//! ([`crate::drive`]). The run parameters (`--strategies` with exactly one id,
 //! `--attempt-timeout-ms`, `--deadline-ms`, the backoff and budget settings, `--seed`) are read
 //! once, like every other program of the lab. Without `--seed`, each process draws its own (the
 //! copies `lab audit` starts at once must not share their jitter). On stdout, one line per attempt (its
@@ -23,11 +23,12 @@ use clap::{Arg, Command};
 use e03_core::events::RunTag;
 use e03_core::policy::ClientPolicy;
 use e03_core::session::{ClientSession, Starts};
+use e03_core::workload::Clients;
 use e03_io::exit::{OK as EXIT_OK, USAGE as EXIT_USAGE};
 use precise_timer::PreciseTimer;
 use tokio::sync::mpsc;
 
-use crate::client::{run_operation, StrategyRun};
+use crate::client::StrategyRun;
 use crate::http::{build_client, endpoint, WorkEndpoint};
 
 /// The settings `lab client` reads besides the run parameters.
@@ -177,8 +178,8 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         limits: params.limits(),
         duration: Duration::MAX,
         think: (Duration::ZERO, Duration::ZERO),
-        starts: Starts::OnDemand,
-        max_ops: None,
+        starts: Starts::AtZero,
+        max_ops: Some(target.operations),
         timer: PreciseTimer::start(),
         post: target.post,
     };
@@ -187,25 +188,25 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         // every request.
         let (log, mut drain) = mpsc::unbounded_channel();
         let log = crate::log::LogTx::Memory(log);
-        let (_trigger, mut stop) = crate::stop::stop_pair();
-        let config = e03_core::session::SessionConfig {
-            limits: run.limits,
-            duration: run.duration,
-            think: run.think,
-            starts: run.starts,
-            max_ops: run.max_ops,
-        };
-        let mut session = ClientSession::new(seed, 0, config);
-        for _ in 0..target.operations {
-            session.begin(run.now());
-            let done = run_operation(&run, &mut session, &log, &mut stop).await;
-            while let Ok(event) = drain.try_recv() {
-                if let Some(line) = attempt_line(&event) {
-                    println!("{line}");
-                }
+        let (_trigger, stop) = crate::stop::stop_pair();
+        let run = Arc::new(run);
+        // One client, its operations back to back (no think time), from now.
+        let session = ClientSession::new(seed, 0, run.session_config());
+        let workload = Box::new(Clients::of([session], &run.strategy));
+        let driver = tokio::spawn(crate::drive::drive(run.clone(), workload, log, stop));
+        while let Some(event) = drain.recv().await {
+            if let Some(line) = attempt_line(&event) {
+                println!("{line}");
             }
-            println!("{:?} after {} attempt(s)", done.outcome, done.attempts);
+            if let e03_core::events::Event::Operation(op) = &event {
+                let outcome = match op.reason {
+                    None => "Success".to_string(),
+                    Some(why) => format!("Failed({why:?})"),
+                };
+                println!("{outcome} after {} attempt(s)", op.attempts);
+            }
         }
+        let _ = driver.await;
     });
     EXIT_OK
 }

@@ -36,11 +36,11 @@
 //! Where it stands (issue "One plan, one workload interface, one IO layer", item 3): the
 //! simulator drives every one of these through its one engine (`simulator::engine`), with the
 //! same results as its former loops (`lab simulate e03b --seeds 1-100` and the catalogue,
-//! byte for byte). The swarm still drives [`ClientSession`], [`OpenLoop`] and [`StepWorkload`]
-//! with its own loops. A first live driver of this interface, one tokio task for all of a
-//! strategy's clients, was measured on `lab run all --seed 42` and kept out: strategy A's send
-//! lateness p99 in E03-B rose from 0.5-0.6 ms to 1.6-3.8 ms at the freeze's end, when 200
-//! answers arrive at once and one task works through them in turn (ARCHITECTURE.md).
+//! byte for byte), and the swarm through its one live driver (`client-swarm`'s `drive`: a timer
+//! task for the wakes, a task per attempt that hands its answer over and sends what is then
+//! due), with send lateness within the run-to-run spread of its former task per client
+//! (ARCHITECTURE.md). The
+//! chain's top caller is not one of these machines yet.
 
 use std::collections::BinaryHeap;
 use std::time::Duration;

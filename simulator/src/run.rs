@@ -253,9 +253,25 @@ pub fn simulate(scenario: Scenario, params: &Params) -> ScenarioSummary {
 mod tests {
     use super::*;
 
+    /// The run of strategy `id` in `s`.
+    fn run_of<'a>(s: &'a ScenarioSummary, id: &str) -> &'a RunMetrics {
+        s.runs
+            .iter()
+            .find(|r| r.strategy == id)
+            .expect("a run of it")
+    }
+
     fn simulated(name: &str, seeds: &str) -> ScenarioSummary {
-        let scenario = Scenario::named(name).unwrap();
-        let raw = [("E03_SEEDS".to_string(), seeds.to_string())].into();
+        simulated_with(name, &[("E03_SEEDS", seeds)])
+    }
+
+    /// Built-in scenario `name` simulated with these parameters.
+    fn simulated_with(name: &str, raw: &[(&str, &str)]) -> ScenarioSummary {
+        let scenario = Scenario::named(name).expect("built in");
+        let raw = raw
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         simulate(
             scenario.clone(),
             &Params::for_scenario(&scenario, &raw).unwrap(),
@@ -299,13 +315,7 @@ mod tests {
     #[test]
     fn classified_retry_never_retries_a_permanent_error_and_retry_everything_wastes_two() {
         let s = simulated("classification", "4");
-        let fig = |id: &str| {
-            s.runs
-                .iter()
-                .find(|r| r.strategy == id)
-                .and_then(|r| r.ledger.clone())
-                .unwrap()
-        };
+        let fig = |id: &str| run_of(&s, id).ledger.clone().unwrap();
         let (c, all) = (fig("C"), fig("retry-everything"));
         assert!(
             c.permanent_ops > 10 && all.permanent_ops > 10,
@@ -345,16 +355,8 @@ mod tests {
     }
 
     // Seed 002's step workload, driven by the one engine.
-    fn ratelimit(raw: &[(&str, &str)]) -> e03_metrics::ScenarioSummary {
-        let scenario = Scenario::named("ratelimit").expect("built in");
-        let raw = raw
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        crate::simulate(
-            scenario.clone(),
-            &Params::for_scenario(&scenario, &raw).unwrap(),
-        )
+    fn ratelimit(raw: &[(&str, &str)]) -> ScenarioSummary {
+        simulated_with("ratelimit", raw)
     }
 
     #[test]
@@ -373,13 +375,7 @@ mod tests {
                 f.batch_calls + f.interactive_calls
             );
         }
-        let fig = |id: &str| {
-            s.runs
-                .iter()
-                .find(|r| r.strategy == id)
-                .and_then(|r| r.steps.clone())
-                .unwrap()
-        };
+        let fig = |id: &str| run_of(&s, id).steps.clone().unwrap();
         // No retry: exactly one call per item, the same at both loads (under the limit).
         let (n3, n6) = (fig("none-L3"), fig("none-L6"));
         assert_eq!((n3.batch_calls, n6.batch_calls), (160, 160));

@@ -1,0 +1,444 @@
+//! The one live driver: any [`Workload`] of the core (the closed loop's clients, a group,
+//! fixed-rate callers, the open loop's arrivals, seed 002's steps) on tokio's clock, over HTTP.
+//!
+//! The workload decides everything (when operations start, what to send, what an answer
+//! changes); this file sleeps, sends and logs. It has two kinds of task, sharing the workload
+//! behind one lock:
+//!
+//! - **the timer**: sleeps until the workload's next wake (the precise timer, an absolute
+//!   schedule), hands it every wake then due, one call each, and spawns an attempt task per
+//!   send. An attempt task that schedules an earlier wake, or ends the last attempt, wakes it;
+//! - **an attempt task**: sends one attempt, waits for its answer or its timeout, logs it and
+//!   hands the answer to the workload. What is due by then (an immediate retry, the next call of
+//!   a step) it sends itself, at once, from the same task; anything else is the timer's.
+//!
+//! So the answers of many clients are worked on in parallel (each in its attempt's task, on
+//! every core), as one task per client did, and no answer waits for another client's.
+//!
+//! Stop: answers no longer go to the workload; the attempts in flight end as `aborted`
+//! ([`StopSignal::stopped_in_flight`]); once each is logged the workload stops
+//! ([`Workload::stop`]: every operation in progress ends as aborted, an attempt in flight
+//! counted as sent) and its operations are logged, after their attempts. At a natural end (no wake left, nothing in flight) the workload is stopped too: what it left
+//! unfinished (seed 002's batch items when the steps run out) ends then.
+//!
+//! Timing fidelity (coordinated omission): every attempt records when it was *due* (its
+//! operation's start, the end of its retry wait, its step's start or the previous call's
+//! answer), when it was actually *sent* and when it ended.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use e03_core::breaker::Transition;
+use e03_core::events::{
+    us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, OperationRecord, Outcome,
+};
+use e03_core::workload::{Ended, Next, Outgoing, Workload};
+use e03_core::{AttemptResult, OpOutcome};
+use tokio::sync::Notify;
+use tokio::time::{timeout_at, Instant};
+
+use crate::client::{ClientTotals, StrategyRun};
+use crate::http::AttemptId;
+use crate::log::LogTx;
+use crate::metrics::metrics;
+use crate::stop::StopSignal;
+
+/// Runs `workload` for one strategy run until it has nothing left to do, or until the stop
+/// signal; returns what its clients did.
+pub(crate) async fn drive(
+    run: Arc<StrategyRun>,
+    workload: Box<dyn Workload + Send>,
+    log: LogTx,
+    stop: StopSignal,
+) -> ClientTotals {
+    let driver = Arc::new(Driver {
+        run,
+        log,
+        state: Mutex::new(State {
+            workload,
+            in_flight: 0,
+            armed: None,
+            stopped: false,
+            totals: ClientTotals::default(),
+        }),
+        changed: Notify::new(),
+    });
+    driver.clone().timer(stop).await;
+    let totals = driver.lock().totals;
+    totals
+}
+
+/// The workload and what the tasks share about it.
+struct State {
+    workload: Box<dyn Workload + Send>,
+    /// Attempts sent whose task has not logged them yet.
+    in_flight: usize,
+    /// The wake the timer sleeps until (`None`: it waits for an answer).
+    armed: Option<Duration>,
+    /// The run was stopped: answers no longer go to the workload.
+    stopped: bool,
+    totals: ClientTotals,
+}
+
+/// Why the timer woke.
+enum Woke {
+    Stop,
+    /// An earlier wake was scheduled, or the last attempt ended.
+    Changed,
+    /// The wake it slept until is due.
+    Due,
+}
+
+/// What the workload asked, taken under the lock, acted on after it.
+struct Asked {
+    next: Next,
+    transitions: Vec<Transition>,
+    tokens: Option<f64>,
+}
+
+struct Driver {
+    run: Arc<StrategyRun>,
+    log: LogTx,
+    state: Mutex<State>,
+    /// Wakes the timer: an earlier wake was scheduled, or the last attempt was logged.
+    changed: Notify,
+}
+
+impl Driver {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A task that panicked mid-update is a bug reported by its join; the state is still
+        // the workload's own.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Under the lock: every wake due by `now` (one call each), after `next` (what an answer
+    /// asked, if any); the sends are counted in flight.
+    fn due(&self, st: &mut State, now: Duration, mut next: Next) -> Asked {
+        let mut policy = self.run.budget();
+        if !st.stopped {
+            while st.workload.next_wake().is_some_and(|t| t <= now) {
+                st.workload.on_wake(now, &mut policy, &mut next);
+            }
+        }
+        st.in_flight += next.sends.len();
+        Asked {
+            next,
+            transitions: policy.take_transitions(),
+            tokens: policy.budget_tokens(),
+        }
+    }
+
+    /// The timer task (the module doc).
+    async fn timer(self: Arc<Self>, mut stop: StopSignal) {
+        loop {
+            let wake = {
+                let mut st = self.lock();
+                let wake = st.workload.next_wake();
+                if wake.is_none() && st.in_flight == 0 {
+                    break;
+                }
+                st.armed = wake;
+                wake
+            };
+            let sleep = async {
+                match wake {
+                    Some(t) => {
+                        self.run
+                            .timer
+                            .sleep_until((self.run.t0 + t).into_std())
+                            .await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            // The waiter is gone once this ends: a notification after it finds the next one
+            // (a stored permit), not a stale waiter (the stop's wait below would miss it).
+            let woke = tokio::select! {
+                biased;
+                _ = stop.stopped() => Woke::Stop,
+                _ = self.changed.notified() => Woke::Changed,
+                _ = sleep => Woke::Due,
+            };
+            match woke {
+                Woke::Stop => {
+                    self.stop().await;
+                    break;
+                }
+                Woke::Changed => continue,
+                Woke::Due => {}
+            }
+            let now = self.run.now();
+            let asked = {
+                let mut st = self.lock();
+                st.armed = None;
+                self.due(&mut st, now, Next::default())
+            };
+            for send in self.act(asked).await {
+                self.spawn_attempt(send, &stop);
+            }
+        }
+        // The natural end: what the workload left unfinished ends now.
+        let ended = {
+            let mut st = self.lock();
+            let mut policy = self.run.budget();
+            let now = self.run.now();
+            st.workload.stop(now, &mut policy)
+        };
+        for e in ended {
+            self.ended(e).await;
+        }
+    }
+
+    /// The stop signal: answers no longer go to the workload; once every attempt in flight is
+    /// logged (as `aborted`, [`StopSignal::stopped_in_flight`]), the workload stops and the
+    /// operations it ends are logged after their attempts.
+    async fn stop(&self) {
+        {
+            let mut st = self.lock();
+            st.stopped = true;
+            st.totals.cut_short = true;
+        }
+        loop {
+            let notified = self.changed.notified();
+            if self.lock().in_flight == 0 {
+                break;
+            }
+            notified.await;
+        }
+        let ended = {
+            let mut st = self.lock();
+            let mut policy = self.run.budget();
+            st.workload.stop(self.run.now(), &mut policy)
+        };
+        for e in ended {
+            self.ended(e).await;
+        }
+    }
+
+    /// Starts an attempt task for `send`.
+    fn spawn_attempt(self: &Arc<Self>, send: Outgoing, stop: &StopSignal) {
+        // Boxed with its type named: an attempt task starts others.
+        let task: Pin<Box<dyn Future<Output = ()> + Send>> =
+            Box::pin(self.clone().attempt(send, stop.clone()));
+        tokio::spawn(task);
+    }
+
+    /// An attempt task (the module doc): `send`, then whatever is due when its answer came.
+    /// The attempt counts as in flight until what its answer asked is logged, so the timer
+    /// cannot end the run before that.
+    async fn attempt(self: Arc<Self>, mut send: Outgoing, mut stop: StopSignal) {
+        loop {
+            let (result, now) = self.send(&send, &mut stop).await;
+            let asked = {
+                let mut st = self.lock();
+                let mut next = Next::default();
+                if let (Some(result), false) = (result, st.stopped) {
+                    let mut policy = self.run.budget();
+                    st.workload
+                        .on_answer(send.id, result, now, &mut policy, &mut next);
+                }
+                self.due(&mut st, now, next)
+            };
+            let mut sends = self.act(asked).await.into_iter();
+            let first = sends.next();
+            for other in sends {
+                self.spawn_attempt(other, &stop);
+            }
+            let wake_timer = {
+                let mut st = self.lock();
+                st.in_flight -= 1;
+                let wake = st.workload.next_wake();
+                let earlier = wake.is_some_and(|t| st.armed.is_none_or(|a| t < a));
+                let over = wake.is_none() && st.in_flight == 0;
+                earlier || over || st.stopped
+            };
+            if wake_timer {
+                self.changed.notify_one();
+            }
+            match first {
+                Some(next) => send = next,
+                None => return,
+            }
+        }
+    }
+
+    /// Sends `send` now and logs it: its result (`None` when the stop cut it short) and when
+    /// it ended (the record's end, and the instant its answer goes to the workload).
+    async fn send(
+        &self,
+        send: &Outgoing,
+        stop: &mut StopSignal,
+    ) -> (Option<AttemptResult>, Duration) {
+        let run = &self.run;
+        let sent_at = Instant::now();
+        let sent = sent_at.saturating_duration_since(run.t0);
+        let id = AttemptId {
+            client: send.id.client,
+            op: send.id.op,
+            attempt: send.id.attempt,
+        };
+        // A charging strategy: its key policy decides the attempt's Idempotency-Key.
+        let key = run
+            .strategy
+            .idempotency
+            .and_then(|policy| policy.key(run.seed, id.client, id.op, id.attempt));
+        let req = if run.post {
+            run.work.post_request(id, key.as_deref())
+        } else if run.strategy.idempotency.is_some() {
+            run.work.charge_request(id, key.as_deref())
+        } else {
+            run.work.request(id)
+        };
+        let result = tokio::select! {
+            r = timeout_at(sent_at + send.timeout, run.work.execute(req)) => {
+                Some(r.unwrap_or(AttemptResult::Timeout))
+            }
+            // Not at once: a request still connecting would never reach the server.
+            _ = stop.stopped_in_flight() => None,
+        };
+        let now = run.now();
+        let (end, status, retry_after) = match result {
+            None => (AttemptEnd::Aborted, None, None),
+            Some(AttemptResult::Status { code, retry_after }) => {
+                (AttemptEnd::Status, Some(code), retry_after)
+            }
+            Some(other) => {
+                let (end, status) = AttemptEnd::of(&other);
+                (end, status, None)
+            }
+        };
+        if result.is_some() {
+            crate::progress::attempt_ended(status);
+        }
+        let mut record = attempt_record(run, send, sent, now, end);
+        record.status = status;
+        record.retry_after_us = retry_after.map(us);
+        // A closed log means its writer failed; that error is reported when the run ends.
+        let _ = self.log.send(Event::Attempt(record)).await;
+        if let Some(m) = metrics() {
+            m.attempt(
+                &run.tag.strategy,
+                send.id.attempt,
+                end,
+                status,
+                Some(now.saturating_sub(sent)),
+            );
+        }
+        (result, now)
+    }
+
+    /// Logs what the workload asked (breaker changes, refused attempts, ended operations,
+    /// dropped arrivals) and returns the attempts to send.
+    async fn act(&self, asked: Asked) -> Vec<Outgoing> {
+        let run = &self.run;
+        let Asked {
+            next,
+            transitions,
+            tokens,
+        } = asked;
+        if let (Some(m), Some(tokens)) = (metrics(), tokens) {
+            m.budget_tokens(&run.tag.strategy, tokens);
+        }
+        for t in transitions {
+            if let Some(m) = metrics() {
+                m.breaker(&run.tag.strategy, t.to);
+            }
+            let _ = self
+                .log
+                .send(Event::Breaker(BreakerChange {
+                    tag: run.tag.clone(),
+                    t_us: us(t.at),
+                    from: t.from,
+                    to: t.to,
+                }))
+                .await;
+        }
+        for r in &next.refused {
+            let at = run.now();
+            let mut record = attempt_record(run, &r.attempt, at, at, AttemptEnd::FailedFast);
+            record.rejection = Some(r.why);
+            let _ = self.log.send(Event::Attempt(record)).await;
+            if let Some(m) = metrics() {
+                m.attempt(
+                    &run.tag.strategy,
+                    r.attempt.id.attempt,
+                    AttemptEnd::FailedFast,
+                    None,
+                    None,
+                );
+                m.failed_fast(&run.tag.strategy, r.why);
+            }
+        }
+        for &e in &next.ended {
+            self.ended(e).await;
+        }
+        for &start in &next.dropped {
+            let _ = self
+                .log
+                .send(Event::Dropped(Dropped {
+                    tag: run.tag.clone(),
+                    intended_us: us(start),
+                }))
+                .await;
+        }
+        next.sends
+    }
+
+    /// Logs an operation that ended.
+    async fn ended(&self, e: Ended) {
+        {
+            let mut st = self.lock();
+            st.totals.operations += 1;
+            st.totals.attempts += u64::from(e.attempts);
+        }
+        crate::progress::operation_ended();
+        if let Some(m) = metrics() {
+            m.operation(&self.run.tag.strategy, e.outcome);
+        }
+        let (outcome, reason) = match e.outcome {
+            OpOutcome::Success => (Outcome::Success, None),
+            OpOutcome::Failed(why) => (Outcome::Failed, Some(why)),
+        };
+        let _ = self
+            .log
+            .send(Event::Operation(OperationRecord {
+                tag: self.run.tag.clone(),
+                client: e.client,
+                op: e.op,
+                start_us: us(e.start),
+                end_us: us(e.end),
+                attempts: e.attempts,
+                outcome,
+                reason,
+                flow: e.flow,
+            }))
+            .await;
+    }
+}
+
+/// The log record of `attempt`, sent (or refused) at `sent`, ended at `ended` with `end`.
+fn attempt_record(
+    run: &StrategyRun,
+    attempt: &Outgoing,
+    sent: Duration,
+    ended: Duration,
+    end: AttemptEnd,
+) -> Attempt {
+    Attempt {
+        tag: run.tag.clone(),
+        client: attempt.id.client,
+        op: attempt.id.op,
+        attempt: attempt.id.attempt,
+        due_us: us(attempt.due),
+        sent_us: us(sent),
+        end_us: us(ended),
+        end,
+        status: None,
+        rejection: None,
+        flow: attempt.flow,
+        step: attempt.step,
+        retry_after_us: None,
+    }
+}
