@@ -108,7 +108,7 @@ mod tests {
     }
 
     /// `/flaky/work`: 503 twice, then 200. `/missing/work`: 404. `/hang/work`: no answer for
-    /// 30 s. `/ok/work`: 200.
+    /// 30 s. `/ok/work`: 200. `/busy/work`: 503 with `Retry-After: 2`.
     async fn test_server() -> String {
         async fn flaky(State(n): State<Arc<AtomicU32>>) -> StatusCode {
             if n.fetch_add(1, Ordering::SeqCst) < 2 {
@@ -128,6 +128,10 @@ mod tests {
                 }),
             )
             .route("/ok/work", get(|| async { "ok" }))
+            .route(
+                "/busy/work",
+                get(|| async { (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "2")]) }),
+            )
             .with_state(Arc::new(AtomicU32::new(0)));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -244,6 +248,33 @@ mod tests {
             (op.attempts, op.outcome, op.reason),
             (3, Outcome::Success, None)
         );
+    }
+
+    /// Every attempt record carries the answer's `Retry-After`, whatever the workload (here a
+    /// closed-loop client, one attempt allowed).
+    #[tokio::test]
+    async fn an_answer_s_retry_after_is_in_its_attempt_record() {
+        let base = test_server().await;
+        let one_attempt = Limits {
+            max_attempts: 1,
+            ..limits(2000, 5000)
+        };
+        let run = strategy_run(&base, "/busy/work", "B", one_attempt);
+        let (done, events, _) = one_op(run).await;
+        assert_eq!(
+            (done.outcome, done.reason),
+            (Outcome::Failed, Some(GiveUp::AttemptsExhausted))
+        );
+        let a = attempts(&events);
+        assert_eq!(a.len(), 1);
+        assert_eq!(
+            (a[0].status, a[0].retry_after_us),
+            (Some(503), Some(2_000_000))
+        );
+        // An answer without one logs none.
+        let run = strategy_run(&base, "/missing/work", "B", one_attempt);
+        let (_, events, _) = one_op(run).await;
+        assert_eq!(attempts(&events)[0].retry_after_us, None);
     }
 
     #[tokio::test]

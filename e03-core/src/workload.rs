@@ -637,6 +637,122 @@ mod tests {
         assert_eq!(w.next_wake(), None);
     }
 
+    /// Two retries due at one instant come in the order they were scheduled, not in client
+    /// order: client 1's 503 is handed over before client 0's, so its retry goes first.
+    #[test]
+    fn wakes_due_at_one_instant_come_in_the_order_they_were_scheduled() {
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = Clients::new(1, 2, config(Starts::AtZero, 0), &a);
+        let sent = wake_all(&mut w, ms(0), &mut policy);
+        assert_eq!(sent.sends.len(), 2);
+        // Both answered 503 at 10 ms, client 1's first: A retries both at once, due at 10 ms.
+        for c in [1, 0] {
+            let n = answer(&mut w, sent.sends[c].id, unavailable(), ms(10), &mut policy);
+            assert_eq!(n, Next::default());
+        }
+        let first = wake(&mut w, ms(10), &mut policy);
+        let second = wake(&mut w, ms(10), &mut policy);
+        let order: Vec<(u32, u32)> = [&first, &second]
+            .iter()
+            .map(|n| (n.sends[0].id.client, n.sends[0].id.attempt))
+            .collect();
+        assert_eq!(
+            order,
+            [(1, 2), (0, 2)],
+            "client 1's retry was scheduled first"
+        );
+        assert!([&first, &second].iter().all(|n| n.sends[0].due == ms(10)));
+    }
+
+    /// An open loop's arrival and a slot's retry due at one instant: whichever was scheduled
+    /// first goes first. The next arrival is scheduled when the one before it came.
+    #[test]
+    fn an_arrival_and_a_retry_due_at_one_instant_come_in_the_order_they_were_scheduled() {
+        use crate::arrivals::RateShape;
+        let cfg = config(Starts::OnDemand, 0);
+        let open = OpenLoop::new(3, cfg, RateShape::constant(1000.0, ms(1000)), 1);
+        // The arrivals' times, drawn as the workload will draw them.
+        let mut times = Vec::new();
+        let mut reference = open.clone();
+        while let Some(t) = reference.next_arrival() {
+            times.push(t);
+            reference.on_arrival();
+        }
+        let t1 = times[0];
+        // The first arrival at least 201 ms after the first: a 200 ms wait started after t1
+        // ends at it, and the arrival before it comes after that wait started.
+        let k = times.iter().position(|&t| t > t1 + ms(201)).unwrap();
+        let tk = times[k];
+        assert!(times[k - 1] > tk - ms(200));
+        let first_attempt = AttemptId {
+            client: 0,
+            op: 0,
+            attempt: 1,
+        };
+
+        // B waits exactly 200 ms: a 503 at tk - 200 ms schedules the retry before arrival k
+        // is scheduled (when arrival k - 1 comes), so the retry goes first, then the drop.
+        let b = strategy("B");
+        let mut policy = ClientPolicy::new(&b, 1);
+        let mut w = Arrivals::new(open.clone(), &b);
+        assert_eq!(wake(&mut w, t1, &mut policy).sends.len(), 1);
+        wake_all(&mut w, tk - ms(200), &mut policy);
+        let n = answer(
+            &mut w,
+            first_attempt,
+            unavailable(),
+            tk - ms(200),
+            &mut policy,
+        );
+        assert_eq!(n, Next::default());
+        wake_all(&mut w, tk - Duration::from_nanos(1), &mut policy);
+        assert_eq!(w.next_wake(), Some(tk));
+        let first = wake(&mut w, tk, &mut policy);
+        assert_eq!(
+            (
+                first.sends.len(),
+                first.sends[0].id.attempt,
+                first.sends[0].due
+            ),
+            (1, 2, tk),
+            "the retry, scheduled first, goes first"
+        );
+        assert!(first.dropped.is_empty());
+        let second = wake(&mut w, tk, &mut policy);
+        assert_eq!(
+            second.dropped,
+            [tk],
+            "then arrival k, dropped: the slot is busy"
+        );
+
+        // A retries at once: a 503 at tk schedules the retry after arrival k was scheduled, so
+        // the drop comes first, then the retry.
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = Arrivals::new(open, &a);
+        assert_eq!(wake(&mut w, t1, &mut policy).sends.len(), 1);
+        wake_all(&mut w, tk - Duration::from_nanos(1), &mut policy);
+        let n = answer(&mut w, first_attempt, unavailable(), tk, &mut policy);
+        assert_eq!(n, Next::default());
+        let first = wake(&mut w, tk, &mut policy);
+        assert_eq!(
+            first.dropped,
+            [tk],
+            "arrival k, scheduled first, goes first"
+        );
+        assert!(first.sends.is_empty());
+        let second = wake(&mut w, tk, &mut policy);
+        assert_eq!(
+            (
+                second.sends.len(),
+                second.sends[0].id.attempt,
+                second.sends[0].due
+            ),
+            (1, 2, tk)
+        );
+    }
+
     #[test]
     fn an_open_loop_starts_arrivals_in_free_slots_and_drops_the_rest() {
         use crate::arrivals::RateShape;

@@ -171,15 +171,20 @@ struct Transit {
 /// One client of the workload, as the wire and the dependency see it.
 #[derive(Debug, Default)]
 struct Client {
-    /// The request carrying the attempt in flight, if one is.
-    in_flight: Option<ReqId>,
-    /// That attempt (the last one sent).
-    attempt: Option<AttemptId>,
+    /// The attempt in flight, if one is, and the request carrying it.
+    in_flight: Option<(ReqId, AttemptId)>,
     /// Its connection to the proxy in front (a timeline with wire phases only).
     conn: Conn,
     /// A `limit_data` phase's link on that connection: the phase, the connection's number and
     /// the bytes passed so far ([`Link::pass`]).
     limit: Option<(usize, u32, Link)>,
+}
+
+impl Client {
+    /// The request carrying the attempt in flight, if one is.
+    fn req(&self) -> Option<ReqId> {
+        self.in_flight.map(|(req, _)| req)
+    }
 }
 
 /// A client's connection, as the proxy in front sees it.
@@ -307,7 +312,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             match event {
                 Event::AttemptTimeout(req) => {
                     let c = self.owner[req as usize];
-                    if self.clients[c as usize].in_flight == Some(req) {
+                    if self.clients[c as usize].req() == Some(req) {
                         // An HTTP/1.1 client cannot reuse a connection whose answer it gave
                         // up on: it closes it, and its next attempt opens a new one.
                         self.clients[c as usize].conn.open = false;
@@ -382,9 +387,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.clients.resize_with(c as usize + 1, Client::default);
         }
         let client = &mut self.clients[c as usize];
-        client.attempt = Some(send.id);
-        client.in_flight = Some(self.owner.len() as ReqId);
         let req = self.owner.len() as ReqId;
+        client.in_flight = Some((req, send.id));
         self.owner.push(c);
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
@@ -480,7 +484,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             i += 1;
             if let Step::Answer(a) = step {
                 let c = self.owner[a.req as usize];
-                let given_up = self.clients[c as usize].in_flight != Some(a.req);
+                let given_up = self.clients[c as usize].req() != Some(a.req);
                 self.observer.served(t, a.req, &a, given_up);
                 let settled = self.service.settle(&a);
                 if let Some(charge) = &settled.charged {
@@ -669,7 +673,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         if client.conn.n != n || (reuse && !client.conn.open) {
             return;
         }
-        let in_flight = client.in_flight;
+        let in_flight = client.req();
         if !reuse && in_flight.is_none() {
             return; // closed by its client after the answer
         }
@@ -699,7 +703,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         };
         for c in 0..self.clients.len() as u32 {
             let client = &self.clients[c as usize];
-            let (Some(req), n) = (client.in_flight, client.conn.n) else {
+            let (Some(req), n) = (client.req(), client.conn.n) else {
                 continue;
             };
             if client.conn.drawn == Some(i) {
@@ -748,11 +752,10 @@ impl<'a, O: Observer> Engine<'a, O> {
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
         let c = self.owner[req as usize];
         let client = &mut self.clients[c as usize];
-        if client.in_flight != Some(req) {
+        let Some((_, id)) = client.in_flight.filter(|&(r, _)| r == req) else {
             return; // answer after a timeout, or timeout after the answer
-        }
+        };
         client.in_flight = None;
-        let id = client.attempt.expect("the attempt in flight");
         self.observer.attempt_end(t, req, result);
         self.workload
             .on_answer(id, result, dur(t), &mut self.budget, &mut self.next);
