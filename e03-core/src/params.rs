@@ -200,8 +200,8 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_WORKLOAD",
         "workload",
         "closed_loop",
-        "closed_loop, group, fixed_rate, open_loop or steps",
-        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: seed 002's batch and interactive flows on a step clock (E03_STEP_*)"
+        "closed_loop, group, ramp, fixed_rate, open_loop or steps",
+        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; ramp: client c starts at c x E03_PERIOD_MS, then think times; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: seed 002's batch and interactive flows on a step clock (E03_STEP_*)"
     ),
     p!(
         "E03_STEP_MS",
@@ -299,7 +299,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "period-ms",
         "50",
         "a number of milliseconds greater than 0 and at most 3600000",
-        "fixed_rate: time between a client's operation starts"
+        "fixed_rate: time between a client's operation starts; ramp: time between two clients' first starts"
     ),
     p!(
         "E03_OPS_PER_CLIENT",
@@ -471,7 +471,7 @@ pub struct StepParams {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SwarmParams {
     pub clients: u32,
-    /// `closed_loop`, `group` or `fixed_rate`.
+    /// `closed_loop`, `group`, `ramp`, `fixed_rate`, `open_loop` or `steps`.
     pub workload: String,
     pub period_ms: f64,
     /// `open_loop`: arrivals per second (at the start and end of a ramp).
@@ -673,7 +673,7 @@ impl Params {
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
             workload: match r.value("E03_WORKLOAD") {
-                w @ ("closed_loop" | "group" | "fixed_rate" | "open_loop" | "steps") => {
+                w @ ("closed_loop" | "group" | "ramp" | "fixed_rate" | "open_loop" | "steps") => {
                     w.to_string()
                 }
                 _ => return Err(r.invalid("E03_WORKLOAD")),
@@ -1173,6 +1173,7 @@ impl Params {
         use crate::session::Starts;
         match self.swarm.workload.as_str() {
             "group" => Starts::AtZero,
+            "ramp" => Starts::Ramp(ms(self.swarm.period_ms)),
             "fixed_rate" => Starts::Every(ms(self.swarm.period_ms)),
             "open_loop" => Starts::OnDemand,
             _ => Starts::ClosedLoop,

@@ -58,6 +58,11 @@ pub enum Starts {
     /// Operation `k` is due at `k * period` (a fixed-rate caller: seed 003's breaker run); if
     /// the previous operation is still going then, the next starts when it ends.
     Every(Duration),
+    /// A ramp-up: client `c` starts its first operation at `c * gap`, so the clients join one
+    /// by one, then each thinks between operations as in the closed loop (the ramp-up of load
+    /// tools: Gatling's `rampUsers(n).during(n * gap)`, k6's `ramping-vus` executor with one
+    /// linear stage). No first offset is drawn: the think stream's first draw is the first think.
+    Ramp(Duration),
     /// Open loop: the session never schedules a start itself; the driver hands it one with
     /// [`ClientSession::begin`] (an arrival of [`crate::arrivals::OpenLoop`]), and after the
     /// operation it waits, idle, for the next. No think time is drawn.
@@ -166,6 +171,7 @@ impl ClientSession {
             Starts::ClosedLoop => {
                 Duration::from_micros(think.random_range(0..FIRST_START_SPREAD_US))
             }
+            Starts::Ramp(gap) => gap * client,
             Starts::AtZero | Starts::Every(_) | Starts::OnDemand => Duration::ZERO,
         };
         Self::with_think_stream(seed, client, config, think, first)
@@ -366,7 +372,7 @@ impl ClientSession {
             outcome,
         };
         let next = match self.config.starts {
-            Starts::ClosedLoop | Starts::AtZero => {
+            Starts::ClosedLoop | Starts::AtZero | Starts::Ramp(_) => {
                 let think = self.think.random_range(self.think_us.0..=self.think_us.1);
                 end + Duration::from_micros(think)
             }
@@ -438,6 +444,33 @@ mod tests {
             Wake::Send(a) => a,
             other => panic!("expected a send: {other:?}"),
         }
+    }
+
+    /// A ramp of 250 ms: client 3 starts at 750 ms, then thinks 1.5 to 2.5 s as drawn from
+    /// its think stream, first draw first.
+    #[test]
+    fn a_ramp_starts_client_c_at_c_gaps_then_thinks() {
+        let ramp = SessionConfig {
+            starts: Starts::Ramp(ms(250)),
+            ..config()
+        };
+        for c in 0..4u32 {
+            let s = ClientSession::new(42, c, ramp);
+            assert_eq!(s.next_wake(), Some(ms(250) * c));
+        }
+        let mut s = ClientSession::new(42, 3, ramp);
+        let mut draws = stream(42, Stream::Think, 3);
+        let a = send(s.on_wake(ms(750), &mut Unlimited));
+        assert_eq!((a.id.op, a.due), (0, ms(750)));
+        s.on_result(
+            ms(780),
+            AttemptResult::status(200),
+            &strategy("A"),
+            &mut Unlimited,
+        )
+        .expect("a 200 ends the operation");
+        let think = draws.random_range(1_500_000..=2_500_000u64);
+        assert_eq!(s.next_wake(), Some(ms(780) + Duration::from_micros(think)));
     }
 
     #[test]

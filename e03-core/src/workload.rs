@@ -173,7 +173,7 @@ pub trait Workload {
 }
 
 /// N [`ClientSession`]s as one machine: a closed loop (`Starts::ClosedLoop`), a group starting
-/// at zero, fixed-rate callers, or the open loop's slots. Each session keeps its own rules (when
+/// at zero, a ramp, fixed-rate callers, or the open loop's slots. Each session keeps its own rules (when
 /// its operations start, its think times, its retries); this keeps a min-heap of their wakes,
 /// earliest first, ties in the order they were scheduled.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! Helpers shared by the lab's integration tests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The `lab` binary with a clean environment for the parameters: only what each test sets.
@@ -127,4 +127,27 @@ pub fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
     answer
+}
+
+/// Every file under `dir` (recursively, not through the `latest` link) whose name starts with
+/// `prefix` and ends with `suffix`.
+#[allow(dead_code)]
+pub fn files(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p);
+            } else if p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
