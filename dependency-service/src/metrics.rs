@@ -36,11 +36,12 @@ const DURATION_BUCKETS: [f64; 16] = [
 pub const PHASES: [&str; 4] = ["normal", "frozen", "degraded", "down"];
 
 /// Every response cause, as logged (`cause` of a `response` record).
-const CAUSES: [(Cause, &str); 11] = [
+const CAUSES: [(Cause, &str); 12] = [
     (Cause::Ok, "ok"),
     (Cause::Fault, "fault"),
     (Cause::Slow, "slow"),
     (Cause::Full, "full"),
+    (Cause::QueueTimeout, "queue_timeout"),
     (Cause::Freeze, "freeze"),
     (Cause::Down, "down"),
     (Cause::RateLimited, "rate_limited"),

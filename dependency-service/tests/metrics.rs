@@ -43,6 +43,7 @@ fn cause_name(c: Cause) -> &'static str {
         Cause::Fault => "fault",
         Cause::Slow => "slow",
         Cause::Full => "full",
+        Cause::QueueTimeout => "queue_timeout",
         Cause::Freeze => "freeze",
         Cause::Down => "down",
         Cause::RateLimited => "rate_limited",

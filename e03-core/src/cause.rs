@@ -15,6 +15,9 @@ pub enum Cause {
     Slow,
     /// Workers and queue full: 503 at once.
     Full,
+    /// Dropped from the queue at its queue timeout ([`crate::dependency::QueuePolicy`]): 503
+    /// then, no work done.
+    QueueTimeout,
     /// Held by the freeze and released as 503 at its end.
     Freeze,
     /// The dependency is down (a `down` phase): its status at once, no work done.

@@ -40,6 +40,61 @@ pub struct ServiceConfig {
     pub faults: FaultModel,
     /// Seed of the fault fates.
     pub seed: u64,
+    /// The order the queue is served in and what it sheds. Default FIFO without timeouts
+    /// (`E03_QUEUE_POLICY`).
+    #[serde(default)]
+    pub queue_policy: QueuePolicy,
+}
+
+/// How the dependency serves its queue, after Facebook's "Fail at Scale" (Ben Maurer, ACM Queue
+/// 13(8), 2015, "Controlled delay" and "Adaptive LIFO"):
+///
+/// - [`QueueDiscipline::Fifo`]: first come, first served; nobody is dropped (the lab's E03
+///   dependency, and the default);
+/// - [`QueueDiscipline::Codel`]: a queue timeout set when a request is queued. If the queue was
+///   last empty more than `interval` ago (a standing queue), the request may wait `target`;
+///   otherwise `interval`. A request still waiting at its timeout is dropped and answered 503
+///   at once ([`crate::events::Cause::QueueTimeout`]), having cost no work. The article's
+///   pseudo-code, with its values M = 5 ms and N = 100 ms:
+///
+///   ```text
+///   onNewRequest(req, queue):
+///     if (queue.lastEmptyTime() < (now - N ms)) { timeout = M ms } else { timeout = N ms }
+///     queue.enqueue(req, timeout)
+///   ```
+/// - [`QueueDiscipline::AdaptiveLifo`]: the same timeouts, and while the queue is standing the
+///   freed worker takes the *newest* request (last in, first out), whose caller is most likely
+///   still waiting; FIFO otherwise.
+///
+/// Defaults: FIFO, `target` 5 ms, `interval` 100 ms (the article's M and N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QueuePolicy {
+    pub discipline: QueueDiscipline,
+    /// The article's M: how long a request may wait in a standing queue.
+    pub target: Duration,
+    /// The article's N: how long a request may wait otherwise, and how long a queue must have
+    /// stayed non-empty to be standing.
+    pub interval: Duration,
+}
+
+/// See [`QueuePolicy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueDiscipline {
+    #[default]
+    Fifo,
+    Codel,
+    AdaptiveLifo,
+}
+
+impl Default for QueuePolicy {
+    fn default() -> Self {
+        QueuePolicy {
+            discipline: QueueDiscipline::Fifo,
+            target: Duration::from_millis(5),
+            interval: Duration::from_millis(100),
+        }
+    }
 }
 
 impl ServiceConfig {
@@ -104,8 +159,14 @@ pub struct DependencyModel {
     /// Requests on a worker now, with their fault key, so a freeze can hold them and a stale
     /// `work_done` (after the freeze released them) can be recognised.
     in_service: FxHashMap<ReqId, u64>,
-    /// FIFO of requests waiting for a worker, with their fault keys.
+    /// Requests waiting for a worker, oldest first, with their fault keys (served from the
+    /// front, or from the back under adaptive LIFO).
     queue: VecDeque<(ReqId, u64)>,
+    /// When the queue was last empty: the instant a request was queued into an empty queue
+    /// ([`QueuePolicy`]'s "last empty time").
+    last_empty: Duration,
+    /// The timeout of the request queued last, if the policy gives one.
+    last_timeout: Option<Duration>,
     /// Requests held by the current freeze, answered 503 when it ends.
     held: Vec<ReqId>,
     /// True between `freeze_begins` and `freeze_ends`.
@@ -158,6 +219,8 @@ impl DependencyModel {
         Self {
             in_service: FxHashMap::with_capacity_and_hasher(cfg.workers, Default::default()),
             queue: VecDeque::with_capacity(cfg.queue),
+            last_empty: Duration::ZERO,
+            last_timeout: None,
             held: Vec::new(),
             frozen: false,
             limiter: SlidingWindow::default(),
@@ -218,6 +281,20 @@ impl DependencyModel {
             };
         }
         if self.queue.len() < self.cfg.queue {
+            let policy = self.cfg.queue_policy;
+            self.last_timeout = match policy.discipline {
+                QueueDiscipline::Fifo => None,
+                QueueDiscipline::Codel | QueueDiscipline::AdaptiveLifo => {
+                    Some(if self.standing(now) {
+                        policy.target
+                    } else {
+                        policy.interval
+                    })
+                }
+            };
+            if self.queue.is_empty() {
+                self.last_empty = now;
+            }
             self.queue.push_back((id, key));
             return Admission::Queued;
         }
@@ -244,11 +321,42 @@ impl DependencyModel {
             Fate::Timeout => Completion::Timeout,
             Fate::Cutoff => Completion::Cutoff,
         };
-        let next = self.queue.pop_front().map(|(next, next_key)| {
+        let lifo =
+            self.cfg.queue_policy.discipline == QueueDiscipline::AdaptiveLifo && self.standing(now);
+        let next = if lifo {
+            self.queue.pop_back()
+        } else {
+            self.queue.pop_front()
+        };
+        let next = next.map(|(next, next_key)| {
             self.in_service.insert(next, next_key);
             (next, self.service_time(now))
         });
         WorkDone { completion, next }
+    }
+
+    /// Whether the queue is standing at `now`: not empty, and last empty more than the policy's
+    /// interval ago.
+    fn standing(&self, now: Duration) -> bool {
+        !self.queue.is_empty() && self.last_empty + self.cfg.queue_policy.interval < now
+    }
+
+    /// The queue timeout of the request just queued ([`Admission::Queued`]): how long after
+    /// `now` it is dropped if still waiting; `None` under FIFO.
+    pub fn queue_timeout(&self) -> Option<Duration> {
+        self.last_timeout
+    }
+
+    /// Request `id`'s queue timeout has passed: whether it was still waiting (it is dropped
+    /// now, to be answered 503), or had got a worker or been held by a freeze meanwhile.
+    pub fn expire(&mut self, id: ReqId) -> bool {
+        match self.queue.iter().position(|&(q, _)| q == id) {
+            Some(i) => {
+                self.queue.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The freeze begins: everything in service or queued is held from now on.
@@ -302,6 +410,7 @@ mod tests {
             },
             faults: FaultModel::default(),
             seed: 42,
+            queue_policy: QueuePolicy::default(),
         }
     }
 

@@ -149,6 +149,7 @@ impl FaultModel {
             Cause::RateLimited
             | Cause::Fault
             | Cause::Full
+            | Cause::QueueTimeout
             | Cause::Freeze
             | Cause::Down
             | Cause::Permanent => 0,

@@ -71,6 +71,27 @@ pub const PARAMS: &[ParamSpec] = &[
         "waiting requests beyond the workers"
     ),
     p!(
+        "E03_QUEUE_POLICY",
+        "queue-policy",
+        "fifo",
+        "fifo, codel or adaptive_lifo",
+        "how the queue is served (Facebook's \"Fail at Scale\"): fifo: first come, first served, nobody dropped; codel: a queued request waits at most E03_QUEUE_INTERVAL_MS, or E03_QUEUE_TARGET_MS when the queue has not been empty for E03_QUEUE_INTERVAL_MS, then is answered 503 (queue_timeout); adaptive_lifo: codel's timeouts, and the newest request first while the queue stands"
+    ),
+    p!(
+        "E03_QUEUE_TARGET_MS",
+        "queue-target-ms",
+        "5",
+        "a number of milliseconds greater than 0 and at most 60000",
+        "codel and adaptive_lifo: the wait allowed in a standing queue (the article's M)"
+    ),
+    p!(
+        "E03_QUEUE_INTERVAL_MS",
+        "queue-interval-ms",
+        "100",
+        "a number of milliseconds greater than 0 and at most 60000, not below E03_QUEUE_TARGET_MS",
+        "codel and adaptive_lifo: the wait allowed otherwise, and how long the queue must stay non-empty to stand (the article's N)"
+    ),
+    p!(
         "E03_FREEZE_START_S",
         "freeze-start-s",
         "8.5",
@@ -424,6 +445,13 @@ pub struct ServiceParams {
     pub workers: usize,
     pub service_ms: f64,
     pub queue: usize,
+    /// `fifo`, `codel` or `adaptive_lifo`.
+    #[serde(default = "default_queue_policy")]
+    pub queue_policy: String,
+    #[serde(default = "default_queue_target_ms")]
+    pub queue_target_ms: f64,
+    #[serde(default = "default_queue_interval_ms")]
+    pub queue_interval_ms: f64,
     pub freeze_start_s: f64,
     pub freeze_end_s: f64,
     pub recovery_end_s: f64,
@@ -450,6 +478,18 @@ pub struct ServiceParams {
     /// its own `latency_ms` (`None`: each phase's own).
     #[serde(default)]
     pub down_latency_ms: Option<f64>,
+}
+
+fn default_queue_policy() -> String {
+    "fifo".into()
+}
+
+fn default_queue_target_ms() -> f64 {
+    5.0
+}
+
+fn default_queue_interval_ms() -> f64 {
+    100.0
 }
 
 /// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
@@ -591,6 +631,7 @@ pub const ORDER_RULES: &[(&str, &str)] = &[
     ("E03_RECOVERY_END_S", "E03_FREEZE_END_S"),
     ("E03_THINK_MAX_MS", "E03_THINK_MIN_MS"),
     ("E03_DEADLINE_MS", "E03_ATTEMPT_TIMEOUT_MS"),
+    ("E03_QUEUE_INTERVAL_MS", "E03_QUEUE_TARGET_MS"),
 ];
 
 fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static str> {
@@ -606,6 +647,8 @@ fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static 
         Some("E03_THINK_MAX_MS")
     } else if swarm.deadline_ms < swarm.attempt_timeout_ms {
         Some("E03_DEADLINE_MS")
+    } else if service.queue_interval_ms < service.queue_target_ms {
+        Some("E03_QUEUE_INTERVAL_MS")
     } else {
         None
     }
@@ -652,6 +695,12 @@ impl Params {
             workers: r.int("E03_WORKERS", 1, 10_000)? as usize,
             service_ms: r.num("E03_SERVICE_MS", 0.1, 60_000.0, false)?,
             queue: r.int("E03_QUEUE", 0, 1_000_000)? as usize,
+            queue_policy: match r.value("E03_QUEUE_POLICY") {
+                p @ ("fifo" | "codel" | "adaptive_lifo") => p.to_string(),
+                _ => return Err(r.invalid("E03_QUEUE_POLICY")),
+            },
+            queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
+            queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS", 0.0, 60_000.0, true)?,
             freeze_start_s: r.num("E03_FREEZE_START_S", 0.0, 86_400.0, false)?,
             freeze_end_s: r.num("E03_FREEZE_END_S", 0.0, 86_400.0, false)?,
             recovery_end_s: r.num("E03_RECOVERY_END_S", 0.0, 86_400.0, false)?,
@@ -918,6 +967,9 @@ impl Params {
             ("E03_WORKERS", s.workers.to_string()),
             ("E03_SERVICE_MS", s.service_ms.to_string()),
             ("E03_QUEUE", s.queue.to_string()),
+            ("E03_QUEUE_POLICY", s.queue_policy.clone()),
+            ("E03_QUEUE_TARGET_MS", s.queue_target_ms.to_string()),
+            ("E03_QUEUE_INTERVAL_MS", s.queue_interval_ms.to_string()),
             ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
             ("E03_FREEZE_END_S", s.freeze_end_s.to_string()),
             ("E03_RECOVERY_END_S", s.recovery_end_s.to_string()),
@@ -1022,6 +1074,22 @@ impl Params {
         Params::from_raw_with(&all, &def.own_strategies())
     }
 
+    /// How the dependency serves its queue (`E03_QUEUE_POLICY`, `E03_QUEUE_TARGET_MS`,
+    /// `E03_QUEUE_INTERVAL_MS`).
+    pub fn queue_policy(&self) -> crate::dependency::QueuePolicy {
+        use crate::dependency::{QueueDiscipline, QueuePolicy};
+        let s = &self.service;
+        QueuePolicy {
+            discipline: match s.queue_policy.as_str() {
+                "codel" => QueueDiscipline::Codel,
+                "adaptive_lifo" => QueueDiscipline::AdaptiveLifo,
+                _ => QueueDiscipline::Fifo,
+            },
+            target: ms(s.queue_target_ms),
+            interval: ms(s.queue_interval_ms),
+        }
+    }
+
     /// The dependency's configuration for one scenario and seed: the scenario's timeline of
     /// phases, with its first freeze and the degraded phase after it moved to these parameters
     /// (`E03_FREEZE_*`, `E03_RECOVERY_*`), and, for a scenario with a `[faults]` table, the
@@ -1033,6 +1101,7 @@ impl Params {
             workers: s.workers,
             queue: s.queue,
             service_time: ms(s.service_ms),
+            queue_policy: self.queue_policy(),
             timeline: self.timeline(scenario),
             faults: if !scenario.def().has_faults
                 || (s.fail_rate == 0.0
@@ -1515,6 +1584,10 @@ mod tests {
         assert!(err(&[("E03_DURATION_S", "0")]).starts_with("invalid E03_DURATION_S"));
         assert!(err(&[("E03_DURATION_S", "NaN")]).starts_with("invalid E03_DURATION_S"));
         assert!(err(&[("E03_SEED", "-1")]).starts_with("invalid E03_SEED"));
+        let e = err(&[("E03_QUEUE_POLICY", "lifo")]);
+        assert!(e.starts_with("invalid E03_QUEUE_POLICY=\"lifo\""), "{e}");
+        assert!(e.contains("fifo, codel or adaptive_lifo"), "{e}");
+        assert!(err(&[("E03_QUEUE_TARGET_MS", "0")]).starts_with("invalid E03_QUEUE_TARGET_MS"));
     }
 
     #[test]
@@ -1526,6 +1599,7 @@ mod tests {
         assert!(err(&[("E03_RECOVERY_END_S", "9")]).starts_with("invalid E03_RECOVERY_END_S"));
         assert!(err(&[("E03_THINK_MIN_MS", "3000")]).starts_with("invalid E03_THINK_MAX_MS"));
         assert!(err(&[("E03_DEADLINE_MS", "1000")]).starts_with("invalid E03_DEADLINE_MS"));
+        assert!(err(&[("E03_QUEUE_TARGET_MS", "200")]).starts_with("invalid E03_QUEUE_INTERVAL_MS"));
         assert!(err(&[("E03_FAIL_RATE", "0.6"), ("E03_SLOW_RATE", "0.6")])
             .starts_with("invalid E03_SLOW_RATE"));
     }

@@ -27,8 +27,10 @@
 //!
 //! 1. a freeze edge (the window is half-open: at its end the service is open again);
 //! 2. ends of work, by request id;
-//! 3. late answers (E03-A's slow fate), by request id;
-//! 4. arrivals: `arrive(now)` first applies everything due at or before `now`.
+//! 3. queue timeouts ([`crate::dependency::QueuePolicy`]), by request id: a request whose
+//!    worker frees at its timeout is served;
+//! 4. late answers (E03-A's slow fate), by request id;
+//! 5. arrivals: `arrive(now)` first applies everything due at or before `now`.
 //!
 //! Arrivals never go back in time: one handed in with a stamp earlier than the latest instant
 //! advanced to is decided at that instant instead (never in the past, where e.g. a freeze that
@@ -80,6 +82,8 @@ enum Due {
     FreezeEnds,
     /// A worker's service time for this request ends.
     WorkDone(ReqId),
+    /// This queued request's queue timeout passes.
+    QueueTimeout(ReqId),
     /// This request's late answer (E03-A slow fate), with its status, is due.
     LateAnswer(ReqId, u16),
     /// This request's error answer from a down phase with an error latency is due.
@@ -205,6 +209,11 @@ impl DependencySchedule {
                 self.due.push(Reverse((now + service, Due::WorkDone(req))));
             }
             Admission::Queued | Admission::Held => {
+                if let (Admission::Queued, Some(timeout)) = (admission, self.model.queue_timeout())
+                {
+                    self.due
+                        .push(Reverse((now + timeout, Due::QueueTimeout(req))));
+                }
                 self.waiting.insert(
                     req,
                     Waiting {
@@ -313,6 +322,11 @@ impl DependencySchedule {
                         at: t,
                         service,
                     });
+                }
+            }
+            Due::QueueTimeout(req) => {
+                if self.model.expire(req) {
+                    self.answer(t, req, 503, Cause::QueueTimeout, out);
                 }
             }
             Due::LateAnswer(req, status) => self.answer(t, req, status, Cause::Slow, out),
@@ -679,6 +693,98 @@ mod tests {
         assert_eq!((s.model().busy_workers(), s.model().held()), (1, 0));
         s.advance(ms(340), &mut out);
         assert_eq!(answers(&out)[0].admit, Some(ms(300)));
+    }
+
+    /// One worker of 40 ms, a request every 10 ms from 0 to 150 ms (ids 0 to 15), no faults,
+    /// under `policy`: what was answered (id, instant in ms, status, cause) and who started
+    /// when (id, instant in ms), up to 160 ms.
+    fn queue_run(policy: &str) -> (Vec<(ReqId, u64, u16, Cause)>, Vec<(ReqId, u64)>) {
+        let mut s = schedule(
+            &[
+                ("E03_WORKERS", "1"),
+                ("E03_FAIL_RATE", "0"),
+                ("E03_SLOW_RATE", "0"),
+                ("E03_QUEUE_POLICY", policy),
+            ],
+            Scenario::e03a(),
+        );
+        let mut out = Vec::new();
+        for id in 0..16 {
+            s.arrive(ms(10 * id), id, id, &mut out);
+        }
+        s.advance(ms(160), &mut out);
+        let ms_of = |t: Duration| t.as_millis() as u64;
+        let answered = answers(&out)
+            .iter()
+            .map(|a| (a.req, ms_of(a.at), a.status, a.cause))
+            .collect();
+        let started = out
+            .iter()
+            .filter_map(|s| match s {
+                Step::Started { req, at, .. } => Some((*req, ms_of(*at))),
+                Step::Answer(_) => None,
+            })
+            .collect();
+        (answered, started)
+    }
+
+    /// "Fail at Scale"'s queue timeout, by hand: the queue is last empty at 10 ms (request 1
+    /// queued into it), so from 110 ms on it stands. Requests queued before then may wait
+    /// 100 ms, those queued after it 5 ms. Request 4 (queued at 40 ms) is dropped at 140 ms,
+    /// request 12 (queued at 120 ms) at 125 ms; request 6's timeout (160 ms) comes with the end
+    /// of request 3's work, which takes it first.
+    #[test]
+    fn codel_drops_a_request_at_its_queue_timeout_short_once_the_queue_stands() {
+        let qt = Cause::QueueTimeout;
+        let (answered, started) = queue_run("codel");
+        assert_eq!(
+            answered,
+            [
+                (0, 40, 200, Cause::Ok),
+                (1, 80, 200, Cause::Ok),
+                (2, 120, 200, Cause::Ok),
+                (12, 125, 503, qt),
+                (13, 135, 503, qt),
+                (4, 140, 503, qt),
+                (14, 145, 503, qt),
+                (5, 150, 503, qt),
+                (15, 155, 503, qt),
+                (3, 160, 200, Cause::Ok),
+            ]
+        );
+        assert_eq!(started, [(1, 40), (2, 80), (3, 120), (6, 160)]);
+        // FIFO drops nobody: the same requests start in arrival order.
+        let (answered, started) = queue_run("fifo");
+        assert!(answered.iter().all(|a| a.3 == Cause::Ok), "{answered:?}");
+        assert_eq!(started, [(1, 40), (2, 80), (3, 120), (4, 160)]);
+    }
+
+    /// Adaptive LIFO: FIFO until the queue stands (110 ms), then the newest first. At 120 ms
+    /// the freed worker takes request 11 (queued at 110 ms), not request 3, which is dropped
+    /// at its timeout (130 ms); at 160 ms it takes request 10 (queued at 100 ms; 12 to 15 were
+    /// dropped after 5 ms), and request 6, still waiting then, is dropped.
+    #[test]
+    fn adaptive_lifo_serves_the_newest_once_the_queue_stands() {
+        let qt = Cause::QueueTimeout;
+        let (answered, started) = queue_run("adaptive_lifo");
+        assert_eq!(started, [(1, 40), (2, 80), (11, 120), (10, 160)]);
+        assert_eq!(
+            answered,
+            [
+                (0, 40, 200, Cause::Ok),
+                (1, 80, 200, Cause::Ok),
+                (2, 120, 200, Cause::Ok),
+                (12, 125, 503, qt),
+                (3, 130, 503, qt),
+                (13, 135, 503, qt),
+                (4, 140, 503, qt),
+                (14, 145, 503, qt),
+                (5, 150, 503, qt),
+                (15, 155, 503, qt),
+                (11, 160, 200, Cause::Ok),
+                (6, 160, 503, qt),
+            ]
+        );
     }
 
     #[test]

@@ -406,7 +406,11 @@ impl LiveAccumulator {
             | Cause::Timeout
             | Cause::Cutoff => Some(done),
             Cause::Slow => Some(done.saturating_add(self.cfg.faults.slow_delay.as_micros() as u64)),
-            Cause::Full | Cause::Freeze | Cause::Down | Cause::RateLimited => None,
+            Cause::Full
+            | Cause::QueueTimeout
+            | Cause::Freeze
+            | Cause::Down
+            | Cause::RateLimited => None,
         };
         if let Some(at) = scheduled {
             self.answer_late
