@@ -48,6 +48,9 @@ pub(crate) struct StrategyRun {
     pub timer: PreciseTimer,
     /// Every attempt is a POST to the work URL itself (`lab client`, `E03_TARGET_METHOD=POST`).
     pub post: bool,
+    /// Every attempt carries its timeout in the deadline header (`E03_ADMISSION=deadline`:
+    /// the dependency reads it).
+    pub deadline_header: bool,
 }
 
 impl StrategyRun {
@@ -163,6 +166,7 @@ mod tests {
             max_ops: None,
             timer: PreciseTimer::start(),
             post: false,
+            deadline_header: false,
         }
     }
 

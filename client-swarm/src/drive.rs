@@ -278,6 +278,9 @@ impl Driver {
             client: send.id.client,
             op: send.id.op,
             attempt: send.id.attempt,
+            deadline_ms: run
+                .deadline_header
+                .then_some(send.timeout.as_millis() as u64),
         };
         // A charging strategy: its key policy decides the attempt's Idempotency-Key.
         let key = run

@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use e03_core::attempt::{Broken, Stage};
+use e03_core::chain::DEADLINE_HEADER;
 use e03_core::control::{
     RunCounts, StartAnswer, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH,
 };
@@ -68,6 +69,18 @@ pub(crate) struct AttemptId {
     pub client: u32,
     pub op: u32,
     pub attempt: u32,
+    /// How long the caller waits for it, in whole ms (its timeout), sent as
+    /// [`DEADLINE_HEADER`] when set: a dependency with deadline-aware admission reads it.
+    pub deadline_ms: Option<u64>,
+}
+
+/// The deadline header of an attempt that carries one (none otherwise).
+fn deadline(id: AttemptId) -> reqwest::header::HeaderMap {
+    let mut h = reqwest::header::HeaderMap::new();
+    if let Some(ms) = id.deadline_ms {
+        h.insert(DEADLINE_HEADER, ms.into());
+    }
+    h
 }
 
 /// The work endpoint of one target.
@@ -85,6 +98,7 @@ impl WorkEndpoint {
             .header(HEADER_CLIENT, id.client)
             .header(HEADER_OP, id.op)
             .header(HEADER_ATTEMPT, id.attempt)
+            .headers(deadline(id))
             .build()
             .expect("a GET with numeric headers on a parsed URL always builds")
     }
@@ -110,6 +124,7 @@ impl WorkEndpoint {
             .header(HEADER_CLIENT, id.client)
             .header(HEADER_OP, id.op)
             .header(HEADER_ATTEMPT, id.attempt)
+            .headers(deadline(id))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(r#"{"amount":1}"#);
         if let Some(key) = key {
@@ -305,6 +320,7 @@ mod tests {
             client: 3,
             op: 7,
             attempt: 2,
+            deadline_ms: Some(1500),
         };
         let req = work.charge_request(id, Some("s4-c3-o7"));
         assert_eq!(req.method(), reqwest::Method::POST);
@@ -319,6 +335,17 @@ mod tests {
                 &"2".parse().unwrap()
             )
         );
+        assert_eq!(h[DEADLINE_HEADER], "1500");
+        assert_eq!(work.request(id).headers()[DEADLINE_HEADER], "1500");
+        let without = AttemptId {
+            deadline_ms: None,
+            ..id
+        };
+        assert!(work
+            .request(without)
+            .headers()
+            .get(DEADLINE_HEADER)
+            .is_none());
         assert_eq!(
             req.body().and_then(|b| b.as_bytes()),
             Some(&br#"{"amount":1}"#[..])
@@ -360,6 +387,7 @@ mod tests {
             client: 1,
             op: 1,
             attempt: 1,
+            deadline_ms: None,
         };
         let answer = work.http.execute(work.request(id)).await.unwrap();
         assert_eq!(answer.text().await.unwrap(), "ok");

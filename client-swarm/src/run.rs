@@ -230,6 +230,7 @@ async fn run_strategy(
         max_ops: plan.params.max_ops(),
         timer,
         post: false,
+        deadline_header: plan.params.admits_by_deadline(),
     });
     if let Some(m) = crate::metrics::metrics() {
         m.strategy_started(&run.tag.strategy);

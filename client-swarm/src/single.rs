@@ -182,6 +182,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         max_ops: Some(target.operations),
         timer: PreciseTimer::start(),
         post: target.post,
+        deadline_header: false,
     };
     rt.block_on(async {
         // Each attempt's end is printed before its operation's line; the receiving side logs

@@ -4,8 +4,11 @@
 //! [`e03_core::faults::request_key`], so its E03-A fate is the same live and simulated. None
 //! present (any other HTTP client): the service's arrival number is used instead. A header that
 //! is present but not a whole number is malformed: the arrival is logged, then answered 400.
+//! The same for the caller's deadline ([`DEADLINE_HEADER`], whole ms), which deadline-aware
+//! admission reads.
 
 use axum::http::HeaderMap;
+use e03_core::chain::DEADLINE_HEADER;
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::faults::request_key;
 
@@ -16,6 +19,9 @@ pub struct Identity {
     pub attempt: Option<u32>,
     /// Some identity header was present but not a whole number from 0 to 4294967295.
     pub malformed: bool,
+    /// How long its caller waits for it, in whole ms ([`DEADLINE_HEADER`]: the attempt's
+    /// timeout); `None` if it did not say. A malformed value counts in `malformed`.
+    pub deadline_ms: Option<u64>,
 }
 
 impl Identity {
@@ -31,11 +37,20 @@ impl Identity {
             parsed
         };
         let (client, op, attempt) = (read(HEADER_CLIENT), read(HEADER_OP), read(HEADER_ATTEMPT));
+        let deadline_ms = headers.get(DEADLINE_HEADER).and_then(|value| {
+            let parsed = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            malformed |= parsed.is_none();
+            parsed
+        });
         Identity {
             client,
             op,
             attempt,
             malformed,
+            deadline_ms,
         }
     }
 
@@ -82,5 +97,16 @@ mod tests {
             Identity::from_headers(&HeaderMap::new()),
             Identity::default()
         );
+    }
+
+    #[test]
+    fn the_deadline_header_is_read_in_whole_ms_and_a_bad_one_is_malformed() {
+        let id = Identity::from_headers(&headers(&[(DEADLINE_HEADER, "1500")]));
+        assert_eq!((id.deadline_ms, id.malformed), (Some(1500), false));
+        for bad in ["1.5", "-1", "soon"] {
+            let id = Identity::from_headers(&headers(&[(DEADLINE_HEADER, bad)]));
+            assert_eq!((id.deadline_ms, id.malformed), (None, true), "{bad}");
+        }
+        assert_eq!(Identity::from_headers(&HeaderMap::new()).deadline_ms, None);
     }
 }

@@ -36,12 +36,13 @@ const DURATION_BUCKETS: [f64; 16] = [
 pub const PHASES: [&str; 4] = ["normal", "frozen", "degraded", "down"];
 
 /// Every response cause, as logged (`cause` of a `response` record).
-const CAUSES: [(Cause, &str); 12] = [
+const CAUSES: [(Cause, &str); 13] = [
     (Cause::Ok, "ok"),
     (Cause::Fault, "fault"),
     (Cause::Slow, "slow"),
     (Cause::Full, "full"),
     (Cause::QueueTimeout, "queue_timeout"),
+    (Cause::Deadline, "deadline"),
     (Cause::Freeze, "freeze"),
     (Cause::Down, "down"),
     (Cause::RateLimited, "rate_limited"),
@@ -97,6 +98,7 @@ struct Admissions {
     refused_full: Counter,
     refused_down: Counter,
     refused_rate_limited: Counter,
+    refused_deadline: Counter,
 }
 
 /// Every metric of the service and the registry that encodes them.
@@ -166,6 +168,7 @@ impl Metrics {
             refused_full: admission("refused", "full"),
             refused_down: admission("refused", "down"),
             refused_rate_limited: admission("refused", "rate_limited"),
+            refused_deadline: admission("refused", "deadline"),
         };
         let response_family = Family::<CauseLabel, Counter>::default();
         registry.register(
@@ -265,6 +268,7 @@ impl Metrics {
             Admission::Rejected => a.refused_full.inc(),
             Admission::Refused { .. } => a.refused_down.inc(),
             Admission::Throttled { .. } => a.refused_rate_limited.inc(),
+            Admission::Late => a.refused_deadline.inc(),
         };
     }
 

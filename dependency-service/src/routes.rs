@@ -220,7 +220,8 @@ fn reply(
     match (code, retry_after) {
         (400, _) => text(
             StatusCode::BAD_REQUEST,
-            "malformed x-e03-client, x-e03-op or x-e03-attempt header: expected a whole number"
+            "malformed x-e03-client, x-e03-op, x-e03-attempt or x-e03-deadline-ms header: \
+             expected a whole number"
                 .into(),
         ),
         (200, _) => text(StatusCode::OK, "ok".into()),

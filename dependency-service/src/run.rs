@@ -355,7 +355,8 @@ impl Run {
             st.senders.insert(seq, tx);
             let before = st.node.next_due();
             let mut steps = Vec::new();
-            let admission = st.node.arrive(now, seq, key, charge, &mut steps);
+            let deadline = id.deadline_ms.map(|ms| now + Duration::from_millis(ms));
+            let admission = st.node.arrive(now, seq, key, deadline, charge, &mut steps);
             self.metrics.admission(admission);
             // Wake the driver only if this arrival made something due earlier than what it
             // sleeps for (the schedule's next due instant only moves earlier through arrivals):

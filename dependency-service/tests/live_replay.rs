@@ -210,7 +210,8 @@ fn replayed_fates(params: &Params, arrivals_us: &[u64]) -> Vec<Fate> {
                     Admission::Queued => Kind::Queued,
                     Admission::Rejected
                     | Admission::Refused { .. }
-                    | Admission::Throttled { .. } => Kind::Rejected,
+                    | Admission::Throttled { .. }
+                    | Admission::Late => Kind::Rejected,
                     Admission::Held => Kind::Held,
                 };
                 fates[at(req)] = Some(Fate {

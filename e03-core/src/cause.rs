@@ -15,6 +15,9 @@ pub enum Cause {
     Slow,
     /// Workers and queue full: 503 at once.
     Full,
+    /// Refused by deadline-aware admission: the caller's deadline had passed or would pass
+    /// before the expected finish; 504 at once, no work done.
+    Deadline,
     /// Dropped from the queue at its queue timeout ([`crate::dependency::QueuePolicy`]): 503
     /// then, no work done.
     QueueTimeout,

@@ -44,6 +44,11 @@ pub struct ServiceConfig {
     /// (`E03_QUEUE_POLICY`).
     #[serde(default)]
     pub queue_policy: QueuePolicy,
+    /// Deadline-aware admission (`E03_ADMISSION=deadline`): a request whose caller's deadline
+    /// has passed, or would pass before its expected finish, is refused at once
+    /// ([`Admission::Late`]). Default off: every request is admitted as capacity allows.
+    #[serde(default)]
+    pub deadline_admission: bool,
 }
 
 /// How the dependency serves its queue, after Facebook's "Fail at Scale" (Ben Maurer, ACM Queue
@@ -121,6 +126,10 @@ pub enum Admission {
     /// The service is rate limited and this request is over the limit: answer 429 at once with
     /// this `Retry-After`; no work done, no worker or queue place taken.
     Throttled { retry_after: Duration },
+    /// Deadline-aware admission: the caller's deadline has passed, or its expected finish is
+    /// after it. Answer [`crate::chain::DEADLINE_STATUS`] (504) at once; no work done, no worker
+    /// or queue place taken.
+    Late,
 }
 
 /// How a request whose work is done is answered.
@@ -247,6 +256,18 @@ impl DependencyModel {
     /// A request arrives at `now`. `key` identifies it for its fault fate (see
     /// [`crate::faults::request_key`]); a caller without client identity may pass `id`.
     pub fn arrive(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
+        self.arrive_by(now, id, key, None)
+    }
+
+    /// [`Self::arrive`] for a request whose caller waits until `deadline` (the instant it gives
+    /// up), if it said so.
+    pub fn arrive_by(
+        &mut self,
+        now: Duration,
+        id: ReqId,
+        key: u64,
+        deadline: Option<Duration>,
+    ) -> Admission {
         if let Some((i, limit)) = self.cfg.timeline.rate_limit_at(now) {
             let limit = *limit;
             if let Some(retry_after) = self.limiter.check(i, &limit, now) {
@@ -265,11 +286,32 @@ impl DependencyModel {
                 return Admission::Refused { status, latency };
             }
             Phase::Normal | Phase::Degraded => {
+                if self.late(now, deadline) {
+                    return Admission::Late;
+                }
                 return self.admit(now, id, key);
             }
         }
         self.held.push(id);
         Admission::Held
+    }
+
+    /// Under deadline-aware admission, whether a request arriving at `now` with this deadline
+    /// is refused: the deadline has passed, or the request's expected finish is after it. The
+    /// expected finish, in FIFO order, assumes every worker has just started its request: with
+    /// `q` requests queued and `w` workers, a worker is free after `(q / w + 1)` service times
+    /// (none if a worker is free now), then the request takes one more.
+    fn late(&self, now: Duration, deadline: Option<Duration>) -> bool {
+        let (true, Some(deadline)) = (self.cfg.deadline_admission, deadline) else {
+            return false;
+        };
+        let service = self.service_time(now);
+        let wait = if self.in_service.len() < self.cfg.workers {
+            Duration::ZERO
+        } else {
+            service * (self.queue.len() / self.cfg.workers.max(1) + 1) as u32
+        };
+        deadline <= now || now + wait + service > deadline
     }
 
     /// A worker, the queue, or a 503 when both are full.
@@ -411,6 +453,7 @@ mod tests {
             faults: FaultModel::default(),
             seed: 42,
             queue_policy: QueuePolicy::default(),
+            deadline_admission: false,
         }
     }
 
@@ -528,6 +571,46 @@ mod tests {
         assert_eq!(throttled(&mut m, 1000, 0), None);
         assert_eq!(throttled(&mut m, 1001, 1), Some(ms(250)));
         assert_eq!(throttled(&mut m, 1999, 2), Some(ms(250)));
+    }
+
+    /// Deadline-aware admission, by hand: two 40 ms workers. A request is refused when its
+    /// deadline has passed, or when now + wait + 40 ms passes it, the wait being 40 ms times
+    /// (queued / 2 + 1) once both workers are busy. Without a deadline, or with admission off,
+    /// nothing is refused for time.
+    #[test]
+    fn deadline_admission_refuses_what_cannot_finish_in_time() {
+        let mut m = DependencyModel::new(ServiceConfig {
+            deadline_admission: true,
+            ..cfg(2, 10)
+        });
+        let start = Admission::Start { service: ms(40) };
+        let by = |t| Some(ms(t));
+        assert_eq!(m.arrive_by(ms(0), 0, 0, by(100)), start);
+        assert_eq!(m.arrive_by(ms(0), 1, 1, by(30)), Admission::Late, "40 > 30");
+        assert_eq!(m.arrive_by(ms(0), 2, 2, by(40)), start, "finishes at 40");
+        assert_eq!(
+            m.arrive_by(ms(1), 3, 3, by(81)),
+            Admission::Queued,
+            "1 + 40 + 40"
+        );
+        assert_eq!(m.arrive_by(ms(1), 4, 4, by(80)), Admission::Late);
+        assert_eq!(m.arrive_by(ms(2), 5, 5, by(122)), Admission::Queued);
+        // Two queued: a worker is free after 40 x (2 / 2 + 1) = 80 ms.
+        assert_eq!(
+            m.arrive_by(ms(2), 6, 6, by(121)),
+            Admission::Late,
+            "2 + 80 + 40"
+        );
+        assert_eq!(
+            m.arrive_by(ms(3), 7, 7, by(3)),
+            Admission::Late,
+            "already passed"
+        );
+        assert_eq!(m.arrive_by(ms(3), 8, 8, None), Admission::Queued);
+        assert_eq!((m.busy_workers(), m.queued()), (2, 3));
+        // Off: the same late request is served.
+        let mut m = DependencyModel::new(cfg(2, 10));
+        assert_eq!(m.arrive_by(ms(0), 1, 1, by(30)), start);
     }
 
     #[test]

@@ -62,20 +62,22 @@ impl DependencyNode {
         self.schedule.next_due()
     }
 
-    /// A request arrives at `now` ([`DependencySchedule::arrive`]); a charge (`POST /charge`)
+    /// A request arrives at `now`, its caller waiting until `deadline` if it said so
+    /// ([`DependencySchedule::arrive_by`]); a charge (`POST /charge`)
     /// waits here for its answer to settle.
     pub fn arrive(
         &mut self,
         now: Duration,
         req: ReqId,
         key: u64,
+        deadline: Option<Duration>,
         charge: Option<ChargeRequest>,
         out: &mut Vec<Step>,
     ) -> Admission {
         if let Some(charge) = charge {
             self.charges.insert(req, charge);
         }
-        self.schedule.arrive(now, req, key, out)
+        self.schedule.arrive_by(now, req, key, deadline, out)
     }
 
     /// Everything due up to `now` ([`DependencySchedule::advance`]).
@@ -163,6 +165,7 @@ mod tests {
                 Duration::ZERO,
                 req,
                 req,
+                None,
                 Some(charge(key, amount)),
                 &mut out,
             );
@@ -192,7 +195,7 @@ mod tests {
     fn a_request_that_is_no_charge_keeps_the_models_status() {
         let mut n = node();
         let mut out = Vec::new();
-        n.arrive(Duration::ZERO, 7, 7, None, &mut out);
+        n.arrive(Duration::ZERO, 7, 7, None, None, &mut out);
         let s = n.settle(&answer(7, 40, 200, Cause::Ok));
         assert_eq!((s.status, s.charge, s.charged), (200, None, None));
         assert_eq!(n.ledger().charges(), 0);
@@ -202,7 +205,7 @@ mod tests {
     fn ending_drops_the_waiting_charges() {
         let mut n = node();
         let mut out = Vec::new();
-        n.arrive(Duration::ZERO, 0, 0, Some(charge("k", 1)), &mut out);
+        n.arrive(Duration::ZERO, 0, 0, None, Some(charge("k", 1)), &mut out);
         n.end();
         assert_eq!(n.settle(&answer(0, 40, 200, Cause::Ok)).charge, None);
         assert_eq!(n.ledger().charges(), 0);

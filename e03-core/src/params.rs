@@ -92,6 +92,13 @@ pub const PARAMS: &[ParamSpec] = &[
         "codel and adaptive_lifo: the wait allowed otherwise, and how long the queue must stay non-empty to stand (the article's N)"
     ),
     p!(
+        "E03_ADMISSION",
+        "admission",
+        "all",
+        "all or deadline",
+        "all: every request is admitted as workers and queue allow; deadline: a request whose caller's deadline (the x-e03-deadline-ms it sent: its attempt's timeout) has passed, or would pass before its expected finish in FIFO order, is answered 504 at once without work (cause deadline)"
+    ),
+    p!(
         "E03_FREEZE_START_S",
         "freeze-start-s",
         "8.5",
@@ -452,6 +459,9 @@ pub struct ServiceParams {
     pub queue_target_ms: f64,
     #[serde(default = "default_queue_interval_ms")]
     pub queue_interval_ms: f64,
+    /// `all` or `deadline`.
+    #[serde(default = "default_admission")]
+    pub admission: String,
     pub freeze_start_s: f64,
     pub freeze_end_s: f64,
     pub recovery_end_s: f64,
@@ -490,6 +500,10 @@ fn default_queue_target_ms() -> f64 {
 
 fn default_queue_interval_ms() -> f64 {
     100.0
+}
+
+fn default_admission() -> String {
+    "all".into()
 }
 
 /// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
@@ -701,6 +715,10 @@ impl Params {
             },
             queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
             queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS", 0.0, 60_000.0, true)?,
+            admission: match r.value("E03_ADMISSION") {
+                a @ ("all" | "deadline") => a.to_string(),
+                _ => return Err(r.invalid("E03_ADMISSION")),
+            },
             freeze_start_s: r.num("E03_FREEZE_START_S", 0.0, 86_400.0, false)?,
             freeze_end_s: r.num("E03_FREEZE_END_S", 0.0, 86_400.0, false)?,
             recovery_end_s: r.num("E03_RECOVERY_END_S", 0.0, 86_400.0, false)?,
@@ -970,6 +988,7 @@ impl Params {
             ("E03_QUEUE_POLICY", s.queue_policy.clone()),
             ("E03_QUEUE_TARGET_MS", s.queue_target_ms.to_string()),
             ("E03_QUEUE_INTERVAL_MS", s.queue_interval_ms.to_string()),
+            ("E03_ADMISSION", s.admission.clone()),
             ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
             ("E03_FREEZE_END_S", s.freeze_end_s.to_string()),
             ("E03_RECOVERY_END_S", s.recovery_end_s.to_string()),
@@ -1074,6 +1093,12 @@ impl Params {
         Params::from_raw_with(&all, &def.own_strategies())
     }
 
+    /// Whether the dependency admits by deadline (`E03_ADMISSION=deadline`): its callers then
+    /// send each attempt's timeout in the deadline header.
+    pub fn admits_by_deadline(&self) -> bool {
+        self.service.admission == "deadline"
+    }
+
     /// How the dependency serves its queue (`E03_QUEUE_POLICY`, `E03_QUEUE_TARGET_MS`,
     /// `E03_QUEUE_INTERVAL_MS`).
     pub fn queue_policy(&self) -> crate::dependency::QueuePolicy {
@@ -1102,6 +1127,7 @@ impl Params {
             queue: s.queue,
             service_time: ms(s.service_ms),
             queue_policy: self.queue_policy(),
+            deadline_admission: self.admits_by_deadline(),
             timeline: self.timeline(scenario),
             faults: if !scenario.def().has_faults
                 || (s.fail_rate == 0.0
@@ -1588,6 +1614,9 @@ mod tests {
         assert!(e.starts_with("invalid E03_QUEUE_POLICY=\"lifo\""), "{e}");
         assert!(e.contains("fifo, codel or adaptive_lifo"), "{e}");
         assert!(err(&[("E03_QUEUE_TARGET_MS", "0")]).starts_with("invalid E03_QUEUE_TARGET_MS"));
+        let e = err(&[("E03_ADMISSION", "late")]);
+        assert!(e.starts_with("invalid E03_ADMISSION=\"late\""), "{e}");
+        assert!(e.contains("all or deadline"), "{e}");
     }
 
     #[test]

@@ -194,9 +194,22 @@ impl DependencySchedule {
         key: u64,
         out: &mut Vec<Step>,
     ) -> Admission {
+        self.arrive_by(now, req, key, None, out)
+    }
+
+    /// [`Self::arrive`] for a request whose caller waits until `deadline`, if it said so (see
+    /// [`DependencyModel::arrive_by`]).
+    pub fn arrive_by(
+        &mut self,
+        now: Duration,
+        req: ReqId,
+        key: u64,
+        deadline: Option<Duration>,
+        out: &mut Vec<Step>,
+    ) -> Admission {
         self.advance(now, out);
         let now = self.clock;
-        let admission = self.model.arrive(now, req, key);
+        let admission = self.model.arrive_by(now, req, key, deadline);
         match admission {
             Admission::Start { service } => {
                 self.waiting.insert(
@@ -244,6 +257,16 @@ impl DependencySchedule {
                     cost: self.model.config().faults.cost(Cause::Down),
                 }))
             }
+            Admission::Late => out.push(Step::Answer(Answer {
+                req,
+                at: now,
+                status: crate::chain::DEADLINE_STATUS,
+                cause: Cause::Deadline,
+                admit: None,
+                immediate: false,
+                retry_after: None,
+                cost: self.model.config().faults.cost(Cause::Deadline),
+            })),
             Admission::Throttled { retry_after } => out.push(Step::Answer(Answer {
                 req,
                 at: now,

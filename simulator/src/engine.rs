@@ -165,6 +165,8 @@ struct Transit {
     op: u32,
     attempt: u32,
     key: u64,
+    /// When its caller gives up on it (sent plus its timeout), as its deadline header says.
+    deadline: std::time::Duration,
     charge: Option<ChargeRequest>,
 }
 
@@ -444,6 +446,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             op: send.id.op,
             attempt: send.id.attempt,
             key: send.id.key(),
+            deadline: dur(t) + send.timeout,
             charge,
         };
         match self.wire_delay(t, c, Direction::Upstream) {
@@ -467,9 +470,14 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Request `req` reaches the dependency.
     fn arrive(&mut self, t: Nanos, req: ReqId, r: Transit) {
-        let admission = self
-            .service
-            .arrive(dur(t), req, r.key, r.charge, &mut self.answers);
+        let admission = self.service.arrive(
+            dur(t),
+            req,
+            r.key,
+            Some(r.deadline),
+            r.charge,
+            &mut self.answers,
+        );
         self.observer.admission(t, req, admission);
     }
 

@@ -208,6 +208,11 @@ mod tests {
                     req,
                     status: 429,
                 }),
+                Admission::Late => h.out.push(Decision::Answered {
+                    t,
+                    req,
+                    status: e03_core::chain::DEADLINE_STATUS,
+                }),
                 Admission::Queued | Admission::Held => {}
             }
         }
