@@ -27,24 +27,12 @@ pub struct Identity {
 impl Identity {
     pub fn from_headers(headers: &HeaderMap) -> Identity {
         let mut malformed = false;
-        let mut read = |name: &str| -> Option<u32> {
-            let value = headers.get(name)?;
-            let parsed = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok());
-            malformed |= parsed.is_none();
-            parsed
-        };
-        let (client, op, attempt) = (read(HEADER_CLIENT), read(HEADER_OP), read(HEADER_ATTEMPT));
-        let deadline_ms = headers.get(DEADLINE_HEADER).and_then(|value| {
-            let parsed = value
-                .to_str()
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            malformed |= parsed.is_none();
-            parsed
-        });
+        let (client, op, attempt) = (
+            whole(headers, HEADER_CLIENT, &mut malformed),
+            whole(headers, HEADER_OP, &mut malformed),
+            whole(headers, HEADER_ATTEMPT, &mut malformed),
+        );
+        let deadline_ms = whole(headers, DEADLINE_HEADER, &mut malformed);
         Identity {
             client,
             op,
@@ -58,6 +46,14 @@ impl Identity {
     pub fn fault_key(&self) -> Option<u64> {
         Some(request_key(self.client?, self.op?, self.attempt?))
     }
+}
+
+/// Header `name` as a whole number, if present; a value that is not one sets `malformed`.
+fn whole<T: std::str::FromStr>(headers: &HeaderMap, name: &str, malformed: &mut bool) -> Option<T> {
+    let value = headers.get(name)?;
+    let parsed = value.to_str().ok().and_then(|v| v.trim().parse::<T>().ok());
+    *malformed |= parsed.is_none();
+    parsed
 }
 
 #[cfg(test)]
