@@ -718,10 +718,13 @@ mod tests {
         assert_eq!(answers(&out)[0].admit, Some(ms(300)));
     }
 
+    /// An answer as the queue tests write it: id, instant in ms, status, cause.
+    type Answered = (ReqId, u64, u16, Cause);
+
     /// One worker of 40 ms, a request every 10 ms from 0 to 150 ms (ids 0 to 15), no faults,
     /// under `policy`: what was answered (id, instant in ms, status, cause) and who started
     /// when (id, instant in ms), up to 160 ms.
-    fn queue_run(policy: &str) -> (Vec<(ReqId, u64, u16, Cause)>, Vec<(ReqId, u64)>) {
+    fn queue_run(policy: &str) -> (Vec<Answered>, Vec<(ReqId, u64)>) {
         let mut s = schedule(
             &[
                 ("E03_WORKERS", "1"),
