@@ -1,6 +1,6 @@
-//! The identity headers of an attempt (`x-e03-client`, `x-e03-op`, `x-e03-attempt`:
-//! `dependency_service::Identity::from_headers`) and the hop's request and deadline headers
-//! (`dependency_service::hop::call_headers`).
+//! The identity headers of an attempt (`x-e03-client`, `x-e03-op`, `x-e03-attempt`, and the
+//! caller's deadline `x-e03-deadline-ms`: `dependency_service::Identity::from_headers`) and the
+//! hop's request and deadline headers (`dependency_service::hop::call_headers`).
 //! Input: lines; each line's first byte picks a header, the rest is its value (repeats kept).
 //! Invariants: a value read is the header's trimmed value as a number; a full, well-formed
 //! identity has a fault key.
@@ -47,15 +47,16 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(id.client, c.flatten());
     assert_eq!(id.op, o.flatten());
     assert_eq!(id.attempt, a.flatten());
-    let malformed = [c, o, a].iter().any(|v| matches!(v, Some(None)));
+    let (r, d) = (
+        first::<u64>(&h, REQUEST_HEADER),
+        first::<u64>(&h, DEADLINE_HEADER),
+    );
+    assert_eq!(id.deadline_ms, d.flatten());
+    let malformed = [c, o, a].iter().any(|v| matches!(v, Some(None))) || matches!(d, Some(None));
     assert_eq!(id.malformed, malformed);
     assert_eq!(
         id.fault_key().is_some(),
         id.client.is_some() && id.op.is_some() && id.attempt.is_some()
-    );
-    let (r, d) = (
-        first::<u64>(&h, REQUEST_HEADER),
-        first::<u64>(&h, DEADLINE_HEADER),
     );
     match call_headers(&h) {
         Ok((req, deadline)) => {
