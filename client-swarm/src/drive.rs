@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use e03_core::breaker::Transition;
+use e03_core::chain::deadline_header_ms;
 use e03_core::events::{
     us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, OperationRecord, Outcome,
 };
@@ -280,7 +281,7 @@ impl Driver {
             attempt: send.id.attempt,
             deadline_ms: run
                 .deadline_header
-                .then_some(send.timeout.as_millis() as u64),
+                .then(|| deadline_header_ms(send.timeout)),
         };
         // A charging strategy: its key policy decides the attempt's Idempotency-Key.
         let key = run

@@ -22,7 +22,7 @@ use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
 use e03_core::strategy::Connections;
 use e03_core::AttemptResult;
-use reqwest::{Client, Request, StatusCode, Url};
+use reqwest::{Client, Request, RequestBuilder, StatusCode, Url};
 
 use crate::error::SwarmError;
 
@@ -74,13 +74,12 @@ pub(crate) struct AttemptId {
     pub deadline_ms: Option<u64>,
 }
 
-/// The deadline header of an attempt that carries one (none otherwise).
-fn deadline(id: AttemptId) -> reqwest::header::HeaderMap {
-    let mut h = reqwest::header::HeaderMap::new();
-    if let Some(ms) = id.deadline_ms {
-        h.insert(DEADLINE_HEADER, ms.into());
+/// Adds the deadline header to an attempt that carries one.
+fn with_deadline(builder: RequestBuilder, id: AttemptId) -> RequestBuilder {
+    match id.deadline_ms {
+        Some(ms) => builder.header(DEADLINE_HEADER, ms),
+        None => builder,
     }
-    h
 }
 
 /// The work endpoint of one target.
@@ -93,12 +92,13 @@ pub(crate) struct WorkEndpoint {
 impl WorkEndpoint {
     /// The request of one attempt, fully built so that sending it starts the clock.
     pub(crate) fn request(&self, id: AttemptId) -> Request {
-        self.http
+        let builder = self
+            .http
             .get(self.url.clone())
             .header(HEADER_CLIENT, id.client)
             .header(HEADER_OP, id.op)
-            .header(HEADER_ATTEMPT, id.attempt)
-            .headers(deadline(id))
+            .header(HEADER_ATTEMPT, id.attempt);
+        with_deadline(builder, id)
             .build()
             .expect("a GET with numeric headers on a parsed URL always builds")
     }
@@ -118,13 +118,13 @@ impl WorkEndpoint {
     }
 
     fn post_to(&self, url: Url, id: AttemptId, key: Option<&str>) -> Request {
-        let mut builder = self
+        let builder = self
             .http
             .post(url)
             .header(HEADER_CLIENT, id.client)
             .header(HEADER_OP, id.op)
-            .header(HEADER_ATTEMPT, id.attempt)
-            .headers(deadline(id))
+            .header(HEADER_ATTEMPT, id.attempt);
+        let mut builder = with_deadline(builder, id)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(r#"{"amount":1}"#);
         if let Some(key) = key {

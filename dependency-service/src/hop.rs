@@ -56,8 +56,8 @@ use serde::{Deserialize, Serialize};
 
 use e03_core::attempt::{Broken, Stage};
 use e03_core::chain::{
-    Bottom, CallRecord, HopCall, HopSpec, HopStep, TopRecord, DEADLINE_HEADER, MAX_HOPS,
-    REQUEST_HEADER,
+    deadline_on_arrival, Bottom, CallRecord, HopCall, HopSpec, HopStep, TopRecord, DEADLINE_HEADER,
+    MAX_HOPS, REQUEST_HEADER,
 };
 use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
 use e03_core::AttemptResult;
@@ -332,7 +332,7 @@ impl Hop {
     ) -> (u16, String, bool) {
         match &active.role {
             Role::Bottom { bottom } => {
-                let deadline = received_ms.map(Duration::from_millis);
+                let deadline = received_ms.map(|ms| deadline_on_arrival(Duration::ZERO, ms));
                 let (end, status) = bottom.answer(Duration::ZERO, deadline);
                 let refused = deadline.is_some_and(|d| d.is_zero());
                 tokio::time::sleep(end).await;

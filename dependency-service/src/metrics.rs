@@ -325,6 +325,8 @@ mod tests {
             service: Duration::from_millis(40),
         });
         m.admission(Admission::Rejected);
+        m.admission(Admission::Late);
+        m.admission(Admission::Late);
         m.admission(Admission::Throttled {
             retry_after: Duration::from_millis(250),
         });
@@ -342,6 +344,10 @@ mod tests {
             .contains("e03_dependency_admissions_total{decision=\"admitted\",cause=\"none\"} 1\n"));
         assert!(text
             .contains("e03_dependency_admissions_total{decision=\"refused\",cause=\"full\"} 1\n"));
+        // Deadline-aware admission's refusals (E03_ADMISSION=deadline) are counted apart.
+        assert!(text.contains(
+            "e03_dependency_admissions_total{decision=\"refused\",cause=\"deadline\"} 2\n"
+        ));
         assert!(text.contains("e03_dependency_responses_total{cause=\"slow\"} 1\n"));
         // A rate-limited phase's 429s (the ratelimit scenario) are refusals of their own.
         assert!(text.contains(

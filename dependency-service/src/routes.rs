@@ -537,6 +537,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_malformed_identity_or_deadline_header_is_a_400_that_names_every_header_read() {
+        let res = reply(Status::code(400));
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body = String::from_utf8_lossy(&body);
+        for name in [
+            e03_core::events::HEADER_CLIENT,
+            e03_core::events::HEADER_OP,
+            e03_core::events::HEADER_ATTEMPT,
+            e03_core::chain::DEADLINE_HEADER,
+        ] {
+            assert!(body.contains(name), "{name} missing from {body:?}");
+        }
+        assert!(body.contains("expected a whole number"), "{body}");
+    }
+
+    #[tokio::test]
     async fn unknown_paths_wrong_methods_and_big_bodies_are_refused() {
         let svc = service("abuse");
         let app = work_router(svc.clone());

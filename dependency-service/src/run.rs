@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use e03_core::chain::deadline_on_arrival;
 use e03_core::control::RunCounts;
 use e03_core::dependency::ServiceConfig;
 use e03_core::events::{
@@ -355,7 +356,7 @@ impl Run {
             st.senders.insert(seq, tx);
             let before = st.node.next_due();
             let mut steps = Vec::new();
-            let deadline = id.deadline_ms.map(|ms| now + Duration::from_millis(ms));
+            let deadline = id.deadline_ms.map(|ms| deadline_on_arrival(now, ms));
             let admission = st.node.arrive(now, seq, key, deadline, charge, &mut steps);
             self.metrics.admission(admission);
             // Wake the driver only if this arrival made something due earlier than what it

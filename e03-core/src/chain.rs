@@ -56,6 +56,20 @@ pub const GAVE_UP_STATUS: u16 = 502;
 /// Status of a call whose deadline passed.
 pub const DEADLINE_STATUS: u16 = 504;
 
+/// The value of [`DEADLINE_HEADER`] for a call its caller will wait `remaining` for: the whole
+/// milliseconds, rounded down (a caller never claims more time than it gives).
+pub fn deadline_header_ms(remaining: Duration) -> u64 {
+    u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The instant by which a call that arrived at `arrival` carrying `header_ms` in
+/// [`DEADLINE_HEADER`] must be answered: its arrival plus the time its caller still waits.
+/// The one rule by which every driver (live service, hop, simulator) reads the header, so the
+/// time a request spent on the wire before it arrived is not known to the callee in any of them.
+pub fn deadline_on_arrival(arrival: Duration, header_ms: u64) -> Duration {
+    arrival.saturating_add(Duration::from_millis(header_ms))
+}
+
 /// A hop's (or the top caller's) client policy towards the next layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -315,7 +329,7 @@ impl HopCall {
             Some(timeout) => {
                 self.pending = Some(timeout);
                 // The caller of the next layer learns how long this attempt will be waited for.
-                let header_ms = self.propagate.then_some(timeout.as_millis() as u64);
+                let header_ms = self.propagate.then(|| deadline_header_ms(timeout));
                 HopStep::Send { timeout, header_ms }
             }
         }
@@ -372,6 +386,18 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    #[test]
+    fn the_deadline_header_is_whole_ms_rounded_down_and_read_from_arrival() {
+        assert_eq!(deadline_header_ms(ms(1000)), 1000);
+        // 1.9999 s waited: 1999 ms claimed, never 2000.
+        assert_eq!(deadline_header_ms(Duration::from_micros(1_999_900)), 1999);
+        assert_eq!(deadline_header_ms(Duration::from_micros(999)), 0);
+        // Sent at 100 ms with 1000 ms to wait, arrived at 130 ms: the callee counts from 130.
+        assert_eq!(deadline_on_arrival(ms(130), 1000), ms(1130));
+        assert_eq!(deadline_on_arrival(ms(130), 0), ms(130));
+        assert_eq!(deadline_on_arrival(Duration::MAX, 5), Duration::MAX);
     }
 
     fn hop(attempts: u32, timeout_ms: u64) -> HopSpec {

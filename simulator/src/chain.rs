@@ -8,7 +8,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use e03_core::chain::{Bottom, CallRecord, ChainVariant, HopCall, HopStep, TopRecord};
+use e03_core::chain::{
+    deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep, TopRecord,
+};
 use e03_core::AttemptResult;
 
 /// One call in flight at some layer (0: the top caller's operation).
@@ -79,7 +81,7 @@ impl Sim<'_> {
             done: false,
         });
         if layer == bottom_layer {
-            let deadline = header_ms.map(|ms| now + Duration::from_millis(ms));
+            let deadline = header_ms.map(|ms| deadline_on_arrival(now, ms));
             let (end, status) = self.bottom.answer(now, deadline);
             self.calls[id].refused = deadline.is_some_and(|d| d <= now);
             self.at(end, Ev::Finish { call: id, status });

@@ -74,6 +74,7 @@
 
 use e03_core::attempt::Broken;
 use e03_core::breaker::BreakerState;
+use e03_core::chain::{deadline_header_ms, deadline_on_arrival};
 use e03_core::events::Cause;
 use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
@@ -165,8 +166,9 @@ struct Transit {
     op: u32,
     attempt: u32,
     key: u64,
-    /// When its caller gives up on it (sent plus its timeout), as its deadline header says.
-    deadline: std::time::Duration,
+    /// The deadline header it carries (its timeout in whole ms), as the swarm sends it when
+    /// the dependency admits by deadline; read on arrival by the core's one rule.
+    deadline_ms: Option<u64>,
     charge: Option<ChargeRequest>,
 }
 
@@ -232,6 +234,9 @@ pub struct Engine<'a, O: Observer> {
     in_transit: std::collections::HashMap<ReqId, Transit>,
     /// The wire's draws of each chunk (a latency's jitter).
     wire_rng: LabRng,
+    /// Whether attempts carry the deadline header (the dependency admits by deadline), as the
+    /// swarm sends it.
+    deadline_header: bool,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -275,6 +280,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             held: std::collections::HashMap::new(),
             in_transit: std::collections::HashMap::new(),
             wire_rng: stream(seed, Stream::Wire, u32::MAX),
+            deadline_header: params.admits_by_deadline(),
         }
     }
 
@@ -446,7 +452,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             op: send.id.op,
             attempt: send.id.attempt,
             key: send.id.key(),
-            deadline: dur(t) + send.timeout,
+            deadline_ms: self
+                .deadline_header
+                .then(|| deadline_header_ms(send.timeout)),
             charge,
         };
         match self.wire_delay(t, c, Direction::Upstream) {
@@ -474,7 +482,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             dur(t),
             req,
             r.key,
-            Some(r.deadline),
+            r.deadline_ms.map(|ms| deadline_on_arrival(dur(t), ms)),
             r.charge,
             &mut self.answers,
         );
