@@ -239,6 +239,12 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
              open_loop_1s.csv; the verdict's rule in docs/metastability.md.",
         ));
         b.push(Table(t));
+        b.push(para(
+            "Work done is every answer a worker served; goodput, the successes that reached a \
+             client still waiting; wasted work, the rest (late: answered after its client gave \
+             up).",
+        ));
+        b.push(fig("goodput.svg", "work done and useful work per second"));
     }
     b
 }
@@ -299,6 +305,7 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     if s.runs.iter().any(|r| r.open_loop.is_some()) {
         let rows = e03_metrics::openloop::open_loop_csv_rows(s);
         write_csv_rows(&dir.join("open_loop_1s.csv"), &rows)?;
+        figures::write_goodput(dir, s)?;
     }
     if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
         let path = dir.join("attempts.txt");

@@ -216,6 +216,8 @@ async fn run_strategy(
     timer: PreciseTimer,
     stop: StopSignal,
 ) -> Result<StrategyReport, SwarmError> {
+    // The deadline header goes out exactly when the dependency this strategy faces reads it.
+    let deadline_header = plan.params.admits_by_deadline_for(&p.strategy.id);
     let run = Arc::new(StrategyRun {
         tag: p.tag.clone(),
         budget: Arc::new(Mutex::new(ClientPolicy::new(&p.strategy, plan.seed))),
@@ -230,7 +232,7 @@ async fn run_strategy(
         max_ops: plan.params.max_ops(),
         timer,
         post: false,
-        deadline_header: plan.params.admits_by_deadline(),
+        deadline_header,
     });
     if let Some(m) = crate::metrics::metrics() {
         m.strategy_started(&run.tag.strategy);

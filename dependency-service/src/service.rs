@@ -215,6 +215,10 @@ impl Service {
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
         let wire_log = control::wire_log_beside(&log_file);
         let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
+        // The dependency this strategy's runs face (a strategy table may set its own policy).
+        let config = spec
+            .params
+            .service_config_for(&spec.scenario, spec.seed, &spec.strategy);
         let setup = RunSetup {
             tag: RunTag {
                 run: spec.run,
@@ -224,7 +228,7 @@ impl Service {
             // A standalone run names its scenario too (its strategy, "standalone", says it is
             // one), so `lab analyze` shades the right timeline.
             scenario_label: spec.scenario.name().to_string(),
-            config: spec.params.service_config(&spec.scenario, spec.seed),
+            config,
             t0: spec.t0,
             start_unix_ms: spec.start_unix_ms,
             params,

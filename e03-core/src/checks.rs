@@ -91,6 +91,11 @@ pub enum CheckMetric {
     /// Mean latency of the operations that got a permanent answer, divided by that of the
     /// same operations under `versus`.
     PermanentLatencyRatio { versus: String },
+    /// Open loop: useful work (successes that reached a client still waiting) per second, as
+    /// a share of the dependency's capacity (`e03_metrics::openloop`).
+    GoodputShare,
+    /// Open loop: work done that counted for nothing, as a share of the work done.
+    WastedShare,
     /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
     /// request.
     BottomCallsPerRequest,
@@ -236,6 +241,8 @@ impl CheckSpec {
             CheckMetric::PeakRatio {
                 versus, window_ms, ..
             } => format!("peak per {window_ms} ms / {versus}'s"),
+            CheckMetric::GoodputShare => "goodput / capacity".into(),
+            CheckMetric::WastedShare => "wasted work / work done".into(),
             CheckMetric::BottomCallsPerRequest => "bottom calls per top request".into(),
             CheckMetric::OpMaxMs => "longest top operation (ms)".into(),
             CheckMetric::WastedMs => "wasted lower-hop ms per top request".into(),
@@ -279,7 +286,7 @@ const METRICS: &str =
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
-                       permanent_latency_ratio; for chains bottom_calls_per_request, op_max_ms, \
+                       permanent_latency_ratio, goodput_share, wasted_share; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
@@ -396,6 +403,8 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "resets" => CheckMetric::Resets,
         "connections" => CheckMetric::Connections,
         "distinct_waits" => CheckMetric::DistinctWaits,
+        "goodput_share" => CheckMetric::GoodputShare,
+        "wasted_share" => CheckMetric::WastedShare,
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,
         "wasted_ms" => CheckMetric::WastedMs,
@@ -654,6 +663,8 @@ mod tests {
             ("done_twice", CheckMetric::DoneTwice),
             ("resets", CheckMetric::Resets),
             ("connections", CheckMetric::Connections),
+            ("goodput_share", CheckMetric::GoodputShare),
+            ("wasted_share", CheckMetric::WastedShare),
         ] {
             let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
             assert_eq!(c.metric, metric);

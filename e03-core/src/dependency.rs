@@ -92,6 +92,21 @@ pub enum QueueDiscipline {
     AdaptiveLifo,
 }
 
+impl QueueDiscipline {
+    /// What `E03_QUEUE_POLICY` and a strategy table's `queue_policy` accept.
+    pub const ACCEPTS: &'static str = "fifo, codel or adaptive_lifo";
+
+    /// The discipline a name stands for.
+    pub fn parse(name: &str) -> Option<QueueDiscipline> {
+        match name {
+            "fifo" => Some(QueueDiscipline::Fifo),
+            "codel" => Some(QueueDiscipline::Codel),
+            "adaptive_lifo" => Some(QueueDiscipline::AdaptiveLifo),
+            _ => None,
+        }
+    }
+}
+
 impl Default for QueuePolicy {
     fn default() -> Self {
         QueuePolicy {

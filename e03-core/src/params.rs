@@ -1105,11 +1105,7 @@ impl Params {
         use crate::dependency::{QueueDiscipline, QueuePolicy};
         let s = &self.service;
         QueuePolicy {
-            discipline: match s.queue_policy.as_str() {
-                "codel" => QueueDiscipline::Codel,
-                "adaptive_lifo" => QueueDiscipline::AdaptiveLifo,
-                _ => QueueDiscipline::Fifo,
-            },
+            discipline: QueueDiscipline::parse(&s.queue_policy).unwrap_or_default(),
             target: ms(s.queue_target_ms),
             interval: ms(s.queue_interval_ms),
         }
@@ -1121,13 +1117,38 @@ impl Params {
     /// transient faults of these parameters. The E03 parameters move what a scenario has; they
     /// do not add what it lacks (E03-B has no transient faults whatever `E03_FAIL_RATE` says).
     pub fn service_config(&self, scenario: &Scenario, seed: u64) -> ServiceConfig {
+        self.service_config_for(scenario, seed, "")
+    }
+
+    /// Whether the dependency that `strategy`'s runs face admits by deadline: the strategy
+    /// table's `admission` where it sets one, `E03_ADMISSION` otherwise. The swarm sends the
+    /// deadline header exactly then.
+    pub fn admits_by_deadline_for(&self, strategy: &str) -> bool {
+        self.strategy(strategy)
+            .and_then(|s| s.server.deadline_admission)
+            .unwrap_or_else(|| self.admits_by_deadline())
+    }
+
+    /// [`Self::service_config`] for the dependency that `strategy`'s runs face: with the
+    /// strategy table's own queue policy and admission ([`crate::strategy::ServerSide`]) where
+    /// it sets them. An id the run does not have (a standalone run's) takes the run's.
+    pub fn service_config_for(
+        &self,
+        scenario: &Scenario,
+        seed: u64,
+        strategy: &str,
+    ) -> ServiceConfig {
+        let mut queue_policy = self.queue_policy();
+        if let Some(d) = self.strategy(strategy).and_then(|s| s.server.queue_policy) {
+            queue_policy.discipline = d;
+        }
         let s = &self.service;
         ServiceConfig {
             workers: s.workers,
             queue: s.queue,
             service_time: ms(s.service_ms),
-            queue_policy: self.queue_policy(),
-            deadline_admission: self.admits_by_deadline(),
+            queue_policy,
+            deadline_admission: self.admits_by_deadline_for(strategy),
             timeline: self.timeline(scenario),
             faults: if !scenario.def().has_faults
                 || (s.fail_rate == 0.0
@@ -1584,6 +1605,30 @@ mod tests {
         assert_eq!(c.capacity_per_s(), 250.0);
         assert_eq!(p.limits().max_attempts, 4);
         assert!(p.strategy("D").unwrap().budget.is_some());
+    }
+
+    #[test]
+    fn a_row_s_own_server_policy_overrides_the_run_s_and_only_for_its_dependency() {
+        use crate::dependency::QueueDiscipline;
+        let shed = Scenario::named("shedding").unwrap();
+        let raw = BTreeMap::from([("E03_QUEUE_POLICY".to_string(), "codel".to_string())]);
+        let p = Params::for_scenario(&shed, &raw).unwrap();
+        let c = |id: &str| p.service_config_for(&shed, 1, id);
+        // The table's own policy wins over the run's codel; the run's target stays.
+        assert_eq!(c("fifo").queue_policy.discipline, QueueDiscipline::Fifo);
+        assert_eq!(
+            c("adaptive-lifo").queue_policy.discipline,
+            QueueDiscipline::AdaptiveLifo
+        );
+        assert_eq!(c("fifo").queue_policy.target, Duration::from_millis(5));
+        assert!(c("by-deadline").deadline_admission && !c("codel").deadline_admission);
+        assert!(p.admits_by_deadline_for("by-deadline") && !p.admits_by_deadline_for("fifo"));
+        // An id the run does not have (a standalone run's) takes the run's own.
+        assert_eq!(
+            c("standalone").queue_policy.discipline,
+            QueueDiscipline::Codel
+        );
+        assert_eq!(p.service_config(&shed, 1), c("standalone"));
     }
 
     #[test]

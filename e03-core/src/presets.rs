@@ -113,6 +113,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         idempotency: None,
         load: None,
         connections: Default::default(),
+        server: Default::default(),
     }
 }
 

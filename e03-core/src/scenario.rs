@@ -76,6 +76,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "reset-storm.toml",
         include_str!("../scenarios/reset-storm.toml"),
     ),
+    ("shedding.toml", include_str!("../scenarios/shedding.toml")),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -1070,7 +1071,8 @@ mod tests {
                 "refused",
                 "blackhole",
                 "slow-network",
-                "reset-storm"
+                "reset-storm",
+                "shedding"
             ]
         );
         let b = builtin("e03b").unwrap();

@@ -126,6 +126,33 @@ pub struct Strategy {
     /// Whether a client keeps its connection for the next attempt (issue 27's `reset-storm`).
     #[serde(default, skip_serializing_if = "Connections::is_reuse")]
     pub connections: Connections,
+    /// The dependency's policy this strategy's runs face, where a table sets one (issue 24's
+    /// `shedding`: one client strategy against each server policy, a row each).
+    #[serde(default, skip_serializing_if = "ServerSide::is_default")]
+    pub server: ServerSide,
+}
+
+/// The server's side of one row of a table: the queue policy and admission rule of the
+/// dependency that this strategy's runs face, in place of the run's `E03_QUEUE_POLICY` and
+/// `E03_ADMISSION` (`None`: the run's). Every strategy already runs against a dependency of its
+/// own, so a row can compare server policies as it compares client strategies; the live service
+/// and the simulator read it through [`crate::Params::service_config_for`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ServerSide {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_policy: Option<crate::dependency::QueueDiscipline>,
+    /// `Some(true)`: admission by deadline; `Some(false)`: every request is admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_admission: Option<bool>,
+}
+
+impl ServerSide {
+    /// What a strategy table's `admission` accepts.
+    pub const ADMISSIONS: &'static str = "all or deadline";
+
+    pub fn is_default(&self) -> bool {
+        *self == ServerSide::default()
+    }
 }
 
 /// Whether a client keeps its connection between attempts.
@@ -199,6 +226,7 @@ impl Strategy {
             idempotency: None,
             load: None,
             connections: Connections::Reuse,
+            server: ServerSide::default(),
         })
     }
 

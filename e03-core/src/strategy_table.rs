@@ -80,6 +80,13 @@ pub struct StrategySpec {
     /// (default `reuse`).
     #[serde(default)]
     pub connections: crate::strategy::Connections,
+    /// `queue_policy = "fifo" | "codel" | "adaptive_lifo"` and `admission = "all" | "deadline"`:
+    /// the dependency's policy this strategy's runs face (default: the run's).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::strategy::ServerSide::is_default"
+    )]
+    pub server: crate::strategy::ServerSide,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -109,6 +116,8 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "idempotency",
     "retry_after",
     "connections",
+    "queue_policy",
+    "admission",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -365,6 +374,35 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         }
     };
 
+    use crate::dependency::QueueDiscipline;
+    use crate::strategy::ServerSide;
+    let queue_policy = match string("queue_policy", QueueDiscipline::ACCEPTS)? {
+        None => None,
+        Some(p) => match QueueDiscipline::parse(&p) {
+            Some(d) => Some(d),
+            None => {
+                return fail!(
+                    "queue_policy",
+                    format!(
+                        "queue_policy = {p:?}: expected {}",
+                        QueueDiscipline::ACCEPTS
+                    )
+                )
+            }
+        },
+    };
+    let deadline_admission = match string("admission", ServerSide::ADMISSIONS)?.as_deref() {
+        None => None,
+        Some("all") => Some(false),
+        Some("deadline") => Some(true),
+        Some(other) => {
+            return fail!(
+                "admission",
+                format!("admission = {other:?}: expected {}", ServerSide::ADMISSIONS)
+            )
+        }
+    };
+
     Ok(StrategySpec {
         id,
         name,
@@ -377,6 +415,10 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         idempotency,
         retry_after,
         connections,
+        server: ServerSide {
+            queue_policy,
+            deadline_admission,
+        },
     })
 }
 
@@ -452,6 +494,7 @@ impl StrategySpec {
             idempotency: self.idempotency,
             load: None,
             connections: self.connections,
+            server: self.server,
         }
     }
 }
@@ -603,6 +646,29 @@ mod tests {
 
     fn err(text: &str) -> TableError {
         table(text).unwrap_err()
+    }
+
+    #[test]
+    fn a_row_can_name_the_server_policy_it_faces_and_a_bad_one_is_named() {
+        use crate::dependency::QueueDiscipline;
+        let s = table("id = \"k\"\nbackoff = \"none\"\nqueue_policy = \"adaptive_lifo\"\nadmission = \"deadline\"")
+            .unwrap()
+            .resolve(MS, MS);
+        assert_eq!(s.server.queue_policy, Some(QueueDiscipline::AdaptiveLifo));
+        assert_eq!(s.server.deadline_admission, Some(true));
+        let plain = table("id = \"k\"\nbackoff = \"none\"")
+            .unwrap()
+            .resolve(MS, MS);
+        assert!(plain.server.is_default());
+        let e = err("id = \"k\"\nbackoff = \"none\"\nqueue_policy = \"lifo\"");
+        assert_eq!(e.key, "queue_policy");
+        assert_eq!(
+            e.message,
+            "queue_policy = \"lifo\": expected fifo, codel or adaptive_lifo"
+        );
+        let e = err("id = \"k\"\nbackoff = \"none\"\nadmission = \"some\"");
+        assert_eq!(e.key, "admission");
+        assert_eq!(e.message, "admission = \"some\": expected all or deadline");
     }
 
     const MS: Duration = Duration::from_millis(1);

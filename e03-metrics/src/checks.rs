@@ -147,6 +147,11 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             // A chain's figures come from its own runs (e03_metrics::chain).
             return Err("chain metric".into());
         }
+        CheckMetric::GoodputShare | CheckMetric::WastedShare => match &mine.open_loop {
+            Some(o) if matches!(check.metric, CheckMetric::GoodputShare) => o.goodput_share(),
+            Some(o) => o.wasted_share(),
+            None => return Err("not an open-loop run".into()),
+        },
         CheckMetric::Attempts => mine.total_requests as f64,
         CheckMetric::Accepted => mine.succeeded as f64,
         CheckMetric::FailedFast => mine.failed_fast as f64,

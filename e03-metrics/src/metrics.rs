@@ -296,7 +296,8 @@ impl RunAccumulator {
             .freeze
             .map(|f| us(f.end))
             .or_else(|| timeline.down.last().map(|d| us(d.end)));
-        let faults = params.service_config(&scenario, seed).faults;
+        let config = params.service_config_for(&scenario, seed, strategy);
+        let faults = config.faults;
         let charging = params
             .strategies()
             .iter()
@@ -333,6 +334,7 @@ impl RunAccumulator {
             open: params.is_open_loop().then(|| {
                 OpenLoopAcc::new(
                     params.service().workers,
+                    config.capacity_per_s(),
                     timeline.incident().map(|(_, end)| us(end)),
                     us(params.duration()),
                 )
@@ -479,11 +481,10 @@ impl RunAccumulator {
         }
     }
 
-    /// Open loop, simulated: the dependency answered at `t_us`; `wasted`: a worker served it
-    /// for an attempt its client had given up on.
-    pub fn served(&mut self, t_us: u64, wasted: bool) {
+    /// Open loop, simulated: the dependency answered at `t_us` (see [`crate::openloop::Served`]).
+    pub fn served(&mut self, t_us: u64, served: crate::openloop::Served) {
         if let Some(open) = self.open.as_mut() {
-            open.answer(t_us, wasted);
+            open.answer(t_us, served);
         }
     }
 
@@ -502,7 +503,7 @@ impl RunAccumulator {
         }
         if let Some(open) = self.open.as_mut() {
             let worked = r.admit_us.is_some() && r.cause != e03_core::events::Cause::Freeze;
-            open.live_answer(r.seq, r.t_us, worked);
+            open.live_answer(r.seq, r.t_us, worked, (200..300).contains(&r.status));
         }
         self.live_mut().response(r);
     }
@@ -609,8 +610,9 @@ impl RunAccumulator {
 
     fn live_mut(&mut self) -> &mut LiveAccumulator {
         let (scenario, seed, params) = (self.scenario.clone(), self.seed, &self.params);
-        self.live
-            .get_or_insert_with(|| LiveAccumulator::new(params.service_config(&scenario, seed)))
+        self.live.get_or_insert_with(|| {
+            LiveAccumulator::new(params.service_config_for(&scenario, seed, &self.strategy))
+        })
     }
 
     pub fn finish(self) -> RunMetrics {

@@ -7,6 +7,15 @@
 //! dependency gave, and *wasted* work: answers whose work was done (a worker served them) for an
 //! attempt whose client had already given up on it (it timed out first).
 //!
+//! Beside them, after AWS's "Using load shedding to avoid overload" (throughput against
+//! goodput): *work done* (throughput) is every answer a worker served; *useful* work (goodput)
+//! is the served answers that succeeded (2xx) for a client still waiting for them, so they
+//! reached a caller within its deadline. Work done minus useful work is the work that counted
+//! for nothing: answers to callers who had gone, and failures that took a worker's time. Both
+//! drivers count them from the same facts (the server's answer, its status, and whether the
+//! attempt had timed out on its client by then), and the latency of the answers that count is
+//! the p99 of the successful operations, from their intended start.
+//!
 //! The verdict ([`verdict`]): after the trigger ends (the end of the scenario's last non-up
 //! phase), the run is *recovered* at the first window from which, for [`STABLE_WINDOWS`] windows
 //! in a row, goodput is within 5% of the offered load (at least 95% of the operations that
@@ -57,11 +66,60 @@ pub struct OpenLoopMetrics {
     pub attempts_1s: Vec<u64>,
     /// Per 1 s window: wasted answers.
     pub wasted_1s: Vec<u64>,
+    /// Answers a worker served within the run's window (time zero to the end of its
+    /// operations' window: both drivers observe all of it, while a live run may stop before a
+    /// queue left at its end has drained); 0 in a summary written before the field existed.
+    #[serde(default)]
+    pub worked: u64,
+    /// Of those, the successes that reached a client still waiting (goodput).
+    #[serde(default)]
+    pub useful: u64,
+    /// The dependency's capacity at normal service time, requests per second.
+    #[serde(default)]
+    pub capacity_per_s: f64,
+    /// `worked` per second of the run's window.
+    #[serde(default)]
+    pub throughput_per_s: f64,
+    /// `useful` per second of the run.
+    #[serde(default)]
+    pub goodput_per_s: f64,
+    /// p99 latency of the successful operations (from their intended start), ms.
+    #[serde(default)]
+    pub ok_p99_ms: f64,
+    /// Per 1 s window: answers a worker served.
+    #[serde(default)]
+    pub worked_1s: Vec<u64>,
+    /// Per 1 s window: useful answers.
+    #[serde(default)]
+    pub useful_1s: Vec<u64>,
     /// Requests in the dependency (arrived, not answered) at each 1 s window's end.
     pub backlog_1s: Vec<u64>,
 }
 
 impl OpenLoopMetrics {
+    /// Work that counted for nothing: served answers that were not useful.
+    pub fn wasted_work(&self) -> u64 {
+        self.worked.saturating_sub(self.useful)
+    }
+
+    /// Goodput as a share of the dependency's capacity (0 when the capacity is unknown).
+    pub fn goodput_share(&self) -> f64 {
+        if self.capacity_per_s > 0.0 {
+            self.goodput_per_s / self.capacity_per_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Wasted work as a share of the work done (0 without work).
+    pub fn wasted_share(&self) -> f64 {
+        if self.worked == 0 {
+            0.0
+        } else {
+            self.wasted_work() as f64 / self.worked as f64
+        }
+    }
+
     /// `recovered in N s` or `metastable (> N s)`, or `no trigger`.
     pub fn verdict_text(&self) -> String {
         match (self.trigger_end_s, self.recovery_s) {
@@ -76,6 +134,7 @@ impl OpenLoopMetrics {
 #[derive(Debug, Default)]
 pub struct OpenLoopAcc {
     pub(crate) workers: usize,
+    capacity_per_s: f64,
     pub(crate) trigger_end_us: Option<u64>,
     pub(crate) duration_us: u64,
     offered: Vec<u64>,
@@ -88,11 +147,29 @@ pub struct OpenLoopAcc {
     attempts: Vec<u64>,
     answers: Vec<u64>,
     wasted: Vec<u64>,
+    worked: Vec<u64>,
+    useful: Vec<u64>,
+    /// Work done and useful work within the run's window.
+    worked_in: u64,
+    useful_in: u64,
+    /// Latency of the successful operations, µs (created with the first).
+    ok_latency: Option<hdrhistogram::Histogram<u64>>,
     /// Live only: identity of each request by sequence number, and attempts that timed out
     /// (identity -> end), to find wasted answers at the end.
     live_ids: std::collections::HashMap<u64, (u32, u32, u32)>,
     live_timeouts: std::collections::HashMap<(u32, u32, u32), u64>,
-    live_worked: Vec<(u64, u64)>,
+    live_worked: Vec<(u64, u64, bool)>,
+}
+
+/// One answer of the dependency, as the open loop counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    /// A worker served it (not refused, not held by a freeze).
+    pub worked: bool,
+    /// Its status was a success (2xx).
+    pub ok: bool,
+    /// Its attempt had timed out on its client by then.
+    pub given_up: bool,
 }
 
 fn bump(series: &mut Vec<u64>, t_us: u64) {
@@ -107,9 +184,16 @@ fn bump(series: &mut Vec<u64>, t_us: u64) {
 }
 
 impl OpenLoopAcc {
-    pub fn new(workers: usize, trigger_end_us: Option<u64>, duration_us: u64) -> Self {
+    /// `capacity_per_s`: the dependency's requests per second at normal service time.
+    pub fn new(
+        workers: usize,
+        capacity_per_s: f64,
+        trigger_end_us: Option<u64>,
+        duration_us: u64,
+    ) -> Self {
         Self {
             workers,
+            capacity_per_s,
             trigger_end_us,
             duration_us,
             ..Default::default()
@@ -137,11 +221,33 @@ impl OpenLoopAcc {
         bump(&mut self.attempts, t_us);
     }
 
-    /// The dependency answered at `t_us`; `wasted`: work done for a client that gave up.
-    pub fn answer(&mut self, t_us: u64, wasted: bool) {
+    /// The dependency answered at `t_us` (simulated: the engine knows whether its client waits).
+    pub fn answer(&mut self, t_us: u64, served: Served) {
         bump(&mut self.answers, t_us);
-        if wasted {
+        self.work(t_us, served);
+    }
+
+    /// Counts the work of one answer: done, wasted on a client that gave up, or useful.
+    fn work(
+        &mut self,
+        t_us: u64,
+        Served {
+            worked,
+            ok,
+            given_up,
+        }: Served,
+    ) {
+        if !worked {
+            return;
+        }
+        bump(&mut self.worked, t_us);
+        let inside = t_us < self.duration_us;
+        self.worked_in += u64::from(inside);
+        if given_up {
             bump(&mut self.wasted, t_us);
+        } else if ok {
+            bump(&mut self.useful, t_us);
+            self.useful_in += u64::from(inside);
         }
     }
 
@@ -149,6 +255,9 @@ impl OpenLoopAcc {
     pub fn success(&mut self, start_us: u64, end_us: u64) {
         bump(&mut self.goodput, end_us);
         bump(&mut self.ok_by_start, start_us);
+        self.ok_latency
+            .get_or_insert_with(crate::metrics::histogram)
+            .saturating_record(end_us.saturating_sub(start_us));
     }
 
     /// Live: request `seq` carried this attempt identity.
@@ -161,32 +270,39 @@ impl OpenLoopAcc {
         self.live_timeouts.insert(id, end_us);
     }
 
-    /// Live: request `seq` answered at `t_us`; `worked`: a worker served it.
-    pub fn live_answer(&mut self, seq: u64, t_us: u64, worked: bool) {
+    /// Live: request `seq` answered at `t_us`; `worked`: a worker served it; `ok`: a 2xx.
+    pub fn live_answer(&mut self, seq: u64, t_us: u64, worked: bool, ok: bool) {
         bump(&mut self.answers, t_us);
         if worked {
-            self.live_worked.push((seq, t_us));
+            self.live_worked.push((seq, t_us, ok));
         }
     }
 
     pub fn finish(mut self) -> OpenLoopMetrics {
         // Live: an answer is wasted if its attempt had timed out before it.
-        for (seq, t) in std::mem::take(&mut self.live_worked) {
+        for (seq, t, ok) in std::mem::take(&mut self.live_worked) {
             let given_up = self
                 .live_ids
                 .get(&seq)
                 .and_then(|id| self.live_timeouts.get(id))
                 .is_some_and(|end| *end <= t);
-            if given_up {
-                bump(&mut self.wasted, t);
-            }
+            self.work(
+                t,
+                Served {
+                    worked: true,
+                    ok,
+                    given_up,
+                },
+            );
         }
         let n = (self.duration_us.div_ceil(WINDOW_1S_US) as usize)
             .max(self.offered.len())
             .max(self.attempts.len())
             .max(self.answers.len())
             .max(self.goodput.len())
-            .max(self.wasted.len());
+            .max(self.wasted.len())
+            .max(self.worked.len())
+            .max(self.useful.len());
         for s in [
             &mut self.offered,
             &mut self.goodput,
@@ -194,6 +310,8 @@ impl OpenLoopAcc {
             &mut self.attempts,
             &mut self.answers,
             &mut self.wasted,
+            &mut self.worked,
+            &mut self.useful,
         ] {
             s.resize(n.max(s.len()), 0);
         }
@@ -217,7 +335,26 @@ impl OpenLoopAcc {
             ),
             None => (None, 0.0),
         };
+        let (worked, useful) = (self.worked_in, self.useful_in);
+        let per_s = |n: u64| {
+            if self.duration_us == 0 {
+                0.0
+            } else {
+                n as f64 * 1e6 / self.duration_us as f64
+            }
+        };
         OpenLoopMetrics {
+            capacity_per_s: self.capacity_per_s,
+            worked,
+            useful,
+            throughput_per_s: per_s(worked),
+            goodput_per_s: per_s(useful),
+            ok_p99_ms: self
+                .ok_latency
+                .as_ref()
+                .map_or(0.0, |h| crate::metrics::quantile_ms(h, 0.99)),
+            worked_1s: self.worked,
+            useful_1s: self.useful,
             offered,
             dropped: self.dropped,
             late_starts: self.late,
@@ -481,7 +618,10 @@ pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Tabl
                 format!("{} (max {:.1} ms)", o.late_starts, o.max_start_lateness_ms),
                 format!("{:.0}", r.p99_ms),
                 format!("{:.2}", o.amplification),
-                o.wasted.to_string(),
+                format!("{:.0}", o.throughput_per_s),
+                format!("{:.0} ({:.0}%)", o.goodput_per_s, 100.0 * o.goodput_share()),
+                format!("{} ({:.0}%)", o.wasted_work(), 100.0 * o.wasted_share()),
+                format!("{:.0}", o.ok_p99_ms),
                 o.verdict_text(),
             ])
         })
@@ -497,7 +637,10 @@ pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Tabl
         "late starts (>10 ms)",
         "p99 ms from intended start",
         "attempts/op",
-        "wasted answers",
+        "work done/s",
+        "goodput/s (of capacity)",
+        "wasted work",
+        "p99 ms of successes",
         "after the trigger",
     ];
     Some(crate::tables::Table {
@@ -508,7 +651,7 @@ pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Tabl
 
 /// The open loop over time, one CSV row per run and 1 s window (header first; only the header
 /// when no run is open-loop): offered, goodput (successes by arrival window and by end window),
-/// attempts at the dependency, amplification, wasted answers, backlog.
+/// attempts at the dependency, amplification, wasted answers, backlog, work done and useful work.
 pub fn open_loop_csv_rows(s: &crate::ScenarioSummary) -> Vec<Vec<String>> {
     let mut rows = vec![[
         "strategy",
@@ -520,6 +663,8 @@ pub fn open_loop_csv_rows(s: &crate::ScenarioSummary) -> Vec<Vec<String>> {
         "attempts_per_offered",
         "wasted",
         "backlog",
+        "worked",
+        "useful",
     ]
     .iter()
     .map(|h| h.to_string())
@@ -543,6 +688,8 @@ pub fn open_loop_csv_rows(s: &crate::ScenarioSummary) -> Vec<Vec<String>> {
                 },
                 get(&o.wasted_1s, k).to_string(),
                 get(&o.backlog_1s, k).to_string(),
+                get(&o.worked_1s, k).to_string(),
+                get(&o.useful_1s, k).to_string(),
             ]);
         }
     }
@@ -641,7 +788,7 @@ mod tests {
 
     #[test]
     fn the_accumulator_counts_drops_late_starts_waste_and_backlog() {
-        let mut a = OpenLoopAcc::new(10, Some(2_000_000), 4_000_000);
+        let mut a = OpenLoopAcc::new(10, 2.0, Some(2_000_000), 4_000_000);
         a.offered(100, true);
         a.offered(200, false);
         a.first_attempt(100, 20_100);
@@ -649,22 +796,50 @@ mod tests {
         a.arrival(150);
         a.arrival(1_500_000);
         a.arrival(1_600_000);
-        a.answer(500_000, false);
-        a.answer(2_500_000, true);
+        let served = |ok, given_up| Served {
+            worked: true,
+            ok,
+            given_up,
+        };
+        a.answer(500_000, served(true, false));
+        a.answer(2_500_000, served(true, true));
+        // A refusal (no work) and a failure that took a worker's time.
+        a.answer(
+            2_600_000,
+            Served {
+                worked: false,
+                ok: false,
+                given_up: false,
+            },
+        );
+        a.answer(2_700_000, served(false, false));
         a.success(400_000, 500_000);
+        a.success(1_000_000, 1_250_000);
         // Live: request 7 answered after its attempt timed out, request 8 before.
         a.live_identity(7, (1, 0, 1));
         a.live_identity(8, (2, 0, 1));
         a.live_timeout((1, 0, 1), 3_000_000);
         a.live_timeout((2, 0, 1), 3_900_000);
-        a.live_answer(7, 3_100_000, true);
-        a.live_answer(8, 3_200_000, true);
+        a.live_answer(7, 3_100_000, true, true);
+        a.live_answer(8, 3_200_000, true, true);
+        a.live_answer(9, 3_300_000, false, false);
+        // After the run's 4 s window (a queue draining): in the series, not in the rates.
+        a.answer(4_200_000, served(true, false));
         let m = a.finish();
+        // Worked in the window: 500 ms, 2.5 s, 2.7 s, 3.1 s, 3.2 s; useful: 500 ms (waited)
+        // and 3.2 s (request 8, answered before its timeout at 3.9 s).
+        assert_eq!((m.worked, m.useful, m.wasted_work()), (5, 2, 3));
+        assert_eq!(m.worked_1s, vec![1, 0, 2, 2, 1]);
+        assert_eq!(m.useful_1s, vec![1, 0, 0, 1, 1]);
+        assert_eq!((m.throughput_per_s, m.goodput_per_s), (1.25, 0.5));
+        assert_eq!((m.goodput_share(), m.wasted_share()), (0.25, 0.6));
+        // Successes took 100 ms and 250 ms: the p99 is the larger (3 significant digits).
+        assert!((m.ok_p99_ms - 250.0).abs() < 0.5, "{}", m.ok_p99_ms);
         assert_eq!((m.offered, m.dropped, m.late_starts), (2, 1, 1));
         assert_eq!(m.max_start_lateness_ms, 20.0);
         assert_eq!(m.wasted, 2);
-        assert_eq!(m.wasted_1s, vec![0, 0, 1, 1]);
-        assert_eq!(m.backlog_1s, vec![0, 2, 1, 0]);
+        assert_eq!(m.wasted_1s, vec![0, 0, 1, 1, 0]);
+        assert_eq!(m.backlog_1s, vec![0, 2, 0, 0, 0]);
         assert_eq!(m.amplification, 1.5);
         assert_eq!(m.trigger_end_s, Some(2.0));
     }

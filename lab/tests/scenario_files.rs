@@ -85,7 +85,8 @@ fn list_shows_the_builtin_catalogue() {
             "refused",
             "blackhole",
             "slow-network",
-            "reset-storm"
+            "reset-storm",
+            "shedding"
         ],
         "{out}"
     );

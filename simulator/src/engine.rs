@@ -249,7 +249,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     ) -> Self {
         let n = params.swarm().clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
-        let service = DependencyNode::new(params.service_config(&scenario, seed));
+        let service = DependencyNode::new(params.service_config_for(&scenario, seed, &strategy.id));
         let workload = params.workload(strategy, seed);
         let clients = Vec::with_capacity(n as usize);
         // Roughly: operations per client x attempts; only a capacity hint.
@@ -280,7 +280,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             held: std::collections::HashMap::new(),
             in_transit: std::collections::HashMap::new(),
             wire_rng: stream(seed, Stream::Wire, u32::MAX),
-            deadline_header: params.admits_by_deadline(),
+            deadline_header: params.admits_by_deadline_for(&strategy.id),
         }
     }
 

@@ -111,7 +111,12 @@ impl Observer for RunAccumulator {
             st.answer(req, answer.status, answer.cause, answer.cost);
         }
         let worked = answer.admit.is_some() && answer.cause != Cause::Freeze;
-        RunAccumulator::served(self, t / 1000, worked && given_up);
+        let served = e03_metrics::openloop::Served {
+            worked,
+            ok: (200..300).contains(&answer.status),
+            given_up,
+        };
+        RunAccumulator::served(self, t / 1000, served);
     }
 
     fn connection_opened(&mut self, _t: Nanos, _client: u32) {
