@@ -36,12 +36,13 @@ const DURATION_BUCKETS: [f64; 16] = [
 pub const PHASES: [&str; 4] = ["normal", "frozen", "degraded", "down"];
 
 /// Every response cause, as logged (`cause` of a `response` record).
-const CAUSES: [(Cause, &str); 13] = [
+const CAUSES: [(Cause, &str); 14] = [
     (Cause::Ok, "ok"),
     (Cause::Fault, "fault"),
     (Cause::Slow, "slow"),
     (Cause::Full, "full"),
     (Cause::QueueTimeout, "queue_timeout"),
+    (Cause::Limited, "limited"),
     (Cause::Deadline, "deadline"),
     (Cause::Freeze, "freeze"),
     (Cause::Down, "down"),
@@ -99,6 +100,7 @@ struct Admissions {
     refused_down: Counter,
     refused_rate_limited: Counter,
     refused_deadline: Counter,
+    refused_limited: Counter,
 }
 
 /// Every metric of the service and the registry that encodes them.
@@ -169,6 +171,7 @@ impl Metrics {
             refused_down: admission("refused", "down"),
             refused_rate_limited: admission("refused", "rate_limited"),
             refused_deadline: admission("refused", "deadline"),
+            refused_limited: admission("refused", "limited"),
         };
         let response_family = Family::<CauseLabel, Counter>::default();
         registry.register(
@@ -269,6 +272,7 @@ impl Metrics {
             Admission::Refused { .. } => a.refused_down.inc(),
             Admission::Throttled { .. } => a.refused_rate_limited.inc(),
             Admission::Late => a.refused_deadline.inc(),
+            Admission::Limited => a.refused_limited.inc(),
         };
     }
 
@@ -327,6 +331,7 @@ mod tests {
         m.admission(Admission::Rejected);
         m.admission(Admission::Late);
         m.admission(Admission::Late);
+        m.admission(Admission::Limited);
         m.admission(Admission::Throttled {
             retry_after: Duration::from_millis(250),
         });
@@ -347,6 +352,9 @@ mod tests {
         // Deadline-aware admission's refusals (E03_ADMISSION=deadline) are counted apart.
         assert!(text.contains(
             "e03_dependency_admissions_total{decision=\"refused\",cause=\"deadline\"} 2\n"
+        ));
+        assert!(text.contains(
+            "e03_dependency_admissions_total{decision=\"refused\",cause=\"limited\"} 1\n"
         ));
         assert!(text.contains("e03_dependency_responses_total{cause=\"slow\"} 1\n"));
         // A rate-limited phase's 429s (the ratelimit scenario) are refusals of their own.

@@ -211,7 +211,8 @@ fn replayed_fates(params: &Params, arrivals_us: &[u64]) -> Vec<Fate> {
                     Admission::Rejected
                     | Admission::Refused { .. }
                     | Admission::Throttled { .. }
-                    | Admission::Late => Kind::Rejected,
+                    | Admission::Late
+                    | Admission::Limited => Kind::Rejected,
                     Admission::Held => Kind::Held,
                 };
                 fates[at(req)] = Some(Fate {

@@ -44,6 +44,7 @@ fn cause_name(c: Cause) -> &'static str {
         Cause::Slow => "slow",
         Cause::Full => "full",
         Cause::QueueTimeout => "queue_timeout",
+        Cause::Limited => "limited",
         Cause::Deadline => "deadline",
         Cause::Freeze => "freeze",
         Cause::Down => "down",

@@ -21,6 +21,9 @@ pub enum Cause {
     /// Dropped from the queue at its queue timeout ([`crate::dependency::QueuePolicy`]): 503
     /// then, no work done.
     QueueTimeout,
+    /// Refused by the adaptive concurrency limit ([`crate::dependency::AimdLimit`]): 503 at
+    /// once, no work done.
+    Limited,
     /// Held by the freeze and released as 503 at its end.
     Freeze,
     /// The dependency is down (a `down` phase): its status at once, no work done.

@@ -49,6 +49,62 @@ pub struct ServiceConfig {
     /// ([`Admission::Late`]). Default off: every request is admitted as capacity allows.
     #[serde(default)]
     pub deadline_admission: bool,
+    /// An adaptive concurrency limit in front of workers and queue (`E03_CONCURRENCY_LIMIT`):
+    /// a request arriving while the limit's worth of requests are in the dependency is refused
+    /// at once ([`Admission::Limited`]). Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit: Option<AimdLimit>,
+}
+
+/// An adaptive concurrency limit, after Netflix's concurrency-limits library (`AIMDLimit`, the
+/// "loss based" limit of its core; "Performance Under Load", Netflix Technology Blog, 2018).
+/// Requests in the dependency (on a worker or queued) may not exceed the limit: one more is
+/// refused at once, 503 without work. Each admitted request is a sample when it leaves: its
+/// round trip (arrival to answer) and the requests in flight when it was admitted, itself
+/// included. After each sample the limit becomes
+///
+/// - `limit x backoff_ratio` (rounded down) when the sample was dropped (a queue timeout) or
+///   its round trip exceeded `timeout`;
+/// - `limit + 1` when its in-flight count was at least half the limit (the limit was in use);
+/// - unchanged otherwise;
+///
+/// then is kept within `[min, max]`. The library's defaults, kept here: initial and minimum 20,
+/// maximum 200, backoff ratio 0.9, timeout 5 s (`E03_LIMIT_TIMEOUT_MS` moves the timeout).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AimdLimit {
+    pub initial: u32,
+    pub min: u32,
+    pub max: u32,
+    pub backoff_ratio: f64,
+    /// A round trip longer than this counts as a drop.
+    pub timeout: Duration,
+}
+
+impl Default for AimdLimit {
+    fn default() -> Self {
+        AimdLimit {
+            initial: 20,
+            min: 20,
+            max: 200,
+            backoff_ratio: 0.9,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl AimdLimit {
+    /// The limit after one sample under `limit`: `rtt` and whether the request was dropped,
+    /// `inflight` the requests in the dependency when it was admitted (itself included).
+    pub fn next(&self, limit: u32, rtt: Duration, inflight: u32, dropped: bool) -> u32 {
+        let next = if dropped || rtt > self.timeout {
+            (limit as f64 * self.backoff_ratio) as u32
+        } else if inflight.saturating_mul(2) >= limit {
+            limit + 1
+        } else {
+            limit
+        };
+        next.clamp(self.min, self.max.max(self.min))
+    }
 }
 
 /// How the dependency serves its queue, after Facebook's "Fail at Scale" (Ben Maurer, ACM Queue
@@ -133,6 +189,8 @@ pub enum Admission {
     Queued,
     /// Workers and queue are full: answer 503 at once.
     Rejected,
+    /// The concurrency limit is reached ([`AimdLimit`]): answer 503 at once, no work done.
+    Limited,
     /// The service is frozen: it is held and answered 503 when the freeze ends.
     Held,
     /// The service is down: answer `status` after `latency` (zero: at once), no work done, no
@@ -176,6 +234,9 @@ pub struct WorkDone {
     pub next: Option<(ReqId, Duration)>,
 }
 
+/// Each admitted request's arrival and in-flight count when it was admitted, by id.
+type Samples = FxHashMap<ReqId, (Duration, u32)>;
+
 /// Live state of one dependency instance.
 #[derive(Debug)]
 pub struct DependencyModel {
@@ -197,6 +258,9 @@ pub struct DependencyModel {
     frozen: bool,
     /// The sliding window of the current rate-limited phase.
     limiter: SlidingWindow,
+    /// The concurrency limit now, and each admitted request's arrival and in-flight count
+    /// when it was admitted (its sample when it leaves); `None` without [`AimdLimit`].
+    aimd: Option<(u32, Samples)>,
 }
 
 /// The instants of the requests counted in a rate-limited phase's sliding window, oldest first.
@@ -248,7 +312,31 @@ impl DependencyModel {
             held: Vec::new(),
             frozen: false,
             limiter: SlidingWindow::default(),
+            aimd: cfg.concurrency_limit.map(|l| {
+                (
+                    l.initial.clamp(l.min, l.max.max(l.min)),
+                    FxHashMap::default(),
+                )
+            }),
             cfg,
+        }
+    }
+
+    /// The concurrency limit now ([`AimdLimit`]), if the dependency has one.
+    pub fn concurrency_limit(&self) -> Option<u32> {
+        self.aimd.as_ref().map(|(limit, _)| *limit)
+    }
+
+    /// Request `id` left the dependency at `now` (answered, or `dropped` by a queue timeout or
+    /// a freeze): its sample moves the concurrency limit.
+    fn sample(&mut self, now: Duration, id: ReqId, dropped: bool) {
+        let (Some(spec), Some((limit, admitted))) =
+            (self.cfg.concurrency_limit, self.aimd.as_mut())
+        else {
+            return;
+        };
+        if let Some((arrived, inflight)) = admitted.remove(&id) {
+            *limit = spec.next(*limit, now.saturating_sub(arrived), inflight, dropped);
         }
     }
 
@@ -329,8 +417,18 @@ impl DependencyModel {
         deadline <= now || now + wait + service > deadline
     }
 
-    /// A worker, the queue, or a 503 when both are full.
+    /// A worker, the queue, or a 503 when both are full (or the concurrency limit is reached).
     fn admit(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
+        let inflight = (self.in_service.len() + self.queue.len()) as u32;
+        let fits = self.in_service.len() < self.cfg.workers || self.queue.len() < self.cfg.queue;
+        if let Some((limit, admitted)) = self.aimd.as_mut() {
+            if inflight >= *limit {
+                return Admission::Limited;
+            }
+            if fits {
+                admitted.insert(id, (now, inflight + 1));
+            }
+        }
         if self.in_service.len() < self.cfg.workers {
             self.in_service.insert(id, key);
             return Admission::Start {
@@ -369,6 +467,7 @@ impl DependencyModel {
         // While frozen nothing is in service (`freeze_begins` moved it to `held`, and arrivals
         // are held), so a request found here finishes normally.
         self.in_service.remove(&id);
+        self.sample(now, id, false);
         let completion = match self.cfg.faults.fate(self.cfg.seed, key) {
             Fate::Ok => Completion::Respond(200),
             Fate::Fail => Completion::Respond(503),
@@ -406,10 +505,11 @@ impl DependencyModel {
 
     /// Request `id`'s queue timeout has passed: whether it was still waiting (it is dropped
     /// now, to be answered 503), or had got a worker or been held by a freeze meanwhile.
-    pub fn expire(&mut self, id: ReqId) -> bool {
+    pub fn expire(&mut self, now: Duration, id: ReqId) -> bool {
         match self.queue.iter().position(|&(q, _)| q == id) {
             Some(i) => {
                 self.queue.remove(i);
+                self.sample(now, id, true);
                 true
             }
             None => false,
@@ -427,9 +527,13 @@ impl DependencyModel {
 
     /// The freeze ends: every held request must be answered 503 now. Workers and queue are empty
     /// afterwards.
-    pub fn freeze_ends(&mut self, _now: Duration) -> Vec<ReqId> {
+    pub fn freeze_ends(&mut self, now: Duration) -> Vec<ReqId> {
         self.frozen = false;
-        std::mem::take(&mut self.held)
+        let held = std::mem::take(&mut self.held);
+        for &id in &held {
+            self.sample(now, id, true);
+        }
+        held
     }
 
     fn service_time(&self, now: Duration) -> Duration {
@@ -469,6 +573,71 @@ mod tests {
             seed: 42,
             queue_policy: QueuePolicy::default(),
             deadline_admission: false,
+            concurrency_limit: None,
+        }
+    }
+
+    /// Netflix's `AIMDLimit._update`, by hand: a drop or a round trip over the timeout cuts
+    /// the limit to `limit x 0.9` rounded down; a sample whose in-flight count was at least
+    /// half the limit adds one; otherwise nothing; always within `[min, max]`.
+    #[test]
+    fn the_aimd_limit_follows_netflix_s_update_rule() {
+        let d = AimdLimit::default();
+        assert_eq!(
+            (d.initial, d.min, d.max, d.backoff_ratio, d.timeout),
+            (20, 20, 200, 0.9, ms(5000))
+        );
+        let l = AimdLimit { min: 1, ..d };
+        assert_eq!(l.next(20, ms(10), 10, false), 21, "10 x 2 >= 20");
+        assert_eq!(l.next(20, ms(10), 9, false), 20, "9 x 2 < 20");
+        assert_eq!(l.next(20, ms(10), 20, true), 18, "dropped: 20 x 0.9");
+        assert_eq!(
+            l.next(18, ms(5001), 18, false),
+            16,
+            "too slow: 16.2 rounded down"
+        );
+        assert_eq!(l.next(1, ms(5001), 1, false), 1, "never below min");
+        assert_eq!(l.next(200, ms(10), 200, false), 200, "never above max");
+        assert_eq!(d.next(20, ms(10), 20, true), 20, "the default min is 20");
+    }
+
+    /// One worker, a limit from 2 that may range over 1..=3, halved by a drop or a round trip
+    /// over 60 ms; every figure computed by hand from the rule above.
+    #[test]
+    fn an_aimd_limited_dependency_refuses_at_once_what_is_over_its_limit() {
+        let mut m = DependencyModel::new(ServiceConfig {
+            concurrency_limit: Some(AimdLimit {
+                initial: 2,
+                min: 1,
+                max: 3,
+                backoff_ratio: 0.5,
+                timeout: ms(60),
+            }),
+            ..cfg(1, 10)
+        });
+        let start = Admission::Start { service: ms(40) };
+        assert_eq!(m.arrive(ms(0), 0, 0), start);
+        assert_eq!(m.arrive(ms(0), 1, 1), Admission::Queued);
+        assert_eq!(m.arrive(ms(0), 2, 2), Admission::Limited, "2 in, limit 2");
+        // Request 0: 40 ms, admitted with 1 in flight (1 x 2 >= 2): the limit grows to 3.
+        assert_eq!(m.work_done(ms(40), 0).next, Some((1, ms(40))));
+        assert_eq!(m.concurrency_limit(), Some(3));
+        assert_eq!(m.arrive(ms(40), 3, 3), Admission::Queued);
+        assert_eq!(m.arrive(ms(41), 4, 4), Admission::Queued);
+        assert_eq!(m.arrive(ms(42), 5, 5), Admission::Limited, "3 in, limit 3");
+        // Request 1 waited: 80 ms > 60 ms, the limit halves to 1 (3 x 0.5 rounded down).
+        assert_eq!(m.work_done(ms(80), 1).next, Some((3, ms(40))));
+        assert_eq!(m.concurrency_limit(), Some(1));
+        assert_eq!(m.arrive(ms(81), 6, 6), Admission::Limited, "2 in, limit 1");
+        m.work_done(ms(120), 3);
+        m.work_done(ms(160), 4);
+        assert_eq!(m.concurrency_limit(), Some(1), "at its min");
+        assert_eq!(m.arrive(ms(161), 7, 7), start, "empty again: 0 in, limit 1");
+        // Without a limit nothing is limited.
+        let mut plain = DependencyModel::new(cfg(1, 10));
+        assert_eq!(plain.concurrency_limit(), None);
+        for id in 0..5 {
+            assert_ne!(plain.arrive(ms(0), id, id), Admission::Limited);
         }
     }
 

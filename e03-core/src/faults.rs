@@ -150,6 +150,7 @@ impl FaultModel {
             | Cause::Fault
             | Cause::Full
             | Cause::QueueTimeout
+            | Cause::Limited
             | Cause::Deadline
             | Cause::Freeze
             | Cause::Down

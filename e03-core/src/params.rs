@@ -92,6 +92,20 @@ pub const PARAMS: &[ParamSpec] = &[
         "codel and adaptive_lifo: the wait allowed otherwise, and how long the queue must stay non-empty to stand (the article's N)"
     ),
     p!(
+        "E03_CONCURRENCY_LIMIT",
+        "concurrency-limit",
+        "none",
+        "none or aimd",
+        "none: workers and queue bound what is admitted; aimd: an adaptive concurrency limit in front of them (Netflix concurrency-limits' AIMDLimit: initial and minimum 20, maximum 200, backoff ratio 0.9): a request arriving while the limit's worth of requests are in the dependency is answered 503 at once without work (cause limited); each request that leaves raises the limit by 1 if the limit was at least half in use when it was admitted, or cuts it by 10% if it was dropped or took longer than E03_LIMIT_TIMEOUT_MS"
+    ),
+    p!(
+        "E03_LIMIT_TIMEOUT_MS",
+        "limit-timeout-ms",
+        "5000",
+        "a number of milliseconds greater than 0 and at most 600000",
+        "aimd: a request that took longer than this, arrival to answer, counts as a drop (the library's default, 5 s)"
+    ),
+    p!(
         "E03_ADMISSION",
         "admission",
         "all",
@@ -462,6 +476,11 @@ pub struct ServiceParams {
     /// `all` or `deadline`.
     #[serde(default = "default_admission")]
     pub admission: String,
+    /// `none` or `aimd`.
+    #[serde(default = "default_concurrency_limit")]
+    pub concurrency_limit: String,
+    #[serde(default = "default_limit_timeout_ms")]
+    pub limit_timeout_ms: f64,
     pub freeze_start_s: f64,
     pub freeze_end_s: f64,
     pub recovery_end_s: f64,
@@ -504,6 +523,14 @@ fn default_queue_interval_ms() -> f64 {
 
 fn default_admission() -> String {
     "all".into()
+}
+
+fn default_concurrency_limit() -> String {
+    "none".into()
+}
+
+fn default_limit_timeout_ms() -> f64 {
+    5000.0
 }
 
 /// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
@@ -719,6 +746,11 @@ impl Params {
                 a @ ("all" | "deadline") => a.to_string(),
                 _ => return Err(r.invalid("E03_ADMISSION")),
             },
+            concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
+                l @ ("none" | "aimd") => l.to_string(),
+                _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
+            },
+            limit_timeout_ms: r.num("E03_LIMIT_TIMEOUT_MS", 0.0, 600_000.0, true)?,
             freeze_start_s: r.num("E03_FREEZE_START_S", 0.0, 86_400.0, false)?,
             freeze_end_s: r.num("E03_FREEZE_END_S", 0.0, 86_400.0, false)?,
             recovery_end_s: r.num("E03_RECOVERY_END_S", 0.0, 86_400.0, false)?,
@@ -989,6 +1021,8 @@ impl Params {
             ("E03_QUEUE_TARGET_MS", s.queue_target_ms.to_string()),
             ("E03_QUEUE_INTERVAL_MS", s.queue_interval_ms.to_string()),
             ("E03_ADMISSION", s.admission.clone()),
+            ("E03_CONCURRENCY_LIMIT", s.concurrency_limit.clone()),
+            ("E03_LIMIT_TIMEOUT_MS", s.limit_timeout_ms.to_string()),
             ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
             ("E03_FREEZE_END_S", s.freeze_end_s.to_string()),
             ("E03_RECOVERY_END_S", s.recovery_end_s.to_string()),
@@ -1149,6 +1183,14 @@ impl Params {
             service_time: ms(s.service_ms),
             queue_policy,
             deadline_admission: self.admits_by_deadline_for(strategy),
+            concurrency_limit: self
+                .strategy(strategy)
+                .and_then(|s| s.server.concurrency_limit)
+                .unwrap_or(s.concurrency_limit == "aimd")
+                .then(|| crate::dependency::AimdLimit {
+                    timeout: ms(s.limit_timeout_ms),
+                    ..Default::default()
+                }),
             timeline: self.timeline(scenario),
             faults: if !scenario.def().has_faults
                 || (s.fail_rate == 0.0
@@ -1623,6 +1665,34 @@ mod tests {
         assert_eq!(c("fifo").queue_policy.target, Duration::from_millis(5));
         assert!(c("by-deadline").deadline_admission && !c("codel").deadline_admission);
         assert!(p.admits_by_deadline_for("by-deadline") && !p.admits_by_deadline_for("fifo"));
+        assert_eq!(c("aimd").concurrency_limit, Some(Default::default()));
+        assert_eq!(c("fifo").concurrency_limit, None);
+        // The run's limit and its timeout reach every row that does not set its own.
+        let raw = BTreeMap::from([
+            ("E03_CONCURRENCY_LIMIT".to_string(), "aimd".to_string()),
+            ("E03_LIMIT_TIMEOUT_MS".to_string(), "100".to_string()),
+        ]);
+        let q = Params::for_scenario(&shed, &raw).unwrap();
+        let limit = q
+            .service_config_for(&shed, 1, "standalone")
+            .concurrency_limit
+            .unwrap();
+        assert_eq!(
+            (limit.timeout, limit.max),
+            (Duration::from_millis(100), 200)
+        );
+        assert_eq!(
+            q.service_config_for(&shed, 1, "fifo").concurrency_limit,
+            None
+        );
+        for (env, bad) in [
+            ("E03_CONCURRENCY_LIMIT", "vegas"),
+            ("E03_LIMIT_TIMEOUT_MS", "0"),
+        ] {
+            let raw = BTreeMap::from([(env.to_string(), bad.to_string())]);
+            let e = Params::for_scenario(&shed, &raw).unwrap_err().to_string();
+            assert!(e.contains(env), "{e}");
+        }
         // An id the run does not have (a standalone run's) takes the run's own.
         assert_eq!(
             c("standalone").queue_policy.discipline,

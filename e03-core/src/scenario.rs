@@ -98,6 +98,8 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("dependency", "queue_target_ms", "E03_QUEUE_TARGET_MS"),
     ("dependency", "queue_interval_ms", "E03_QUEUE_INTERVAL_MS"),
     ("dependency", "admission", "E03_ADMISSION"),
+    ("dependency", "concurrency_limit", "E03_CONCURRENCY_LIMIT"),
+    ("dependency", "limit_timeout_ms", "E03_LIMIT_TIMEOUT_MS"),
     ("faults", "fail_rate", "E03_FAIL_RATE"),
     ("faults", "slow_rate", "E03_SLOW_RATE"),
     ("faults", "slow_ms", "E03_SLOW_MS"),

@@ -257,6 +257,16 @@ impl DependencySchedule {
                     cost: self.model.config().faults.cost(Cause::Down),
                 }))
             }
+            Admission::Limited => out.push(Step::Answer(Answer {
+                req,
+                at: now,
+                status: 503,
+                cause: Cause::Limited,
+                admit: None,
+                immediate: false,
+                retry_after: None,
+                cost: self.model.config().faults.cost(Cause::Limited),
+            })),
             Admission::Late => out.push(Step::Answer(Answer {
                 req,
                 at: now,
@@ -348,7 +358,7 @@ impl DependencySchedule {
                 }
             }
             Due::QueueTimeout(req) => {
-                if self.model.expire(req) {
+                if self.model.expire(t, req) {
                     self.answer(t, req, 503, Cause::QueueTimeout, out);
                 }
             }

@@ -144,11 +144,16 @@ pub struct ServerSide {
     /// `Some(true)`: admission by deadline; `Some(false)`: every request is admitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_admission: Option<bool>,
+    /// `Some(true)`: the adaptive concurrency limit (`aimd`); `Some(false)`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit: Option<bool>,
 }
 
 impl ServerSide {
     /// What a strategy table's `admission` accepts.
     pub const ADMISSIONS: &'static str = "all or deadline";
+    /// What a strategy table's `concurrency_limit` accepts.
+    pub const LIMITS: &'static str = "none or aimd";
 
     pub fn is_default(&self) -> bool {
         *self == ServerSide::default()

@@ -118,6 +118,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "connections",
     "queue_policy",
     "admission",
+    "concurrency_limit",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -402,6 +403,20 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
             )
         }
     };
+    let concurrency_limit = match string("concurrency_limit", ServerSide::LIMITS)?.as_deref() {
+        None => None,
+        Some("none") => Some(false),
+        Some("aimd") => Some(true),
+        Some(other) => {
+            return fail!(
+                "concurrency_limit",
+                format!(
+                    "concurrency_limit = {other:?}: expected {}",
+                    ServerSide::LIMITS
+                )
+            )
+        }
+    };
 
     Ok(StrategySpec {
         id,
@@ -418,6 +433,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         server: ServerSide {
             queue_policy,
             deadline_admission,
+            concurrency_limit,
         },
     })
 }
@@ -669,6 +685,16 @@ mod tests {
         let e = err("id = \"k\"\nbackoff = \"none\"\nadmission = \"some\"");
         assert_eq!(e.key, "admission");
         assert_eq!(e.message, "admission = \"some\": expected all or deadline");
+        let s = table("id = \"k\"\nbackoff = \"none\"\nconcurrency_limit = \"aimd\"")
+            .unwrap()
+            .resolve(MS, MS);
+        assert_eq!(s.server.concurrency_limit, Some(true));
+        let e = err("id = \"k\"\nbackoff = \"none\"\nconcurrency_limit = \"vegas\"");
+        assert_eq!(e.key, "concurrency_limit");
+        assert_eq!(
+            e.message,
+            "concurrency_limit = \"vegas\": expected none or aimd"
+        );
     }
 
     const MS: Duration = Duration::from_millis(1);

@@ -408,6 +408,7 @@ impl LiveAccumulator {
             Cause::Slow => Some(done.saturating_add(self.cfg.faults.slow_delay.as_micros() as u64)),
             Cause::Full
             | Cause::QueueTimeout
+            | Cause::Limited
             | Cause::Deadline
             | Cause::Freeze
             | Cause::Down

@@ -27,7 +27,7 @@ fn simulated_shedding_passes_its_checks_fifo_works_for_nobody_and_codel_for_its_
         .unwrap();
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert_eq!(stdout.matches("PASS").count(), 6, "{stdout}");
+    assert_eq!(stdout.matches("PASS").count(), 7, "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     let summary = files(&dir, "summary", ".json");
     let runs = runs(&summary[0]);
@@ -53,7 +53,7 @@ fn live_shedding_rows_face_their_own_policy_and_goodput_is_counted_from_the_logs
             "--duration-s",
             "4",
             "--strategies",
-            "fifo,codel",
+            "fifo,codel,aimd",
             "--run-id",
             "l",
             "--out",
@@ -74,7 +74,10 @@ fn live_shedding_rows_face_their_own_policy_and_goodput_is_counted_from_the_logs
         stderr.contains("FAIL wasted work / work done of fifo"),
         "{stderr}"
     );
-    assert!(!stderr.contains("of codel"), "{stderr}");
+    assert!(
+        !stderr.contains("of codel") && !stderr.contains("of aimd"),
+        "{stderr}"
+    );
     // Each row's dependency ran its own queue policy: FIFO drops nobody, CoDel drops.
     let causes = |id: &str| -> Vec<String> {
         let log = files(&dir, &format!("server-{id}-"), ".jsonl");
@@ -95,9 +98,14 @@ fn live_shedding_rows_face_their_own_policy_and_goodput_is_counted_from_the_logs
             .count()
             > 100
     );
+    // The AIMD limit refuses at once what is over it (503, cause limited), never queue-drops.
+    let aimd = causes("aimd");
+    assert!(aimd.iter().filter(|c| *c == "limited").count() > 100);
+    assert!(aimd.iter().all(|c| c == "ok" || c == "limited"));
     let summary = files(&dir, "summary", ".json");
     let runs = runs(&summary[0]);
     let (fifo, codel) = (open_loop(&runs, "fifo"), open_loop(&runs, "codel"));
+    assert!(open_loop(&runs, "aimd")["goodput_per_s"].as_f64().unwrap() / 250.0 >= 0.9);
     let share = |o: &serde_json::Value, k: &str| o[k].as_f64().unwrap() / 250.0;
     // Half of FIFO's 4 s is served after its callers' 1 s; CoDel serves its callers.
     assert!(share(codel, "goodput_per_s") >= 0.9, "{codel}");

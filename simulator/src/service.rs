@@ -195,7 +195,7 @@ mod tests {
             h.out.push(Decision::Admitted { t, req, admission });
             match admission {
                 Admission::Start { service } => h.schedule(t + nanos(service), req, None),
-                Admission::Rejected => h.out.push(Decision::Answered {
+                Admission::Rejected | Admission::Limited => h.out.push(Decision::Answered {
                     t,
                     req,
                     status: 503,
