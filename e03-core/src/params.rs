@@ -737,7 +737,7 @@ impl Params {
             service_ms: r.num("E03_SERVICE_MS", 0.1, 60_000.0, false)?,
             queue: r.int("E03_QUEUE", 0, 1_000_000)? as usize,
             queue_policy: match r.value("E03_QUEUE_POLICY") {
-                p @ ("fifo" | "codel" | "adaptive_lifo") => p.to_string(),
+                p if crate::dependency::QueueDiscipline::parse(p).is_some() => p.to_string(),
                 _ => return Err(r.invalid("E03_QUEUE_POLICY")),
             },
             queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
@@ -1172,8 +1172,13 @@ impl Params {
         seed: u64,
         strategy: &str,
     ) -> ServiceConfig {
+        // The row's own server side, where its table sets one (a single lookup).
+        let server = self
+            .strategy(strategy)
+            .map(|s| s.server)
+            .unwrap_or_default();
         let mut queue_policy = self.queue_policy();
-        if let Some(d) = self.strategy(strategy).and_then(|s| s.server.queue_policy) {
+        if let Some(d) = server.queue_policy {
             queue_policy.discipline = d;
         }
         let s = &self.service;
@@ -1182,10 +1187,11 @@ impl Params {
             queue: s.queue,
             service_time: ms(s.service_ms),
             queue_policy,
-            deadline_admission: self.admits_by_deadline_for(strategy),
-            concurrency_limit: self
-                .strategy(strategy)
-                .and_then(|s| s.server.concurrency_limit)
+            deadline_admission: server
+                .deadline_admission
+                .unwrap_or_else(|| self.admits_by_deadline()),
+            concurrency_limit: server
+                .concurrency_limit
                 .unwrap_or(s.concurrency_limit == "aimd")
                 .then(|| crate::dependency::AimdLimit {
                     timeout: ms(s.limit_timeout_ms),

@@ -502,8 +502,9 @@ impl RunAccumulator {
             w.answered(r.seq, r.t_us, r.cause);
         }
         if let Some(open) = self.open.as_mut() {
-            let worked = r.admit_us.is_some() && r.cause != e03_core::events::Cause::Freeze;
-            open.live_answer(r.seq, r.t_us, worked, (200..300).contains(&r.status));
+            let served =
+                crate::openloop::Served::of(r.admit_us.is_some(), r.cause, r.status, false);
+            open.live_answer(r.seq, r.t_us, served);
         }
         self.live_mut().response(r);
     }

@@ -172,6 +172,19 @@ pub struct Served {
     pub given_up: bool,
 }
 
+impl Served {
+    /// An answer as both drivers log it: `admitted` (it had an admission instant), its cause and
+    /// status. A worker served it unless it was refused or held by a freeze; it succeeded with a
+    /// 2xx. Whether its client had given up is the caller's to say.
+    pub fn of(admitted: bool, cause: e03_core::events::Cause, status: u16, given_up: bool) -> Self {
+        Served {
+            worked: admitted && cause != e03_core::events::Cause::Freeze,
+            ok: (200..300).contains(&status),
+            given_up,
+        }
+    }
+}
+
 fn bump(series: &mut Vec<u64>, t_us: u64) {
     if t_us >= MAX_T_US {
         return;
@@ -270,11 +283,12 @@ impl OpenLoopAcc {
         self.live_timeouts.insert(id, end_us);
     }
 
-    /// Live: request `seq` answered at `t_us`; `worked`: a worker served it; `ok`: a 2xx.
-    pub fn live_answer(&mut self, seq: u64, t_us: u64, worked: bool, ok: bool) {
+    /// Live: request `seq` answered at `t_us`; whether its client had given up is found at
+    /// the end, from the client log's timeouts.
+    pub fn live_answer(&mut self, seq: u64, t_us: u64, served: Served) {
         bump(&mut self.answers, t_us);
-        if worked {
-            self.live_worked.push((seq, t_us, ok));
+        if served.worked {
+            self.live_worked.push((seq, t_us, served.ok));
         }
     }
 
@@ -787,6 +801,29 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_is_work_when_admitted_and_not_frozen_and_useful_when_a_2xx() {
+        use e03_core::events::Cause;
+        let of = |admitted, cause, status| {
+            let s = Served::of(admitted, cause, status, false);
+            (s.worked, s.ok)
+        };
+        assert_eq!(of(true, Cause::Ok, 200), (true, true));
+        assert_eq!(
+            of(true, Cause::Fault, 503),
+            (true, false),
+            "a failure took a worker"
+        );
+        assert_eq!(
+            of(true, Cause::Freeze, 503),
+            (false, false),
+            "held, not served"
+        );
+        assert_eq!(of(false, Cause::QueueTimeout, 503), (false, false));
+        assert_eq!(of(false, Cause::Limited, 503), (false, false));
+        assert!(Served::of(true, Cause::Ok, 200, true).given_up);
+    }
+
+    #[test]
     fn the_accumulator_counts_drops_late_starts_waste_and_backlog() {
         let mut a = OpenLoopAcc::new(10, 2.0, Some(2_000_000), 4_000_000);
         a.offered(100, true);
@@ -820,9 +857,14 @@ mod tests {
         a.live_identity(8, (2, 0, 1));
         a.live_timeout((1, 0, 1), 3_000_000);
         a.live_timeout((2, 0, 1), 3_900_000);
-        a.live_answer(7, 3_100_000, true, true);
-        a.live_answer(8, 3_200_000, true, true);
-        a.live_answer(9, 3_300_000, false, false);
+        let live = |worked, ok| Served {
+            worked,
+            ok,
+            given_up: false,
+        };
+        a.live_answer(7, 3_100_000, live(true, true));
+        a.live_answer(8, 3_200_000, live(true, true));
+        a.live_answer(9, 3_300_000, live(false, false));
         // After the run's 4 s window (a queue draining): in the series, not in the rates.
         a.answer(4_200_000, served(true, false));
         let m = a.finish();

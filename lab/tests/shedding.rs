@@ -40,6 +40,11 @@ fn simulated_shedding_passes_its_checks_fifo_works_for_nobody_and_codel_for_its_
     assert!(fifo["goodput_per_s"].as_f64().unwrap() < 50.0, "{fifo}");
     assert!(codel["goodput_per_s"].as_f64().unwrap() > 225.0, "{codel}");
     assert!(dir.join("s/simulated/shedding/goodput.svg").exists());
+    let csv = std::fs::read_to_string(dir.join("s/simulated/shedding/open_loop_1s.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().ends_with(",worked,useful"),
+        "{csv}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use e03_core::breaker::BreakerState;
-use e03_core::events::Cause;
 use e03_core::schedule::Answer;
 use e03_core::steps::Flow;
 use e03_core::{AttemptResult, GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
@@ -110,12 +109,12 @@ impl Observer for RunAccumulator {
         if let Some(st) = self.steps_mut() {
             st.answer(req, answer.status, answer.cause, answer.cost);
         }
-        let worked = answer.admit.is_some() && answer.cause != Cause::Freeze;
-        let served = e03_metrics::openloop::Served {
-            worked,
-            ok: (200..300).contains(&answer.status),
+        let served = e03_metrics::openloop::Served::of(
+            answer.admit.is_some(),
+            answer.cause,
+            answer.status,
             given_up,
-        };
+        );
         RunAccumulator::served(self, t / 1000, served);
     }
 
