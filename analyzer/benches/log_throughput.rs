@@ -178,6 +178,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                         client: Some(c),
                         op: Some(k as u32),
                         attempt: Some(a),
+                        class: Default::default(),
                     }),
                 );
                 put(
@@ -226,6 +227,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                     outcome: Outcome::Success,
                     reason: None,
                     flow: None,
+                    class: Default::default(),
                 }),
             );
             end_us = end_us.max(t);

@@ -246,6 +246,14 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         ));
         b.push(fig("goodput.svg", "work done and useful work per second"));
     }
+    if let Some(t) = e03_metrics::tables::class_table(s) {
+        b.push(Heading(2, "By class".into()));
+        b.push(para(
+            "Critical and best-effort operations (E03_BEST_EFFORT_SHARE); priority admission \
+             sheds best effort first.",
+        ));
+        b.push(Table(t));
+    }
     b
 }
 

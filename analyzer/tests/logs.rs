@@ -63,6 +63,7 @@ fn write_run(dir: &Path, s: &str, seed: u64, n: u32, extra: u32, fail_first: boo
             client: Some(client_id),
             op: Some(op),
             attempt: Some(attempt),
+            class: Default::default(),
         }));
         server.push(Event::Response(Response {
             tag: tag(s, seed),
@@ -109,6 +110,7 @@ fn write_run(dir: &Path, s: &str, seed: u64, n: u32, extra: u32, fail_first: boo
             },
             reason: failed.then_some(GiveUp::BudgetDenied),
             flow: None,
+            class: Default::default(),
         }));
     }
     for j in 0..extra {
@@ -428,6 +430,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             client: Some(c),
             op: Some(op),
             attempt: Some(attempt),
+            class: Default::default(),
         }));
         server.push(Event::Response(Response {
             tag: tag.clone(),

@@ -12,9 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e03_core::events::RunTag;
-use e03_core::operation::Limits;
 use e03_core::policy::ClientPolicy;
-use e03_core::session::{SessionConfig, Starts};
+use e03_core::session::SessionConfig;
 use e03_core::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::time::Instant;
@@ -35,15 +34,8 @@ pub(crate) struct StrategyRun {
     pub t0: Instant,
     /// Seeds the clients' random streams.
     pub seed: u64,
-    pub limits: Limits,
-    /// Operations start in [0, duration).
-    pub duration: Duration,
-    /// Think time bounds, inclusive.
-    pub think: (Duration, Duration),
-    /// When operations start.
-    pub starts: Starts,
-    /// Operations per client at most.
-    pub max_ops: Option<u32>,
+    /// The sessions' config: limits, duration, think times, starts, count and classes.
+    pub session: SessionConfig,
     /// Wakes the scheduled sends at their due time (tokio's timer is 1 ms coarse).
     pub timer: PreciseTimer,
     /// Every attempt is a POST to the work URL itself (`lab client`, `E03_TARGET_METHOD=POST`).
@@ -59,15 +51,10 @@ impl StrategyRun {
         Instant::now().saturating_duration_since(self.t0)
     }
 
-    /// The sessions' config: the run's limits, duration, think times, starts and count.
+    /// The sessions' config: the run's limits, duration, think times, starts, count and
+    /// classes.
     pub(crate) fn session_config(&self) -> SessionConfig {
-        SessionConfig {
-            limits: self.limits,
-            duration: self.duration,
-            think: self.think,
-            starts: self.starts,
-            max_ops: self.max_ops,
-        }
+        self.session
     }
 
     pub(crate) fn budget(&self) -> std::sync::MutexGuard<'_, ClientPolicy> {
@@ -99,7 +86,9 @@ mod tests {
     use axum::Router;
     use e03_core::budget::BudgetSpec;
     use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome};
+    use e03_core::operation::Limits;
     use e03_core::rng::{stream, Stream};
+    use e03_core::session::Starts;
     use e03_core::session::{ClientSession, FIRST_START_SPREAD_US};
     use e03_core::workload::Clients;
     use e03_core::GiveUp;
@@ -159,11 +148,14 @@ mod tests {
             },
             t0: Instant::now(),
             seed: 42,
-            limits,
-            duration: ms(500),
-            think: (ms(100), ms(200)),
-            starts: Starts::ClosedLoop,
-            max_ops: None,
+            session: SessionConfig {
+                limits,
+                duration: ms(500),
+                think: (ms(100), ms(200)),
+                starts: Starts::ClosedLoop,
+                max_ops: None,
+                best_effort_ppm: 0,
+            },
             timer: PreciseTimer::start(),
             post: false,
             deadline_header: false,
@@ -184,7 +176,7 @@ mod tests {
         mut run: StrategyRun,
         stop_after: Option<Duration>,
     ) -> (OperationRecord, Vec<Event>, StrategyRun) {
-        run.max_ops = Some(1);
+        run.session.max_ops = Some(1);
         let run = Arc::new(run);
         let (log, path) = test_log().await;
         let (trigger, signal) = stop_pair();
@@ -313,7 +305,7 @@ mod tests {
         ));
         // Nothing runs past the deadline by more than scheduling slack (generous: 2-core CI).
         let end = Duration::from_micros(done.end_us);
-        assert!(end <= run.limits.deadline + ms(300), "{end:?}");
+        assert!(end <= run.session.limits.deadline + ms(300), "{end:?}");
     }
 
     #[tokio::test]
@@ -322,7 +314,7 @@ mod tests {
         let mut run = strategy_run(&base, "/ok/work", "A", limits(2000, 5000));
         let mut draws = stream(42, Stream::Think, 3);
         let first = draws.random_range(0..FIRST_START_SPREAD_US);
-        run.duration = Duration::from_micros(first) + ms(400);
+        run.session.duration = Duration::from_micros(first) + ms(400);
         let run = Arc::new(run);
         let (log, path) = test_log().await;
         let (_trigger, stop) = stop_pair();
@@ -351,7 +343,7 @@ mod tests {
             let think = draws.random_range(100_000..=200_000u64);
             assert_eq!(pair[1].start_us, pair[0].end_us + think);
         }
-        assert!(ops.iter().all(|op| op.start_us < us(run.duration)));
+        assert!(ops.iter().all(|op| op.start_us < us(run.session.duration)));
         assert!(ops
             .iter()
             .enumerate()

@@ -282,6 +282,7 @@ impl Driver {
             deadline_ms: run
                 .deadline_header
                 .then(|| deadline_header_ms(send.timeout)),
+            class: send.class,
         };
         // A charging strategy: its key policy decides the attempt's Idempotency-Key.
         let key = run
@@ -417,6 +418,7 @@ impl Driver {
                 outcome,
                 reason,
                 flow: e.flow,
+                class: e.class,
             }))
             .await;
     }

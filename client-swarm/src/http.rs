@@ -20,6 +20,7 @@ use e03_core::control::{
 };
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
+use e03_core::priority::{Priority, PRIORITY_HEADER};
 use e03_core::strategy::Connections;
 use e03_core::AttemptResult;
 use reqwest::{Client, Request, RequestBuilder, StatusCode, Url};
@@ -72,13 +73,21 @@ pub(crate) struct AttemptId {
     /// How long the caller waits for it, in whole ms (its timeout), sent as
     /// [`DEADLINE_HEADER`] when set: a dependency with deadline-aware admission reads it.
     pub deadline_ms: Option<u64>,
+    /// Its operation's class, sent as [`PRIORITY_HEADER`] when best effort (a request that
+    /// says nothing is critical).
+    pub class: Priority,
 }
 
-/// Adds the deadline header to an attempt that carries one.
-fn with_deadline(builder: RequestBuilder, id: AttemptId) -> RequestBuilder {
-    match id.deadline_ms {
+/// Adds the deadline header to an attempt that carries one, and the priority header to a
+/// best-effort one.
+fn with_caller(builder: RequestBuilder, id: AttemptId) -> RequestBuilder {
+    let builder = match id.deadline_ms {
         Some(ms) => builder.header(DEADLINE_HEADER, ms),
         None => builder,
+    };
+    match id.class {
+        Priority::BestEffort => builder.header(PRIORITY_HEADER, id.class.as_str()),
+        Priority::Critical => builder,
     }
 }
 
@@ -98,7 +107,7 @@ impl WorkEndpoint {
             .header(HEADER_CLIENT, id.client)
             .header(HEADER_OP, id.op)
             .header(HEADER_ATTEMPT, id.attempt);
-        with_deadline(builder, id)
+        with_caller(builder, id)
             .build()
             .expect("a GET with numeric headers on a parsed URL always builds")
     }
@@ -124,7 +133,7 @@ impl WorkEndpoint {
             .header(HEADER_CLIENT, id.client)
             .header(HEADER_OP, id.op)
             .header(HEADER_ATTEMPT, id.attempt);
-        let mut builder = with_deadline(builder, id)
+        let mut builder = with_caller(builder, id)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(r#"{"amount":1}"#);
         if let Some(key) = key {
@@ -321,6 +330,7 @@ mod tests {
             op: 7,
             attempt: 2,
             deadline_ms: Some(1500),
+            class: Priority::Critical,
         };
         let req = work.charge_request(id, Some("s4-c3-o7"));
         assert_eq!(req.method(), reqwest::Method::POST);
@@ -337,8 +347,20 @@ mod tests {
         );
         assert_eq!(h[DEADLINE_HEADER], "1500");
         assert_eq!(work.request(id).headers()[DEADLINE_HEADER], "1500");
+        // A critical attempt says nothing of its class; a best-effort one says so.
+        assert!(work.request(id).headers().get(PRIORITY_HEADER).is_none());
+        let low = AttemptId {
+            class: Priority::BestEffort,
+            ..id
+        };
+        assert_eq!(work.request(low).headers()[PRIORITY_HEADER], "best_effort");
+        assert_eq!(
+            work.charge_request(low, None).headers()[PRIORITY_HEADER],
+            "best_effort"
+        );
         let without = AttemptId {
             deadline_ms: None,
+            class: Priority::Critical,
             ..id
         };
         assert!(work
@@ -388,6 +410,7 @@ mod tests {
             op: 1,
             attempt: 1,
             deadline_ms: None,
+            class: Priority::Critical,
         };
         let answer = work.http.execute(work.request(id)).await.unwrap();
         assert_eq!(answer.text().await.unwrap(), "ok");

@@ -22,7 +22,7 @@ use std::time::Duration;
 use clap::{Arg, Command};
 use e03_core::events::RunTag;
 use e03_core::policy::ClientPolicy;
-use e03_core::session::{ClientSession, Starts};
+use e03_core::session::{ClientSession, SessionConfig, Starts};
 use e03_core::workload::Clients;
 use e03_io::exit::{OK as EXIT_OK, USAGE as EXIT_USAGE};
 use precise_timer::PreciseTimer;
@@ -175,11 +175,14 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
         },
         t0: tokio::time::Instant::now(),
         seed,
-        limits: params.limits(),
-        duration: Duration::MAX,
-        think: (Duration::ZERO, Duration::ZERO),
-        starts: Starts::AtZero,
-        max_ops: Some(target.operations),
+        session: SessionConfig {
+            limits: params.limits(),
+            duration: Duration::MAX,
+            think: (Duration::ZERO, Duration::ZERO),
+            starts: Starts::AtZero,
+            max_ops: Some(target.operations),
+            best_effort_ppm: 0,
+        },
         timer: PreciseTimer::start(),
         post: target.post,
         deadline_header: false,

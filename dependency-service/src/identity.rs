@@ -5,12 +5,14 @@
 //! present (any other HTTP client): the service's arrival number is used instead. A header that
 //! is present but not a whole number is malformed: the arrival is logged, then answered 400.
 //! The same for the caller's deadline ([`DEADLINE_HEADER`], whole ms), which deadline-aware
-//! admission reads.
+//! admission reads, and for its class ([`PRIORITY_HEADER`]: `critical` or `best_effort`;
+//! absent: critical), which priority admission reads.
 
 use axum::http::HeaderMap;
 use e03_core::chain::DEADLINE_HEADER;
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 use e03_core::faults::request_key;
+use e03_core::priority::{Priority, PRIORITY_HEADER};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Identity {
@@ -22,6 +24,9 @@ pub struct Identity {
     /// How long its caller waits for it, in whole ms ([`DEADLINE_HEADER`]: the attempt's
     /// timeout); `None` if it did not say. A malformed value counts in `malformed`.
     pub deadline_ms: Option<u64>,
+    /// Its class ([`PRIORITY_HEADER`]); critical if it did not say. A value other than
+    /// `critical` or `best_effort` counts in `malformed`.
+    pub class: Priority,
 }
 
 impl Identity {
@@ -33,12 +38,23 @@ impl Identity {
             whole(headers, HEADER_ATTEMPT, &mut malformed),
         );
         let deadline_ms = whole(headers, DEADLINE_HEADER, &mut malformed);
+        let class = match headers.get(PRIORITY_HEADER) {
+            None => Priority::Critical,
+            Some(v) => match v.to_str().ok().and_then(|v| Priority::parse(v.trim())) {
+                Some(class) => class,
+                None => {
+                    malformed = true;
+                    Priority::Critical
+                }
+            },
+        };
         Identity {
             client,
             op,
             attempt,
             malformed,
             deadline_ms,
+            class,
         }
     }
 
@@ -104,5 +120,20 @@ mod tests {
             assert_eq!((id.deadline_ms, id.malformed), (None, true), "{bad}");
         }
         assert_eq!(Identity::from_headers(&HeaderMap::new()).deadline_ms, None);
+    }
+
+    #[test]
+    fn the_priority_header_names_a_class_and_anything_else_is_malformed() {
+        let class = |v| Identity::from_headers(&headers(&[(PRIORITY_HEADER, v)]));
+        assert_eq!(class("best_effort").class, Priority::BestEffort);
+        assert_eq!(class(" critical ").class, Priority::Critical);
+        assert!(!class("best_effort").malformed);
+        for bad in ["low", "best-effort", ""] {
+            assert!(class(bad).malformed, "{bad}");
+        }
+        assert_eq!(
+            Identity::from_headers(&HeaderMap::new()).class,
+            Priority::Critical
+        );
     }
 }

@@ -36,13 +36,14 @@ const DURATION_BUCKETS: [f64; 16] = [
 pub const PHASES: [&str; 4] = ["normal", "frozen", "degraded", "down"];
 
 /// Every response cause, as logged (`cause` of a `response` record).
-const CAUSES: [(Cause, &str); 14] = [
+const CAUSES: [(Cause, &str); 15] = [
     (Cause::Ok, "ok"),
     (Cause::Fault, "fault"),
     (Cause::Slow, "slow"),
     (Cause::Full, "full"),
     (Cause::QueueTimeout, "queue_timeout"),
     (Cause::Limited, "limited"),
+    (Cause::Shed, "shed"),
     (Cause::Deadline, "deadline"),
     (Cause::Freeze, "freeze"),
     (Cause::Down, "down"),
@@ -101,6 +102,7 @@ struct Admissions {
     refused_rate_limited: Counter,
     refused_deadline: Counter,
     refused_limited: Counter,
+    refused_shed: Counter,
 }
 
 /// Every metric of the service and the registry that encodes them.
@@ -172,6 +174,7 @@ impl Metrics {
             refused_rate_limited: admission("refused", "rate_limited"),
             refused_deadline: admission("refused", "deadline"),
             refused_limited: admission("refused", "limited"),
+            refused_shed: admission("refused", "shed"),
         };
         let response_family = Family::<CauseLabel, Counter>::default();
         registry.register(
@@ -273,6 +276,7 @@ impl Metrics {
             Admission::Throttled { .. } => a.refused_rate_limited.inc(),
             Admission::Late => a.refused_deadline.inc(),
             Admission::Limited => a.refused_limited.inc(),
+            Admission::Shed => a.refused_shed.inc(),
         };
     }
 

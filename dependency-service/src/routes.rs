@@ -220,8 +220,9 @@ fn reply(
     match (code, retry_after) {
         (400, _) => text(
             StatusCode::BAD_REQUEST,
-            "malformed x-e03-client, x-e03-op, x-e03-attempt or x-e03-deadline-ms header: \
-             expected a whole number"
+            "malformed x-e03-client, x-e03-op, x-e03-attempt or x-e03-deadline-ms header \
+             (expected a whole number), or x-e03-priority header (expected critical or \
+             best_effort)"
                 .into(),
         ),
         (200, _) => text(StatusCode::OK, "ok".into()),
@@ -549,10 +550,15 @@ mod tests {
             e03_core::events::HEADER_OP,
             e03_core::events::HEADER_ATTEMPT,
             e03_core::chain::DEADLINE_HEADER,
+            e03_core::priority::PRIORITY_HEADER,
         ] {
             assert!(body.contains(name), "{name} missing from {body:?}");
         }
         assert!(body.contains("expected a whole number"), "{body}");
+        assert!(
+            body.contains(e03_core::priority::Priority::ACCEPTS),
+            "{body}"
+        );
     }
 
     #[tokio::test]

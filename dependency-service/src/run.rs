@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use e03_core::chain::deadline_on_arrival;
 use e03_core::control::RunCounts;
+use e03_core::dependency::Caller;
 use e03_core::dependency::ServiceConfig;
 use e03_core::events::{
     self, Arrival, Cause, ChargeRecord, Event, RunEnd, RunStart, RunTag, Source,
@@ -326,6 +327,7 @@ impl Run {
                 client: id.client,
                 op: id.op,
                 attempt: id.attempt,
+                class: id.class,
             }),
             Kind::Arrival,
         )
@@ -356,8 +358,11 @@ impl Run {
             st.senders.insert(seq, tx);
             let before = st.node.next_due();
             let mut steps = Vec::new();
-            let deadline = id.deadline_ms.map(|ms| deadline_on_arrival(now, ms));
-            let admission = st.node.arrive(now, seq, key, deadline, charge, &mut steps);
+            let caller = Caller {
+                deadline: id.deadline_ms.map(|ms| deadline_on_arrival(now, ms)),
+                class: id.class,
+            };
+            let admission = st.node.arrive(now, seq, key, caller, charge, &mut steps);
             self.metrics.admission(admission);
             // Wake the driver only if this arrival made something due earlier than what it
             // sleeps for (the schedule's next due instant only moves earlier through arrivals):

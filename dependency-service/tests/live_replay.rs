@@ -212,7 +212,8 @@ fn replayed_fates(params: &Params, arrivals_us: &[u64]) -> Vec<Fate> {
                     | Admission::Refused { .. }
                     | Admission::Throttled { .. }
                     | Admission::Late
-                    | Admission::Limited => Kind::Rejected,
+                    | Admission::Limited
+                    | Admission::Shed => Kind::Rejected,
                     Admission::Held => Kind::Held,
                 };
                 fates[at(req)] = Some(Fate {

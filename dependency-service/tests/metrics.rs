@@ -45,6 +45,7 @@ fn cause_name(c: Cause) -> &'static str {
         Cause::Full => "full",
         Cause::QueueTimeout => "queue_timeout",
         Cause::Limited => "limited",
+        Cause::Shed => "shed",
         Cause::Deadline => "deadline",
         Cause::Freeze => "freeze",
         Cause::Down => "down",

@@ -16,8 +16,8 @@
 //! while let Some(t) = open.next_arrival() {
 //!     sleep_until(t)
 //!     match open.on_arrival() {
-//!         Arrival::Start { slot, start, new } => { session(slot) = new or the slot's own;
-//!                                                  session.begin(start); drive it; release(slot) }
+//!         Arrival::Start { slot, start, class, new } => { session(slot) = new or the slot's
+//!                          own; session.begin(start, class); drive it; release(slot) }
 //!         Arrival::Dropped { start } => log the drop,
 //!     }
 //! }
@@ -28,14 +28,21 @@
 //! the system come back at the same load it broke at?). Arrival times are drawn by thinning: a
 //! Poisson process at the peak rate, each point kept with probability rate(t) / peak, all from
 //! one stream `stream(seed, Arrivals, 0)`, so every strategy of a seed sees the same arrivals
-//! (common random numbers) on either driver.
+//! (common random numbers) on either driver. Each arrival's class ([`Priority`]) is drawn from
+//! its number in arrival order, not from the slot that takes it (which depends on when earlier
+//! operations ended), so every strategy and both drivers see the same classes too.
 
 use std::time::Duration;
 
 use rand::Rng;
 
+use crate::priority::Priority;
 use crate::rng::{stream, LabRng, Stream};
 use crate::session::{ClientSession, SessionConfig};
+
+/// The caller number an open loop's class draws use ([`Priority::of`]), with the arrival's
+/// number as the operation: no session has it.
+pub const ARRIVALS_CALLER: u32 = u32::MAX;
 
 /// The offered load over time, operations per second.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,12 +98,13 @@ impl RateShape {
 /// What [`OpenLoop::on_arrival`] asks of the driver.
 #[derive(Debug, Clone)]
 pub enum Arrival {
-    /// Start an operation at `start` (its intended start) in slot `slot`: call
+    /// Start an operation of this class at `start` (its intended start) in slot `slot`: call
     /// [`ClientSession::begin`] on the slot's session, then drive it. `new` is the slot's
     /// session when the slot is used for the first time (the driver keeps it from then on).
     Start {
         slot: u32,
         start: Duration,
+        class: Priority,
         new: Option<Box<ClientSession>>,
     },
     /// `max_in_flight` operations were in progress: this one is not started (count it, log it).
@@ -174,11 +182,18 @@ impl OpenLoop {
         let t = self.next.expect("on_arrival with no arrival left");
         let start = Duration::from_secs_f64(t);
         self.next = self.draw_after(t);
+        let class = Priority::of(
+            self.seed,
+            ARRIVALS_CALLER,
+            self.arrivals as u32,
+            self.config.best_effort_ppm,
+        );
         self.arrivals += 1;
         if let Some(slot) = self.free.pop() {
             return Arrival::Start {
                 slot,
                 start,
+                class,
                 new: None,
             };
         }
@@ -189,6 +204,7 @@ impl OpenLoop {
             return Arrival::Start {
                 slot,
                 start,
+                class,
                 new: Some(Box::new(session)),
             };
         }
@@ -246,6 +262,7 @@ mod tests {
             think: (ms(0), ms(0)),
             starts: Starts::OnDemand,
             max_ops: None,
+            best_effort_ppm: 0,
         }
     }
 
@@ -309,6 +326,53 @@ mod tests {
         assert!((n - 10_000.0).abs() < 400.0, "{n}");
     }
 
+    /// The n-th arrival's class is `Priority::of(seed, ARRIVALS_CALLER, n, share)`, whichever
+    /// slot takes it: a loop that frees its slots at once and one that never frees them give
+    /// the same classes.
+    #[test]
+    fn an_arrival_s_class_follows_its_number_not_its_slot() {
+        let shape = RateShape::constant(100.0, ms(2_000));
+        let half = SessionConfig {
+            best_effort_ppm: 500_000,
+            ..config()
+        };
+        let classes = |release: bool| {
+            let mut open = OpenLoop::new(9, half, shape, 10_000);
+            let mut out = Vec::new();
+            while open.next_arrival().is_some() {
+                let Arrival::Start { slot, class, .. } = open.on_arrival() else {
+                    panic!("no cap reached")
+                };
+                out.push(class);
+                if release {
+                    open.release(slot);
+                }
+            }
+            out
+        };
+        let (freed, held) = (classes(true), classes(false));
+        assert_eq!(freed, held);
+        for (n, c) in freed.iter().enumerate() {
+            assert_eq!(
+                *c,
+                Priority::of(9, ARRIVALS_CALLER, n as u32, 500_000),
+                "{n}"
+            );
+        }
+        let best_effort = freed.iter().filter(|c| !c.is_critical()).count();
+        assert!(
+            (60..140).contains(&best_effort),
+            "{best_effort} of {}",
+            freed.len()
+        );
+        // Without a share every arrival is critical.
+        let mut open = OpenLoop::new(9, config(), shape, 10_000);
+        let Arrival::Start { class, .. } = open.on_arrival() else {
+            panic!()
+        };
+        assert!(class.is_critical());
+    }
+
     #[test]
     fn arrivals_never_wait_for_operations_and_drops_are_counted_at_the_cap() {
         // Nothing is ever released (a stalled dependency): arrivals keep coming, the first
@@ -352,7 +416,13 @@ mod tests {
     fn an_operation_begun_late_counts_from_its_intended_start() {
         let shape = RateShape::constant(10.0, ms(10_000));
         let mut open = OpenLoop::new(5, config(), shape, 4);
-        let Arrival::Start { start, new, slot } = open.on_arrival() else {
+        let Arrival::Start {
+            start,
+            new,
+            slot,
+            class,
+        } = open.on_arrival()
+        else {
             panic!()
         };
         let mut s = *new.unwrap();
@@ -361,7 +431,7 @@ mod tests {
             None,
             "an on-demand session waits for a start"
         );
-        s.begin(start);
+        s.begin(start, class);
         assert_eq!(s.next_wake(), Some(start));
         // The driver gets there 300 ms late: the attempt says when it was due.
         let late = start + ms(300);
@@ -383,7 +453,7 @@ mod tests {
         assert_eq!(end.start, start, "latency counts from the intended start");
         assert_eq!(s.next_wake(), None, "no think time, no start of its own");
         assert!(s.is_finished());
-        s.begin(start + ms(500));
+        s.begin(start + ms(500), Priority::Critical);
         assert_eq!(s.op_no(), 1);
         assert_eq!(s.next_wake(), Some(start + ms(500)));
     }

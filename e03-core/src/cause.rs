@@ -24,6 +24,9 @@ pub enum Cause {
     /// Refused by the adaptive concurrency limit ([`crate::dependency::AimdLimit`]): 503 at
     /// once, no work done.
     Limited,
+    /// Shed by priority admission ([`crate::dependency::AdmissionRule::Priority`]): a
+    /// best-effort request over its share of the workers; 503 at once, no work done.
+    Shed,
     /// Held by the freeze and released as 503 at its end.
     Freeze,
     /// The dependency is down (a `down` phase): its status at once, no work done.

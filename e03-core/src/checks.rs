@@ -96,6 +96,10 @@ pub enum CheckMetric {
     GoodputShare,
     /// Open loop: work done that counted for nothing, as a share of the work done.
     WastedShare,
+    /// The share of critical operations that succeeded ([`crate::priority::Priority`]).
+    CriticalSuccess,
+    /// The share of best-effort operations that succeeded.
+    BestEffortSuccess,
     /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
     /// request.
     BottomCallsPerRequest,
@@ -243,6 +247,8 @@ impl CheckSpec {
             } => format!("peak per {window_ms} ms / {versus}'s"),
             CheckMetric::GoodputShare => "goodput / capacity".into(),
             CheckMetric::WastedShare => "wasted work / work done".into(),
+            CheckMetric::CriticalSuccess => "critical operations' success".into(),
+            CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
             CheckMetric::BottomCallsPerRequest => "bottom calls per top request".into(),
             CheckMetric::OpMaxMs => "longest top operation (ms)".into(),
             CheckMetric::WastedMs => "wasted lower-hop ms per top request".into(),
@@ -286,7 +292,8 @@ const METRICS: &str =
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
-                       permanent_latency_ratio, goodput_share, wasted_share; for chains bottom_calls_per_request, op_max_ms, \
+                       permanent_latency_ratio, goodput_share, wasted_share, critical_success, \
+                       best_effort_success; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
@@ -405,6 +412,8 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "distinct_waits" => CheckMetric::DistinctWaits,
         "goodput_share" => CheckMetric::GoodputShare,
         "wasted_share" => CheckMetric::WastedShare,
+        "critical_success" => CheckMetric::CriticalSuccess,
+        "best_effort_success" => CheckMetric::BestEffortSuccess,
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,
         "wasted_ms" => CheckMetric::WastedMs,
@@ -665,6 +674,8 @@ mod tests {
             ("connections", CheckMetric::Connections),
             ("goodput_share", CheckMetric::GoodputShare),
             ("wasted_share", CheckMetric::WastedShare),
+            ("critical_success", CheckMetric::CriticalSuccess),
+            ("best_effort_success", CheckMetric::BestEffortSuccess),
         ] {
             let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
             assert_eq!(c.metric, metric);

@@ -44,16 +44,87 @@ pub struct ServiceConfig {
     /// (`E03_QUEUE_POLICY`).
     #[serde(default)]
     pub queue_policy: QueuePolicy,
-    /// Deadline-aware admission (`E03_ADMISSION=deadline`): a request whose caller's deadline
-    /// has passed, or would pass before its expected finish, is refused at once
-    /// ([`Admission::Late`]). Default off: every request is admitted as capacity allows.
+    /// Which requests are admitted before workers and queue are asked (`E03_ADMISSION`):
+    /// every one (the default), by deadline ([`Admission::Late`]) or by priority
+    /// ([`Admission::Shed`]).
     #[serde(default)]
-    pub deadline_admission: bool,
+    pub admission: AdmissionRule,
+    /// Under priority admission, the share of the workers kept for critical requests
+    /// (`E03_PRIORITY_RESERVE`, default 0.2, Stripe's figure).
+    #[serde(default = "default_priority_reserve")]
+    pub priority_reserve: f64,
     /// An adaptive concurrency limit in front of workers and queue (`E03_CONCURRENCY_LIMIT`):
     /// a request arriving while the limit's worth of requests are in the dependency is refused
     /// at once ([`Admission::Limited`]). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_limit: Option<AimdLimit>,
+}
+
+fn default_priority_reserve() -> f64 {
+    AdmissionRule::DEFAULT_RESERVE
+}
+
+/// Which requests a dependency admits before its workers and queue are asked.
+///
+/// - `All`: every one, as workers and queue allow.
+/// - `Deadline`: deadline-aware admission (AWS Builders' Library, "Using load shedding to avoid
+///   overload"; seed 003): a request whose caller's deadline has passed, or would pass before
+///   its expected finish, is refused at once ([`Admission::Late`]).
+/// - `Priority`: Stripe's fleet usage load shedder ("Scaling your API with rate limiters",
+///   Paul Tarjan, 2017; seed 003's example): a share of the capacity is reserved for critical
+///   requests, 20% in the post, so best-effort requests may hold at most the other 80%. Here
+///   the capacity is the workers: a best-effort request ([`crate::priority::Priority`]) that
+///   arrives while `floor((1 - reserve) x workers)` best-effort requests are in the dependency
+///   (on a worker or queued) is answered 503 at once, without work ([`Admission::Shed`]).
+///   Critical requests are admitted as workers and queue allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdmissionRule {
+    #[default]
+    All,
+    Deadline,
+    Priority,
+}
+
+impl AdmissionRule {
+    /// What `E03_ADMISSION` and a strategy table's `admission` accept.
+    pub const ACCEPTS: &'static str = "all, deadline or priority";
+    /// Stripe's reservation for critical requests: 20%.
+    pub const DEFAULT_RESERVE: f64 = 0.2;
+
+    pub fn parse(name: &str) -> Option<AdmissionRule> {
+        match name {
+            "all" => Some(AdmissionRule::All),
+            "deadline" => Some(AdmissionRule::Deadline),
+            "priority" => Some(AdmissionRule::Priority),
+            _ => None,
+        }
+    }
+
+    /// Best-effort requests a dependency with `workers` workers may hold at once under
+    /// priority admission, `reserve` of the workers being kept for critical ones.
+    pub fn best_effort_slots(workers: usize, reserve: f64) -> usize {
+        // The small term keeps 0.8 x 10 at 8 whatever the float's last bit.
+        (((1.0 - reserve) * workers as f64) + 1e-9).floor().max(0.0) as usize
+    }
+}
+
+/// What a request says of its caller: when it gives up (the deadline header, as an instant)
+/// and its class (the priority header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Caller {
+    pub deadline: Option<Duration>,
+    pub class: crate::priority::Priority,
+}
+
+impl Caller {
+    /// A critical caller that waits until `deadline`, if it said so.
+    pub fn by(deadline: Option<Duration>) -> Caller {
+        Caller {
+            deadline,
+            class: crate::priority::Priority::Critical,
+        }
+    }
 }
 
 /// An adaptive concurrency limit, after Netflix's concurrency-limits library (`AIMDLimit`, the
@@ -203,6 +274,9 @@ pub enum Admission {
     /// after it. Answer [`crate::chain::DEADLINE_STATUS`] (504) at once; no work done, no worker
     /// or queue place taken.
     Late,
+    /// Priority admission ([`AdmissionRule::Priority`]): a best-effort request over its share
+    /// of the workers. Answer 503 at once; no work done.
+    Shed,
 }
 
 /// How a request whose work is done is answered.
@@ -261,6 +335,9 @@ pub struct DependencyModel {
     /// The concurrency limit now, and each admitted request's arrival and in-flight count
     /// when it was admitted (its sample when it leaves); `None` without [`AimdLimit`].
     aimd: Option<(u32, Samples)>,
+    /// Best-effort requests in the dependency (on a worker or queued) under priority
+    /// admission ([`AdmissionRule::Priority`]).
+    best_effort: rustc_hash::FxHashSet<ReqId>,
 }
 
 /// The instants of the requests counted in a rate-limited phase's sliding window, oldest first.
@@ -318,6 +395,7 @@ impl DependencyModel {
                     FxHashMap::default(),
                 )
             }),
+            best_effort: Default::default(),
             cfg,
         }
     }
@@ -328,7 +406,12 @@ impl DependencyModel {
     }
 
     /// Request `id` left the dependency at `now` (answered, or `dropped` by a queue timeout or
-    /// a freeze): its sample moves the concurrency limit.
+    /// a freeze): its sample moves the concurrency limit, and a best-effort one frees its slot.
+    fn left(&mut self, now: Duration, id: ReqId, dropped: bool) {
+        self.best_effort.remove(&id);
+        self.sample(now, id, dropped);
+    }
+
     fn sample(&mut self, now: Duration, id: ReqId, dropped: bool) {
         let (Some(spec), Some((limit, admitted))) =
             (self.cfg.concurrency_limit, self.aimd.as_mut())
@@ -359,18 +442,11 @@ impl DependencyModel {
     /// A request arrives at `now`. `key` identifies it for its fault fate (see
     /// [`crate::faults::request_key`]); a caller without client identity may pass `id`.
     pub fn arrive(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
-        self.arrive_by(now, id, key, None)
+        self.arrive_by(now, id, key, Caller::default())
     }
 
-    /// [`Self::arrive`] for a request whose caller waits until `deadline` (the instant it gives
-    /// up), if it said so.
-    pub fn arrive_by(
-        &mut self,
-        now: Duration,
-        id: ReqId,
-        key: u64,
-        deadline: Option<Duration>,
-    ) -> Admission {
+    /// [`Self::arrive`] for a request whose caller said when it gives up, or its class.
+    pub fn arrive_by(&mut self, now: Duration, id: ReqId, key: u64, caller: Caller) -> Admission {
         if let Some((i, limit)) = self.cfg.timeline.rate_limit_at(now) {
             let limit = *limit;
             if let Some(retry_after) = self.limiter.check(i, &limit, now) {
@@ -389,10 +465,25 @@ impl DependencyModel {
                 return Admission::Refused { status, latency };
             }
             Phase::Normal | Phase::Degraded => {
-                if self.late(now, deadline) {
+                if self.late(now, caller.deadline) {
                     return Admission::Late;
                 }
-                return self.admit(now, id, key);
+                let best_effort = caller.class == crate::priority::Priority::BestEffort
+                    && self.cfg.admission == AdmissionRule::Priority;
+                if best_effort
+                    && self.best_effort.len()
+                        >= AdmissionRule::best_effort_slots(
+                            self.cfg.workers,
+                            self.cfg.priority_reserve,
+                        )
+                {
+                    return Admission::Shed;
+                }
+                let admission = self.admit(now, id, key);
+                if best_effort && matches!(admission, Admission::Start { .. } | Admission::Queued) {
+                    self.best_effort.insert(id);
+                }
+                return admission;
             }
         }
         self.held.push(id);
@@ -405,7 +496,7 @@ impl DependencyModel {
     /// `q` requests queued and `w` workers, a worker is free after `(q / w + 1)` service times
     /// (none if a worker is free now), then the request takes one more.
     fn late(&self, now: Duration, deadline: Option<Duration>) -> bool {
-        let (true, Some(deadline)) = (self.cfg.deadline_admission, deadline) else {
+        let (AdmissionRule::Deadline, Some(deadline)) = (self.cfg.admission, deadline) else {
             return false;
         };
         let service = self.service_time(now);
@@ -467,7 +558,7 @@ impl DependencyModel {
         // While frozen nothing is in service (`freeze_begins` moved it to `held`, and arrivals
         // are held), so a request found here finishes normally.
         self.in_service.remove(&id);
-        self.sample(now, id, false);
+        self.left(now, id, false);
         let completion = match self.cfg.faults.fate(self.cfg.seed, key) {
             Fate::Ok => Completion::Respond(200),
             Fate::Fail => Completion::Respond(503),
@@ -509,7 +600,7 @@ impl DependencyModel {
         match self.queue.iter().position(|&(q, _)| q == id) {
             Some(i) => {
                 self.queue.remove(i);
-                self.sample(now, id, true);
+                self.left(now, id, true);
                 true
             }
             None => false,
@@ -531,7 +622,7 @@ impl DependencyModel {
         self.frozen = false;
         let held = std::mem::take(&mut self.held);
         for &id in &held {
-            self.sample(now, id, true);
+            self.left(now, id, true);
         }
         held
     }
@@ -572,7 +663,8 @@ mod tests {
             faults: FaultModel::default(),
             seed: 42,
             queue_policy: QueuePolicy::default(),
-            deadline_admission: false,
+            admission: AdmissionRule::All,
+            priority_reserve: AdmissionRule::DEFAULT_RESERVE,
             concurrency_limit: None,
         }
     }
@@ -764,11 +856,11 @@ mod tests {
     #[test]
     fn deadline_admission_refuses_what_cannot_finish_in_time() {
         let mut m = DependencyModel::new(ServiceConfig {
-            deadline_admission: true,
+            admission: AdmissionRule::Deadline,
             ..cfg(2, 10)
         });
         let start = Admission::Start { service: ms(40) };
-        let by = |t| Some(ms(t));
+        let by = |t| Caller::by(Some(ms(t)));
         assert_eq!(m.arrive_by(ms(0), 0, 0, by(100)), start);
         assert_eq!(m.arrive_by(ms(0), 1, 1, by(30)), Admission::Late, "40 > 30");
         assert_eq!(m.arrive_by(ms(0), 2, 2, by(40)), start, "finishes at 40");
@@ -790,11 +882,71 @@ mod tests {
             Admission::Late,
             "already passed"
         );
-        assert_eq!(m.arrive_by(ms(3), 8, 8, None), Admission::Queued);
+        assert_eq!(
+            m.arrive_by(ms(3), 8, 8, Caller::default()),
+            Admission::Queued
+        );
         assert_eq!((m.busy_workers(), m.queued()), (2, 3));
         // Off: the same late request is served.
         let mut m = DependencyModel::new(cfg(2, 10));
         assert_eq!(m.arrive_by(ms(0), 1, 1, by(30)), start);
+    }
+
+    /// Priority admission, by hand: five 40 ms workers, 20% kept for critical requests, so
+    /// best effort may hold floor(0.8 x 5) = 4 places (on a worker or queued); critical
+    /// requests are admitted as workers and queue allow. A best effort's place frees when it
+    /// is answered or dropped from the queue.
+    #[test]
+    fn priority_admission_sheds_best_effort_over_its_share() {
+        use crate::priority::Priority::{BestEffort, Critical};
+        assert_eq!(AdmissionRule::best_effort_slots(10, 0.2), 8);
+        assert_eq!(AdmissionRule::best_effort_slots(3, 0.2), 2, "2.4");
+        assert_eq!(AdmissionRule::best_effort_slots(10, 0.5), 5);
+        assert_eq!(AdmissionRule::best_effort_slots(10, 1.0), 0);
+        assert_eq!(AdmissionRule::best_effort_slots(10, 0.0), 10);
+        let mut m = DependencyModel::new(ServiceConfig {
+            admission: AdmissionRule::Priority,
+            queue_policy: QueuePolicy {
+                discipline: QueueDiscipline::Codel,
+                ..QueuePolicy::default()
+            },
+            ..cfg(5, 10)
+        });
+        let start = Admission::Start { service: ms(40) };
+        let who = |class| Caller {
+            deadline: None,
+            class,
+        };
+        for id in 0..4 {
+            assert_eq!(m.arrive_by(ms(0), id, id, who(BestEffort)), start, "{id}");
+        }
+        assert_eq!(m.arrive_by(ms(0), 4, 4, who(BestEffort)), Admission::Shed);
+        assert_eq!(m.arrive_by(ms(0), 5, 5, who(Critical)), start, "5th worker");
+        assert_eq!(m.arrive_by(ms(0), 6, 6, who(Critical)), Admission::Queued);
+        assert_eq!(m.arrive_by(ms(1), 7, 7, who(BestEffort)), Admission::Shed);
+        // Request 0 is served; the queued critical 6 takes its worker; 3 best effort remain.
+        let done = m.work_done(ms(40), 0);
+        assert_eq!(done.next, Some((6, ms(40))));
+        assert_eq!(
+            m.arrive_by(ms(40), 8, 8, who(BestEffort)),
+            Admission::Queued
+        );
+        assert_eq!(m.arrive_by(ms(40), 9, 9, who(BestEffort)), Admission::Shed);
+        // 8 is dropped from the queue (its queue timeout): its place frees.
+        assert!(m.expire(ms(140), 8));
+        assert_eq!(
+            m.arrive_by(ms(140), 10, 10, who(BestEffort)),
+            Admission::Queued
+        );
+        assert_eq!(
+            m.arrive_by(ms(140), 11, 11, who(Critical)),
+            Admission::Queued
+        );
+        // Other rules never shed.
+        let mut m = DependencyModel::new(cfg(5, 10));
+        for id in 0..5 {
+            assert_eq!(m.arrive_by(ms(0), id, id, who(BestEffort)), start);
+        }
     }
 
     #[test]

@@ -151,6 +151,7 @@ impl FaultModel {
             | Cause::Full
             | Cause::QueueTimeout
             | Cause::Limited
+            | Cause::Shed
             | Cause::Deadline
             | Cause::Freeze
             | Cause::Down

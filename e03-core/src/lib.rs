@@ -35,6 +35,7 @@
 //!   pool of on-demand sessions.
 //! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
 //!   around [`operation`], driven live and simulated alike.
+//! - [`priority`]: an operation's class (critical or best effort), drawn once per operation.
 //! - [`steps`]: seed 002's step workload: a batch job (arrival schedule, calls per step, retries
 //!   in whole steps) and an interactive flow with a latency budget, sharing one rate limit.
 //! - [`workload`]: the one workload interface ([`workload::Workload`]) every driver drives, and
@@ -65,6 +66,7 @@ pub mod operation;
 pub mod params;
 pub mod policy;
 pub mod presets;
+pub mod priority;
 pub mod rng;
 pub mod scenario;
 pub mod schedule;

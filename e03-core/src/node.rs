@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
-use crate::dependency::{Admission, ReqId, ServiceConfig};
+use crate::dependency::{Admission, Caller, ReqId, ServiceConfig};
 use crate::events::Cause;
 use crate::ledger::{Charge, ChargeRequest, Commit, Ledger};
 use crate::schedule::{Answer, DependencySchedule, Step};
@@ -62,22 +62,22 @@ impl DependencyNode {
         self.schedule.next_due()
     }
 
-    /// A request arrives at `now`, its caller waiting until `deadline` if it said so
-    /// ([`DependencySchedule::arrive_by`]); a charge (`POST /charge`)
+    /// A request arrives at `now`, with what its caller said of itself (its deadline, its
+    /// class: [`DependencySchedule::arrive_by`]); a charge (`POST /charge`)
     /// waits here for its answer to settle.
     pub fn arrive(
         &mut self,
         now: Duration,
         req: ReqId,
         key: u64,
-        deadline: Option<Duration>,
+        caller: Caller,
         charge: Option<ChargeRequest>,
         out: &mut Vec<Step>,
     ) -> Admission {
         if let Some(charge) = charge {
             self.charges.insert(req, charge);
         }
-        self.schedule.arrive_by(now, req, key, deadline, out)
+        self.schedule.arrive_by(now, req, key, caller, out)
     }
 
     /// Everything due up to `now` ([`DependencySchedule::advance`]).
@@ -165,7 +165,7 @@ mod tests {
                 Duration::ZERO,
                 req,
                 req,
-                None,
+                Caller::default(),
                 Some(charge(key, amount)),
                 &mut out,
             );
@@ -195,7 +195,7 @@ mod tests {
     fn a_request_that_is_no_charge_keeps_the_models_status() {
         let mut n = node();
         let mut out = Vec::new();
-        n.arrive(Duration::ZERO, 7, 7, None, None, &mut out);
+        n.arrive(Duration::ZERO, 7, 7, Caller::default(), None, &mut out);
         let s = n.settle(&answer(7, 40, 200, Cause::Ok));
         assert_eq!((s.status, s.charge, s.charged), (200, None, None));
         assert_eq!(n.ledger().charges(), 0);
@@ -205,7 +205,14 @@ mod tests {
     fn ending_drops_the_waiting_charges() {
         let mut n = node();
         let mut out = Vec::new();
-        n.arrive(Duration::ZERO, 0, 0, None, Some(charge("k", 1)), &mut out);
+        n.arrive(
+            Duration::ZERO,
+            0,
+            0,
+            Caller::default(),
+            Some(charge("k", 1)),
+            &mut out,
+        );
         n.end();
         assert_eq!(n.settle(&answer(0, 40, 200, Cause::Ok)).charge, None);
         assert_eq!(n.ledger().charges(), 0);

@@ -109,8 +109,15 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_ADMISSION",
         "admission",
         "all",
-        "all or deadline",
-        "all: every request is admitted as workers and queue allow; deadline: a request whose caller's deadline (the x-e03-deadline-ms it sent: its attempt's timeout) has passed, or would pass before its expected finish in FIFO order, is answered 504 at once without work (cause deadline)"
+        "all, deadline or priority",
+        "all: every request is admitted as workers and queue allow; deadline: a request whose caller's deadline (the x-e03-deadline-ms it sent: its attempt's timeout) has passed, or would pass before its expected finish in FIFO order, is answered 504 at once without work (cause deadline); priority: Stripe's fleet usage load shedder, a best-effort request (x-e03-priority: best_effort) that arrives while best-effort requests hold their share of the workers, floor((1 - E03_PRIORITY_RESERVE) x E03_WORKERS) on a worker or queued, is answered 503 at once without work (cause shed)"
+    ),
+    p!(
+        "E03_PRIORITY_RESERVE",
+        "priority-reserve",
+        "0.2",
+        "a number from 0 to 1",
+        "priority admission: the share of the workers kept for critical requests (Stripe's 20%)"
     ),
     p!(
         "E03_FREEZE_START_S",
@@ -323,6 +330,13 @@ pub const PARAMS: &[ParamSpec] = &[
         "open_loop: arrival rate (the rate at the start and end of a ramp)"
     ),
     p!(
+        "E03_BEST_EFFORT_SHARE",
+        "best-effort-share",
+        "0",
+        "a number from 0 to 1",
+        "the share of operations that are best effort, each drawn once from the seed, the client and the operation's number; their attempts carry x-e03-priority: best_effort, which priority admission sheds first (E03_ADMISSION=priority)"
+    ),
+    p!(
         "E03_RATE_PEAK",
         "rate-peak",
         "0",
@@ -473,9 +487,12 @@ pub struct ServiceParams {
     pub queue_target_ms: f64,
     #[serde(default = "default_queue_interval_ms")]
     pub queue_interval_ms: f64,
-    /// `all` or `deadline`.
+    /// `all`, `deadline` or `priority`.
     #[serde(default = "default_admission")]
     pub admission: String,
+    /// Priority admission: the share of the workers kept for critical requests.
+    #[serde(default = "default_priority_reserve")]
+    pub priority_reserve: f64,
     /// `none` or `aimd`.
     #[serde(default = "default_concurrency_limit")]
     pub concurrency_limit: String,
@@ -525,6 +542,10 @@ fn default_admission() -> String {
     "all".into()
 }
 
+fn default_priority_reserve() -> f64 {
+    crate::dependency::AdmissionRule::DEFAULT_RESERVE
+}
+
 fn default_concurrency_limit() -> String {
     "none".into()
 }
@@ -561,6 +582,9 @@ pub struct SwarmParams {
     /// `open_loop`: rate at the run's middle (0 or at most `rate`: constant).
     #[serde(default)]
     pub rate_peak: f64,
+    /// The share of operations that are best effort ([`crate::priority::Priority`]).
+    #[serde(default)]
+    pub best_effort_share: f64,
     /// `open_loop`: operations in progress at most.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: u32,
@@ -743,9 +767,10 @@ impl Params {
             queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
             queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS", 0.0, 60_000.0, true)?,
             admission: match r.value("E03_ADMISSION") {
-                a @ ("all" | "deadline") => a.to_string(),
+                a if crate::dependency::AdmissionRule::parse(a).is_some() => a.to_string(),
                 _ => return Err(r.invalid("E03_ADMISSION")),
             },
+            priority_reserve: r.num("E03_PRIORITY_RESERVE", 0.0, 1.0, false)?,
             concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
                 l @ ("none" | "aimd") => l.to_string(),
                 _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
@@ -780,6 +805,7 @@ impl Params {
             period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
             rate: r.num("E03_RATE", 0.0, 100_000.0, true)?,
             rate_peak: r.num("E03_RATE_PEAK", 0.0, 100_000.0, false)?,
+            best_effort_share: r.num("E03_BEST_EFFORT_SHARE", 0.0, 1.0, false)?,
             max_in_flight: r.int("E03_MAX_IN_FLIGHT", 1, 1_000_000)? as u32,
             ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
             duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
@@ -1021,6 +1047,7 @@ impl Params {
             ("E03_QUEUE_TARGET_MS", s.queue_target_ms.to_string()),
             ("E03_QUEUE_INTERVAL_MS", s.queue_interval_ms.to_string()),
             ("E03_ADMISSION", s.admission.clone()),
+            ("E03_PRIORITY_RESERVE", s.priority_reserve.to_string()),
             ("E03_CONCURRENCY_LIMIT", s.concurrency_limit.clone()),
             ("E03_LIMIT_TIMEOUT_MS", s.limit_timeout_ms.to_string()),
             ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
@@ -1073,6 +1100,7 @@ impl Params {
             ("E03_PERIOD_MS", w.period_ms.to_string()),
             ("E03_RATE", w.rate.to_string()),
             ("E03_RATE_PEAK", w.rate_peak.to_string()),
+            ("E03_BEST_EFFORT_SHARE", w.best_effort_share.to_string()),
             ("E03_MAX_IN_FLIGHT", w.max_in_flight.to_string()),
             ("E03_OPS_PER_CLIENT", w.ops_per_client.to_string()),
             ("E03_DURATION_S", w.duration_s.to_string()),
@@ -1127,10 +1155,21 @@ impl Params {
         Params::from_raw_with(&all, &def.own_strategies())
     }
 
+    /// Which requests the dependency admits (`E03_ADMISSION`).
+    pub fn admission(&self) -> crate::dependency::AdmissionRule {
+        crate::dependency::AdmissionRule::parse(&self.service.admission).unwrap_or_default()
+    }
+
     /// Whether the dependency admits by deadline (`E03_ADMISSION=deadline`): its callers then
     /// send each attempt's timeout in the deadline header.
     pub fn admits_by_deadline(&self) -> bool {
-        self.service.admission == "deadline"
+        self.admission() == crate::dependency::AdmissionRule::Deadline
+    }
+
+    /// The share of operations that are best effort, in parts per million
+    /// (`E03_BEST_EFFORT_SHARE`).
+    pub fn best_effort_ppm(&self) -> u32 {
+        (self.swarm.best_effort_share * 1e6).round() as u32
     }
 
     /// How the dependency serves its queue (`E03_QUEUE_POLICY`, `E03_QUEUE_TARGET_MS`,
@@ -1158,9 +1197,15 @@ impl Params {
     /// table's `admission` where it sets one, `E03_ADMISSION` otherwise. The swarm sends the
     /// deadline header exactly then.
     pub fn admits_by_deadline_for(&self, strategy: &str) -> bool {
+        self.admission_for(strategy) == crate::dependency::AdmissionRule::Deadline
+    }
+
+    /// Which requests the dependency that `strategy`'s runs face admits: the strategy table's
+    /// `admission` where it sets one, `E03_ADMISSION` otherwise.
+    pub fn admission_for(&self, strategy: &str) -> crate::dependency::AdmissionRule {
         self.strategy(strategy)
-            .and_then(|s| s.server.deadline_admission)
-            .unwrap_or_else(|| self.admits_by_deadline())
+            .and_then(|s| s.server.admission)
+            .unwrap_or_else(|| self.admission())
     }
 
     /// [`Self::service_config`] for the dependency that `strategy`'s runs face: with the
@@ -1187,9 +1232,8 @@ impl Params {
             queue: s.queue,
             service_time: ms(s.service_ms),
             queue_policy,
-            deadline_admission: server
-                .deadline_admission
-                .unwrap_or_else(|| self.admits_by_deadline()),
+            admission: server.admission.unwrap_or_else(|| self.admission()),
+            priority_reserve: s.priority_reserve,
             concurrency_limit: server
                 .concurrency_limit
                 .unwrap_or(s.concurrency_limit == "aimd")
@@ -1506,6 +1550,7 @@ impl crate::session::SessionConfig {
             think: params.think_range(),
             starts: params.starts(),
             max_ops: params.max_ops(),
+            best_effort_ppm: params.best_effort_ppm(),
         }
     }
 }
@@ -1669,7 +1714,9 @@ mod tests {
             QueueDiscipline::AdaptiveLifo
         );
         assert_eq!(c("fifo").queue_policy.target, Duration::from_millis(5));
-        assert!(c("by-deadline").deadline_admission && !c("codel").deadline_admission);
+        use crate::dependency::AdmissionRule;
+        assert_eq!(c("by-deadline").admission, AdmissionRule::Deadline);
+        assert_eq!(c("codel").admission, AdmissionRule::All);
         assert!(p.admits_by_deadline_for("by-deadline") && !p.admits_by_deadline_for("fifo"));
         assert_eq!(c("aimd").concurrency_limit, Some(Default::default()));
         assert_eq!(c("fifo").concurrency_limit, None);
@@ -1694,6 +1741,9 @@ mod tests {
         for (env, bad) in [
             ("E03_CONCURRENCY_LIMIT", "vegas"),
             ("E03_LIMIT_TIMEOUT_MS", "0"),
+            ("E03_ADMISSION", "low"),
+            ("E03_PRIORITY_RESERVE", "1.5"),
+            ("E03_BEST_EFFORT_SHARE", "-0.1"),
         ] {
             let raw = BTreeMap::from([(env.to_string(), bad.to_string())]);
             let e = Params::for_scenario(&shed, &raw).unwrap_err().to_string();
@@ -1737,7 +1787,7 @@ mod tests {
         assert!(err(&[("E03_QUEUE_TARGET_MS", "0")]).starts_with("invalid E03_QUEUE_TARGET_MS"));
         let e = err(&[("E03_ADMISSION", "late")]);
         assert!(e.starts_with("invalid E03_ADMISSION=\"late\""), "{e}");
-        assert!(e.contains("all or deadline"), "{e}");
+        assert!(e.contains("all, deadline or priority"), "{e}");
     }
 
     #[test]

@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
-use crate::dependency::{Admission, Completion, DependencyModel, ReqId, ServiceConfig};
+use crate::dependency::{Admission, Caller, Completion, DependencyModel, ReqId, ServiceConfig};
 use crate::events::Cause;
 
 /// An entry of a [`BinaryHeap`] that pops the *smallest* `key` first and ignores `value` when
@@ -194,22 +194,22 @@ impl DependencySchedule {
         key: u64,
         out: &mut Vec<Step>,
     ) -> Admission {
-        self.arrive_by(now, req, key, None, out)
+        self.arrive_by(now, req, key, Caller::default(), out)
     }
 
-    /// [`Self::arrive`] for a request whose caller waits until `deadline`, if it said so (see
+    /// [`Self::arrive`] for a request whose caller said when it gives up, or its class (see
     /// [`DependencyModel::arrive_by`]).
     pub fn arrive_by(
         &mut self,
         now: Duration,
         req: ReqId,
         key: u64,
-        deadline: Option<Duration>,
+        caller: Caller,
         out: &mut Vec<Step>,
     ) -> Admission {
         self.advance(now, out);
         let now = self.clock;
-        let admission = self.model.arrive_by(now, req, key, deadline);
+        let admission = self.model.arrive_by(now, req, key, caller);
         match admission {
             Admission::Start { service } => {
                 self.waiting.insert(
@@ -235,58 +235,18 @@ impl DependencySchedule {
                     },
                 );
             }
-            Admission::Rejected => out.push(Step::Answer(Answer {
-                req,
-                at: now,
-                status: 503,
-                cause: Cause::Full,
-                admit: None,
-                immediate: false,
-                retry_after: None,
-                cost: self.model.config().faults.cost(Cause::Full),
-            })),
+            Admission::Rejected => out.push(self.at_once(req, 503, Cause::Full, None)),
             Admission::Refused { status, latency } if latency.is_zero() => {
-                out.push(Step::Answer(Answer {
-                    req,
-                    at: now,
-                    status,
-                    cause: Cause::Down,
-                    admit: None,
-                    immediate: false,
-                    retry_after: None,
-                    cost: self.model.config().faults.cost(Cause::Down),
-                }))
+                out.push(self.at_once(req, status, Cause::Down, None))
             }
-            Admission::Limited => out.push(Step::Answer(Answer {
-                req,
-                at: now,
-                status: 503,
-                cause: Cause::Limited,
-                admit: None,
-                immediate: false,
-                retry_after: None,
-                cost: self.model.config().faults.cost(Cause::Limited),
-            })),
-            Admission::Late => out.push(Step::Answer(Answer {
-                req,
-                at: now,
-                status: crate::chain::DEADLINE_STATUS,
-                cause: Cause::Deadline,
-                admit: None,
-                immediate: false,
-                retry_after: None,
-                cost: self.model.config().faults.cost(Cause::Deadline),
-            })),
-            Admission::Throttled { retry_after } => out.push(Step::Answer(Answer {
-                req,
-                at: now,
-                status: 429,
-                cause: Cause::RateLimited,
-                admit: None,
-                immediate: false,
-                retry_after: Some(retry_after),
-                cost: self.model.config().faults.cost(Cause::RateLimited),
-            })),
+            Admission::Limited => out.push(self.at_once(req, 503, Cause::Limited, None)),
+            Admission::Shed => out.push(self.at_once(req, 503, Cause::Shed, None)),
+            Admission::Late => {
+                out.push(self.at_once(req, crate::chain::DEADLINE_STATUS, Cause::Deadline, None))
+            }
+            Admission::Throttled { retry_after } => {
+                out.push(self.at_once(req, 429, Cause::RateLimited, Some(retry_after)))
+            }
             Admission::Refused { status, latency } => {
                 // Answered later, without a worker or a queue place.
                 self.waiting.insert(
@@ -301,6 +261,27 @@ impl DependencySchedule {
             }
         }
         admission
+    }
+
+    /// The answer, at the schedule's clock, to a request refused at its arrival: no worker,
+    /// no work.
+    fn at_once(
+        &self,
+        req: ReqId,
+        status: u16,
+        cause: Cause,
+        retry_after: Option<Duration>,
+    ) -> Step {
+        Step::Answer(Answer {
+            req,
+            at: self.clock,
+            status,
+            cause,
+            admit: None,
+            immediate: false,
+            retry_after,
+            cost: self.model.config().faults.cost(cause),
+        })
     }
 
     /// The run ends: every waiting request is forgotten (its driver answers it if it wants to)

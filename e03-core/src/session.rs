@@ -38,6 +38,7 @@ use rand::Rng;
 use crate::budget::{Rejection, RetryBudget};
 use crate::faults::request_key;
 use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
+use crate::priority::Priority;
 use crate::rng::{stream, LabRng, Stream};
 use crate::strategy::Strategy;
 
@@ -81,6 +82,9 @@ pub struct SessionConfig {
     pub starts: Starts,
     /// At most this many operations per client (`None`: as many as fit in the duration).
     pub max_ops: Option<u32>,
+    /// The share of operations that are best effort, in parts per million
+    /// ([`Priority::of`]; 0: every operation is critical).
+    pub best_effort_ppm: u32,
 }
 
 /// Who an attempt is: what the swarm sends in its `x-e03-*` headers.
@@ -108,6 +112,8 @@ pub struct SendAttempt {
     pub due: Duration,
     /// Give up waiting for its answer this long after sending it (never past the deadline).
     pub timeout: Duration,
+    /// Its operation's class.
+    pub class: Priority,
 }
 
 /// An operation that ended.
@@ -120,6 +126,7 @@ pub struct OpEnd {
     /// Attempts sent (an aborted in-flight attempt counts).
     pub attempts: u32,
     pub outcome: OpOutcome,
+    pub class: Priority,
 }
 
 /// What [`ClientSession::on_wake`] asks of the driver.
@@ -153,6 +160,7 @@ enum State {
 /// One closed-loop client.
 #[derive(Debug, Clone)]
 pub struct ClientSession {
+    seed: u64,
     client: u32,
     config: SessionConfig,
     think_us: (u64, u64),
@@ -160,6 +168,8 @@ pub struct ClientSession {
     jitter: LabRng,
     /// Number of the operation in progress, or of the next one when idle.
     op_no: u32,
+    /// The class the open loop gave the operation ([`Self::begin`]); `None`: drawn.
+    op_class: Option<Priority>,
     state: State,
 }
 
@@ -196,12 +206,14 @@ impl ClientSession {
             config.think.1.as_micros() as u64,
         );
         let mut session = Self {
+            seed,
             client,
             config,
             think_us,
             think,
             jitter: stream(seed, Stream::Jitter, client),
             op_no: 0,
+            op_class: None,
             state: State::Idle(None),
         };
         session.state = match config.starts {
@@ -211,15 +223,19 @@ impl ClientSession {
         session
     }
 
-    /// Open loop ([`Starts::OnDemand`]): the next operation starts at `start` (its intended
+    /// Open loop ([`Starts::OnDemand`]): the next operation, of this class (drawn by the
+    /// arrivals, [`crate::arrivals`]), starts at `start` (its intended
     /// start, which may be before the driver gets to [`on_wake`](Self::on_wake): the operation's
     /// latency and deadline count from `start`, so a late driver cannot hide its lateness).
     ///
     /// # Panics
     /// If an operation is in progress or the session was aborted.
-    pub fn begin(&mut self, start: Duration) {
+    pub fn begin(&mut self, start: Duration, class: Priority) {
         match self.state {
-            State::Idle(_) => self.state = State::Idle(Some(start)),
+            State::Idle(_) => {
+                self.state = State::Idle(Some(start));
+                self.op_class = Some(class);
+            }
             ref other => panic!("begin with an operation in progress ({other:?})"),
         }
     }
@@ -282,7 +298,12 @@ impl ClientSession {
             op: self.op_no,
             attempt: op.attempt(),
         };
-        let attempt = SendAttempt { id, due, timeout };
+        let attempt = SendAttempt {
+            id,
+            due,
+            timeout,
+            class: self.class(),
+        };
         if let Err(why) = budget.admit(now, op.attempt()) {
             if op.attempt() > 1 {
                 budget.release(now);
@@ -352,6 +373,20 @@ impl ClientSession {
             end: now,
             attempts,
             outcome: OpOutcome::Failed(GiveUp::Aborted),
+            class: self.class(),
+        })
+    }
+
+    /// The class of the operation in progress (or of the next one): the one it began with
+    /// ([`Self::begin`]), or drawn from the client and the operation's number.
+    fn class(&self) -> Priority {
+        self.op_class.unwrap_or_else(|| {
+            Priority::of(
+                self.seed,
+                self.client,
+                self.op_no,
+                self.config.best_effort_ppm,
+            )
         })
     }
 
@@ -370,6 +405,7 @@ impl ClientSession {
             end,
             attempts,
             outcome,
+            class: self.class(),
         };
         let next = match self.config.starts {
             Starts::ClosedLoop | Starts::AtZero | Starts::Ramp(_) => {
@@ -414,6 +450,7 @@ mod tests {
             think: (ms(1500), ms(2500)),
             starts: Starts::ClosedLoop,
             max_ops: None,
+            best_effort_ppm: 0,
         }
     }
 
@@ -546,6 +583,7 @@ mod tests {
                 },
                 due: ms(100),
                 timeout: ms(2000),
+                class: Priority::Critical,
             }
         );
         assert_eq!(s.next_wake(), None, "nothing to wake for while in flight");

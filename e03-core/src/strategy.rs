@@ -141,17 +141,15 @@ pub struct Strategy {
 pub struct ServerSide {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_policy: Option<crate::dependency::QueueDiscipline>,
-    /// `Some(true)`: admission by deadline; `Some(false)`: every request is admitted.
+    /// Which requests the row's dependency admits (all, by deadline, by priority).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline_admission: Option<bool>,
+    pub admission: Option<crate::dependency::AdmissionRule>,
     /// `Some(true)`: the adaptive concurrency limit (`aimd`); `Some(false)`: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_limit: Option<bool>,
 }
 
 impl ServerSide {
-    /// What a strategy table's `admission` accepts.
-    pub const ADMISSIONS: &'static str = "all or deadline";
     /// What a strategy table's `concurrency_limit` accepts.
     pub const LIMITS: &'static str = "none or aimd";
 

@@ -80,8 +80,9 @@ pub struct StrategySpec {
     /// (default `reuse`).
     #[serde(default)]
     pub connections: crate::strategy::Connections,
-    /// `queue_policy = "fifo" | "codel" | "adaptive_lifo"` and `admission = "all" | "deadline"`:
-    /// the dependency's policy this strategy's runs face (default: the run's).
+    /// `queue_policy = "fifo" | "codel" | "adaptive_lifo"`, `admission = "all" | "deadline" |
+    /// "priority"` and `concurrency_limit = "none" | "aimd"`: the dependency's policy this
+    /// strategy's runs face (default: the run's).
     #[serde(
         default,
         skip_serializing_if = "crate::strategy::ServerSide::is_default"
@@ -375,7 +376,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         }
     };
 
-    use crate::dependency::QueueDiscipline;
+    use crate::dependency::{AdmissionRule, QueueDiscipline};
     use crate::strategy::ServerSide;
     let queue_policy = match string("queue_policy", QueueDiscipline::ACCEPTS)? {
         None => None,
@@ -392,16 +393,17 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
             }
         },
     };
-    let deadline_admission = match string("admission", ServerSide::ADMISSIONS)?.as_deref() {
+    let admission = match string("admission", AdmissionRule::ACCEPTS)? {
         None => None,
-        Some("all") => Some(false),
-        Some("deadline") => Some(true),
-        Some(other) => {
-            return fail!(
-                "admission",
-                format!("admission = {other:?}: expected {}", ServerSide::ADMISSIONS)
-            )
-        }
+        Some(a) => match AdmissionRule::parse(&a) {
+            Some(rule) => Some(rule),
+            None => {
+                return fail!(
+                    "admission",
+                    format!("admission = {a:?}: expected {}", AdmissionRule::ACCEPTS)
+                )
+            }
+        },
     };
     let concurrency_limit = match string("concurrency_limit", ServerSide::LIMITS)?.as_deref() {
         None => None,
@@ -432,7 +434,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         connections,
         server: ServerSide {
             queue_policy,
-            deadline_admission,
+            admission,
             concurrency_limit,
         },
     })
@@ -671,7 +673,10 @@ mod tests {
             .unwrap()
             .resolve(MS, MS);
         assert_eq!(s.server.queue_policy, Some(QueueDiscipline::AdaptiveLifo));
-        assert_eq!(s.server.deadline_admission, Some(true));
+        assert_eq!(
+            s.server.admission,
+            Some(crate::dependency::AdmissionRule::Deadline)
+        );
         let plain = table("id = \"k\"\nbackoff = \"none\"")
             .unwrap()
             .resolve(MS, MS);
@@ -684,7 +689,10 @@ mod tests {
         );
         let e = err("id = \"k\"\nbackoff = \"none\"\nadmission = \"some\"");
         assert_eq!(e.key, "admission");
-        assert_eq!(e.message, "admission = \"some\": expected all or deadline");
+        assert_eq!(
+            e.message,
+            "admission = \"some\": expected all, deadline or priority"
+        );
         let s = table("id = \"k\"\nbackoff = \"none\"\nconcurrency_limit = \"aimd\"")
             .unwrap()
             .resolve(MS, MS);

@@ -49,6 +49,7 @@ use crate::arrivals::{Arrival, OpenLoop};
 use crate::budget::Rejection;
 use crate::operation::{AttemptResult, GiveUp, OpOutcome};
 use crate::policy::ClientPolicy;
+use crate::priority::Priority;
 use crate::schedule::Earliest;
 use crate::session::{AttemptId, ClientSession, OpEnd, SendAttempt, SessionConfig, Wake};
 use crate::steps::{Call, Done, Flow, StepConfig, StepWorkload};
@@ -65,6 +66,8 @@ pub struct Outgoing {
     /// The step workload's flow and step (seed 002); `None` elsewhere.
     pub flow: Option<Flow>,
     pub step: Option<u32>,
+    /// Its operation's class (sent in the priority header when best effort).
+    pub class: Priority,
 }
 
 impl Outgoing {
@@ -82,6 +85,7 @@ impl From<SendAttempt> for Outgoing {
             timeout: a.timeout,
             flow: None,
             step: None,
+            class: a.class,
         }
     }
 }
@@ -98,6 +102,7 @@ pub struct Ended {
     pub outcome: OpOutcome,
     /// The step workload's flow; `None` elsewhere.
     pub flow: Option<Flow>,
+    pub class: Priority,
 }
 
 impl From<OpEnd> for Ended {
@@ -110,6 +115,7 @@ impl From<OpEnd> for Ended {
             attempts: e.attempts,
             outcome: e.outcome,
             flow: None,
+            class: e.class,
         }
     }
 }
@@ -236,16 +242,18 @@ impl Clients {
         self.wakes.peek().map(|e| e.key)
     }
 
-    /// Client `c`'s next operation starts at `start` (an open loop's arrival), woken now.
+    /// Client `c`'s next operation, of this class, starts at `start` (an open loop's
+    /// arrival), woken now.
     fn start(
         &mut self,
         c: u32,
         start: Duration,
+        class: Priority,
         now: Duration,
         policy: &mut ClientPolicy,
         next: &mut Next,
     ) {
-        self.sessions[c as usize].begin(start);
+        self.sessions[c as usize].begin(start, class);
         self.wake(c, now, policy, next);
     }
 
@@ -372,11 +380,16 @@ impl Workload for Arrivals {
                 let arrival = self.open.on_arrival();
                 self.arrival_order = self.slots.stamp();
                 match arrival {
-                    Arrival::Start { slot, start, new } => {
+                    Arrival::Start {
+                        slot,
+                        start,
+                        class,
+                        new,
+                    } => {
                         if let Some(session) = new {
                             self.slots.push(*session);
                         }
-                        self.slots.start(slot, start, now, policy, next);
+                        self.slots.start(slot, start, class, now, policy, next);
                     }
                     Arrival::Dropped { start } => next.dropped.push(start),
                 }
@@ -431,6 +444,7 @@ impl Steps {
             timeout: self.timeout,
             flow: Some(call.flow),
             step: Some(call.step),
+            class: Priority::Critical,
         }
     }
 
@@ -448,6 +462,7 @@ impl Steps {
                 OpOutcome::Failed(GiveUp::AttemptsExhausted)
             },
             flow: Some(d.flow),
+            class: Priority::Critical,
         }
     }
 
@@ -539,6 +554,7 @@ mod tests {
             think: (ms(think_ms), ms(think_ms)),
             starts,
             max_ops: Some(2),
+            best_effort_ppm: 0,
         }
     }
 

@@ -152,6 +152,11 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             Some(o) => o.wasted_share(),
             None => return Err("not an open-loop run".into()),
         },
+        CheckMetric::CriticalSuccess => mine.critical().success().ok_or("no critical operation")?,
+        CheckMetric::BestEffortSuccess => mine
+            .best_effort
+            .success()
+            .ok_or("no best-effort operation")?,
         CheckMetric::Attempts => mine.total_requests as f64,
         CheckMetric::Accepted => mine.succeeded as f64,
         CheckMetric::FailedFast => mine.failed_fast as f64,

@@ -409,6 +409,7 @@ impl LiveAccumulator {
             Cause::Full
             | Cause::QueueTimeout
             | Cause::Limited
+            | Cause::Shed
             | Cause::Deadline
             | Cause::Freeze
             | Cause::Down
@@ -593,6 +594,7 @@ mod tests {
             client: id.map(|i| i.0),
             op: id.map(|i| i.1),
             attempt: id.map(|i| i.2),
+            class: Default::default(),
         }
     }
 

@@ -22,6 +22,7 @@ use e03_core::breaker::BreakerState;
 use e03_core::events::{
     Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
 };
+use e03_core::priority::Priority;
 use e03_core::{GiveUp, Params, Scenario};
 
 use crate::fidelity::LiveAccumulator;
@@ -38,6 +39,30 @@ pub const WINDOW_1S_US: u64 = 1_000_000;
 pub const MAX_T_US: u64 = 2 * 86_400 * WINDOW_1S_US;
 /// Share of successes a 1 s window needs to count as recovered.
 const RECOVERED: f64 = 0.99;
+
+/// Operations of one class, and how many of them succeeded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassTally {
+    pub operations: u64,
+    pub succeeded: u64,
+}
+
+impl ClassTally {
+    /// The share that succeeded; `None` without operations.
+    pub fn success(&self) -> Option<f64> {
+        (self.operations > 0).then(|| self.succeeded as f64 / self.operations as f64)
+    }
+}
+
+impl RunMetrics {
+    /// The critical operations: every operation that is not best effort.
+    pub fn critical(&self) -> ClassTally {
+        ClassTally {
+            operations: self.operations - self.best_effort.operations,
+            succeeded: self.succeeded - self.best_effort.succeeded,
+        }
+    }
+}
 
 /// Everything reported for one strategy and seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,6 +116,10 @@ pub struct RunMetrics {
     /// Operations that succeeded.
     #[serde(default)]
     pub succeeded: u64,
+    /// Best-effort operations ([`e03_core::priority::Priority`]), and how many succeeded;
+    /// every other operation is critical.
+    #[serde(default)]
+    pub best_effort: ClassTally,
     /// Every attempt of a small run (at most [`ATTEMPT_LOG_MAX`] attempts; empty for a larger
     /// one), in the order sent: the per-caller attempt log and the retry waits of the checks.
     #[serde(skip)]
@@ -238,6 +267,7 @@ pub struct RunAccumulator {
     affected_ops: u64,
     affected_ok: u64,
     succeeded: u64,
+    best_effort: ClassTally,
     /// The attempt log (see [`RunMetrics::attempt_log`]), with the index of each simulated
     /// attempt still waiting for its answer, by request id.
     attempt_log: Vec<AttemptLine>,
@@ -322,6 +352,7 @@ impl RunAccumulator {
             affected_ops: 0,
             affected_ok: 0,
             succeeded: 0,
+            best_effort: ClassTally::default(),
             attempt_log: Vec::new(),
             attempt_log_full: false,
             no_answer: NoAnswer::default(),
@@ -439,9 +470,20 @@ impl RunAccumulator {
     }
 
     /// An operation ended (client log).
-    pub fn operation(&mut self, start_us: u64, end_us: u64, success: bool, reason: Option<GiveUp>) {
+    pub fn operation(
+        &mut self,
+        start_us: u64,
+        end_us: u64,
+        success: bool,
+        reason: Option<GiveUp>,
+        class: Priority,
+    ) {
         self.operations += 1;
         self.succeeded += u64::from(success);
+        if class == Priority::BestEffort {
+            self.best_effort.operations += 1;
+            self.best_effort.succeeded += u64::from(success);
+        }
         if let Some(open) = self.open.as_mut() {
             open.offered(start_us, true);
             if success {
@@ -606,6 +648,7 @@ impl RunAccumulator {
             o.end_us,
             o.outcome == Outcome::Success,
             o.reason,
+            o.class,
         );
     }
 
@@ -659,6 +702,7 @@ impl RunAccumulator {
             retries_1s,
             arrivals: self.arrivals,
             succeeded: self.succeeded,
+            best_effort: self.best_effort,
             attempt_log: self.attempt_log,
             no_answer: self.no_answer,
             fidelity,
@@ -743,7 +787,13 @@ mod tests {
         let mut a = acc(Scenario::e03a());
         // 100 operations of 1..=100 ms; the slowest five failed.
         for i in 1..=100u64 {
-            a.operation(0, i * 1000, i <= 95, (i > 95).then_some(GiveUp::Deadline));
+            a.operation(
+                0,
+                i * 1000,
+                i <= 95,
+                (i > 95).then_some(GiveUp::Deadline),
+                Priority::Critical,
+            );
         }
         let m = a.finish();
         assert!((m.p95_ms - 95.0).abs() < 0.1, "{}", m.p95_ms);
@@ -754,17 +804,36 @@ mod tests {
     #[test]
     fn e03b_success_counts_only_operations_started_in_the_affected_window() {
         let mut a = acc(Scenario::e03b()); // affected: [8.5 s, 15.0 s)
-        a.operation(1_000_000, 1_100_000, false, Some(GiveUp::Deadline)); // before: ignored
-        a.operation(8_499_999, 9_000_000, false, Some(GiveUp::Deadline)); // just before
-        a.operation(8_500_000, 10_500_000, true, None); // first affected
+        a.operation(
+            1_000_000,
+            1_100_000,
+            false,
+            Some(GiveUp::Deadline),
+            Priority::Critical,
+        ); // before: ignored
+        a.operation(
+            8_499_999,
+            9_000_000,
+            false,
+            Some(GiveUp::Deadline),
+            Priority::Critical,
+        ); // just before
+        a.operation(8_500_000, 10_500_000, true, None, Priority::Critical); // first affected
         a.operation(
             12_000_000,
             12_100_000,
             false,
             Some(GiveUp::AttemptsExhausted),
+            Priority::Critical,
         );
-        a.operation(14_999_999, 15_100_000, true, None);
-        a.operation(15_000_000, 15_100_000, false, Some(GiveUp::Deadline)); // after: ignored
+        a.operation(14_999_999, 15_100_000, true, None, Priority::Critical);
+        a.operation(
+            15_000_000,
+            15_100_000,
+            false,
+            Some(GiveUp::Deadline),
+            Priority::Critical,
+        ); // after: ignored
         let m = a.finish();
         assert!((m.success_affected - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(m.operations, 6);
@@ -773,10 +842,16 @@ mod tests {
     #[test]
     fn e03a_success_is_over_all_operations_and_has_no_recovery() {
         let mut a = acc(Scenario::e03a());
-        a.operation(0, 10, true, None);
-        a.operation(20_000_000, 20_000_010, false, Some(GiveUp::NotRetryable));
-        a.operation(29_000_000, 29_000_010, true, None);
-        a.operation(29_000_000, 29_000_010, true, None);
+        a.operation(0, 10, true, None, Priority::Critical);
+        a.operation(
+            20_000_000,
+            20_000_010,
+            false,
+            Some(GiveUp::NotRetryable),
+            Priority::Critical,
+        );
+        a.operation(29_000_000, 29_000_010, true, None, Priority::Critical);
+        a.operation(29_000_000, 29_000_010, true, None, Priority::Critical);
         let m = a.finish();
         assert_eq!(m.success_affected, 0.75);
         assert_eq!(m.recovery_s, None);
@@ -789,8 +864,14 @@ mod tests {
         a.attempt(1, 0, 10);
         a.attempt(2, 100, 100);
         a.attempt(3, 200, 250);
-        a.operation(0, 300, false, Some(GiveUp::BudgetDenied));
-        a.operation(0, 300, false, Some(GiveUp::Deadline));
+        a.operation(
+            0,
+            300,
+            false,
+            Some(GiveUp::BudgetDenied),
+            Priority::Critical,
+        );
+        a.operation(0, 300, false, Some(GiveUp::Deadline), Priority::Critical);
         let m = a.finish();
         assert_eq!((m.retries_sent, m.retries_denied), (2, 1));
         assert_eq!(
@@ -804,7 +885,13 @@ mod tests {
     fn recovery_of(ops: &[(u64, bool)]) -> Option<u64> {
         let mut a = acc(Scenario::e03b());
         for &(end_us, ok) in ops {
-            a.operation(end_us.saturating_sub(1000), end_us, ok, None);
+            a.operation(
+                end_us.saturating_sub(1000),
+                end_us,
+                ok,
+                None,
+                Priority::Critical,
+            );
         }
         a.finish().recovery_s
     }
@@ -849,9 +936,9 @@ mod tests {
         let mut a = RunAccumulator::new(scenario, &params, "breaker", 42);
         // Failures until 7.5 s (window 1 after the end), successes from 8 s (window 2).
         for (end_us, ok) in [(5_000_000, false), (6_200_000, false), (7_500_000, false)] {
-            a.operation(end_us - 1000, end_us, ok, None);
+            a.operation(end_us - 1000, end_us, ok, None, Priority::Critical);
         }
-        a.operation(7_999_000, 8_000_000, true, None);
+        a.operation(7_999_000, 8_000_000, true, None, Priority::Critical);
         assert_eq!(a.finish().recovery_s, Some(2));
     }
 
@@ -868,8 +955,35 @@ mod tests {
     fn far_times_do_not_grow_series() {
         let mut a = acc(Scenario::e03b());
         a.arrival(u64::MAX, Some(2));
-        a.operation(0, u64::MAX, true, None);
+        a.operation(0, u64::MAX, true, None, Priority::Critical);
         let m = a.finish();
         assert_eq!((m.total_requests, m.arrivals_100ms.len()), (1, 0));
+    }
+
+    /// Two best-effort operations (one succeeds) and three critical ones (all succeed): the
+    /// critical tally is the rest of the operations.
+    #[test]
+    fn operations_are_tallied_by_class() {
+        let mut a = acc(Scenario::e03b());
+        for (ok, class) in [
+            (true, Priority::BestEffort),
+            (false, Priority::BestEffort),
+            (true, Priority::Critical),
+            (true, Priority::Critical),
+            (true, Priority::Critical),
+        ] {
+            a.operation(0, 1000, ok, None, class);
+        }
+        let m = a.finish();
+        assert_eq!((m.best_effort.operations, m.best_effort.succeeded), (2, 1));
+        assert_eq!(m.best_effort.success(), Some(0.5));
+        assert_eq!(
+            m.critical(),
+            ClassTally {
+                operations: 3,
+                succeeded: 3
+            }
+        );
+        assert_eq!(ClassTally::default().success(), None);
     }
 }

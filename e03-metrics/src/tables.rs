@@ -1039,7 +1039,54 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         )?;
         write!(w, "{}", t.markdown())?;
     }
+    if let Some(t) = class_table(s) {
+        writeln!(
+            w,
+            "\nBy class (E03_BEST_EFFORT_SHARE of the operations are best effort; priority \
+             admission sheds them first):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
     Ok(())
+}
+
+/// Operations and their success by class (critical, best effort), one row per strategy and
+/// seed; `None` when no run had a best-effort operation.
+pub fn class_table(s: &ScenarioSummary) -> Option<Table> {
+    if s.runs.iter().all(|r| r.best_effort.operations == 0) {
+        return None;
+    }
+    let share = |t: crate::metrics::ClassTally| {
+        t.success()
+            .map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v))
+    };
+    let rows = s
+        .runs
+        .iter()
+        .map(|r| {
+            let critical = r.critical();
+            vec![
+                r.strategy.clone(),
+                r.seed.to_string(),
+                critical.operations.to_string(),
+                share(critical),
+                r.best_effort.operations.to_string(),
+                share(r.best_effort),
+            ]
+        })
+        .collect();
+    let headers = [
+        "strategy",
+        "seed",
+        "critical ops",
+        "critical success",
+        "best-effort ops",
+        "best-effort success",
+    ];
+    Some(Table {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
+        rows,
+    })
 }
 
 #[cfg(test)]
@@ -1294,8 +1341,8 @@ mod terminal_tests {
         // Issue 28's new user: SIGINT 5 s into `lab run e03b`, before the freeze (8.5 s): no
         // operation started in the incident, none ended after it.
         let mut acc = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 42);
-        acc.operation(1_000_000, 1_050_000, true, None);
-        acc.operation(4_000_000, 4_050_000, true, None);
+        acc.operation(1_000_000, 1_050_000, true, None, Default::default());
+        acc.operation(4_000_000, 4_050_000, true, None, Default::default());
         let mut m = acc.finish();
         m.complete = false;
         let mut s = summary("C", vec![m]);

@@ -1,24 +1,28 @@
-//! The identity headers of an attempt (`x-e03-client`, `x-e03-op`, `x-e03-attempt`, and the
-//! caller's deadline `x-e03-deadline-ms`: `dependency_service::Identity::from_headers`) and the
+//! The identity headers of an attempt (`x-e03-client`, `x-e03-op`, `x-e03-attempt`, the
+//! caller's deadline `x-e03-deadline-ms` and its class `x-e03-priority`:
+//! `dependency_service::Identity::from_headers`) and the
 //! hop's request and deadline headers (`dependency_service::hop::call_headers`).
 //! Input: lines; each line's first byte picks a header, the rest is its value (repeats kept).
-//! Invariants: a value read is the header's trimmed value as a number; a full, well-formed
-//! identity has a fault key.
+//! Invariants: a value read is the header's trimmed value as a number (the class: as one of
+//! its two names, critical when absent); malformed exactly when a present header is not one; a
+//! full, well-formed identity has a fault key.
 #![no_main]
 
 use dependency_service::hop::call_headers;
 use dependency_service::Identity;
 use e03_core::chain::{DEADLINE_HEADER, REQUEST_HEADER};
 use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_core::priority::{Priority, PRIORITY_HEADER};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 
-const NAMES: [&str; 5] = [
+const NAMES: [&str; 6] = [
     HEADER_CLIENT,
     HEADER_OP,
     HEADER_ATTEMPT,
     REQUEST_HEADER,
     DEADLINE_HEADER,
+    PRIORITY_HEADER,
 ];
 
 /// The first value of `name`, trimmed and read as a number as the lab must read it.
@@ -52,7 +56,15 @@ fuzz_target!(|data: &[u8]| {
         first::<u64>(&h, DEADLINE_HEADER),
     );
     assert_eq!(id.deadline_ms, d.flatten());
-    let malformed = [c, o, a].iter().any(|v| matches!(v, Some(None))) || matches!(d, Some(None));
+    let p = h.get(PRIORITY_HEADER).map(|v| {
+        v.to_str()
+            .ok()
+            .and_then(|s| Priority::parse(s.trim()))
+    });
+    assert_eq!(id.class, p.flatten().unwrap_or_default());
+    let malformed = [c, o, a].iter().any(|v| matches!(v, Some(None)))
+        || matches!(d, Some(None))
+        || matches!(p, Some(None));
     assert_eq!(id.malformed, malformed);
     assert_eq!(
         id.fault_key().is_some(),

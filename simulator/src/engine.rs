@@ -75,9 +75,11 @@
 use e03_core::attempt::Broken;
 use e03_core::breaker::BreakerState;
 use e03_core::chain::{deadline_header_ms, deadline_on_arrival};
+use e03_core::dependency::Caller;
 use e03_core::events::Cause;
 use e03_core::ledger::ChargeRequest;
 use e03_core::policy::ClientPolicy;
+use e03_core::priority::Priority;
 use e03_core::rng::{mix64, stream, LabRng, Stream};
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::AttemptId;
@@ -87,9 +89,7 @@ use e03_core::wire::{
     applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
 };
 use e03_core::workload::{Ended, Next, Outgoing, Workload};
-use e03_core::{
-    Admission, AttemptResult, DependencyNode, OpOutcome, Params, ReqId, Scenario, Strategy,
-};
+use e03_core::{Admission, AttemptResult, DependencyNode, Params, ReqId, Scenario, Strategy};
 
 use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};
 use crate::service::{dur, nanos};
@@ -147,16 +147,8 @@ pub trait Observer {
     fn connection_opened(&mut self, _t: Nanos, _client: u32) {}
     /// The proxy reset a connection of `client` (`reset_peer`).
     fn connection_reset(&mut self, _t: Nanos, _client: u32) {}
-    /// An operation ended (`attempts` were sent).
-    fn operation(
-        &mut self,
-        client: u32,
-        op: u32,
-        start: Nanos,
-        end: Nanos,
-        attempts: u32,
-        outcome: OpOutcome,
-    );
+    /// An operation ended: its client, number, start, end, attempts sent, outcome and class.
+    fn operation(&mut self, ended: &Ended);
 }
 
 /// A request on its way to the dependency, held by a toxic on the requests.
@@ -169,6 +161,8 @@ struct Transit {
     /// The deadline header it carries (its timeout in whole ms), as the swarm sends it when
     /// the dependency admits by deadline; read on arrival by the core's one rule.
     deadline_ms: Option<u64>,
+    /// Its operation's class, sent in the priority header.
+    class: Priority,
     charge: Option<ChargeRequest>,
 }
 
@@ -455,6 +449,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             deadline_ms: self
                 .deadline_header
                 .then(|| deadline_header_ms(send.timeout)),
+            class: send.class,
             charge,
         };
         match self.wire_delay(t, c, Direction::Upstream) {
@@ -482,7 +477,10 @@ impl<'a, O: Observer> Engine<'a, O> {
             dur(t),
             req,
             r.key,
-            r.deadline_ms.map(|ms| deadline_on_arrival(dur(t), ms)),
+            Caller {
+                deadline: r.deadline_ms.map(|ms| deadline_on_arrival(dur(t), ms)),
+                class: r.class,
+            },
             r.charge,
             &mut self.answers,
         );
@@ -787,14 +785,7 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// An operation ended: the observer told.
     fn ended(&mut self, e: Ended) {
-        self.observer.operation(
-            e.client,
-            e.op,
-            nanos(e.start),
-            nanos(e.end),
-            e.attempts,
-            e.outcome,
-        );
+        self.observer.operation(&e);
     }
 }
 

@@ -138,15 +138,9 @@ impl Observer for RunAccumulator {
         RunAccumulator::breaker_change(self, t / 1000, from, to);
     }
 
-    fn operation(
-        &mut self,
-        client: u32,
-        op: u32,
-        start: Nanos,
-        end: Nanos,
-        _attempts: u32,
-        outcome: OpOutcome,
-    ) {
+    fn operation(&mut self, e: &e03_core::workload::Ended) {
+        let (client, op, outcome) = (e.client, e.op, e.outcome);
+        let (start, end) = (e.start.as_nanos() as Nanos, e.end.as_nanos() as Nanos);
         if let Some(st) = self.steps_mut() {
             st.operation(
                 Flow::of_client(client),
@@ -167,6 +161,7 @@ impl Observer for RunAccumulator {
             end / 1000,
             outcome == OpOutcome::Success,
             reason,
+            e.class,
         );
     }
 }

@@ -195,11 +195,13 @@ mod tests {
             h.out.push(Decision::Admitted { t, req, admission });
             match admission {
                 Admission::Start { service } => h.schedule(t + nanos(service), req, None),
-                Admission::Rejected | Admission::Limited => h.out.push(Decision::Answered {
-                    t,
-                    req,
-                    status: 503,
-                }),
+                Admission::Rejected | Admission::Limited | Admission::Shed => {
+                    h.out.push(Decision::Answered {
+                        t,
+                        req,
+                        status: 503,
+                    })
+                }
                 Admission::Refused { status, .. } => {
                     h.out.push(Decision::Answered { t, req, status })
                 }

@@ -34,8 +34,10 @@ impl Observer for Trace {
     fn attempt_end(&mut self, t: Nanos, _req: ReqId, result: AttemptResult) {
         self.ends.push((t, result));
     }
-    fn operation(&mut self, _c: u32, op: u32, start: Nanos, end: Nanos, n: u32, o: OpOutcome) {
-        self.ops.push((op, start, end, n, o));
+    fn operation(&mut self, e: &e03_core::workload::Ended) {
+        let nanos = |d: std::time::Duration| d.as_nanos() as Nanos;
+        self.ops
+            .push((e.op, nanos(e.start), nanos(e.end), e.attempts, e.outcome));
     }
 }
 

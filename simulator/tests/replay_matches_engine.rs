@@ -27,7 +27,7 @@ impl Observer for Admissions {
     fn admission(&mut self, t: Nanos, req: ReqId, admission: Admission) {
         self.decided.push((t, req, admission));
     }
-    fn operation(&mut self, _: u32, _: u32, _: Nanos, _: Nanos, _: u32, _: e03_core::OpOutcome) {
+    fn operation(&mut self, _: &e03_core::workload::Ended) {
         self.operations += 1;
     }
 }

@@ -151,3 +151,15 @@ pub fn files(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The records of the one JSON Lines log under `dir` whose name starts with `prefix`.
+#[allow(dead_code)]
+pub fn log_records(dir: &Path, prefix: &str) -> Vec<serde_json::Value> {
+    let log = files(dir, prefix, ".jsonl");
+    assert_eq!(log.len(), 1, "{log:?}");
+    std::fs::read_to_string(&log[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .collect()
+}
