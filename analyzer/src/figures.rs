@@ -36,8 +36,8 @@ fn colour(id: &str, i: usize) -> RGBColor {
         "B" => RGBColor(31, 119, 180),
         "C" => RGBColor(44, 160, 44),
         "D" => RGBColor(148, 103, 189),
-        // Six, so that a chain's four variants (`deadline`) or a user's strategies get
-        // colours of their own.
+        // Ten (matplotlib's tab10, the four above last), so that a chain's four variants
+        // (`deadline`), `shedding`'s seven rows or a user's strategies get colours of their own.
         _ => [
             RGBColor(255, 127, 14),
             RGBColor(140, 86, 75),
@@ -45,7 +45,11 @@ fn colour(id: &str, i: usize) -> RGBColor {
             RGBColor(227, 119, 194),
             RGBColor(188, 189, 34),
             RGBColor(127, 127, 127),
-        ][i % 6],
+            RGBColor(31, 119, 180),
+            RGBColor(44, 160, 44),
+            RGBColor(148, 103, 189),
+            RGBColor(214, 39, 40),
+        ][i % 10],
     }
 }
 
@@ -1295,6 +1299,33 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn up_to_ten_strategies_beside_a_to_d_get_colours_of_their_own() {
+        let ids = [
+            "fifo",
+            "codel",
+            "lifo",
+            "deadline",
+            "aimd",
+            "gradient2",
+            "priority",
+            "x",
+            "y",
+            "z",
+        ];
+        let colours: Vec<(u8, u8, u8)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let c = colour(id, i);
+                (c.0, c.1, c.2)
+            })
+            .collect();
+        for (i, c) in colours.iter().enumerate() {
+            assert!(!colours[..i].contains(c), "{} repeats a colour", ids[i]);
+        }
+    }
 
     #[test]
     fn the_predicted_boundary_sits_between_the_cell_centres_it_falls_between() {

@@ -53,11 +53,11 @@ pub struct ServiceConfig {
     /// (`E03_PRIORITY_RESERVE`, default 0.2, Stripe's figure).
     #[serde(default = "default_priority_reserve")]
     pub priority_reserve: f64,
-    /// An adaptive concurrency limit in front of workers and queue (`E03_CONCURRENCY_LIMIT`):
-    /// a request arriving while the limit's worth of requests are in the dependency is refused
-    /// at once ([`Admission::Limited`]). Default none.
+    /// An adaptive concurrency limit in front of workers and queue (`E03_CONCURRENCY_LIMIT`,
+    /// [`crate::limit`]): a request arriving while the limit's worth of requests are in the
+    /// dependency is refused at once ([`Admission::Limited`]). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency_limit: Option<AimdLimit>,
+    pub concurrency_limit: Option<ConcurrencyLimit>,
 }
 
 fn default_priority_reserve() -> f64 {
@@ -127,56 +127,8 @@ impl Caller {
     }
 }
 
-/// An adaptive concurrency limit, after Netflix's concurrency-limits library (`AIMDLimit`, the
-/// "loss based" limit of its core; "Performance Under Load", Netflix Technology Blog, 2018).
-/// Requests in the dependency (on a worker or queued) may not exceed the limit: one more is
-/// refused at once, 503 without work. Each admitted request is a sample when it leaves: its
-/// round trip (arrival to answer) and the requests in flight when it was admitted, itself
-/// included. After each sample the limit becomes
-///
-/// - `limit x backoff_ratio` (rounded down) when the sample was dropped (a queue timeout) or
-///   its round trip exceeded `timeout`;
-/// - `limit + 1` when its in-flight count was at least half the limit (the limit was in use);
-/// - unchanged otherwise;
-///
-/// then is kept within `[min, max]`. The library's defaults, kept here: initial and minimum 20,
-/// maximum 200, backoff ratio 0.9, timeout 5 s (`E03_LIMIT_TIMEOUT_MS` moves the timeout).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct AimdLimit {
-    pub initial: u32,
-    pub min: u32,
-    pub max: u32,
-    pub backoff_ratio: f64,
-    /// A round trip longer than this counts as a drop.
-    pub timeout: Duration,
-}
-
-impl Default for AimdLimit {
-    fn default() -> Self {
-        AimdLimit {
-            initial: 20,
-            min: 20,
-            max: 200,
-            backoff_ratio: 0.9,
-            timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-impl AimdLimit {
-    /// The limit after one sample under `limit`: `rtt` and whether the request was dropped,
-    /// `inflight` the requests in the dependency when it was admitted (itself included).
-    pub fn next(&self, limit: u32, rtt: Duration, inflight: u32, dropped: bool) -> u32 {
-        let next = if dropped || rtt > self.timeout {
-            (limit as f64 * self.backoff_ratio) as u32
-        } else if inflight.saturating_mul(2) >= limit {
-            limit + 1
-        } else {
-            limit
-        };
-        next.clamp(self.min, self.max.max(self.min))
-    }
-}
+use crate::limit::LimitState;
+pub use crate::limit::{AimdLimit, ConcurrencyLimit, Gradient2Limit, LimitKind};
 
 /// How the dependency serves its queue, after Facebook's "Fail at Scale" (Ben Maurer, ACM Queue
 /// 13(8), 2015, "Controlled delay" and "Adaptive LIFO"):
@@ -334,7 +286,7 @@ pub struct DependencyModel {
     limiter: SlidingWindow,
     /// The concurrency limit now, and each admitted request's arrival and in-flight count
     /// when it was admitted (its sample when it leaves); `None` without [`AimdLimit`].
-    aimd: Option<(u32, Samples)>,
+    limit: Option<(LimitState, Samples)>,
     /// Best-effort requests in the dependency (on a worker or queued) under priority
     /// admission ([`AdmissionRule::Priority`]).
     best_effort: rustc_hash::FxHashSet<ReqId>,
@@ -389,20 +341,17 @@ impl DependencyModel {
             held: Vec::new(),
             frozen: false,
             limiter: SlidingWindow::default(),
-            aimd: cfg.concurrency_limit.map(|l| {
-                (
-                    l.initial.clamp(l.min, l.max.max(l.min)),
-                    FxHashMap::default(),
-                )
-            }),
+            limit: cfg
+                .concurrency_limit
+                .map(|l| (LimitState::start(&l), FxHashMap::default())),
             best_effort: Default::default(),
             cfg,
         }
     }
 
-    /// The concurrency limit now ([`AimdLimit`]), if the dependency has one.
+    /// The concurrency limit now ([`crate::limit`]), if the dependency has one.
     pub fn concurrency_limit(&self) -> Option<u32> {
-        self.aimd.as_ref().map(|(limit, _)| *limit)
+        self.limit.as_ref().map(|(state, _)| state.limit)
     }
 
     /// Request `id` left the dependency at `now` (answered, or `dropped` by a queue timeout or
@@ -413,13 +362,13 @@ impl DependencyModel {
     }
 
     fn sample(&mut self, now: Duration, id: ReqId, dropped: bool) {
-        let (Some(spec), Some((limit, admitted))) =
-            (self.cfg.concurrency_limit, self.aimd.as_mut())
+        let (Some(spec), Some((state, admitted))) =
+            (self.cfg.concurrency_limit, self.limit.as_mut())
         else {
             return;
         };
         if let Some((arrived, inflight)) = admitted.remove(&id) {
-            *limit = spec.next(*limit, now.saturating_sub(arrived), inflight, dropped);
+            state.sample(&spec, now.saturating_sub(arrived), inflight, dropped);
         }
     }
 
@@ -512,8 +461,8 @@ impl DependencyModel {
     fn admit(&mut self, now: Duration, id: ReqId, key: u64) -> Admission {
         let inflight = (self.in_service.len() + self.queue.len()) as u32;
         let fits = self.in_service.len() < self.cfg.workers || self.queue.len() < self.cfg.queue;
-        if let Some((limit, admitted)) = self.aimd.as_mut() {
-            if inflight >= *limit {
+        if let Some((state, admitted)) = self.limit.as_mut() {
+            if inflight >= state.limit {
                 return Admission::Limited;
             }
             if fits {
@@ -669,42 +618,18 @@ mod tests {
         }
     }
 
-    /// Netflix's `AIMDLimit._update`, by hand: a drop or a round trip over the timeout cuts
-    /// the limit to `limit x 0.9` rounded down; a sample whose in-flight count was at least
-    /// half the limit adds one; otherwise nothing; always within `[min, max]`.
-    #[test]
-    fn the_aimd_limit_follows_netflix_s_update_rule() {
-        let d = AimdLimit::default();
-        assert_eq!(
-            (d.initial, d.min, d.max, d.backoff_ratio, d.timeout),
-            (20, 20, 200, 0.9, ms(5000))
-        );
-        let l = AimdLimit { min: 1, ..d };
-        assert_eq!(l.next(20, ms(10), 10, false), 21, "10 x 2 >= 20");
-        assert_eq!(l.next(20, ms(10), 9, false), 20, "9 x 2 < 20");
-        assert_eq!(l.next(20, ms(10), 20, true), 18, "dropped: 20 x 0.9");
-        assert_eq!(
-            l.next(18, ms(5001), 18, false),
-            16,
-            "too slow: 16.2 rounded down"
-        );
-        assert_eq!(l.next(1, ms(5001), 1, false), 1, "never below min");
-        assert_eq!(l.next(200, ms(10), 200, false), 200, "never above max");
-        assert_eq!(d.next(20, ms(10), 20, true), 20, "the default min is 20");
-    }
-
     /// One worker, a limit from 2 that may range over 1..=3, halved by a drop or a round trip
     /// over 60 ms; every figure computed by hand from the rule above.
     #[test]
     fn an_aimd_limited_dependency_refuses_at_once_what_is_over_its_limit() {
         let mut m = DependencyModel::new(ServiceConfig {
-            concurrency_limit: Some(AimdLimit {
+            concurrency_limit: Some(ConcurrencyLimit::Aimd(AimdLimit {
                 initial: 2,
                 min: 1,
                 max: 3,
                 backoff_ratio: 0.5,
                 timeout: ms(60),
-            }),
+            })),
             ..cfg(1, 10)
         });
         let start = Admission::Start { service: ms(40) };

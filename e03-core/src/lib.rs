@@ -61,6 +61,7 @@ pub mod dependency;
 pub mod events;
 pub mod faults;
 pub mod ledger;
+pub mod limit;
 pub mod node;
 pub mod operation;
 pub mod params;

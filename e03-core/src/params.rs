@@ -95,8 +95,8 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_CONCURRENCY_LIMIT",
         "concurrency-limit",
         "none",
-        "none or aimd",
-        "none: workers and queue bound what is admitted; aimd: an adaptive concurrency limit in front of them (Netflix concurrency-limits' AIMDLimit: initial and minimum 20, maximum 200, backoff ratio 0.9): a request arriving while the limit's worth of requests are in the dependency is answered 503 at once without work (cause limited); each request that leaves raises the limit by 1 if the limit was at least half in use when it was admitted, or cuts it by 10% if it was dropped or took longer than E03_LIMIT_TIMEOUT_MS"
+        "none, aimd or gradient2",
+        "none: workers and queue bound what is admitted; aimd or gradient2: an adaptive concurrency limit in front of them, after Netflix concurrency-limits, with the library's defaults: a request arriving while the limit's worth of requests are in the dependency is answered 503 at once without work (cause limited). aimd (AIMDLimit: initial and minimum 20, maximum 200, backoff ratio 0.9): each request that leaves raises the limit by 1 if the limit was at least half in use when it was admitted, or cuts it by 10% if it was dropped or took longer than E03_LIMIT_TIMEOUT_MS; gradient2 (Gradient2Limit: initial and minimum 20, maximum 200, smoothing 0.2, queue size 4): each request that leaves moves the limit by the ratio of a long average round trip to its own, between 0.5 and 1, plus 4, smoothed"
     ),
     p!(
         "E03_LIMIT_TIMEOUT_MS",
@@ -772,7 +772,7 @@ impl Params {
             },
             priority_reserve: r.num("E03_PRIORITY_RESERVE", 0.0, 1.0, false)?,
             concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
-                l @ ("none" | "aimd") => l.to_string(),
+                l if crate::limit::LimitKind::parse(l).is_some() => l.to_string(),
                 _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
             },
             limit_timeout_ms: r.num("E03_LIMIT_TIMEOUT_MS", 0.0, 600_000.0, true)?,
@@ -1236,11 +1236,10 @@ impl Params {
             priority_reserve: s.priority_reserve,
             concurrency_limit: server
                 .concurrency_limit
-                .unwrap_or(s.concurrency_limit == "aimd")
-                .then(|| crate::dependency::AimdLimit {
-                    timeout: ms(s.limit_timeout_ms),
-                    ..Default::default()
-                }),
+                .unwrap_or_else(|| {
+                    crate::limit::LimitKind::parse(&s.concurrency_limit).unwrap_or_default()
+                })
+                .limit(ms(s.limit_timeout_ms)),
             timeline: self.timeline(scenario),
             faults: if !scenario.def().has_faults
                 || (s.fail_rate == 0.0
@@ -1718,7 +1717,15 @@ mod tests {
         assert_eq!(c("by-deadline").admission, AdmissionRule::Deadline);
         assert_eq!(c("codel").admission, AdmissionRule::All);
         assert!(p.admits_by_deadline_for("by-deadline") && !p.admits_by_deadline_for("fifo"));
-        assert_eq!(c("aimd").concurrency_limit, Some(Default::default()));
+        use crate::limit::{AimdLimit, ConcurrencyLimit, Gradient2Limit};
+        assert_eq!(
+            c("aimd").concurrency_limit,
+            Some(ConcurrencyLimit::Aimd(AimdLimit::default()))
+        );
+        assert_eq!(
+            c("gradient2").concurrency_limit,
+            Some(ConcurrencyLimit::Gradient2(Gradient2Limit::default()))
+        );
         assert_eq!(c("fifo").concurrency_limit, None);
         // The run's limit and its timeout reach every row that does not set its own.
         let raw = BTreeMap::from([
@@ -1726,10 +1733,12 @@ mod tests {
             ("E03_LIMIT_TIMEOUT_MS".to_string(), "100".to_string()),
         ]);
         let q = Params::for_scenario(&shed, &raw).unwrap();
-        let limit = q
+        let Some(ConcurrencyLimit::Aimd(limit)) = q
             .service_config_for(&shed, 1, "standalone")
             .concurrency_limit
-            .unwrap();
+        else {
+            panic!("an AIMD limit")
+        };
         assert_eq!(
             (limit.timeout, limit.max),
             (Duration::from_millis(100), 200)

@@ -144,15 +144,12 @@ pub struct ServerSide {
     /// Which requests the row's dependency admits (all, by deadline, by priority).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<crate::dependency::AdmissionRule>,
-    /// `Some(true)`: the adaptive concurrency limit (`aimd`); `Some(false)`: none.
+    /// The row's adaptive concurrency limit (none, aimd, gradient2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrency_limit: Option<bool>,
+    pub concurrency_limit: Option<crate::limit::LimitKind>,
 }
 
 impl ServerSide {
-    /// What a strategy table's `concurrency_limit` accepts.
-    pub const LIMITS: &'static str = "none or aimd";
-
     pub fn is_default(&self) -> bool {
         *self == ServerSide::default()
     }

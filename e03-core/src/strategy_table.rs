@@ -81,7 +81,8 @@ pub struct StrategySpec {
     #[serde(default)]
     pub connections: crate::strategy::Connections,
     /// `queue_policy = "fifo" | "codel" | "adaptive_lifo"`, `admission = "all" | "deadline" |
-    /// "priority"` and `concurrency_limit = "none" | "aimd"`: the dependency's policy this
+    /// "priority"` and `concurrency_limit = "none" | "aimd" |
+    /// "gradient2"`: the dependency's policy this
     /// strategy's runs face (default: the run's).
     #[serde(
         default,
@@ -377,47 +378,48 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     };
 
     use crate::dependency::{AdmissionRule, QueueDiscipline};
+    use crate::limit::LimitKind;
     use crate::strategy::ServerSide;
-    let queue_policy = match string("queue_policy", QueueDiscipline::ACCEPTS)? {
-        None => None,
-        Some(p) => match QueueDiscipline::parse(&p) {
-            Some(d) => Some(d),
-            None => {
-                return fail!(
-                    "queue_policy",
-                    format!(
-                        "queue_policy = {p:?}: expected {}",
-                        QueueDiscipline::ACCEPTS
-                    )
-                )
-            }
-        },
-    };
-    let admission = match string("admission", AdmissionRule::ACCEPTS)? {
-        None => None,
-        Some(a) => match AdmissionRule::parse(&a) {
-            Some(rule) => Some(rule),
-            None => {
-                return fail!(
-                    "admission",
-                    format!("admission = {a:?}: expected {}", AdmissionRule::ACCEPTS)
-                )
-            }
-        },
-    };
-    let concurrency_limit = match string("concurrency_limit", ServerSide::LIMITS)?.as_deref() {
-        None => None,
-        Some("none") => Some(false),
-        Some("aimd") => Some(true),
-        Some(other) => {
-            return fail!(
-                "concurrency_limit",
-                format!(
-                    "concurrency_limit = {other:?}: expected {}",
-                    ServerSide::LIMITS
-                )
-            )
+    // A name out of a fixed set: `None` when absent, an error naming the key and the set.
+    fn named<T>(
+        value: Option<String>,
+        key: &str,
+        accepts: &str,
+        parse: fn(&str) -> Option<T>,
+    ) -> Result<Option<T>, String> {
+        match value {
+            None => Ok(None),
+            Some(v) => parse(&v)
+                .map(Some)
+                .ok_or_else(|| format!("{key} = {v:?}: expected {accepts}")),
         }
+    }
+    let queue_policy = match named(
+        string("queue_policy", QueueDiscipline::ACCEPTS)?,
+        "queue_policy",
+        QueueDiscipline::ACCEPTS,
+        QueueDiscipline::parse,
+    ) {
+        Ok(v) => v,
+        Err(e) => return fail!("queue_policy", e),
+    };
+    let admission = match named(
+        string("admission", AdmissionRule::ACCEPTS)?,
+        "admission",
+        AdmissionRule::ACCEPTS,
+        AdmissionRule::parse,
+    ) {
+        Ok(v) => v,
+        Err(e) => return fail!("admission", e),
+    };
+    let concurrency_limit = match named(
+        string("concurrency_limit", LimitKind::ACCEPTS)?,
+        "concurrency_limit",
+        LimitKind::ACCEPTS,
+        LimitKind::parse,
+    ) {
+        Ok(v) => v,
+        Err(e) => return fail!("concurrency_limit", e),
     };
 
     Ok(StrategySpec {
@@ -696,12 +698,15 @@ mod tests {
         let s = table("id = \"k\"\nbackoff = \"none\"\nconcurrency_limit = \"aimd\"")
             .unwrap()
             .resolve(MS, MS);
-        assert_eq!(s.server.concurrency_limit, Some(true));
+        assert_eq!(
+            s.server.concurrency_limit,
+            Some(crate::limit::LimitKind::Aimd)
+        );
         let e = err("id = \"k\"\nbackoff = \"none\"\nconcurrency_limit = \"vegas\"");
         assert_eq!(e.key, "concurrency_limit");
         assert_eq!(
             e.message,
-            "concurrency_limit = \"vegas\": expected none or aimd"
+            "concurrency_limit = \"vegas\": expected none, aimd or gradient2"
         );
     }
 

@@ -17,6 +17,7 @@ const MODEL: &[&str] = &[
     "timeline",
     "faults",
     "dependency",
+    "limit",
     "schedule",
     "node",
     "ledger",

@@ -28,7 +28,7 @@ fn simulated_shedding_passes_its_checks_fifo_works_for_nobody_and_codel_for_its_
         .unwrap();
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert_eq!(stdout.matches("PASS").count(), 9, "{stdout}");
+    assert_eq!(stdout.matches("PASS").count(), 10, "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     let summary = files(&dir, "summary", ".json");
     let runs = runs(&summary[0]);
