@@ -336,6 +336,8 @@ mod tests {
         m.admission(Admission::Late);
         m.admission(Admission::Late);
         m.admission(Admission::Limited);
+        m.admission(Admission::Shed);
+        m.response(Cause::Shed);
         m.admission(Admission::Throttled {
             retry_after: Duration::from_millis(250),
         });
@@ -360,6 +362,10 @@ mod tests {
         assert!(text.contains(
             "e03_dependency_admissions_total{decision=\"refused\",cause=\"limited\"} 1\n"
         ));
+        // Priority admission's sheds (E03_ADMISSION=priority), refusal and answer.
+        assert!(text
+            .contains("e03_dependency_admissions_total{decision=\"refused\",cause=\"shed\"} 1\n"));
+        assert!(text.contains("e03_dependency_responses_total{cause=\"shed\"} 1\n"));
         assert!(text.contains("e03_dependency_responses_total{cause=\"slow\"} 1\n"));
         // A rate-limited phase's 429s (the ratelimit scenario) are refusals of their own.
         assert!(text.contains(

@@ -117,16 +117,6 @@ pub struct Caller {
     pub class: crate::priority::Priority,
 }
 
-impl Caller {
-    /// A critical caller that waits until `deadline`, if it said so.
-    pub fn by(deadline: Option<Duration>) -> Caller {
-        Caller {
-            deadline,
-            class: crate::priority::Priority::Critical,
-        }
-    }
-}
-
 use crate::limit::LimitState;
 pub use crate::limit::{AimdLimit, ConcurrencyLimit, Gradient2Limit, LimitKind};
 
@@ -351,7 +341,7 @@ impl DependencyModel {
 
     /// The concurrency limit now ([`crate::limit`]), if the dependency has one.
     pub fn concurrency_limit(&self) -> Option<u32> {
-        self.limit.as_ref().map(|(state, _)| state.limit)
+        self.limit.as_ref().map(|(state, _)| state.limit())
     }
 
     /// Request `id` left the dependency at `now` (answered, or `dropped` by a queue timeout or
@@ -362,13 +352,11 @@ impl DependencyModel {
     }
 
     fn sample(&mut self, now: Duration, id: ReqId, dropped: bool) {
-        let (Some(spec), Some((state, admitted))) =
-            (self.cfg.concurrency_limit, self.limit.as_mut())
-        else {
+        let Some((state, admitted)) = self.limit.as_mut() else {
             return;
         };
         if let Some((arrived, inflight)) = admitted.remove(&id) {
-            state.sample(&spec, now.saturating_sub(arrived), inflight, dropped);
+            state.sample(now.saturating_sub(arrived), inflight, dropped);
         }
     }
 
@@ -462,7 +450,7 @@ impl DependencyModel {
         let inflight = (self.in_service.len() + self.queue.len()) as u32;
         let fits = self.in_service.len() < self.cfg.workers || self.queue.len() < self.cfg.queue;
         if let Some((state, admitted)) = self.limit.as_mut() {
-            if inflight >= state.limit {
+            if inflight >= state.limit() {
                 return Admission::Limited;
             }
             if fits {
@@ -785,7 +773,10 @@ mod tests {
             ..cfg(2, 10)
         });
         let start = Admission::Start { service: ms(40) };
-        let by = |t| Caller::by(Some(ms(t)));
+        let by = |t| Caller {
+            deadline: Some(ms(t)),
+            ..Caller::default()
+        };
         assert_eq!(m.arrive_by(ms(0), 0, 0, by(100)), start);
         assert_eq!(m.arrive_by(ms(0), 1, 1, by(30)), Admission::Late, "40 > 30");
         assert_eq!(m.arrive_by(ms(0), 2, 2, by(40)), start, "finishes at 40");

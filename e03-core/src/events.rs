@@ -346,6 +346,20 @@ mod tests {
         assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), e);
     }
 
+    /// A run's parameters are kept as written, numbers included; a long decimal (found by the
+    /// `log_line` fuzz target: 125 digits) must read back as the same number after a write, or
+    /// a log re-read would differ from the one written (serde_json's `float_roundtrip`).
+    #[test]
+    fn a_long_decimal_in_the_parameters_survives_the_json_trip() {
+        let line = format!(
+            r#"{{"type":"run_start","data":{{"run":"r","seed":3,"strategy":"C","source":"client","scenario":"e03b","start_unix_ms":1,"params":{{"sent_us":487556{}}}}}}}"#,
+            "6".repeat(119)
+        );
+        let e: Event = serde_json::from_str(&line).unwrap();
+        let back: Event = serde_json::from_str(&e.to_line()).unwrap();
+        assert_eq!(back, e);
+    }
+
     #[test]
     fn operation_reason_is_snake_case() {
         let e = Event::Operation(OperationRecord {

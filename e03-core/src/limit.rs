@@ -197,38 +197,50 @@ impl LimitKind {
     }
 }
 
-/// A limit's state in a running dependency: the limit now, and the gradient's averages.
+/// A limit in a running dependency: its settings and what it keeps between samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LimitState {
-    pub limit: u32,
-    gradient: Option<Gradient2State>,
+pub enum LimitState {
+    Aimd {
+        spec: AimdLimit,
+        limit: u32,
+    },
+    Gradient2 {
+        spec: Gradient2Limit,
+        state: Gradient2State,
+    },
 }
 
 impl LimitState {
     pub fn start(spec: &ConcurrencyLimit) -> LimitState {
-        match spec {
-            ConcurrencyLimit::Aimd(a) => LimitState {
+        match *spec {
+            ConcurrencyLimit::Aimd(a) => LimitState::Aimd {
+                spec: a,
                 limit: a.initial.clamp(a.min, a.max.max(a.min)),
-                gradient: None,
             },
-            ConcurrencyLimit::Gradient2(g) => {
-                let st = g.start();
-                LimitState {
-                    limit: st.estimate as u32,
-                    gradient: Some(st),
-                }
-            }
+            ConcurrencyLimit::Gradient2(g) => LimitState::Gradient2 {
+                spec: g,
+                state: g.start(),
+            },
+        }
+    }
+
+    /// The limit now.
+    pub fn limit(&self) -> u32 {
+        match self {
+            LimitState::Aimd { limit, .. } => *limit,
+            LimitState::Gradient2 { state, .. } => state.estimate as u32,
         }
     }
 
     /// One request left: its round trip, its in-flight count at admission, whether it was
     /// dropped. Moves the limit.
-    pub fn sample(&mut self, spec: &ConcurrencyLimit, rtt: Duration, inflight: u32, dropped: bool) {
-        self.limit = match (spec, self.gradient.as_mut()) {
-            (ConcurrencyLimit::Aimd(a), _) => a.next(self.limit, rtt, inflight, dropped),
-            (ConcurrencyLimit::Gradient2(g), Some(st)) => g.update(st, rtt, inflight),
-            (ConcurrencyLimit::Gradient2(_), None) => self.limit,
-        };
+    pub fn sample(&mut self, rtt: Duration, inflight: u32, dropped: bool) {
+        match self {
+            LimitState::Aimd { spec, limit } => *limit = spec.next(*limit, rtt, inflight, dropped),
+            LimitState::Gradient2 { spec, state } => {
+                spec.update(state, rtt, inflight);
+            }
+        }
     }
 }
 
@@ -339,8 +351,11 @@ mod tests {
         );
         let spec = LimitKind::Gradient2.limit(ms(100)).unwrap();
         let mut st = LimitState::start(&spec);
-        assert_eq!(st.limit, 20);
-        st.sample(&spec, ms(40), 20, true);
-        assert_eq!(st.limit, 20, "20.8 rounded down; a drop does not count");
+        assert_eq!(st.limit(), 20);
+        st.sample(ms(40), 20, true);
+        assert_eq!(st.limit(), 20, "20.8 rounded down; a drop does not count");
+        let mut aimd = LimitState::start(&LimitKind::Aimd.limit(ms(100)).unwrap());
+        aimd.sample(ms(40), 20, false);
+        assert_eq!(aimd.limit(), 21, "AIMD's +1");
     }
 }

@@ -380,47 +380,27 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     use crate::dependency::{AdmissionRule, QueueDiscipline};
     use crate::limit::LimitKind;
     use crate::strategy::ServerSide;
-    // A name out of a fixed set: `None` when absent, an error naming the key and the set.
-    fn named<T>(
-        value: Option<String>,
-        key: &str,
-        accepts: &str,
-        parse: fn(&str) -> Option<T>,
-    ) -> Result<Option<T>, String> {
-        match value {
-            None => Ok(None),
-            Some(v) => parse(&v)
-                .map(Some)
-                .ok_or_else(|| format!("{key} = {v:?}: expected {accepts}")),
-        }
+    // A name out of a fixed set (a type with `ACCEPTS` and `parse`): `None` when absent, an
+    // error naming the key and the set.
+    macro_rules! named {
+        ($key:literal, $set:ty) => {
+            match string($key, <$set>::ACCEPTS)? {
+                None => None,
+                Some(v) => match <$set>::parse(&v) {
+                    Some(x) => Some(x),
+                    None => {
+                        return fail!(
+                            $key,
+                            format!("{} = {v:?}: expected {}", $key, <$set>::ACCEPTS)
+                        )
+                    }
+                },
+            }
+        };
     }
-    let queue_policy = match named(
-        string("queue_policy", QueueDiscipline::ACCEPTS)?,
-        "queue_policy",
-        QueueDiscipline::ACCEPTS,
-        QueueDiscipline::parse,
-    ) {
-        Ok(v) => v,
-        Err(e) => return fail!("queue_policy", e),
-    };
-    let admission = match named(
-        string("admission", AdmissionRule::ACCEPTS)?,
-        "admission",
-        AdmissionRule::ACCEPTS,
-        AdmissionRule::parse,
-    ) {
-        Ok(v) => v,
-        Err(e) => return fail!("admission", e),
-    };
-    let concurrency_limit = match named(
-        string("concurrency_limit", LimitKind::ACCEPTS)?,
-        "concurrency_limit",
-        LimitKind::ACCEPTS,
-        LimitKind::parse,
-    ) {
-        Ok(v) => v,
-        Err(e) => return fail!("concurrency_limit", e),
-    };
+    let queue_policy = named!("queue_policy", QueueDiscipline);
+    let admission = named!("admission", AdmissionRule);
+    let concurrency_limit = named!("concurrency_limit", LimitKind);
 
     Ok(StrategySpec {
         id,
