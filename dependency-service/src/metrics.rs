@@ -89,6 +89,8 @@ struct PhaseLabel {
 pub struct ModelState {
     pub queued: usize,
     pub busy_workers: usize,
+    /// The adaptive concurrency limit (`E03_CONCURRENCY_LIMIT`), if the run has one.
+    pub concurrency_limit: Option<u32>,
     pub phase: Phase,
 }
 
@@ -116,6 +118,7 @@ pub struct Metrics {
     late_answers: Counter,
     queue_depth: Gauge,
     busy_workers: Gauge,
+    concurrency_limit: Gauge,
     phase: Family<PhaseLabel, Gauge>,
     run_active: Gauge,
 }
@@ -211,6 +214,13 @@ impl Metrics {
             "Workers of the model serving a request (read at scrape time)",
             busy_workers.clone(),
         );
+        let concurrency_limit = Gauge::default();
+        registry.register(
+            "e03_dependency_concurrency_limit",
+            "The adaptive concurrency limit now (aimd or gradient2; 0 without one, read at \
+             scrape time)",
+            concurrency_limit.clone(),
+        );
         let phase = Family::<PhaseLabel, Gauge>::default();
         registry.register(
             "e03_dependency_phase",
@@ -236,6 +246,7 @@ impl Metrics {
             late_answers,
             queue_depth,
             busy_workers,
+            concurrency_limit,
             phase,
             run_active,
         }
@@ -298,9 +309,12 @@ impl Metrics {
                 .get_or_create(&PhaseLabel { phase: name })
                 .set(i64::from(current == Some(name)));
         }
-        let (queued, busy) = state.map_or((0, 0), |s| (s.queued, s.busy_workers));
+        let (queued, busy, limit) = state.map_or((0, 0, None), |s| {
+            (s.queued, s.busy_workers, s.concurrency_limit)
+        });
         self.queue_depth.set(queued as i64);
         self.busy_workers.set(busy as i64);
+        self.concurrency_limit.set(limit.map_or(0, i64::from));
         self.run_active.set(i64::from(current.is_some()));
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
@@ -348,6 +362,7 @@ mod tests {
         let text = m.encode(Some(ModelState {
             queued: 7,
             busy_workers: 10,
+            concurrency_limit: Some(37),
             phase: Phase::Frozen,
         }));
         assert!(text.contains("e03_dependency_arrivals_total 2\n"), "{text}");
@@ -375,6 +390,7 @@ mod tests {
         assert!(text.contains("e03_dependency_late_answers_total 1\n"));
         assert!(text.contains("e03_dependency_queue_depth 7\n"));
         assert!(text.contains("e03_dependency_busy_workers 10\n"));
+        assert!(text.contains("e03_dependency_concurrency_limit 37\n"));
         assert!(text.contains("e03_dependency_phase{phase=\"frozen\"} 1\n"));
         assert!(text.contains("e03_dependency_phase{phase=\"normal\"} 0\n"));
         assert!(text.contains("http_server_active_requests 1\n"));

@@ -481,6 +481,7 @@ impl Run {
         ModelState {
             queued: model.queued(),
             busy_workers: model.busy_workers(),
+            concurrency_limit: model.concurrency_limit(),
             phase: model.config().timeline.phase(now),
         }
     }

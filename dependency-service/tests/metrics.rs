@@ -188,6 +188,11 @@ async fn metrics_parse_and_agree_with_the_log() {
     assert_eq!(value(&samples, "http_server_active_requests", &[]), 0.0);
     assert_eq!(value(&samples, "e03_dependency_queue_depth", &[]), 0.0);
     assert_eq!(value(&samples, "e03_dependency_busy_workers", &[]), 0.0);
+    // This run has no adaptive concurrency limit.
+    assert_eq!(
+        value(&samples, "e03_dependency_concurrency_limit", &[]),
+        0.0
+    );
     assert_eq!(
         value(&samples, "e03_dependency_phase", &[("phase", "normal")]),
         1.0

@@ -29,6 +29,9 @@
 //!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
 //! - [`breaker`]: the circuit breaker.
+//! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (seed 003).
+//! - [`balancer`]: a caller's client-side balancer over a dependency's replicas: round robin,
+//!   least outstanding, failover, Envoy's outlier detection and active health checks.
 //! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them.
 //! - [`operation`]: one client operation's attempt/deadline state machine.
 //! - [`arrivals`]: the open loop's Poisson arrivals (constant or ramped rate) and its bounded
@@ -48,8 +51,10 @@
 pub mod arrivals;
 pub mod attempt;
 pub mod audit;
+pub mod balancer;
 pub mod breaker;
 pub mod budget;
+pub mod bulkhead;
 pub mod cause;
 pub mod chain;
 pub mod chain_file;

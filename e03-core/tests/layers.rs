@@ -23,6 +23,8 @@ const MODEL: &[&str] = &[
     "ledger",
     "budget",
     "breaker",
+    "bulkhead",
+    "balancer",
     "policy",
     "operation",
     "strategy",
