@@ -187,9 +187,10 @@ impl Default for QueuePolicy {
 }
 
 impl ServiceConfig {
-    /// Requests per second the pool completes at normal service time.
+    /// Requests per second the pool completes at normal service time (the heavy tail's mean
+    /// included, [`FaultModel::mean_service_factor`]).
     pub fn capacity_per_s(&self) -> f64 {
-        self.workers as f64 / self.service_time.as_secs_f64()
+        self.workers as f64 / (self.service_time.as_secs_f64() * self.faults.mean_service_factor())
     }
 }
 
@@ -460,7 +461,7 @@ impl DependencyModel {
         if self.in_service.len() < self.cfg.workers {
             self.in_service.insert(id, key);
             return Admission::Start {
-                service: self.service_time(now),
+                service: self.service_of(now, key),
             };
         }
         if self.queue.len() < self.cfg.queue {
@@ -514,7 +515,7 @@ impl DependencyModel {
         };
         let next = next.map(|(next, next_key)| {
             self.in_service.insert(next, next_key);
-            (next, self.service_time(now))
+            (next, self.service_of(now, next_key))
         });
         WorkDone { completion, next }
     }
@@ -566,6 +567,18 @@ impl DependencyModel {
 
     fn service_time(&self, now: Duration) -> Duration {
         self.cfg.timeline.service_time(now, self.cfg.service_time)
+    }
+
+    /// Request `key`'s service time if it starts at `now`: the timeline's, times its heavy
+    /// tail's factor ([`FaultModel::service_factor`]).
+    fn service_of(&self, now: Duration, key: u64) -> Duration {
+        let factor = self.cfg.faults.service_factor(self.cfg.seed, key);
+        let base = self.service_time(now);
+        if factor == 1.0 {
+            base
+        } else {
+            base.mul_f64(factor)
+        }
     }
 }
 
@@ -925,6 +938,28 @@ mod tests {
         );
         m.arrive(ms(10_001), 1, 1);
         assert_eq!(m.work_done(ms(15_010), 0).next, Some((1, ms(40))));
+    }
+
+    /// Everything in the tail (rate 1, factor 2.5): each request holds its worker 2.5 service
+    /// times, 100 ms, whether it starts at once or from the queue; the capacity is 2.5 times
+    /// lower (1 worker / 40 ms = 25/s, then 10/s).
+    #[test]
+    fn a_request_of_the_heavy_tail_holds_its_worker_its_factor_of_service_times() {
+        let mut c = cfg(1, 1);
+        c.timeline = Timeline::default();
+        assert!((c.capacity_per_s() - 25.0).abs() < 1e-9);
+        c.faults = FaultModel {
+            tail_rate: 1.0,
+            tail_factor: 2.5,
+            ..FaultModel::default()
+        };
+        assert!((c.capacity_per_s() - 10.0).abs() < 1e-9);
+        let mut m = DependencyModel::new(c);
+        assert_eq!(m.arrive(ms(0), 0, 0), Admission::Start { service: ms(100) });
+        assert_eq!(m.arrive(ms(1), 1, 1), Admission::Queued);
+        let done = m.work_done(ms(100), 0);
+        assert_eq!(done.completion, Completion::Respond(200));
+        assert_eq!(done.next, Some((1, ms(100))));
     }
 
     #[test]

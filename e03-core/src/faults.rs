@@ -49,6 +49,16 @@ pub struct FaultModel {
     /// The output tokens of a complete answer.
     #[serde(default)]
     pub output_tokens: u32,
+    /// Probability in [0, 1] that a request is in the heavy tail: its work takes `tail_factor`
+    /// service times (its worker is busy that long, unlike a slow answer's). Drawn per attempt,
+    /// from its own stream, so it moves no other fate (issue "Hedging and adaptive clients":
+    /// "The Tail at Scale", Dean and Barroso, CACM 2013, where one request in a hundred is
+    /// slow).
+    #[serde(default)]
+    pub tail_rate: f64,
+    /// How many service times a request of the tail takes (more than 1).
+    #[serde(default)]
+    pub tail_factor: f64,
 }
 
 /// Status of a request that timed out before any output (seed 002).
@@ -59,6 +69,9 @@ pub const CUTOFF_STATUS: u16 = 502;
 /// Salt of the request-level content faults' draw (timeout, cut-off output), so it is
 /// independent of the E03 draw and leaves E03's fates unchanged.
 const CONTENT_SALT: u64 = 0x636f_6e74_656e_7421;
+
+/// Salt of the heavy tail's draw, independent of every other fate.
+const TAIL_SALT: u64 = 0x7461_696c_2d74_6169;
 
 /// The statuses of a permanent error, drawn evenly per operation.
 pub const PERMANENT_STATUSES: [u16; 4] = [400, 404, 409, 422];
@@ -159,6 +172,26 @@ impl FaultModel {
         })
     }
 
+    /// How many service times request `key`'s work takes: `tail_factor` when it is in the
+    /// heavy tail (probability `tail_rate`), else 1. No draw when `tail_rate` is 0.
+    pub fn service_factor(&self, seed: u64, key: u64) -> f64 {
+        if self.tail_rate > 0.0 && unit_hash(seed ^ TAIL_SALT, key) < self.tail_rate {
+            self.tail_factor
+        } else {
+            1.0
+        }
+    }
+
+    /// The mean of [`FaultModel::service_factor`] over requests: `1 + tail_rate x
+    /// (tail_factor - 1)`.
+    pub fn mean_service_factor(&self) -> f64 {
+        if self.tail_rate > 0.0 {
+            1.0 + self.tail_rate * (self.tail_factor - 1.0)
+        } else {
+            1.0
+        }
+    }
+
     /// Whether any fault can happen.
     pub fn is_none(&self) -> bool {
         self.fail_rate <= 0.0
@@ -167,6 +200,7 @@ impl FaultModel {
             && self.permanent_rate <= 0.0
             && self.timeout_rate <= 0.0
             && self.cutoff_rate <= 0.0
+            && self.tail_rate <= 0.0
     }
 }
 
@@ -232,6 +266,42 @@ mod tests {
         assert!((4500..5500).contains(&fails), "{fails}");
         assert!((800..1200).contains(&slows), "{slows}");
         assert_eq!(f.fate(42, 17), f.fate(42, 17));
+    }
+
+    #[test]
+    fn the_heavy_tail_takes_its_share_per_request_and_moves_no_fate() {
+        let e03a = FaultModel {
+            fail_rate: 0.05,
+            slow_rate: 0.01,
+            slow_delay: Duration::from_millis(2500),
+            ..FaultModel::default()
+        };
+        let tailed = FaultModel {
+            tail_rate: 0.01,
+            tail_factor: 100.0,
+            ..e03a
+        };
+        let n = 100_000u64;
+        let mut tail = 0;
+        for k in 0..n {
+            assert_eq!(tailed.fate(3, k), e03a.fate(3, k), "fate of {k} moved");
+            assert_eq!(e03a.service_factor(3, k), 1.0);
+            match tailed.service_factor(3, k) {
+                1.0 => {}
+                100.0 => tail += 1,
+                other => panic!("factor {other}"),
+            }
+        }
+        assert!((900..1100).contains(&tail), "{tail}");
+        // Per request, not per operation: the attempts of one operation draw apart.
+        let attempts: std::collections::HashSet<u64> = (0..200)
+            .map(|a| tailed.service_factor(3, request_key(9, 9, a)) as u64)
+            .collect();
+        assert_eq!(attempts.len(), 2);
+        // The mean by hand: 1 + 0.01 x 99 = 1.99.
+        assert!((tailed.mean_service_factor() - 1.99).abs() < 1e-12);
+        assert_eq!(e03a.mean_service_factor(), 1.0);
+        assert!(!tailed.is_none());
     }
 
     #[test]

@@ -183,6 +183,20 @@ pub const PARAMS: &[ParamSpec] = &[
         "share of answers lost after the commit: the connection is reset (scenarios with [faults])"
     ),
     p!(
+        "E03_TAIL_RATE",
+        "tail-rate",
+        "0",
+        "a probability from 0 to 1",
+        "share of requests in the dependency's heavy tail: their work takes E03_TAIL_FACTOR service times (scenarios with [faults])"
+    ),
+    p!(
+        "E03_TAIL_FACTOR",
+        "tail-factor",
+        "10",
+        "a number from 1 to 10000 (fractions allowed)",
+        "how many service times a request of the heavy tail takes (with E03_TAIL_RATE)"
+    ),
+    p!(
         "E03_PERMANENT_RATE",
         "permanent-rate",
         "0",
@@ -511,6 +525,11 @@ pub struct ServiceParams {
     /// Share of operations that fail permanently (seed 004).
     #[serde(default)]
     pub permanent_rate: f64,
+    /// The heavy tail: share of requests, and their service-time factor.
+    #[serde(default)]
+    pub tail_rate: f64,
+    #[serde(default = "default_tail_factor")]
+    pub tail_factor: f64,
     /// Seed 002's content faults and token accounting (see [`FaultModel`]).
     #[serde(default)]
     pub timeout_rate: f64,
@@ -552,6 +571,10 @@ fn default_concurrency_limit() -> String {
 
 fn default_limit_timeout_ms() -> f64 {
     5000.0
+}
+
+fn default_tail_factor() -> f64 {
+    10.0
 }
 
 /// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
@@ -785,6 +808,8 @@ impl Params {
             slow_ms: r.num("E03_SLOW_MS", 0.0, 600_000.0, false)?,
             lost_rate: r.num("E03_LOST_RATE", 0.0, 1.0, false)?,
             permanent_rate: r.num("E03_PERMANENT_RATE", 0.0, 1.0, false)?,
+            tail_rate: r.num("E03_TAIL_RATE", 0.0, 1.0, false)?,
+            tail_factor: r.num("E03_TAIL_FACTOR", 1.0, 10_000.0, false)?,
             timeout_rate: r.num("E03_TIMEOUT_RATE", 0.0, 1.0, false)?,
             cutoff_rate: r.num("E03_CUTOFF_RATE", 0.0, 1.0, false)?,
             input_tokens: r.int("E03_INPUT_TOKENS", 0, 1_000_000)? as u32,
@@ -1059,6 +1084,8 @@ impl Params {
             ("E03_SLOW_MS", s.slow_ms.to_string()),
             ("E03_LOST_RATE", s.lost_rate.to_string()),
             ("E03_PERMANENT_RATE", s.permanent_rate.to_string()),
+            ("E03_TAIL_RATE", s.tail_rate.to_string()),
+            ("E03_TAIL_FACTOR", s.tail_factor.to_string()),
             ("E03_TIMEOUT_RATE", s.timeout_rate.to_string()),
             ("E03_CUTOFF_RATE", s.cutoff_rate.to_string()),
             ("E03_INPUT_TOKENS", s.input_tokens.to_string()),
@@ -1248,6 +1275,7 @@ impl Params {
                     && s.permanent_rate == 0.0
                     && s.timeout_rate == 0.0
                     && s.cutoff_rate == 0.0
+                    && s.tail_rate == 0.0
                     && s.input_tokens == 0)
             {
                 FaultModel::default()
@@ -1262,6 +1290,8 @@ impl Params {
                     cutoff_rate: s.cutoff_rate,
                     input_tokens: s.input_tokens,
                     output_tokens: s.output_tokens,
+                    tail_rate: s.tail_rate,
+                    tail_factor: s.tail_factor,
                 }
             },
             seed,

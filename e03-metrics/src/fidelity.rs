@@ -244,6 +244,9 @@ pub(crate) struct LiveAccumulator {
     /// Arrival time by sequence number of requests not answered yet: taken out by their
     /// response.
     arrival_us: HashMap<u64, u64>,
+    /// The service-time factor of the requests not answered yet that are in the heavy tail
+    /// (`E03_TAIL_RATE`), by sequence number: their work takes that many service times.
+    tailed: HashMap<u64, f64>,
     /// Latest arrival time seen, µs.
     latest_us: u64,
     /// Size of `arrival_us` past which entries older than [`Self::horizon_us`] are dropped.
@@ -307,6 +310,7 @@ impl LiveAccumulator {
         LiveAccumulator {
             cfg,
             arrival_us: HashMap::new(),
+            tailed: HashMap::new(),
             latest_us: 0,
             prune_at: PRUNE_MIN,
             queueing: histogram(),
@@ -335,7 +339,12 @@ impl LiveAccumulator {
             .degraded
             .map(|d| t.service_time(d.start, self.cfg.service_time))
             .unwrap_or_default()
-            .max(self.cfg.service_time);
+            .max(self.cfg.service_time)
+            .mul_f64(if self.cfg.faults.tail_rate > 0.0 {
+                self.cfg.faults.tail_factor.max(1.0)
+            } else {
+                1.0
+            });
         let rounds = (self.cfg.queue / self.cfg.workers.max(1) + 2) as u32;
         let wait = freeze + self.cfg.faults.slow_delay + slowest * rounds;
         (wait * 2).as_micros() as u64 + 10_000_000
@@ -348,7 +357,20 @@ impl LiveAccumulator {
         if self.arrival_us.len() > self.prune_at {
             let oldest = self.latest_us.saturating_sub(self.horizon_us());
             self.arrival_us.retain(|_, t| *t >= oldest);
+            let kept = &self.arrival_us;
+            self.tailed.retain(|seq, _| kept.contains_key(seq));
             self.prune_at = (2 * self.arrival_us.len()).max(PRUNE_MIN);
+        }
+        if self.cfg.faults.tail_rate > 0.0 {
+            // The service's fault key: the identity's, or its sequence number without one.
+            let key = match (a.client, a.op, a.attempt) {
+                (Some(c), Some(o), Some(n)) => e03_core::faults::request_key(c, o, n),
+                _ => a.seq,
+            };
+            let factor = self.cfg.faults.service_factor(self.cfg.seed, key);
+            if factor != 1.0 {
+                self.tailed.insert(a.seq, factor);
+            }
         }
         match (a.client, a.op, a.attempt) {
             (Some(c), Some(o), Some(n)) => self.identities.server(c, o, n),
@@ -382,6 +404,7 @@ impl LiveAccumulator {
     /// the arrival.
     pub(crate) fn response(&mut self, r: &Response) {
         let arrived = self.arrival_us.remove(&r.seq);
+        let factor = self.tailed.remove(&r.seq).unwrap_or(1.0);
         let Some(admit) = r.admit_us.filter(|&t| t < MAX_T_US) else {
             return;
         };
@@ -392,10 +415,14 @@ impl LiveAccumulator {
             }
             _ => {}
         }
-        let service = self.cfg.timeline.service_time(
-            std::time::Duration::from_micros(admit),
-            self.cfg.service_time,
-        );
+        let service = self
+            .cfg
+            .timeline
+            .service_time(
+                std::time::Duration::from_micros(admit),
+                self.cfg.service_time,
+            )
+            .mul_f64(factor);
         let done = admit.saturating_add(service.as_micros() as u64);
         self.completions.push(done);
         let scheduled = match r.cause {
