@@ -254,6 +254,14 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         ));
         b.push(Table(t));
     }
+    if let Some(t) = e03_metrics::tables::fanout_table(s) {
+        b.push(Heading(2, "Fan-out requests".into()));
+        b.push(para(
+            "Each request calls the dependency E03_FANOUT times at once and ends with its \
+             slowest call (The Tail at Scale).",
+        ));
+        b.push(Table(t));
+    }
     b
 }
 

@@ -33,7 +33,7 @@ use std::time::Duration;
 use e03_core::breaker::Transition;
 use e03_core::chain::deadline_header_ms;
 use e03_core::events::{
-    us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, OperationRecord, Outcome,
+    us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, FanOutRecord, OperationRecord, Outcome,
 };
 use e03_core::workload::{Ended, Next, Outgoing, Workload};
 use e03_core::{AttemptResult, OpOutcome};
@@ -385,6 +385,21 @@ impl Driver {
                 .send(Event::Dropped(Dropped {
                     tag: run.tag.clone(),
                     intended_us: us(start),
+                }))
+                .await;
+        }
+        for f in &next.fanouts {
+            let _ = self
+                .log
+                .send(Event::FanOut(FanOutRecord {
+                    tag: run.tag.clone(),
+                    client: f.client,
+                    request: f.request,
+                    start_us: us(f.start),
+                    end_us: us(f.end),
+                    calls: f.calls,
+                    failed: f.failed,
+                    attempts: f.attempts,
                 }))
                 .await;
         }

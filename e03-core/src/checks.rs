@@ -100,6 +100,9 @@ pub enum CheckMetric {
     CriticalSuccess,
     /// The share of best-effort operations that succeeded.
     BestEffortSuccess,
+    /// Fan-out (`E03_WORKLOAD=fan_out`): the share of requests slower than
+    /// `E03_FANOUT_SLOW_MS`.
+    FanoutSlowShare,
     /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
     /// request.
     BottomCallsPerRequest,
@@ -249,6 +252,7 @@ impl CheckSpec {
             CheckMetric::WastedShare => "wasted work / work done".into(),
             CheckMetric::CriticalSuccess => "critical operations' success".into(),
             CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
+            CheckMetric::FanoutSlowShare => "share of fan-out requests that were slow".into(),
             CheckMetric::BottomCallsPerRequest => "bottom calls per top request".into(),
             CheckMetric::OpMaxMs => "longest top operation (ms)".into(),
             CheckMetric::WastedMs => "wasted lower-hop ms per top request".into(),
@@ -293,7 +297,7 @@ const METRICS: &str =
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
                        permanent_latency_ratio, goodput_share, wasted_share, critical_success, \
-                       best_effort_success; for chains bottom_calls_per_request, op_max_ms, \
+                       best_effort_success, fanout_slow_share; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
@@ -414,6 +418,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "wasted_share" => CheckMetric::WastedShare,
         "critical_success" => CheckMetric::CriticalSuccess,
         "best_effort_success" => CheckMetric::BestEffortSuccess,
+        "fanout_slow_share" => CheckMetric::FanoutSlowShare,
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,
         "wasted_ms" => CheckMetric::WastedMs,
@@ -676,6 +681,7 @@ mod tests {
             ("wasted_share", CheckMetric::WastedShare),
             ("critical_success", CheckMetric::CriticalSuccess),
             ("best_effort_success", CheckMetric::BestEffortSuccess),
+            ("fanout_slow_share", CheckMetric::FanoutSlowShare),
         ] {
             let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
             assert_eq!(c.metric, metric);

@@ -235,6 +235,25 @@ pub struct Dropped {
     pub intended_us: u64,
 }
 
+/// Fan-out (`E03_WORKLOAD=fan_out`): a request whose `calls` operations (clients `client x
+/// calls` to `client x calls + calls - 1`, operation `request`) all ended; logged after them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FanOutRecord {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    /// The caller.
+    pub client: u32,
+    pub request: u32,
+    pub start_us: u64,
+    /// When its last call ended.
+    pub end_us: u64,
+    pub calls: u32,
+    /// Calls that did not succeed.
+    pub failed: u32,
+    /// Attempts its calls sent.
+    pub attempts: u32,
+}
+
 /// The last record of a log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEnd {
@@ -259,6 +278,7 @@ pub enum Event {
     Operation(OperationRecord),
     Breaker(BreakerChange),
     Dropped(Dropped),
+    FanOut(FanOutRecord),
     RunEnd(RunEnd),
     /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
     /// [`crate::control::ledger_log_path`]).

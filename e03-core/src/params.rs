@@ -263,8 +263,8 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_WORKLOAD",
         "workload",
         "closed_loop",
-        "closed_loop, group, ramp, fixed_rate, open_loop or steps",
-        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; ramp: client c starts at c x E03_PERIOD_MS, then think times; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: seed 002's batch and interactive flows on a step clock (E03_STEP_*)"
+        "closed_loop, group, ramp, fixed_rate, open_loop, steps or fan_out",
+        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; ramp: client c starts at c x E03_PERIOD_MS, then think times; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: seed 002's batch and interactive flows on a step clock (E03_STEP_*); fan_out: E03_CLIENTS callers as in the closed loop, each request calling the dependency E03_FANOUT times at once and ending with its slowest call"
     ),
     p!(
         "E03_STEP_MS",
@@ -349,6 +349,20 @@ pub const PARAMS: &[ParamSpec] = &[
         "0",
         "a number from 0 to 1",
         "the share of operations that are best effort, each drawn once from the seed, the client and the operation's number; their attempts carry x-e03-priority: best_effort, which priority admission sheds first (E03_ADMISSION=priority)"
+    ),
+    p!(
+        "E03_FANOUT",
+        "fanout",
+        "100",
+        "a whole number from 1 to 1000 (E03_CLIENTS x E03_FANOUT at most 100000)",
+        "fan_out: calls of one request, made at once; each is an operation of its own (client = caller x E03_FANOUT + call), with the strategy's retries"
+    ),
+    p!(
+        "E03_FANOUT_SLOW_MS",
+        "fanout-slow-ms",
+        "1000",
+        "a number of milliseconds greater than 0 and at most 3600000",
+        "fan_out: a request that takes longer than this is slow (the fan-out table's share and the check metric fanout_slow_share)"
     ),
     p!(
         "E03_RATE_PEAK",
@@ -608,6 +622,11 @@ pub struct SwarmParams {
     /// The share of operations that are best effort ([`crate::priority::Priority`]).
     #[serde(default)]
     pub best_effort_share: f64,
+    /// `fan_out`: calls per request, and the latency past which a request is slow.
+    #[serde(default = "default_fanout")]
+    pub fanout: u32,
+    #[serde(default = "default_fanout_slow_ms")]
+    pub fanout_slow_ms: f64,
     /// `open_loop`: operations in progress at most.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: u32,
@@ -638,6 +657,14 @@ fn default_rate() -> f64 {
 
 fn default_max_in_flight() -> u32 {
     20_000
+}
+
+fn default_fanout() -> u32 {
+    100
+}
+
+fn default_fanout_slow_ms() -> f64 {
+    1000.0
 }
 
 /// Every parameter of a run, validated. The fields are private so that every `Params` has
@@ -737,6 +764,8 @@ fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static 
         Some("E03_DEADLINE_MS")
     } else if service.queue_interval_ms < service.queue_target_ms {
         Some("E03_QUEUE_INTERVAL_MS")
+    } else if swarm.workload == "fan_out" && swarm.clients as u64 * swarm.fanout as u64 > 100_000 {
+        Some("E03_FANOUT")
     } else {
         None
     }
@@ -822,15 +851,16 @@ impl Params {
         let swarm = SwarmParams {
             clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
             workload: match r.value("E03_WORKLOAD") {
-                w @ ("closed_loop" | "group" | "ramp" | "fixed_rate" | "open_loop" | "steps") => {
-                    w.to_string()
-                }
+                w @ ("closed_loop" | "group" | "ramp" | "fixed_rate" | "open_loop" | "steps"
+                | "fan_out") => w.to_string(),
                 _ => return Err(r.invalid("E03_WORKLOAD")),
             },
             period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
             rate: r.num("E03_RATE", 0.0, 100_000.0, true)?,
             rate_peak: r.num("E03_RATE_PEAK", 0.0, 100_000.0, false)?,
             best_effort_share: r.num("E03_BEST_EFFORT_SHARE", 0.0, 1.0, false)?,
+            fanout: r.int("E03_FANOUT", 1, 1000)? as u32,
+            fanout_slow_ms: r.num("E03_FANOUT_SLOW_MS", 0.0, 3_600_000.0, true)?,
             max_in_flight: r.int("E03_MAX_IN_FLIGHT", 1, 1_000_000)? as u32,
             ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
             duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
@@ -1128,6 +1158,8 @@ impl Params {
             ("E03_RATE", w.rate.to_string()),
             ("E03_RATE_PEAK", w.rate_peak.to_string()),
             ("E03_BEST_EFFORT_SHARE", w.best_effort_share.to_string()),
+            ("E03_FANOUT", w.fanout.to_string()),
+            ("E03_FANOUT_SLOW_MS", w.fanout_slow_ms.to_string()),
             ("E03_MAX_IN_FLIGHT", w.max_in_flight.to_string()),
             ("E03_OPS_PER_CLIENT", w.ops_per_client.to_string()),
             ("E03_DURATION_S", w.duration_s.to_string()),
@@ -1441,6 +1473,16 @@ impl Params {
         }
     }
 
+    /// The fan-out workload's calls per request (`E03_WORKLOAD=fan_out`, `E03_FANOUT`).
+    pub fn fanout(&self) -> Option<u32> {
+        (self.swarm.workload == "fan_out").then_some(self.swarm.fanout)
+    }
+
+    /// The latency past which a fan-out request is slow (`E03_FANOUT_SLOW_MS`).
+    pub fn fanout_slow(&self) -> Duration {
+        ms(self.swarm.fanout_slow_ms)
+    }
+
     /// True for the open-loop workload (`E03_WORKLOAD=open_loop`).
     pub fn is_open_loop(&self) -> bool {
         self.swarm.workload == "open_loop"
@@ -1556,13 +1598,22 @@ impl Params {
         strategy: &crate::strategy::Strategy,
         seed: u64,
     ) -> Box<dyn crate::workload::Workload + Send> {
-        use crate::workload::{Arrivals, Clients, Steps};
+        use crate::workload::{Arrivals, Clients, FanOut, Steps};
         if self.is_steps() {
             let load = strategy.load.unwrap_or(self.steps().loads[0]);
             let timeout = self.limits().attempt_timeout;
             Box::new(Steps::new(self.step_config(load), strategy, seed, timeout))
         } else if self.is_open_loop() {
             Box::new(Arrivals::new(self.open_loop(seed), strategy))
+        } else if let Some(fan) = self.fanout() {
+            let config = crate::session::SessionConfig::from_params(self);
+            Box::new(FanOut::new(
+                seed,
+                self.swarm().clients,
+                fan,
+                config,
+                strategy,
+            ))
         } else {
             let config = crate::session::SessionConfig::from_params(self);
             Box::new(Clients::new(seed, self.swarm().clients, config, strategy))

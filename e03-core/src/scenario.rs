@@ -77,6 +77,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../scenarios/reset-storm.toml"),
     ),
     ("shedding.toml", include_str!("../scenarios/shedding.toml")),
+    ("tail.toml", include_str!("../scenarios/tail.toml")),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -118,6 +119,8 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("workload", "rate", "E03_RATE"),
     ("workload", "rate_peak", "E03_RATE_PEAK"),
     ("workload", "best_effort_share", "E03_BEST_EFFORT_SHARE"),
+    ("workload", "fanout", "E03_FANOUT"),
+    ("workload", "fanout_slow_ms", "E03_FANOUT_SLOW_MS"),
     ("workload", "max_in_flight", "E03_MAX_IN_FLIGHT"),
     ("workload", "ops_per_client", "E03_OPS_PER_CLIENT"),
     ("workload", "duration_s", "E03_DURATION_S"),
@@ -1079,7 +1082,8 @@ mod tests {
                 "blackhole",
                 "slow-network",
                 "reset-storm",
-                "shedding"
+                "shedding",
+                "tail"
             ]
         );
         let b = builtin("e03b").unwrap();

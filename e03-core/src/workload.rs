@@ -29,7 +29,9 @@
 //! - [`Clients`]: a closed loop (or a fixed group, or fixed-rate callers) of N
 //!   [`ClientSession`]s, one machine with a min-heap of their wakes;
 //! - [`Arrivals`]: the open loop, [`OpenLoop`]'s arrivals started in its slots' sessions;
-//! - [`Steps`]: seed 002's step workload ([`StepWorkload`]), one call at a time.
+//! - [`Steps`]: seed 002's step workload ([`StepWorkload`]), one call at a time;
+//! - [`FanOut`]: each request calls the dependency K times at once and ends when every call
+//!   has (Dean and Barroso, "The Tail at Scale").
 //!
 //! A workload never reads a clock and does no IO; it decides, the driver acts.
 //!
@@ -47,11 +49,17 @@ use std::time::Duration;
 
 use crate::arrivals::{Arrival, OpenLoop};
 use crate::budget::Rejection;
+use rand::Rng;
+
 use crate::operation::{AttemptResult, GiveUp, OpOutcome};
 use crate::policy::ClientPolicy;
 use crate::priority::Priority;
+use crate::rng::{stream, LabRng, Stream};
 use crate::schedule::Earliest;
-use crate::session::{AttemptId, ClientSession, OpEnd, SendAttempt, SessionConfig, Wake};
+use crate::session::{
+    AttemptId, ClientSession, OpEnd, SendAttempt, SessionConfig, Starts, Wake,
+    FIRST_START_SPREAD_US,
+};
 use crate::steps::{Call, Done, Flow, StepConfig, StepWorkload};
 use crate::strategy::Strategy;
 
@@ -139,6 +147,8 @@ pub struct Next {
     pub ended: Vec<Ended>,
     /// Arrivals dropped (their intended starts): the open loop's pool was full.
     pub dropped: Vec<Duration>,
+    /// Fan-out requests that ended ([`FanOut`]): every call of each is in `ended`.
+    pub fanouts: Vec<FanOutEnd>,
 }
 
 impl Next {
@@ -148,6 +158,7 @@ impl Next {
         self.refused.clear();
         self.ended.clear();
         self.dropped.clear();
+        self.fanouts.clear();
     }
 }
 
@@ -176,6 +187,14 @@ pub trait Workload {
     /// The driver stops the run at `now`: every operation in progress ends (an attempt in
     /// flight, whose answer the driver gave up on, counted as sent); nothing more is due.
     fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended>;
+}
+
+/// The sooner of two wakes, either of which may be absent.
+fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// N [`ClientSession`]s as one machine: a closed loop (`Starts::ClosedLoop`), a group starting
@@ -359,10 +378,7 @@ impl Arrivals {
 
 impl Workload for Arrivals {
     fn next_wake(&self) -> Option<Duration> {
-        match (self.open.next_arrival(), self.slots.next_wake()) {
-            (Some(a), Some(s)) => Some(a.min(s)),
-            (a, s) => a.or(s),
-        }
+        sooner(self.open.next_arrival(), self.slots.next_wake())
     }
 
     /// The earliest of the next arrival (its operation starts in a free slot, sent at once, or
@@ -414,6 +430,198 @@ impl Workload for Arrivals {
 
     fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
         self.slots.stop(now, policy)
+    }
+}
+
+/// A fan-out request that ended: its `calls` operations (clients `client x calls` to
+/// `client x calls + calls - 1`, operation `request`) all ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FanOutEnd {
+    /// The caller (user) that made the request.
+    pub client: u32,
+    /// The caller's request number, from 0 (the operation number of each of its calls).
+    pub request: u32,
+    pub start: Duration,
+    /// When its last call ended.
+    pub end: Duration,
+    pub calls: u32,
+    /// Calls that did not succeed.
+    pub failed: u32,
+    /// Attempts sent by all its calls.
+    pub attempts: u32,
+}
+
+impl FanOutEnd {
+    /// Whether every call succeeded.
+    pub fn success(&self) -> bool {
+        self.failed == 0
+    }
+}
+
+/// One caller of a [`FanOut`]: its think stream, its next start, its request in progress.
+#[derive(Debug, Clone)]
+struct Caller {
+    think: LabRng,
+    /// Requests started.
+    requests: u32,
+    /// The request in progress: its start, calls still going, calls failed, attempts sent.
+    current: Option<(Duration, u32, u32, u32)>,
+}
+
+/// Fan-out (issue "Hedging and adaptive clients", item 2; Dean and Barroso, "The Tail at
+/// Scale", CACM 2013): N callers, each making one request at a time; a request calls the
+/// dependency `calls` times at once and ends when every call has ended (the slowest decides its
+/// latency). Each call is an operation of its own, with the strategy's retries: caller `u`'s
+/// call `i` is client `u x calls + i`, and every call of request `r` is that client's operation
+/// `r` (so its identity, fault fate and retry jitter are its own). A caller starts as a closed-
+/// loop client does (its first request uniformly in the first 2 s, then a think time after
+/// each request ends, from its own think stream) within the run's duration and
+/// `E03_OPS_PER_CLIENT`.
+#[derive(Debug, Clone)]
+pub struct FanOut {
+    calls: Clients,
+    fan: u32,
+    config: SessionConfig,
+    seed: u64,
+    callers: Vec<Caller>,
+    /// `(start, order)` and the caller: the callers' next requests.
+    starts: BinaryHeap<Earliest<(Duration, u64), u32>>,
+}
+
+impl FanOut {
+    /// `callers` callers of a run with this seed, each request calling `fan` times. `config`'s
+    /// think times, duration and limits apply (its `starts` is the closed loop's).
+    pub fn new(
+        seed: u64,
+        callers: u32,
+        fan: u32,
+        config: SessionConfig,
+        strategy: &Strategy,
+    ) -> Self {
+        assert!(fan > 0, "a fan-out of no call");
+        let call_config = SessionConfig {
+            starts: Starts::OnDemand,
+            ..config
+        };
+        let calls = Clients::of(
+            (0..callers * fan).map(|c| ClientSession::new(seed, c, call_config)),
+            strategy,
+        );
+        let mut fanout = FanOut {
+            calls,
+            fan,
+            config,
+            seed,
+            callers: Vec::new(),
+            starts: BinaryHeap::new(),
+        };
+        for u in 0..callers {
+            let mut think = stream(seed, Stream::Think, u);
+            let first = Duration::from_micros(think.random_range(0..FIRST_START_SPREAD_US));
+            fanout.callers.push(Caller {
+                think,
+                requests: 0,
+                current: None,
+            });
+            fanout.schedule(u, first);
+        }
+        fanout
+    }
+
+    /// Caller `u`'s next request at `at`, if it is inside the run and its limit.
+    fn schedule(&mut self, u: u32, at: Duration) {
+        let caller = &self.callers[u as usize];
+        let limit = self.config.max_ops.is_some_and(|m| caller.requests >= m);
+        if at < self.config.duration && !limit {
+            let key = (at, self.calls.stamp());
+            self.starts.push(Earliest { key, value: u });
+        }
+    }
+
+    /// Counts the calls that ended (`next.ended[from..]`) into their requests; a request whose
+    /// last call ended is reported, and its caller thinks before the next.
+    fn count(&mut self, from: usize, next: &mut Next) {
+        for i in from..next.ended.len() {
+            let e = next.ended[i];
+            let u = e.client / self.fan;
+            let caller = &mut self.callers[u as usize];
+            let Some((start, left, failed, attempts)) = caller.current.as_mut() else {
+                continue;
+            };
+            *left -= 1;
+            *failed += u32::from(e.outcome != OpOutcome::Success);
+            *attempts += e.attempts;
+            if *left > 0 {
+                continue;
+            }
+            let done = FanOutEnd {
+                client: u,
+                request: e.op,
+                start: *start,
+                end: e.end,
+                calls: self.fan,
+                failed: *failed,
+                attempts: *attempts,
+            };
+            caller.current = None;
+            let (lo, hi) = (
+                self.config.think.0.as_micros() as u64,
+                self.config.think.1.as_micros() as u64,
+            );
+            let think = Duration::from_micros(caller.think.random_range(lo..=hi.max(lo)));
+            next.fanouts.push(done);
+            self.schedule(u, done.end + think);
+        }
+    }
+}
+
+impl Workload for FanOut {
+    fn next_wake(&self) -> Option<Duration> {
+        sooner(self.starts.peek().map(|e| e.key.0), self.calls.next_wake())
+    }
+
+    /// The earliest of the callers' next requests (all its calls start, sent at once) and the
+    /// calls' wakes (retries).
+    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+        let from = next.ended.len();
+        let start = self.starts.peek().map(|e| e.key).filter(|&(t, _)| t <= now);
+        let call = self.calls.earliest().filter(|&(t, _)| t <= now);
+        match (start, call) {
+            (Some(s), c) if c.is_none_or(|c| s < c) => {
+                let u = self.starts.pop().expect("peeked").value;
+                let caller = &mut self.callers[u as usize];
+                let request = caller.requests;
+                caller.requests += 1;
+                caller.current = Some((s.0, self.fan, 0, 0));
+                let class = Priority::of(self.seed, u, request, self.config.best_effort_ppm);
+                for i in 0..self.fan {
+                    self.calls
+                        .start(u * self.fan + i, s.0, class, now, policy, next);
+                }
+            }
+            _ => self.calls.on_wake(now, policy, next),
+        }
+        self.count(from, next);
+    }
+
+    fn on_answer(
+        &mut self,
+        id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut ClientPolicy,
+        next: &mut Next,
+    ) {
+        let from = next.ended.len();
+        self.calls.on_answer(id, result, now, policy, next);
+        self.count(from, next);
+    }
+
+    /// Every call in progress ends; the requests they belong to are not reported (they did
+    /// not end).
+    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
+        self.starts.clear();
+        self.calls.stop(now, policy)
     }
 }
 
@@ -575,6 +783,70 @@ mod tests {
             code: 503,
             retry_after: None,
         }
+    }
+
+    /// One caller fanning out to 3, thinking 100 ms, two requests, strategy A (immediate
+    /// retries): a request ends with its last call; its calls are clients 0 to 2, operation =
+    /// the request's number.
+    #[test]
+    fn a_fan_out_request_ends_with_its_slowest_call() {
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = FanOut::new(1, 1, 3, config(Starts::ClosedLoop, 100), &a);
+        let t0 = w.next_wake().unwrap();
+        assert!(
+            t0 < ms(2000),
+            "the first request within the first 2 s: {t0:?}"
+        );
+        let n = wake(&mut w, t0, &mut policy);
+        let id = |client, op, attempt| AttemptId {
+            client,
+            op,
+            attempt,
+        };
+        let sent: Vec<AttemptId> = n.sends.iter().map(|s| s.id).collect();
+        assert_eq!(sent, [id(0, 0, 1), id(1, 0, 1), id(2, 0, 1)]);
+        assert!(n.sends.iter().all(|s| s.due == t0));
+        let at = |d: u64| t0 + ms(d);
+        assert!(answer(&mut w, id(0, 0, 1), ok(), at(10), &mut policy)
+            .fanouts
+            .is_empty());
+        // Call 1 fails once; A retries at once.
+        let n = answer(&mut w, id(1, 0, 1), unavailable(), at(20), &mut policy);
+        assert!(n.ended.is_empty() && n.fanouts.is_empty());
+        let n = wake_all(&mut w, at(20), &mut policy);
+        assert_eq!(n.sends[0].id, id(1, 0, 2));
+        let n = answer(&mut w, id(2, 0, 1), ok(), at(25), &mut policy);
+        assert_eq!(n.ended.len(), 1);
+        assert!(n.fanouts.is_empty(), "one call still going");
+        let n = answer(&mut w, id(1, 0, 2), ok(), at(30), &mut policy);
+        let first = FanOutEnd {
+            client: 0,
+            request: 0,
+            start: t0,
+            end: at(30),
+            calls: 3,
+            failed: 0,
+            attempts: 4,
+        };
+        assert_eq!(n.fanouts, [first]);
+        assert!(first.success());
+        // 100 ms of thinking, then request 1: operation 1 of the same three clients.
+        assert_eq!(w.next_wake(), Some(at(130)));
+        let n = wake(&mut w, at(130), &mut policy);
+        let sent: Vec<AttemptId> = n.sends.iter().map(|s| s.id).collect();
+        assert_eq!(sent, [id(0, 1, 1), id(1, 1, 1), id(2, 1, 1)]);
+        let not_found = AttemptResult::Status {
+            code: 404,
+            retry_after: None,
+        };
+        answer(&mut w, id(0, 1, 1), ok(), at(140), &mut policy);
+        answer(&mut w, id(2, 1, 1), not_found, at(150), &mut policy);
+        let n = answer(&mut w, id(1, 1, 1), ok(), at(160), &mut policy);
+        assert_eq!(n.fanouts.len(), 1);
+        assert_eq!((n.fanouts[0].request, n.fanouts[0].failed), (1, 1));
+        assert!(!n.fanouts[0].success());
+        assert_eq!(w.next_wake(), None, "two requests at most");
     }
 
     /// Two clients starting at zero, thinking 50 ms, two operations each, strategy A

@@ -157,6 +157,11 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             .best_effort
             .success()
             .ok_or("no best-effort operation")?,
+        CheckMetric::FanoutSlowShare => mine
+            .fanout
+            .as_ref()
+            .and_then(|f| f.slow_share())
+            .ok_or("no fan-out request")?,
         CheckMetric::Attempts => mine.total_requests as f64,
         CheckMetric::Accepted => mine.succeeded as f64,
         CheckMetric::FailedFast => mine.failed_fast as f64,

@@ -141,6 +141,9 @@ pub struct RunMetrics {
     /// A wire fault's figures (issue 27), for a timeline with a wire phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<crate::wire::WireFigures>,
+    /// The fan-out workload's requests (`E03_WORKLOAD=fan_out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<crate::fanout::FanOutMetrics>,
 }
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
@@ -290,6 +293,8 @@ pub struct RunAccumulator {
     no_answer: NoAnswer,
     /// A wire fault's facts (a timeline with a wire phase only).
     wire: Option<crate::wire::WireTally>,
+    /// The fan-out requests (fan-out runs only).
+    fanout: Option<crate::fanout::FanOutAcc>,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -357,6 +362,9 @@ impl RunAccumulator {
             attempt_log_full: false,
             no_answer: NoAnswer::default(),
             wire: (!timeline.wire.is_empty()).then(crate::wire::WireTally::default),
+            fanout: params
+                .fanout()
+                .map(|_| crate::fanout::FanOutAcc::new(params.fanout_slow())),
             in_flight: std::collections::HashMap::new(),
             latency: histogram(),
             lateness: histogram(),
@@ -513,6 +521,14 @@ impl RunAccumulator {
                 w.0 += u64::from(success);
                 w.1 += 1;
             }
+        }
+    }
+
+    /// Fan-out: a request that started at `start_us` ended at `end_us` (client log's `fan_out`
+    /// record, or the simulator); `success`: every call succeeded.
+    pub fn fanout(&mut self, start_us: u64, end_us: u64, success: bool) {
+        if let Some(f) = self.fanout.as_mut() {
+            f.request(start_us, end_us, success);
         }
     }
 
@@ -711,6 +727,7 @@ impl RunAccumulator {
             open_loop: self.open.map(OpenLoopAcc::finish),
             steps: self.steps.map(crate::steps::StepTally::finish),
             wire: self.wire.map(crate::wire::WireTally::finish),
+            fanout: self.fanout.map(crate::fanout::FanOutAcc::finish),
         }
     }
 }

@@ -1047,7 +1047,55 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         )?;
         write!(w, "{}", t.markdown())?;
     }
+    if let Some(t) = fanout_table(s) {
+        writeln!(
+            w,
+            "\nFan-out requests (each calls the dependency E03_FANOUT times at once and ends \
+             with its slowest call):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
     Ok(())
+}
+
+/// The fan-out workload's requests, one row per strategy and seed: how many ended, how many
+/// had every call succeed, the share slower than `E03_FANOUT_SLOW_MS`, p50 and p99; `None`
+/// without a fan-out run.
+pub fn fanout_table(s: &ScenarioSummary) -> Option<Table> {
+    let runs: Vec<_> = s
+        .runs
+        .iter()
+        .filter_map(|r| r.fanout.as_ref().map(|f| (r, f)))
+        .collect();
+    let slow_ms = runs.first()?.1.slow_ms;
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+    let rows = runs
+        .iter()
+        .map(|(r, f)| {
+            vec![
+                r.strategy.clone(),
+                r.seed.to_string(),
+                f.requests.to_string(),
+                pct(f.success()),
+                pct(f.slow_share()),
+                format!("{:.0}", f.p50_ms),
+                format!("{:.0}", f.p99_ms),
+            ]
+        })
+        .collect();
+    let headers = [
+        "strategy".to_string(),
+        "seed".to_string(),
+        "requests".to_string(),
+        "every call ok".to_string(),
+        format!("slower than {slow_ms} ms"),
+        "p50 ms".to_string(),
+        "p99 ms".to_string(),
+    ];
+    Some(Table {
+        headers: headers.to_vec(),
+        rows,
+    })
 }
 
 /// Operations and their success by class (critical, best effort), one row per strategy and

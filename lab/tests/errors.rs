@@ -60,6 +60,11 @@ fn bad_values_name_what_the_user_typed_and_exit_2() {
             &[],
             "invalid --scenarios-at-once (E03_SCENARIOS_AT_ONCE) \"0\": expected a whole number from 1 to 16",
             "E03_CLIENTS",
+        ),        (
+            &["--workload", "fan_out", "--clients", "2000"],
+            &[],
+            "(E03_CLIENTS x E03_FANOUT at most 100000)",
+            "--seeds",
         ),
     ];
     for (flags, env, expected, absent) in cases {

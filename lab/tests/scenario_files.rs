@@ -86,7 +86,8 @@ fn list_shows_the_builtin_catalogue() {
             "blackhole",
             "slow-network",
             "reset-storm",
-            "shedding"
+            "shedding",
+            "tail"
         ],
         "{out}"
     );

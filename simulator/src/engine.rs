@@ -88,7 +88,7 @@ use e03_core::timeline::{Timeline, WireFault};
 use e03_core::wire::{
     applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
 };
-use e03_core::workload::{Ended, Next, Outgoing, Workload};
+use e03_core::workload::{Ended, FanOutEnd, Next, Outgoing, Workload};
 use e03_core::{Admission, AttemptResult, DependencyNode, Params, ReqId, Scenario, Strategy};
 
 use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};
@@ -149,6 +149,8 @@ pub trait Observer {
     fn connection_reset(&mut self, _t: Nanos, _client: u32) {}
     /// An operation ended: its client, number, start, end, attempts sent, outcome and class.
     fn operation(&mut self, ended: &Ended);
+    /// A fan-out request ended (`E03_WORKLOAD=fan_out`), after its calls' operations.
+    fn fanout(&mut self, _ended: &FanOutEnd) {}
 }
 
 /// A request on its way to the dependency, held by a toxic on the requests.
@@ -373,6 +375,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         for &d in &next.dropped {
             self.observer.dropped(nanos(d));
+        }
+        for f in &next.fanouts {
+            self.observer.fanout(f);
         }
         for &send in &next.sends {
             self.send(t, send);

@@ -134,6 +134,11 @@ impl Observer for RunAccumulator {
         RunAccumulator::dropped(self, intended / 1000);
     }
 
+    fn fanout(&mut self, f: &e03_core::workload::FanOutEnd) {
+        let us = |d: std::time::Duration| d.as_micros() as u64;
+        RunAccumulator::fanout(self, us(f.start), us(f.end), f.success());
+    }
+
     fn breaker(&mut self, t: Nanos, from: BreakerState, to: BreakerState) {
         RunAccumulator::breaker_change(self, t / 1000, from, to);
     }
