@@ -121,6 +121,7 @@ fn rejection_name(why: Rejection) -> &'static str {
     match why {
         Rejection::BreakerOpen => "breaker_open",
         Rejection::Throttled => "throttled",
+        Rejection::ConcurrencyLimited => "concurrency_limited",
     }
 }
 

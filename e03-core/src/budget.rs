@@ -38,6 +38,8 @@ pub enum Rejection {
     BreakerOpen,
     /// Client-side throttling (Google SRE adaptive throttling) rejected it locally.
     Throttled,
+    /// The client's adaptive concurrency limit was reached ([`crate::limit::ClientLimiter`]).
+    ConcurrencyLimited,
 }
 
 /// The policy layers between a client's retry loop and the wire, shared by every client of a
@@ -61,6 +63,15 @@ pub trait RetryBudget {
     }
     /// A sent attempt ended at `now`.
     fn record(&mut self, _now: Duration, _attempt: u32, _class: AttemptClass) {}
+    /// Attempts in flight just after [`RetryBudget::admit`] let one go (itself included), when
+    /// a layer counts them (a client-side concurrency limit); hand it back with the attempt's
+    /// [`RetryBudget::round_trip`].
+    fn in_flight(&self) -> Option<u32> {
+        None
+    }
+    /// The attempt that left with `inflight` in flight ([`RetryBudget::in_flight`]) ended
+    /// after `rtt`, as `class`; called right after its [`RetryBudget::record`].
+    fn round_trip(&mut self, _rtt: Duration, _inflight: u32, _class: AttemptClass) {}
     /// A retry that `withdraw` allowed will never be sent.
     fn release(&mut self, _now: Duration) {}
 }

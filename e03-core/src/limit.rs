@@ -244,9 +244,106 @@ impl LimitState {
     }
 }
 
+/// The same limits on the caller's side (issue "Hedging and adaptive clients", item 5): one
+/// strategy's clients share a limit on their attempts in flight, as one Netflix
+/// concurrency-limits `SimpleLimiter` in a client process is shared by its callers. An attempt
+/// that finds the limit's worth in flight is not sent: it fails fast
+/// ([`crate::budget::Rejection::ConcurrencyLimited`]; the library's `acquire` returns empty).
+/// Every sent attempt is a sample when it ends (the library's listener): its round trip, the
+/// attempts in flight when it left (itself included), and whether it was dropped (a failure
+/// the strategy would retry: a timeout, a broken connection, a 5xx or a 429: `onDropped`). An
+/// answer no retry can fix (a 4xx) frees its place without a sample (`onIgnore`). The limits'
+/// defaults are the library's ([`AimdLimit`], [`Gradient2Limit`]).
+#[derive(Debug, Clone)]
+pub struct ClientLimiter {
+    state: LimitState,
+    inflight: u32,
+}
+
+/// How a sent attempt ended, for a [`ClientLimiter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientSample {
+    /// Answered well (2xx): a sample.
+    Success,
+    /// A failure the strategy would retry: a sample, dropped.
+    Dropped,
+    /// A failure no retry can fix: no sample.
+    Ignore,
+}
+
+impl ClientLimiter {
+    pub fn new(limit: &ConcurrencyLimit) -> Self {
+        ClientLimiter {
+            state: LimitState::start(limit),
+            inflight: 0,
+        }
+    }
+
+    /// The limit now.
+    pub fn limit(&self) -> u32 {
+        self.state.limit()
+    }
+
+    /// Attempts in flight.
+    pub fn in_flight(&self) -> u32 {
+        self.inflight
+    }
+
+    /// Whether one more attempt may go now.
+    pub fn has_room(&self) -> bool {
+        self.inflight < self.state.limit()
+    }
+
+    /// An attempt leaves: the attempts in flight, itself included (its sample's count).
+    pub fn acquire(&mut self) -> u32 {
+        self.inflight += 1;
+        self.inflight
+    }
+
+    /// An attempt that left with `inflight` in flight ended after `rtt`.
+    pub fn release(&mut self, rtt: Duration, inflight: u32, sample: ClientSample) {
+        self.inflight = self.inflight.saturating_sub(1);
+        match sample {
+            ClientSample::Success => self.state.sample(rtt, inflight, false),
+            ClientSample::Dropped => self.state.sample(rtt, inflight, true),
+            ClientSample::Ignore => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client-side AIMD limit from 2 (min 1, max 3, ratio 0.5, timeout 60 ms), by hand: two
+    /// attempts fill it; a third is refused; an answer at 2 in flight (2 x 2 >= 2) grows it to
+    /// 3; a drop halves it to 1; a 4xx frees its place and moves nothing.
+    #[test]
+    fn a_client_limiter_refuses_what_is_over_its_limit_and_learns_from_each_answer() {
+        let mut c = ClientLimiter::new(&ConcurrencyLimit::Aimd(AimdLimit {
+            initial: 2,
+            min: 1,
+            max: 3,
+            backoff_ratio: 0.5,
+            timeout: ms(60),
+        }));
+        assert_eq!(c.acquire(), 1);
+        assert_eq!(c.acquire(), 2);
+        assert!(!c.has_room(), "2 in flight, limit 2");
+        c.release(ms(10), 2, ClientSample::Success);
+        assert_eq!((c.limit(), c.in_flight()), (3, 1));
+        assert!(c.has_room());
+        assert_eq!(c.acquire(), 2);
+        c.release(ms(10), 1, ClientSample::Dropped);
+        assert_eq!((c.limit(), c.in_flight()), (1, 1));
+        assert!(!c.has_room());
+        c.release(ms(10), 2, ClientSample::Ignore);
+        assert_eq!((c.limit(), c.in_flight()), (1, 0));
+        // A round trip over the timeout is a drop too: already at its min.
+        assert_eq!(c.acquire(), 1);
+        c.release(ms(61), 1, ClientSample::Success);
+        assert_eq!(c.limit(), 1);
+    }
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

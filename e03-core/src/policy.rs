@@ -1,11 +1,12 @@
-//! A strategy's shared policy state: its retry budget (or throttle) and its circuit breaker,
-//! one for all the clients of a strategy, as one library instance is shared by a service's
-//! callers. Both drivers hold one [`ClientPolicy`] per strategy and pass it to the sessions.
+//! A strategy's shared policy state: its retry budget (or throttle), its circuit breaker and
+//! its client-side concurrency limit, one for all the clients of a strategy, as one library
+//! instance is shared by a service's callers. Both drivers hold one [`ClientPolicy`] per strategy and pass it to the sessions.
 
 use std::time::Duration;
 
 use crate::breaker::{Breaker, BreakerState, Transition};
 use crate::budget::{AnyBudget, AttemptClass, Rejection, RetryBudget, RetryCause};
+use crate::limit::{ClientLimiter, ClientSample};
 use crate::strategy::Strategy;
 
 /// The budget and the breaker of one strategy. The breaker sits inside the retry loop (every
@@ -14,6 +15,7 @@ use crate::strategy::Strategy;
 pub struct ClientPolicy {
     budget: AnyBudget,
     breaker: Option<Breaker>,
+    limiter: Option<ClientLimiter>,
 }
 
 impl ClientPolicy {
@@ -26,7 +28,13 @@ impl ClientPolicy {
                 crate::rng::mix64(seed ^ 0x7468_726f_7474_6c65),
             ),
             breaker: strategy.breaker.map(Breaker::new),
+            limiter: strategy.client_limit.as_ref().map(ClientLimiter::new),
         }
+    }
+
+    /// The client-side concurrency limit now, if the strategy has one.
+    pub fn client_limit(&self) -> Option<u32> {
+        self.limiter.as_ref().map(ClientLimiter::limit)
     }
 
     /// The breaker's state changes since the last call (none without a breaker).
@@ -56,11 +64,36 @@ impl RetryBudget for ClientPolicy {
         self.budget.withdraw(now, cause)
     }
 
+    /// The concurrency limit first (an attempt it refuses reaches neither the breaker nor the
+    /// budget, as the library's limiter sits outside the call), then the breaker, then the
+    /// budget; the limit counts the attempt only once all three let it go.
     fn admit(&mut self, now: Duration, attempt: u32) -> Result<(), Rejection> {
+        if self.limiter.as_ref().is_some_and(|l| !l.has_room()) {
+            return Err(Rejection::ConcurrencyLimited);
+        }
         if let Some(b) = &mut self.breaker {
             b.admit(now)?;
         }
-        self.budget.admit(now, attempt)
+        self.budget.admit(now, attempt)?;
+        if let Some(l) = &mut self.limiter {
+            l.acquire();
+        }
+        Ok(())
+    }
+
+    fn in_flight(&self) -> Option<u32> {
+        self.limiter.as_ref().map(ClientLimiter::in_flight)
+    }
+
+    fn round_trip(&mut self, rtt: Duration, inflight: u32, class: AttemptClass) {
+        if let Some(l) = &mut self.limiter {
+            let sample = match class {
+                AttemptClass::Success => ClientSample::Success,
+                AttemptClass::Failure(_) => ClientSample::Dropped,
+                AttemptClass::Permanent => ClientSample::Ignore,
+            };
+            l.release(rtt, inflight, sample);
+        }
     }
 
     fn record(&mut self, now: Duration, attempt: u32, class: AttemptClass) {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::breaker::BreakerSpec;
 use crate::budget::BudgetSpec;
+use crate::limit::LimitKind;
 use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
 
 /// Every preset: (name, one line saying what it is and where its defaults come from).
@@ -66,6 +67,18 @@ const NAMES: &[(&str, &str)] = &[
         "budget10",
         "seed 003's budget: 3 attempts, no backoff, retries at most 10% of requests",
     ),
+    (
+        "aimd-client",
+        "strategy C behind a client-side AIMD concurrency limit (Netflix concurrency-limits' \
+         defaults: from 20, min 20, max 200, x0.9 on a drop or a round trip over 5 s, +1 when \
+         half used); an attempt over the limit fails fast",
+    ),
+    (
+        "gradient2-client",
+        "strategy C behind a client-side Gradient2 concurrency limit (Netflix \
+         concurrency-limits' defaults: from 20, min 20, max 200, smoothing 0.2, queue 4, \
+         long window 600); an attempt over the limit fails fast",
+    ),
 ];
 
 /// The presets' names and descriptions, in a stable order.
@@ -87,6 +100,8 @@ pub fn preset(name: &str, base: Duration, cap: Duration) -> Option<Strategy> {
         "polly-breaker" => polly_breaker(),
         "retry-everything" => retry_everything(base, cap),
         "budget10" => budget10(),
+        "aimd-client" => client_limited("aimd-client", LimitKind::Aimd, base, cap),
+        "gradient2-client" => client_limited("gradient2-client", LimitKind::Gradient2, base, cap),
         _ => return None,
     };
     debug_assert_eq!(s.id, name);
@@ -114,6 +129,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         load: None,
         connections: Default::default(),
         server: Default::default(),
+        client_limit: None,
     }
 }
 
@@ -287,6 +303,21 @@ pub fn budget10() -> Strategy {
     }
 }
 
+/// Strategy C (exponential backoff with full jitter, the scenario's base and cap, its attempt
+/// limit) behind a client-side adaptive concurrency limit of `kind`, with Netflix
+/// concurrency-limits' defaults ([`crate::limit::AimdLimit`], [`crate::limit::Gradient2Limit`];
+/// [`crate::limit::ClientLimiter`] says how a client uses it).
+pub fn client_limited(id: &str, kind: LimitKind, base: Duration, cap: Duration) -> Strategy {
+    let name = match kind {
+        LimitKind::Gradient2 => "C + client Gradient2 limit",
+        _ => "C + client AIMD limit",
+    };
+    Strategy {
+        client_limit: kind.limit(crate::limit::AimdLimit::default().timeout),
+        ..base_strategy(id, name, Backoff::Exponential { base, cap }, Jitter::Full)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,7 +329,7 @@ mod tests {
 
     #[test]
     fn every_name_is_a_preset_whose_id_is_its_name_and_specs_are_valid() {
-        assert_eq!(names().len(), 10);
+        assert_eq!(names().len(), 12);
         for (name, description) in names() {
             let s = preset(name, BASE, CAP).unwrap_or_else(|| panic!("{name}"));
             assert_eq!(s.id, *name);
@@ -320,6 +351,43 @@ mod tests {
         assert_eq!(sorted.len(), names().len(), "names are unique");
         assert!(preset("A", BASE, CAP).is_none());
         assert!(preset("nope", BASE, CAP).is_none());
+    }
+
+    /// `aimd-client`: Netflix's AIMD defaults on the client's side, by hand. 20 attempts go,
+    /// the 21st fails fast before the budget sees it; an answer at 20 in flight (20 x 2 >= 20)
+    /// grows the limit to 21; a timeout (dropped) cuts it to 21 x 0.9 = 18.9, so 18, then the
+    /// minimum, 20; a 404 frees its place without a sample.
+    #[test]
+    fn a_client_limit_preset_fails_fast_over_its_limit_and_learns_from_answers() {
+        let s = preset("aimd-client", BASE, CAP).unwrap();
+        assert_eq!(
+            s.client_limit,
+            Some(crate::limit::ConcurrencyLimit::Aimd(
+                crate::limit::AimdLimit::default()
+            ))
+        );
+        let mut p = ClientPolicy::new(&s, 1);
+        let t = Duration::ZERO;
+        for n in 1..=20 {
+            assert_eq!(p.admit(t, 1), Ok(()));
+            assert_eq!(p.in_flight(), Some(n));
+        }
+        assert_eq!(
+            p.admit(t, 1),
+            Err(crate::budget::Rejection::ConcurrencyLimited)
+        );
+        p.round_trip(ms(40), 20, AttemptClass::Success);
+        assert_eq!((p.client_limit(), p.in_flight()), (Some(21), Some(19)));
+        p.round_trip(ms(2000), 19, AttemptClass::Failure(RetryCause::Timeout));
+        assert_eq!((p.client_limit(), p.in_flight()), (Some(20), Some(18)));
+        p.round_trip(ms(40), 18, AttemptClass::Permanent);
+        assert_eq!((p.client_limit(), p.in_flight()), (Some(20), Some(17)));
+        // Without the preset's limit nothing counts.
+        let c_strategy =
+            Strategy::standard("C", BASE, CAP, BudgetSpec::token_bucket(10.0, 0.1)).unwrap();
+        let c = ClientPolicy::new(&c_strategy, 1);
+        assert_eq!(c.in_flight(), None);
+        assert_eq!(c.client_limit(), None);
     }
 
     #[test]

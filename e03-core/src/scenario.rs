@@ -1615,7 +1615,10 @@ mod tests {
         ));
         assert_eq!(e.line(), Some(5), "{e}");
         assert!(e.message.contains("A,B,C,D,E,F,grpc,"), "{e}");
-        assert!(e.message.contains(",budget10,mine without repeats"), "{e}");
+        assert!(
+            e.message.contains(",gradient2-client,mine without repeats"),
+            "{e}"
+        );
         let e = err(&format!(
             "{MINIMAL}[[strategy]]\nid = \"x\"\nbackoff = \"none\"\n\
              [[strategy]]\nid = \"x\"\nbackoff = \"none\"\n"

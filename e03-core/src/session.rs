@@ -151,8 +151,13 @@ enum State {
     Idle(Option<Duration>),
     /// The operation's current attempt is due at `due`, not sent yet.
     Due { op: Operation, due: Duration },
-    /// The operation's current attempt is in flight.
-    InFlight { op: Operation },
+    /// The operation's current attempt is in flight: sent at `sent`, with `inflight` attempts
+    /// in flight then when a policy layer counts them ([`RetryBudget::in_flight`]).
+    InFlight {
+        op: Operation,
+        sent: Duration,
+        inflight: Option<u32>,
+    },
     /// Stopped by [`ClientSession::abort`].
     Aborted,
 }
@@ -312,7 +317,11 @@ impl ClientSession {
             let end = self.finish(&op, now, sent, OpOutcome::Failed(GiveUp::FailedFast));
             return Wake::Rejected { attempt, why, end };
         }
-        self.state = State::InFlight { op };
+        self.state = State::InFlight {
+            op,
+            sent: now,
+            inflight: budget.in_flight(),
+        };
         Wake::Send(attempt)
     }
 
@@ -328,11 +337,20 @@ impl ClientSession {
         strategy: &Strategy,
         budget: &mut B,
     ) -> Option<OpEnd> {
-        let State::InFlight { mut op } = std::mem::replace(&mut self.state, State::Aborted) else {
+        let State::InFlight {
+            mut op,
+            sent,
+            inflight,
+        } = std::mem::replace(&mut self.state, State::Aborted)
+        else {
             panic!("on_result with no attempt in flight");
         };
         let attempts = op.attempt();
-        budget.record(now, attempts, strategy.classify(&result));
+        let class = strategy.classify(&result);
+        budget.record(now, attempts, class);
+        if let Some(n) = inflight {
+            budget.round_trip(now.saturating_sub(sent), n, class);
+        }
         match op.on_result(now, result, strategy, budget, &mut self.jitter) {
             Next::Retry { wait } => {
                 self.state = State::Due {
@@ -360,7 +378,7 @@ impl ClientSession {
                 }
                 (op, sent)
             }
-            State::InFlight { op } => {
+            State::InFlight { op, .. } => {
                 let sent = op.attempt();
                 (op, sent)
             }

@@ -200,7 +200,9 @@ pub struct StepWorkload {
     /// Interactive queries within their budget, not in flight.
     active: Vec<Item>,
     /// Operations with a call in flight, by flow and op.
-    flying: Vec<(Flow, Item)>,
+    /// Calls in flight: their flow, item, when they were sent, and the attempts in flight
+    /// then when a policy layer counts them (batch calls only; [`RetryBudget::in_flight`]).
+    flying: Vec<(Flow, Item, Duration, Option<u32>)>,
     next_query: u32,
     rng: LabRng,
     /// The next step to begin.
@@ -312,7 +314,7 @@ impl StepWorkload {
                 ended.push(q.done(Flow::Interactive, false));
                 continue;
             }
-            calls.push(self.fly(Flow::Interactive, q, step));
+            calls.push(self.fly(Flow::Interactive, q, step, now, None));
         }
         // Then the batch items that are due, at most `step_calls`, in queue order.
         let mut sent = 0;
@@ -332,16 +334,24 @@ impl StepWorkload {
                 ended.push(item.done(Flow::Batch, false));
                 continue;
             }
-            calls.push(self.fly(Flow::Batch, item, step));
+            let inflight = policy.in_flight();
+            calls.push(self.fly(Flow::Batch, item, step, now, inflight));
             sent += 1;
         }
         (calls, ended)
     }
 
-    fn fly(&mut self, flow: Flow, mut item: Item, step: u32) -> Call {
+    fn fly(
+        &mut self,
+        flow: Flow,
+        mut item: Item,
+        step: u32,
+        now: Duration,
+        inflight: Option<u32>,
+    ) -> Call {
         item.attempts += 1;
         item.last_step = step;
-        self.flying.push((flow, item));
+        self.flying.push((flow, item, now, inflight));
         Call {
             flow,
             op: item.op,
@@ -361,8 +371,8 @@ impl StepWorkload {
         let at = self
             .flying
             .iter()
-            .position(|(f, i)| *f == call.flow && i.op == call.op)?;
-        let (flow, mut item) = self.flying.swap_remove(at);
+            .position(|(f, i, _, _)| *f == call.flow && i.op == call.op)?;
+        let (flow, mut item, sent, inflight) = self.flying.swap_remove(at);
         let class = self.strategy.classify(&result);
         if flow == Flow::Interactive {
             if class == AttemptClass::Success {
@@ -373,6 +383,9 @@ impl StepWorkload {
             return None;
         }
         policy.record(now, item.attempts, class);
+        if let Some(n) = inflight {
+            policy.round_trip(now.saturating_sub(sent), n, class);
+        }
         let cause = match class {
             AttemptClass::Success => return Some(item.done(flow, true)),
             AttemptClass::Permanent => return Some(item.done(flow, false)),
@@ -407,7 +420,7 @@ impl StepWorkload {
                 .drain(..)
                 .map(|q| q.done(Flow::Interactive, false)),
         );
-        out.extend(self.flying.drain(..).map(|(f, i)| i.done(f, false)));
+        out.extend(self.flying.drain(..).map(|(f, i, _, _)| i.done(f, false)));
         self.pending.clear();
         self.waiting = None;
         out

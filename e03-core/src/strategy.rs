@@ -130,6 +130,10 @@ pub struct Strategy {
     /// `shedding`: one client strategy against each server policy, a row each).
     #[serde(default, skip_serializing_if = "ServerSide::is_default")]
     pub server: ServerSide,
+    /// A client-side adaptive concurrency limit shared by the strategy's clients
+    /// ([`crate::limit::ClientLimiter`]), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_limit: Option<crate::limit::ConcurrencyLimit>,
 }
 
 /// The server's side of one row of a table: the queue policy and admission rule of the
@@ -227,6 +231,7 @@ impl Strategy {
             load: None,
             connections: Connections::Reuse,
             server: ServerSide::default(),
+            client_limit: None,
         })
     }
 

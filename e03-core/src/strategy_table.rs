@@ -89,6 +89,11 @@ pub struct StrategySpec {
         skip_serializing_if = "crate::strategy::ServerSide::is_default"
     )]
     pub server: crate::strategy::ServerSide,
+    /// `client_limit = "none" | "aimd" | "gradient2"`: a client-side adaptive concurrency limit
+    /// shared by the strategy's clients, with the library's defaults
+    /// ([`crate::limit::ClientLimiter`]; default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_limit: Option<crate::limit::LimitKind>,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -121,6 +126,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "queue_policy",
     "admission",
     "concurrency_limit",
+    "client_limit",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -401,6 +407,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     let queue_policy = named!("queue_policy", QueueDiscipline);
     let admission = named!("admission", AdmissionRule);
     let concurrency_limit = named!("concurrency_limit", LimitKind);
+    let client_limit = named!("client_limit", LimitKind);
 
     Ok(StrategySpec {
         id,
@@ -419,6 +426,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
             admission,
             concurrency_limit,
         },
+        client_limit,
     })
 }
 
@@ -495,6 +503,9 @@ impl StrategySpec {
             load: None,
             connections: self.connections,
             server: self.server,
+            client_limit: self
+                .client_limit
+                .and_then(|k| k.limit(crate::limit::AimdLimit::default().timeout)),
         }
     }
 }
@@ -848,7 +859,7 @@ mod tests {
         let g = resolve_id("grpc", MS, MS, budget, &own).unwrap();
         assert_eq!((g.id.as_str(), g.max_attempts), ("grpc", Some(5)));
         assert!(accepted_ids(&own).contains("A,B,C,D,E,F,grpc,"));
-        assert!(accepted_ids(&own).ends_with(",budget10,mine without repeats"));
+        assert!(accepted_ids(&own).ends_with(",gradient2-client,mine without repeats"));
         // The parameter's documented list is the same, so --help says what is accepted.
         assert_eq!(
             crate::params::spec("E03_STRATEGIES").unwrap().accepts,
