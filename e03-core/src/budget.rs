@@ -72,6 +72,12 @@ pub trait RetryBudget {
     /// The attempt that left with `inflight` in flight ([`RetryBudget::in_flight`]) ended
     /// after `rtt`, as `class`; called right after its [`RetryBudget::record`].
     fn round_trip(&mut self, _rtt: Duration, _inflight: u32, _class: AttemptClass) {}
+    /// An attempt is about to be sent at `now`, before [`RetryBudget::admit`]: `Some(wait)`
+    /// when a client-side rate limiter holds it that long (ask again then), `None` when it may
+    /// go now (its token taken).
+    fn send_delay(&mut self, _now: Duration) -> Option<Duration> {
+        None
+    }
     /// A retry that `withdraw` allowed will never be sent.
     fn release(&mut self, _now: Duration) {}
 }

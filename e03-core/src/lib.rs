@@ -29,6 +29,7 @@
 //!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
 //! - [`breaker`]: the circuit breaker.
+//! - [`adaptive`]: the AWS SDKs' adaptive retry mode's client-side rate limiter (CUBIC).
 //! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (seed 003).
 //! - [`balancer`]: a caller's client-side balancer over a dependency's replicas: round robin,
 //!   least outstanding, failover, Envoy's outlier detection and active health checks.
@@ -48,6 +49,7 @@
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
+pub mod adaptive;
 pub mod arrivals;
 pub mod attempt;
 pub mod audit;

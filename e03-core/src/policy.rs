@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::adaptive::ClientRateLimiter;
 use crate::breaker::{Breaker, BreakerState, Transition};
 use crate::budget::{AnyBudget, AttemptClass, Rejection, RetryBudget, RetryCause};
 use crate::limit::{ClientLimiter, ClientSample};
@@ -16,6 +17,7 @@ pub struct ClientPolicy {
     budget: AnyBudget,
     breaker: Option<Breaker>,
     limiter: Option<ClientLimiter>,
+    rate: Option<ClientRateLimiter>,
 }
 
 impl ClientPolicy {
@@ -29,6 +31,7 @@ impl ClientPolicy {
             ),
             breaker: strategy.breaker.map(Breaker::new),
             limiter: strategy.client_limit.as_ref().map(ClientLimiter::new),
+            rate: strategy.adaptive_rate.then(ClientRateLimiter::new),
         }
     }
 
@@ -96,7 +99,14 @@ impl RetryBudget for ClientPolicy {
         }
     }
 
+    fn send_delay(&mut self, now: Duration) -> Option<Duration> {
+        self.rate.as_mut().and_then(|r| r.acquire(now))
+    }
+
     fn record(&mut self, now: Duration, attempt: u32, class: AttemptClass) {
+        if let Some(r) = &mut self.rate {
+            r.answered(now, class == AttemptClass::Failure(RetryCause::Throttled));
+        }
         if let Some(b) = &mut self.breaker {
             b.record(now, class);
         }

@@ -33,6 +33,13 @@ const NAMES: &[(&str, &str)] = &[
          and 5 after a throttle, Retry-After honoured within [backoff, backoff + 5 s]",
     ),
     (
+        "aws-adaptive",
+        "AWS SDKs' adaptive retry mode: standard mode (3 attempts, full jitter capped at 20 s, \
+         quota 500) plus the client-side rate limiter, off until the first throttle: a token \
+         bucket whose rate follows CUBIC (beta 0.7, scale 0.4) of the send rate measured in \
+         0.5 s buckets smoothed by 0.8 (botocore)",
+    ),
+    (
         "finagle",
         "Finagle's RetryBudget defaults: deposits live 10 s, at least 10 retries/s, retries up \
          to 20% of requests; the scenario's backoff with full jitter and attempt limit",
@@ -93,6 +100,7 @@ pub fn preset(name: &str, base: Duration, cap: Duration) -> Option<Strategy> {
         "grpc" => grpc(base, cap),
         "aws-standard" => aws_standard(base),
         "aws-2026" => aws_2026(),
+        "aws-adaptive" => aws_adaptive(base),
         "finagle" => tps("finagle", "Finagle RetryBudget", base, cap),
         "tower" => tps("tower", "tower TpsBudget", base, cap),
         "envoy" => envoy(),
@@ -130,6 +138,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         connections: Default::default(),
         server: Default::default(),
         client_limit: None,
+        adaptive_rate: false,
     }
 }
 
@@ -170,6 +179,19 @@ pub fn aws_standard(base: Duration) -> Strategy {
             },
             Jitter::Full,
         )
+    }
+}
+
+/// The AWS SDKs' adaptive retry mode ("Retry behavior", AWS SDKs and Tools Reference Guide;
+/// botocore's `retries/adaptive.py`): standard mode ([`aws_standard`]) with the client-side
+/// rate limiter in front of every attempt ([`crate::adaptive::ClientRateLimiter`], its
+/// constants there), shared by the strategy's clients.
+pub fn aws_adaptive(base: Duration) -> Strategy {
+    Strategy {
+        id: "aws-adaptive".into(),
+        name: "AWS SDK adaptive mode".into(),
+        adaptive_rate: true,
+        ..aws_standard(base)
     }
 }
 
@@ -329,7 +351,7 @@ mod tests {
 
     #[test]
     fn every_name_is_a_preset_whose_id_is_its_name_and_specs_are_valid() {
-        assert_eq!(names().len(), 12);
+        assert_eq!(names().len(), 13);
         for (name, description) in names() {
             let s = preset(name, BASE, CAP).unwrap_or_else(|| panic!("{name}"));
             assert_eq!(s.id, *name);

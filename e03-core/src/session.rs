@@ -143,6 +143,9 @@ pub enum Wake {
         why: Rejection,
         end: OpEnd,
     },
+    /// A client-side rate limiter holds the attempt ([`RetryBudget::send_delay`]): nothing is
+    /// sent now; it is due again at [`ClientSession::next_wake`].
+    Wait,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -309,6 +312,29 @@ impl ClientSession {
             timeout,
             class: self.class(),
         };
+        if let Some(wait) = budget.send_delay(now) {
+            // Held by the rate limiter. A hold that would end at or past the deadline ends the
+            // operation now, as a retry wait would (the deadline's rule); otherwise the attempt
+            // is due again after it (its send lateness then counts from that instant: the
+            // driver's slop, not the limiter's hold; the operation's latency counts the hold).
+            if now + wait >= op.deadline() {
+                let attempts = op.attempt() - 1;
+                if attempts > 0 {
+                    budget.release(now);
+                }
+                return Wake::Ended(self.finish(
+                    &op,
+                    now,
+                    attempts,
+                    OpOutcome::Failed(GiveUp::Deadline),
+                ));
+            }
+            self.state = State::Due {
+                op,
+                due: now + wait,
+            };
+            return Wake::Wait;
+        }
         if let Err(why) = budget.admit(now, op.attempt()) {
             if op.attempt() > 1 {
                 budget.release(now);

@@ -324,6 +324,11 @@ impl StepWorkload {
                 i += 1;
                 continue;
             }
+            if policy.send_delay(now).is_some() {
+                // The client's rate limiter (the AWS SDKs' adaptive mode) holds the call: it
+                // and the batch calls after it stay queued for a later step.
+                break;
+            }
             let item = self.queue.remove(i);
             if policy.admit(now, item.attempts + 1).is_err() {
                 // An open breaker or client-side throttling: the item gives up unsent (and a

@@ -134,6 +134,10 @@ pub struct Strategy {
     /// ([`crate::limit::ClientLimiter`]), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_limit: Option<crate::limit::ConcurrencyLimit>,
+    /// The AWS SDKs' adaptive mode's client-side rate limiter in front of every attempt,
+    /// shared by the strategy's clients ([`crate::adaptive::ClientRateLimiter`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive_rate: bool,
 }
 
 /// The server's side of one row of a table: the queue policy and admission rule of the
@@ -232,6 +236,7 @@ impl Strategy {
             connections: Connections::Reuse,
             server: ServerSide::default(),
             client_limit: None,
+            adaptive_rate: false,
         })
     }
 

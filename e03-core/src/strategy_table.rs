@@ -94,6 +94,11 @@ pub struct StrategySpec {
     /// ([`crate::limit::ClientLimiter`]; default none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_limit: Option<crate::limit::LimitKind>,
+    /// `client_rate = "none" | "aws_adaptive"`: the AWS SDKs' adaptive mode's client-side
+    /// rate limiter in front of every attempt ([`crate::adaptive::ClientRateLimiter`]; default
+    /// none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive_rate: bool,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -127,6 +132,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "admission",
     "concurrency_limit",
     "client_limit",
+    "client_rate",
 ];
 
 const BREAKER_KEYS: &[&str] = &[
@@ -408,6 +414,17 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     let admission = named!("admission", AdmissionRule);
     let concurrency_limit = named!("concurrency_limit", LimitKind);
     let client_limit = named!("client_limit", LimitKind);
+    const CLIENT_RATE: &str = "none or aws_adaptive";
+    let adaptive_rate = match string("client_rate", CLIENT_RATE)?.as_deref() {
+        None | Some("none") => false,
+        Some("aws_adaptive") => true,
+        Some(other) => {
+            return fail!(
+                "client_rate",
+                format!("client_rate = {other:?}: expected {CLIENT_RATE}")
+            )
+        }
+    };
 
     Ok(StrategySpec {
         id,
@@ -427,6 +444,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
             concurrency_limit,
         },
         client_limit,
+        adaptive_rate,
     })
 }
 
@@ -506,6 +524,7 @@ impl StrategySpec {
             client_limit: self
                 .client_limit
                 .and_then(|k| k.limit(crate::limit::AimdLimit::default().timeout)),
+            adaptive_rate: self.adaptive_rate,
         }
     }
 }

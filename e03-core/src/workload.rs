@@ -283,6 +283,7 @@ impl Clients {
                 next.ended.push(end.into());
                 self.schedule(c);
             }
+            Wake::Wait => self.schedule(c),
             Wake::Rejected { attempt, why, end } => {
                 next.refused.push(Refused {
                     attempt: attempt.into(),
@@ -783,6 +784,48 @@ mod tests {
             code: 503,
             retry_after: None,
         }
+    }
+
+    /// A client-side rate limiter holds an attempt (the AWS SDKs' adaptive mode on strategy A,
+    /// by hand): a 429 at 0.1 s turns it on at rate 0 (0 measured x 0.7), kept at the bucket's
+    /// floor of 0.5 a second; the bucket had filled 0.1 token (rate 1 from 0 to 0.1 s). The
+    /// immediate retry at 0.1 s waits (1 - 0.1) / 0.5 = 1.8 s, and goes at 1.9 s.
+    #[test]
+    fn a_rate_limited_retry_waits_for_its_token() {
+        let a = Strategy {
+            adaptive_rate: true,
+            ..strategy("A")
+        };
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut cfg = config(Starts::AtZero, 50);
+        cfg.limits.deadline = ms(5000);
+        let mut w = Clients::new(1, 1, cfg, &a);
+        let n = wake(&mut w, ms(0), &mut policy);
+        let first = n.sends[0].id;
+        let throttled = AttemptResult::Status {
+            code: 429,
+            retry_after: None,
+        };
+        let n = answer(&mut w, first, throttled, ms(100), &mut policy);
+        assert!(n.sends.is_empty() && n.ended.is_empty());
+        assert_eq!(w.next_wake(), Some(ms(100)), "A retries at once");
+        let n = wake(&mut w, ms(100), &mut policy);
+        assert!(n.sends.is_empty(), "held by the limiter: {n:?}");
+        let at = w.next_wake().unwrap();
+        assert!(at.abs_diff(ms(1900)) <= Duration::from_micros(1), "{at:?}");
+        let n = wake(&mut w, at, &mut policy);
+        assert_eq!(n.sends.len(), 1);
+        assert_eq!((n.sends[0].id.attempt, n.sends[0].due), (2, at));
+        // Under a 1 s deadline the same hold would end past it: the operation ends at once, at
+        // 0.1 s, as a retry whose wait ends past the deadline does.
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = Clients::new(1, 1, config(Starts::AtZero, 50), &a);
+        let first = wake(&mut w, ms(0), &mut policy).sends[0].id;
+        answer(&mut w, first, throttled, ms(100), &mut policy);
+        let n = wake(&mut w, ms(100), &mut policy);
+        assert!(n.sends.is_empty());
+        assert_eq!(n.ended[0].outcome, OpOutcome::Failed(GiveUp::Deadline));
+        assert_eq!((n.ended[0].attempts, n.ended[0].end), (1, ms(100)));
     }
 
     /// One caller fanning out to 3, thinking 100 ms, two requests, strategy A (immediate
