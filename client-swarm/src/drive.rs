@@ -398,6 +398,8 @@ impl Driver {
                     start_us: us(f.start),
                     end_us: us(f.end),
                     calls: f.calls,
+                    quorum: f.quorum,
+                    ok: f.ok,
                     failed: f.failed,
                     attempts: f.attempts,
                 }))

@@ -235,8 +235,9 @@ pub struct Dropped {
     pub intended_us: u64,
 }
 
-/// Fan-out (`E03_WORKLOAD=fan_out`): a request whose `calls` operations (clients `client x
-/// calls` to `client x calls + calls - 1`, operation `request`) all ended; logged after them.
+/// Fan-out (`E03_WORKLOAD=fan_out`): a request of `calls` operations (clients `client x calls`
+/// to `client x calls + calls - 1`, operation `request`) that ended: its quorum succeeded, could
+/// no longer, or every call ended; logged after the call that decided it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FanOutRecord {
     #[serde(flatten)]
@@ -248,9 +249,12 @@ pub struct FanOutRecord {
     /// When its last call ended.
     pub end_us: u64,
     pub calls: u32,
-    /// Calls that did not succeed.
+    /// Successes that end it (`E03_FANOUT_QUORUM`; `calls`: all).
+    pub quorum: u32,
+    /// Calls that had succeeded and failed when it ended.
+    pub ok: u32,
     pub failed: u32,
-    /// Attempts its calls sent.
+    /// Attempts its calls that had ended by then sent.
     pub attempts: u32,
 }
 

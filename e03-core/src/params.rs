@@ -358,6 +358,13 @@ pub const PARAMS: &[ParamSpec] = &[
         "fan_out: calls of one request, made at once; each is an operation of its own (client = caller x E03_FANOUT + call), with the strategy's retries"
     ),
     p!(
+        "E03_FANOUT_QUORUM",
+        "fanout-quorum",
+        "0",
+        "a whole number from 0 to E03_FANOUT (0: every call)",
+        "fan_out: a request ends once this many of its calls succeeded (its other calls go on, uncancelled), or once so many failed that it cannot"
+    ),
+    p!(
         "E03_FANOUT_SLOW_MS",
         "fanout-slow-ms",
         "1000",
@@ -627,6 +634,9 @@ pub struct SwarmParams {
     pub fanout: u32,
     #[serde(default = "default_fanout_slow_ms")]
     pub fanout_slow_ms: f64,
+    /// `fan_out`: successes that end a request (0: all of its calls).
+    #[serde(default)]
+    pub fanout_quorum: u32,
     /// `open_loop`: operations in progress at most.
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: u32,
@@ -766,6 +776,8 @@ fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static 
         Some("E03_QUEUE_INTERVAL_MS")
     } else if swarm.workload == "fan_out" && swarm.clients as u64 * swarm.fanout as u64 > 100_000 {
         Some("E03_FANOUT")
+    } else if swarm.fanout_quorum > swarm.fanout {
+        Some("E03_FANOUT_QUORUM")
     } else {
         None
     }
@@ -860,6 +872,7 @@ impl Params {
             rate_peak: r.num("E03_RATE_PEAK", 0.0, 100_000.0, false)?,
             best_effort_share: r.num("E03_BEST_EFFORT_SHARE", 0.0, 1.0, false)?,
             fanout: r.int("E03_FANOUT", 1, 1000)? as u32,
+            fanout_quorum: r.int("E03_FANOUT_QUORUM", 0, 1000)? as u32,
             fanout_slow_ms: r.num("E03_FANOUT_SLOW_MS", 0.0, 3_600_000.0, true)?,
             max_in_flight: r.int("E03_MAX_IN_FLIGHT", 1, 1_000_000)? as u32,
             ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
@@ -1159,6 +1172,7 @@ impl Params {
             ("E03_RATE_PEAK", w.rate_peak.to_string()),
             ("E03_BEST_EFFORT_SHARE", w.best_effort_share.to_string()),
             ("E03_FANOUT", w.fanout.to_string()),
+            ("E03_FANOUT_QUORUM", w.fanout_quorum.to_string()),
             ("E03_FANOUT_SLOW_MS", w.fanout_slow_ms.to_string()),
             ("E03_MAX_IN_FLIGHT", w.max_in_flight.to_string()),
             ("E03_OPS_PER_CLIENT", w.ops_per_client.to_string()),
@@ -1611,6 +1625,7 @@ impl Params {
                 seed,
                 self.swarm().clients,
                 fan,
+                self.swarm().fanout_quorum,
                 config,
                 strategy,
             ))

@@ -121,6 +121,7 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("workload", "best_effort_share", "E03_BEST_EFFORT_SHARE"),
     ("workload", "fanout", "E03_FANOUT"),
     ("workload", "fanout_slow_ms", "E03_FANOUT_SLOW_MS"),
+    ("workload", "fanout_quorum", "E03_FANOUT_QUORUM"),
     ("workload", "max_in_flight", "E03_MAX_IN_FLIGHT"),
     ("workload", "ops_per_client", "E03_OPS_PER_CLIENT"),
     ("workload", "duration_s", "E03_DURATION_S"),

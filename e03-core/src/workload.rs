@@ -434,8 +434,9 @@ impl Workload for Arrivals {
     }
 }
 
-/// A fan-out request that ended: its `calls` operations (clients `client x calls` to
-/// `client x calls + calls - 1`, operation `request`) all ended.
+/// A fan-out request that ended: of its `calls` operations (clients `client x calls` to
+/// `client x calls + calls - 1`, operation `request`), `quorum` succeeded, or so many failed
+/// that they no longer can, or every one ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FanOutEnd {
     /// The caller (user) that made the request.
@@ -443,20 +444,37 @@ pub struct FanOutEnd {
     /// The caller's request number, from 0 (the operation number of each of its calls).
     pub request: u32,
     pub start: Duration,
-    /// When its last call ended.
+    /// When it ended: its quorum's last success, the failure that made the quorum
+    /// unreachable, or its last call's end.
     pub end: Duration,
     pub calls: u32,
-    /// Calls that did not succeed.
+    /// Successes it needed (`calls`: all of them).
+    pub quorum: u32,
+    /// Calls that had succeeded and failed by then.
+    pub ok: u32,
     pub failed: u32,
-    /// Attempts sent by all its calls.
+    /// Attempts its calls that had ended by then sent.
     pub attempts: u32,
 }
 
 impl FanOutEnd {
-    /// Whether every call succeeded.
+    /// Whether its quorum succeeded.
     pub fn success(&self) -> bool {
-        self.failed == 0
+        self.ok >= self.quorum
     }
+}
+
+/// A fan-out request in progress.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    start: Duration,
+    /// Calls still going.
+    left: u32,
+    ok: u32,
+    failed: u32,
+    attempts: u32,
+    /// Whether it was reported (its quorum decided before its last call ended).
+    reported: bool,
 }
 
 /// One caller of a [`FanOut`]: its think stream, its next start, its request in progress.
@@ -465,14 +483,17 @@ struct Caller {
     think: LabRng,
     /// Requests started.
     requests: u32,
-    /// The request in progress: its start, calls still going, calls failed, attempts sent.
-    current: Option<(Duration, u32, u32, u32)>,
+    /// The request in progress, until its last call ends.
+    current: Option<Request>,
 }
 
 /// Fan-out (issue "Hedging and adaptive clients", item 2; Dean and Barroso, "The Tail at
 /// Scale", CACM 2013): N callers, each making one request at a time; a request calls the
 /// dependency `calls` times at once and ends when every call has ended (the slowest decides its
-/// latency). Each call is an operation of its own, with the strategy's retries: caller `u`'s
+/// latency), or as soon as `quorum` of them succeeded (`E03_FANOUT_QUORUM`; "good enough"
+/// answers, as the article's search results from most leaves). Its other calls still go on:
+/// nothing cancels them, and the caller's next request waits for them (its sessions are busy),
+/// a think time after the last one ends. Each call is an operation of its own, with the strategy's retries: caller `u`'s
 /// call `i` is client `u x calls + i`, and every call of request `r` is that client's operation
 /// `r` (so its identity, fault fate and retry jitter are its own). A caller starts as a closed-
 /// loop client does (its first request uniformly in the first 2 s, then a think time after
@@ -482,6 +503,7 @@ struct Caller {
 pub struct FanOut {
     calls: Clients,
     fan: u32,
+    quorum: u32,
     config: SessionConfig,
     seed: u64,
     callers: Vec<Caller>,
@@ -490,16 +512,19 @@ pub struct FanOut {
 }
 
 impl FanOut {
-    /// `callers` callers of a run with this seed, each request calling `fan` times. `config`'s
-    /// think times, duration and limits apply (its `starts` is the closed loop's).
+    /// `callers` callers of a run with this seed, each request calling `fan` times and ending
+    /// once `quorum` calls succeeded (0 or `fan`: all of them). `config`'s think times,
+    /// duration and limits apply (its `starts` is the closed loop's).
     pub fn new(
         seed: u64,
         callers: u32,
         fan: u32,
+        quorum: u32,
         config: SessionConfig,
         strategy: &Strategy,
     ) -> Self {
         assert!(fan > 0, "a fan-out of no call");
+        let quorum = if quorum == 0 { fan } else { quorum.min(fan) };
         let call_config = SessionConfig {
             starts: Starts::OnDemand,
             ..config
@@ -511,6 +536,7 @@ impl FanOut {
         let mut fanout = FanOut {
             calls,
             fan,
+            quorum,
             config,
             seed,
             callers: Vec::new(),
@@ -539,39 +565,50 @@ impl FanOut {
         }
     }
 
-    /// Counts the calls that ended (`next.ended[from..]`) into their requests; a request whose
-    /// last call ended is reported, and its caller thinks before the next.
+    /// Counts the calls that ended (`next.ended[from..]`) into their requests: a request is
+    /// reported once its quorum succeeded, can no longer succeed, or its last call ended; once
+    /// its last call ended its caller thinks before the next.
     fn count(&mut self, from: usize, next: &mut Next) {
         for i in from..next.ended.len() {
             let e = next.ended[i];
             let u = e.client / self.fan;
+            let (fan, quorum) = (self.fan, self.quorum);
             let caller = &mut self.callers[u as usize];
-            let Some((start, left, failed, attempts)) = caller.current.as_mut() else {
+            let Some(r) = caller.current.as_mut() else {
                 continue;
             };
-            *left -= 1;
-            *failed += u32::from(e.outcome != OpOutcome::Success);
-            *attempts += e.attempts;
-            if *left > 0 {
+            r.left -= 1;
+            if e.outcome == OpOutcome::Success {
+                r.ok += 1;
+            } else {
+                r.failed += 1;
+            }
+            r.attempts += e.attempts;
+            let decided = r.ok >= quorum || fan - r.failed < quorum || r.left == 0;
+            if decided && !r.reported {
+                r.reported = true;
+                next.fanouts.push(FanOutEnd {
+                    client: u,
+                    request: e.op,
+                    start: r.start,
+                    end: e.end,
+                    calls: fan,
+                    quorum,
+                    ok: r.ok,
+                    failed: r.failed,
+                    attempts: r.attempts,
+                });
+            }
+            if r.left > 0 {
                 continue;
             }
-            let done = FanOutEnd {
-                client: u,
-                request: e.op,
-                start: *start,
-                end: e.end,
-                calls: self.fan,
-                failed: *failed,
-                attempts: *attempts,
-            };
             caller.current = None;
             let (lo, hi) = (
                 self.config.think.0.as_micros() as u64,
                 self.config.think.1.as_micros() as u64,
             );
             let think = Duration::from_micros(caller.think.random_range(lo..=hi.max(lo)));
-            next.fanouts.push(done);
-            self.schedule(u, done.end + think);
+            self.schedule(u, e.end + think);
         }
     }
 }
@@ -593,7 +630,14 @@ impl Workload for FanOut {
                 let caller = &mut self.callers[u as usize];
                 let request = caller.requests;
                 caller.requests += 1;
-                caller.current = Some((s.0, self.fan, 0, 0));
+                caller.current = Some(Request {
+                    start: s.0,
+                    left: self.fan,
+                    ok: 0,
+                    failed: 0,
+                    attempts: 0,
+                    reported: false,
+                });
                 let class = Priority::of(self.seed, u, request, self.config.best_effort_ppm);
                 for i in 0..self.fan {
                     self.calls
@@ -835,7 +879,7 @@ mod tests {
     fn a_fan_out_request_ends_with_its_slowest_call() {
         let a = strategy("A");
         let mut policy = ClientPolicy::new(&a, 1);
-        let mut w = FanOut::new(1, 1, 3, config(Starts::ClosedLoop, 100), &a);
+        let mut w = FanOut::new(1, 1, 3, 0, config(Starts::ClosedLoop, 100), &a);
         let t0 = w.next_wake().unwrap();
         assert!(
             t0 < ms(2000),
@@ -869,6 +913,8 @@ mod tests {
             start: t0,
             end: at(30),
             calls: 3,
+            quorum: 3,
+            ok: 3,
             failed: 0,
             attempts: 4,
         };
@@ -884,12 +930,55 @@ mod tests {
             retry_after: None,
         };
         answer(&mut w, id(0, 1, 1), ok(), at(140), &mut policy);
-        answer(&mut w, id(2, 1, 1), not_found, at(150), &mut policy);
-        let n = answer(&mut w, id(1, 1, 1), ok(), at(160), &mut policy);
+        // A failed call: all three can no longer succeed, so the request ends now, failed.
+        let n = answer(&mut w, id(2, 1, 1), not_found, at(150), &mut policy);
         assert_eq!(n.fanouts.len(), 1);
-        assert_eq!((n.fanouts[0].request, n.fanouts[0].failed), (1, 1));
-        assert!(!n.fanouts[0].success());
+        let f = n.fanouts[0];
+        assert_eq!((f.request, f.end, f.ok, f.failed), (1, at(150), 1, 1));
+        assert!(!f.success());
+        let n = answer(&mut w, id(1, 1, 1), ok(), at(160), &mut policy);
+        assert!(n.fanouts.is_empty(), "reported once");
         assert_eq!(w.next_wake(), None, "two requests at most");
+    }
+
+    /// A quorum of 2 of 3, by hand: the request ends with its second success (at 20 ms), its
+    /// third call goes on (no cancel) and the caller thinks from that call's end (500 ms). The
+    /// next request fails as soon as two calls failed (2 of 3 can no longer succeed).
+    #[test]
+    fn a_fan_out_request_with_a_quorum_ends_with_its_quorum() {
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = FanOut::new(1, 1, 3, 2, config(Starts::ClosedLoop, 100), &a);
+        let t0 = w.next_wake().unwrap();
+        let at = |d: u64| t0 + ms(d);
+        let id = |client, op| AttemptId {
+            client,
+            op,
+            attempt: 1,
+        };
+        assert_eq!(wake(&mut w, t0, &mut policy).sends.len(), 3);
+        assert!(answer(&mut w, id(0, 0), ok(), at(10), &mut policy)
+            .fanouts
+            .is_empty());
+        let n = answer(&mut w, id(2, 0), ok(), at(20), &mut policy);
+        assert_eq!(n.fanouts.len(), 1);
+        let f = n.fanouts[0];
+        assert_eq!((f.end, f.quorum, f.ok, f.failed), (at(20), 2, 2, 0));
+        assert!(f.success());
+        assert_eq!(w.next_wake(), None, "the third call is still going");
+        let n = answer(&mut w, id(1, 0), ok(), at(500), &mut policy);
+        assert!(n.fanouts.is_empty(), "reported once");
+        assert_eq!(w.next_wake(), Some(at(600)));
+        assert_eq!(wake(&mut w, at(600), &mut policy).sends.len(), 3);
+        let not_found = AttemptResult::Status {
+            code: 404,
+            retry_after: None,
+        };
+        answer(&mut w, id(0, 1), not_found, at(610), &mut policy);
+        let n = answer(&mut w, id(1, 1), not_found, at(620), &mut policy);
+        let f = n.fanouts[0];
+        assert_eq!((f.end, f.ok, f.failed), (at(620), 0, 2));
+        assert!(!f.success());
     }
 
     /// Two clients starting at zero, thinking 50 ms, two operations each, strategy A

@@ -27,7 +27,7 @@ pub struct FanOutAcc {
 pub struct FanOutMetrics {
     /// Requests that ended.
     pub requests: u64,
-    /// Of those, requests every call of which succeeded.
+    /// Of those, requests whose quorum succeeded (every call, unless `E03_FANOUT_QUORUM`).
     pub succeeded: u64,
     /// The latency past which a request is slow (`E03_FANOUT_SLOW_MS`).
     pub slow_ms: f64,
@@ -43,7 +43,7 @@ impl FanOutMetrics {
         (self.requests > 0).then(|| self.slow as f64 / self.requests as f64)
     }
 
-    /// The share of requests every call of which succeeded; `None` without requests.
+    /// The share of requests that succeeded; `None` without requests.
     pub fn success(&self) -> Option<f64> {
         (self.requests > 0).then(|| self.succeeded as f64 / self.requests as f64)
     }
@@ -61,7 +61,7 @@ impl FanOutAcc {
         }
     }
 
-    /// A request that started at `start_us` ended at `end_us`; `success`: every call succeeded.
+    /// A request that started at `start_us` ended at `end_us`; `success`: its quorum succeeded.
     pub fn request(&mut self, start_us: u64, end_us: u64, success: bool) {
         let took = end_us.saturating_sub(start_us);
         self.requests += 1;

@@ -154,7 +154,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Breaker(b) => acc.breaker_change(b.t_us, b.from, b.to),
         Event::Charge(c) => acc.charge_record(c),
         Event::Dropped(d) => acc.dropped(d.intended_us),
-        Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.failed == 0),
+        Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.ok >= f.quorum),
         Event::RunStart(_) | Event::RunEnd(_) => {}
     }
 }

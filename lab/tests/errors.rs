@@ -61,6 +61,12 @@ fn bad_values_name_what_the_user_typed_and_exit_2() {
             "invalid --scenarios-at-once (E03_SCENARIOS_AT_ONCE) \"0\": expected a whole number from 1 to 16",
             "E03_CLIENTS",
         ),        (
+            &["--workload", "fan_out", "--fanout", "10", "--fanout-quorum", "11"],
+            &[],
+            "invalid --fanout-quorum=\"11\": expected a whole number from 0 to E03_FANOUT",
+            "--seeds",
+        ),
+        (
             &["--workload", "fan_out", "--clients", "2000"],
             &[],
             "(E03_CLIENTS x E03_FANOUT at most 100000)",

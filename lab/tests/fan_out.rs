@@ -43,6 +43,21 @@ fn simulated_tail_passes_its_check_near_63_percent() {
     // Every call is an operation: 100 per request, and one attempt each (no retries).
     assert_eq!(run["total_requests"].as_u64(), Some(100 * requests));
     let _ = std::fs::remove_dir_all(&dir);
+
+    // With a quorum of 95 a request waits only for its 95 fastest calls: it is slow only when
+    // 6 or more of its 100 calls are (under 0.1%), so the published figure's check fails.
+    let dir = temp("fan_out", "quorum");
+    let o = lab()
+        .args(["simulate", "tail", "--fanout-quorum", "95", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{stdout}\n{stderr}");
+    let f = &summary_run(&dir)["fanout"];
+    let share = f["slow"].as_f64().unwrap() / f["requests"].as_f64().unwrap();
+    assert!(share < 0.01, "{f}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
