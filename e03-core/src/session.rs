@@ -289,17 +289,7 @@ impl ClientSession {
             other => panic!("on_wake with nothing due ({other:?})"),
         };
         let Some(timeout) = op.attempt_timeout(now) else {
-            let attempts = op.attempt() - 1;
-            if attempts > 0 {
-                // A retry the budget allowed is not sent after all.
-                budget.release(now);
-            }
-            return Wake::Ended(self.finish(
-                &op,
-                now,
-                attempts,
-                OpOutcome::Failed(GiveUp::Deadline),
-            ));
+            return Wake::Ended(self.past_deadline(&op, now, budget));
         };
         let id = AttemptId {
             client: self.client,
@@ -318,16 +308,7 @@ impl ClientSession {
             // is due again after it (its send lateness then counts from that instant: the
             // driver's slop, not the limiter's hold; the operation's latency counts the hold).
             if now + wait >= op.deadline() {
-                let attempts = op.attempt() - 1;
-                if attempts > 0 {
-                    budget.release(now);
-                }
-                return Wake::Ended(self.finish(
-                    &op,
-                    now,
-                    attempts,
-                    OpOutcome::Failed(GiveUp::Deadline),
-                ));
+                return Wake::Ended(self.past_deadline(&op, now, budget));
             }
             self.state = State::Due {
                 op,
@@ -349,6 +330,21 @@ impl ClientSession {
             inflight: budget.in_flight(),
         };
         Wake::Send(attempt)
+    }
+
+    /// The operation `op` ends at `now` past its deadline, its current attempt unsent (a retry
+    /// the budget allowed is given back).
+    fn past_deadline<B: RetryBudget + ?Sized>(
+        &mut self,
+        op: &Operation,
+        now: Duration,
+        budget: &mut B,
+    ) -> OpEnd {
+        let attempts = op.attempt() - 1;
+        if attempts > 0 {
+            budget.release(now);
+        }
+        self.finish(op, now, attempts, OpOutcome::Failed(GiveUp::Deadline))
     }
 
     /// The attempt in flight ended at `now` with `result`. `None`: a retry is due at

@@ -72,3 +72,34 @@ fn the_adaptive_mode_keeps_429s_down_and_the_batch_whole_live_and_simulated() {
     let rejected = (n(s, "rejected"), n(l, "rejected"));
     assert!((rejected.0 - rejected.1).abs() <= 2.0, "{rejected:?}");
 }
+
+/// Under E03-B's outage the answers are 503s, never throttling answers, so the limiter never
+/// turns on: `aws-adaptive` is `aws-standard` exactly, figure for figure.
+#[test]
+fn without_a_throttling_answer_the_adaptive_mode_is_standard_mode() {
+    let dir = temp("adaptive", "e03b");
+    let o = lab()
+        .args([
+            "simulate",
+            "e03b",
+            "--strategies",
+            "aws-standard,aws-adaptive",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let summary = files(&dir, "summary", ".json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary[0]).unwrap()).unwrap();
+    let mut runs: Vec<serde_json::Value> = v["runs"].as_array().unwrap().clone();
+    assert_eq!(runs.len(), 2);
+    for r in &mut runs {
+        r.as_object_mut().unwrap().remove("strategy");
+    }
+    assert_eq!(runs[0], runs[1]);
+    assert!(runs[0]["retries_sent"].as_u64().unwrap() > 0, "{}", runs[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

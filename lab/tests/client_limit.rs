@@ -88,3 +88,42 @@ fn a_client_limit_keeps_at_most_its_limit_in_flight_and_fails_the_rest_fast() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// In `ratelimit` the step workload never has 20 calls in flight, so a limit whose floor is 20
+/// never binds: `aimd-client` and `gradient2-client` give strategy C's figures exactly.
+#[test]
+fn in_ratelimit_a_client_limit_never_binds() {
+    let dir = temp("client_limit", "ratelimit");
+    let o = lab()
+        .args([
+            "simulate",
+            "ratelimit",
+            "--strategies",
+            "C,aimd-client,gradient2-client",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{stdout}\n{stderr}");
+    let summary = common::files(&dir, "summary", ".json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary[0]).unwrap()).unwrap();
+    let steps = |id: &str| {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["strategy"] == id)
+            .unwrap_or_else(|| panic!("no {id}"))["steps"]
+            .clone()
+    };
+    for load in ["L3", "L6"] {
+        let c = steps(&format!("C-{load}"));
+        assert!(c["batch_calls"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(steps(&format!("aimd-client-{load}")), c);
+        assert_eq!(steps(&format!("gradient2-client-{load}")), c);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
