@@ -262,6 +262,11 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         ));
         b.push(Table(t));
     }
+    if let Some(t) = e03_metrics::tables::hedge_table(s) {
+        b.push(Heading(2, "Hedging".into()));
+        b.push(para(e03_metrics::tables::HEDGE_CAPTION));
+        b.push(Table(t));
+    }
     b
 }
 

@@ -25,6 +25,7 @@
 //! operation's start, the end of its retry wait, its step's start or the previous call's
 //! answer), when it was actually *sent* and when it ended.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -60,6 +61,7 @@ pub(crate) async fn drive(
         state: Mutex::new(State {
             workload,
             in_flight: 0,
+            cancels: HashMap::new(),
             armed: None,
             stopped: false,
             totals: ClientTotals::default(),
@@ -76,6 +78,9 @@ struct State {
     workload: Box<dyn Workload + Send>,
     /// Attempts sent whose task has not logged them yet.
     in_flight: usize,
+    /// Each of those attempts' cancel signal, and whether the workload cancelled it (a hedged
+    /// operation ended without it: its answer no longer goes to the workload).
+    cancels: HashMap<e03_core::session::AttemptId, (Arc<Notify>, bool)>,
     /// The wake the timer sleeps until (`None`: it waits for an answer).
     armed: Option<Duration>,
     /// The run was stopped: answers no longer go to the workload.
@@ -124,6 +129,19 @@ impl Driver {
             }
         }
         st.in_flight += next.sends.len();
+        // Only a hedging strategy's attempts can be cancelled.
+        if self.run.strategy.hedge.is_some() {
+            for send in &next.sends {
+                st.cancels.insert(send.id, (Arc::new(Notify::new()), false));
+            }
+        }
+        for id in &next.cancels {
+            if let Some((signal, cancelled)) = st.cancels.get_mut(id) {
+                *cancelled = true;
+                // Stored if its task is not waiting yet.
+                signal.notify_one();
+            }
+        }
         Asked {
             next,
             transitions: policy.take_transitions(),
@@ -231,11 +249,14 @@ impl Driver {
     /// cannot end the run before that.
     async fn attempt(self: Arc<Self>, mut send: Outgoing, mut stop: StopSignal) {
         loop {
-            let (result, now) = self.send(&send, &mut stop).await;
+            let cancel = self.lock().cancels.get(&send.id).map(|(n, _)| n.clone());
+            let (result, now) = self.send(&send, &mut stop, cancel).await;
             let asked = {
                 let mut st = self.lock();
                 let mut next = Next::default();
-                if let (Some(result), false) = (result, st.stopped) {
+                // Cancelled, even if its answer came first: the workload no longer awaits it.
+                let cancelled = st.cancels.remove(&send.id).is_some_and(|(_, c)| c);
+                if let (Some(result), false, false) = (result, st.stopped, cancelled) {
                     let mut policy = self.run.budget();
                     st.workload
                         .on_answer(send.id, result, now, &mut policy, &mut next);
@@ -271,6 +292,7 @@ impl Driver {
         &self,
         send: &Outgoing,
         stop: &mut StopSignal,
+        cancel: Option<Arc<Notify>>,
     ) -> (Option<AttemptResult>, Duration) {
         let run = &self.run;
         let sent_at = Instant::now();
@@ -296,15 +318,24 @@ impl Driver {
         } else {
             run.work.request(id)
         };
-        let result = tokio::select! {
+        let cancelled = async {
+            match &cancel {
+                Some(signal) => signal.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        // Dropping the request closes its connection; the dependency still does the work.
+        let (result, was_cancelled) = tokio::select! {
             r = timeout_at(sent_at + send.timeout, run.work.execute(req)) => {
-                Some(r.unwrap_or(AttemptResult::Timeout))
+                (Some(r.unwrap_or(AttemptResult::Timeout)), false)
             }
             // Not at once: a request still connecting would never reach the server.
-            _ = stop.stopped_in_flight() => None,
+            _ = stop.stopped_in_flight() => (None, false),
+            () = cancelled => (None, true),
         };
         let now = run.now();
         let (end, status, retry_after) = match result {
+            None if was_cancelled => (AttemptEnd::Cancelled, None, None),
             None => (AttemptEnd::Aborted, None, None),
             Some(AttemptResult::Status { code, retry_after }) => {
                 (AttemptEnd::Status, Some(code), retry_after)

@@ -80,6 +80,13 @@ pub trait RetryBudget {
     }
     /// A retry that `withdraw` allowed will never be sent.
     fn release(&mut self, _now: Duration) {}
+    /// A sent attempt had a good answer after `rtt` (a hedging percentile's record).
+    fn good_answer(&mut self, _rtt: Duration) {}
+    /// The delay before the next hedge of `spec`, if one may follow an attempt sent now
+    /// ([`crate::hedge::HedgeSpec::delay_now`], with the layer's latency record if it keeps one).
+    fn hedge_delay(&self, spec: &crate::hedge::HedgeSpec) -> Option<Duration> {
+        spec.delay_now(None)
+    }
 }
 
 /// No budget: every retry is allowed (strategies A to C).

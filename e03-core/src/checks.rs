@@ -103,6 +103,14 @@ pub enum CheckMetric {
     /// Fan-out (`E03_WORKLOAD=fan_out`): the share of requests slower than
     /// `E03_FANOUT_SLOW_MS`.
     FanoutSlowShare,
+    /// The 99.9th percentile of the operations' latency, in ms.
+    P999Ms,
+    /// `versus`'s p99.9 divided by this strategy's: how many times lower this one's tail is
+    /// (hedging, "The Tail at Scale").
+    P999Reduction { versus: String },
+    /// Requests sent beyond one per operation, in percent of the operations (hedges and
+    /// retries: `100 x (attempts / operations - 1)`).
+    ExtraRequests,
     /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
     /// request.
     BottomCallsPerRequest,
@@ -253,6 +261,9 @@ impl CheckSpec {
             CheckMetric::CriticalSuccess => "critical operations' success".into(),
             CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
             CheckMetric::FanoutSlowShare => "share of fan-out requests that were slow".into(),
+            CheckMetric::P999Ms => "p99.9 (ms)".into(),
+            CheckMetric::P999Reduction { versus } => format!("{versus}'s p99.9 / this p99.9"),
+            CheckMetric::ExtraRequests => "extra requests (% of operations)".into(),
             CheckMetric::BottomCallsPerRequest => "bottom calls per top request".into(),
             CheckMetric::OpMaxMs => "longest top operation (ms)".into(),
             CheckMetric::WastedMs => "wasted lower-hop ms per top request".into(),
@@ -297,7 +308,8 @@ const METRICS: &str =
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
                        permanent_latency_ratio, goodput_share, wasted_share, critical_success, \
-                       best_effort_success, fanout_slow_share; for chains bottom_calls_per_request, op_max_ms, \
+                       best_effort_success, fanout_slow_share, p999_ms, p999_reduction, \
+                       extra_requests; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
@@ -393,11 +405,11 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
     }
     if !matches!(
         name.as_str(),
-        "attempts_ratio" | "peak_ratio" | "permanent_latency_ratio"
+        "attempts_ratio" | "peak_ratio" | "permanent_latency_ratio" | "p999_reduction"
     ) {
         only(
             "versus",
-            "attempts_ratio, peak_ratio and permanent_latency_ratio",
+            "attempts_ratio, peak_ratio, permanent_latency_ratio and p999_reduction",
         )?;
     }
     if name != "breaker_transitions" {
@@ -419,6 +431,9 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "critical_success" => CheckMetric::CriticalSuccess,
         "best_effort_success" => CheckMetric::BestEffortSuccess,
         "fanout_slow_share" => CheckMetric::FanoutSlowShare,
+        "p999_ms" => CheckMetric::P999Ms,
+        "extra_requests" => CheckMetric::ExtraRequests,
+        "p999_reduction" => CheckMetric::P999Reduction { versus: versus()? },
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
         "op_max_ms" => CheckMetric::OpMaxMs,
         "wasted_ms" => CheckMetric::WastedMs,
@@ -576,7 +591,8 @@ impl CheckSpec {
         match &self.metric {
             CheckMetric::AttemptsRatio { versus }
             | CheckMetric::PeakRatio { versus, .. }
-            | CheckMetric::PermanentLatencyRatio { versus } => ids.push(versus),
+            | CheckMetric::PermanentLatencyRatio { versus }
+            | CheckMetric::P999Reduction { versus } => ids.push(versus),
             _ => {}
         }
         ids
@@ -682,6 +698,8 @@ mod tests {
             ("critical_success", CheckMetric::CriticalSuccess),
             ("best_effort_success", CheckMetric::BestEffortSuccess),
             ("fanout_slow_share", CheckMetric::FanoutSlowShare),
+            ("p999_ms", CheckMetric::P999Ms),
+            ("extra_requests", CheckMetric::ExtraRequests),
         ] {
             let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
             assert_eq!(c.metric, metric);

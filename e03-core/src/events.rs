@@ -113,6 +113,10 @@ pub enum AttemptEnd {
     ResetMidBody,
     /// The run was stopped (signal) while the attempt was in flight.
     Aborted,
+    /// Its hedged operation ended (another attempt answered) while it was in flight: the
+    /// client stopped waiting and closed its connection. It was sent; the dependency did its
+    /// work all the same.
+    Cancelled,
     /// Never sent: a policy layer refused it (an open circuit breaker, client-side
     /// throttling; see `rejection`). It did not reach the dependency, and `sent_us` is when it
     /// was refused.

@@ -29,6 +29,7 @@
 //!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
 //! - [`breaker`]: the circuit breaker.
+//! - [`hedge`]: hedging (gRPC A6's hedging policy, Tail at Scale's percentile delay).
 //! - [`adaptive`]: the AWS SDKs' adaptive retry mode's client-side rate limiter (CUBIC).
 //! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (seed 003).
 //! - [`balancer`]: a caller's client-side balancer over a dependency's replicas: round robin,
@@ -67,6 +68,7 @@ pub mod control;
 pub mod dependency;
 pub mod events;
 pub mod faults;
+pub mod hedge;
 pub mod ledger;
 pub mod limit;
 pub mod node;

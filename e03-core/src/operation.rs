@@ -110,6 +110,12 @@ impl Operation {
         self.attempts
     }
 
+    /// A hedge ([`crate::hedge`]) is about to be sent: it is the next attempt, with no wait and
+    /// no retry decision (the session checked its budget).
+    pub fn hedge(&mut self) {
+        self.attempts += 1;
+    }
+
     /// Timeout of the attempt sent at `now`: the attempt timeout, shortened so it never passes
     /// the deadline. `None` if the deadline has already passed.
     pub fn attempt_timeout(&self, now: Duration) -> Option<Duration> {

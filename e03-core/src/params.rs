@@ -481,7 +481,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "E03_STRATEGIES",
         "strategies",
         "A,B,C,D",
-        "a comma-separated list of strategy ids from A,B,C,D,E,F,grpc,aws-standard,aws-2026,aws-adaptive,finagle,tower,envoy,sre-adaptive,polly-breaker,retry-everything,budget10,aimd-client,gradient2-client without repeats",
+        "a comma-separated list of strategy ids from A,B,C,D,E,F,grpc,aws-standard,aws-2026,aws-adaptive,finagle,tower,envoy,sre-adaptive,polly-breaker,retry-everything,budget10,aimd-client,gradient2-client,grpc-hedging,polly-hedging without repeats",
         "strategies of the run"
     ),
 ];

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::adaptive::ClientRateLimiter;
 use crate::breaker::{Breaker, BreakerState, Transition};
 use crate::budget::{AnyBudget, AttemptClass, Rejection, RetryBudget, RetryCause};
+use crate::hedge::{HedgeDelay, HedgeSpec, LatencyRecord};
 use crate::limit::{ClientLimiter, ClientSample};
 use crate::strategy::Strategy;
 
@@ -18,6 +19,8 @@ pub struct ClientPolicy {
     breaker: Option<Breaker>,
     limiter: Option<ClientLimiter>,
     rate: Option<ClientRateLimiter>,
+    /// The good answers' round trips, for a hedging percentile delay.
+    latencies: Option<LatencyRecord>,
 }
 
 impl ClientPolicy {
@@ -32,6 +35,10 @@ impl ClientPolicy {
             breaker: strategy.breaker.map(Breaker::new),
             limiter: strategy.client_limit.as_ref().map(ClientLimiter::new),
             rate: strategy.adaptive_rate.then(ClientRateLimiter::new),
+            latencies: strategy
+                .hedge
+                .filter(|h| matches!(h.delay, HedgeDelay::Percentile { .. }))
+                .map(|_| LatencyRecord::new()),
         }
     }
 
@@ -115,5 +122,15 @@ impl RetryBudget for ClientPolicy {
 
     fn release(&mut self, now: Duration) {
         self.budget.release(now)
+    }
+
+    fn good_answer(&mut self, rtt: Duration) {
+        if let Some(r) = &mut self.latencies {
+            r.add(rtt);
+        }
+    }
+
+    fn hedge_delay(&self, spec: &HedgeSpec) -> Option<Duration> {
+        spec.delay_now(self.latencies.as_ref())
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::breaker::BreakerSpec;
 use crate::budget::BudgetSpec;
+use crate::hedge::{HedgeDelay, HedgeSpec};
 use crate::limit::LimitKind;
 use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
 
@@ -86,6 +87,19 @@ const NAMES: &[(&str, &str)] = &[
          concurrency-limits' defaults: from 20, min 20, max 200, smoothing 0.2, queue 4, \
          long window 600); an attempt over the limit fails fast",
     ),
+    (
+        "grpc-hedging",
+        "gRPC hedging (proposal A6's example hedgingPolicy): up to 4 attempts, a hedge every \
+         500 ms while none has answered well, the next at once after a non-fatal answer, the \
+         rest cancelled at the first good one; retry throttling (10 tokens, ratio 0.1) stops \
+         hedges",
+    ),
+    (
+        "polly-hedging",
+        "Polly v8's hedging defaults: 1 hedged attempt (2 in all) after 2 s, the next at once \
+         after a handled (transient) answer, the other cancelled at the first good one; no \
+         throttle",
+    ),
 ];
 
 /// The presets' names and descriptions, in a stable order.
@@ -110,6 +124,8 @@ pub fn preset(name: &str, base: Duration, cap: Duration) -> Option<Strategy> {
         "budget10" => budget10(),
         "aimd-client" => client_limited("aimd-client", LimitKind::Aimd, base, cap),
         "gradient2-client" => client_limited("gradient2-client", LimitKind::Gradient2, base, cap),
+        "grpc-hedging" => grpc_hedging(),
+        "polly-hedging" => polly_hedging(),
         _ => return None,
     };
     debug_assert_eq!(s.id, name);
@@ -139,6 +155,53 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         server: Default::default(),
         client_limit: None,
         adaptive_rate: false,
+        hedge: None,
+    }
+}
+
+/// gRPC's hedging policy (proposal A6, "gRPC Retry Design", section "Hedging Policy"), with
+/// the proposal's example `hedgingPolicy` (`maxAttempts` 4, `hedgingDelay` 0.5 s; A6 has no
+/// default delay, and "0s, or unset" sends every attempt at once) and its example
+/// `retryThrottling` (10 tokens, ratio 0.1, [`crate::budget::GrpcThrottle`]), which "also
+/// applies to hedged RPCs". The example's non-fatal codes (UNAVAILABLE, INTERNAL, ABORTED) are
+/// the lab's retryable answers (5xx, 429, timeouts, broken connections); a hedging policy
+/// excludes a retry policy. The rules: [`crate::hedge`].
+pub fn grpc_hedging() -> Strategy {
+    Strategy {
+        budget: Some(BudgetSpec::grpc()),
+        hedge: Some(HedgeSpec {
+            max_attempts: 4,
+            delay: HedgeDelay::Fixed { delay_us: 500_000 },
+        }),
+        ..base_strategy(
+            "grpc-hedging",
+            "gRPC A6 hedging + throttling",
+            Backoff::Immediate,
+            Jitter::None,
+        )
+    }
+}
+
+/// Polly v8's hedging strategy (`HedgingStrategyOptions`, pollydocs.org "Hedging resilience
+/// strategy"): `MaxHedgedAttempts` 1 (so 2 attempts), `Delay` 2 s, no throttle. A handled
+/// outcome starts the next hedged action at once; the handled outcomes are those of
+/// Microsoft.Extensions.Http.Resilience's HTTP hedging (5xx, 408, 429, request exceptions,
+/// timeouts), the lab's retryable answers. The first good answer wins and the rest are
+/// cancelled.
+pub fn polly_hedging() -> Strategy {
+    Strategy {
+        hedge: Some(HedgeSpec {
+            max_attempts: 2,
+            delay: HedgeDelay::Fixed {
+                delay_us: 2_000_000,
+            },
+        }),
+        ..base_strategy(
+            "polly-hedging",
+            "Polly v8 hedging",
+            Backoff::Immediate,
+            Jitter::None,
+        )
     }
 }
 
@@ -349,9 +412,44 @@ mod tests {
     const BASE: Duration = Duration::from_millis(200);
     const CAP: Duration = Duration::from_millis(2000);
 
+    /// The hedging presets' documented values: A6's example (`maxAttempts` 4, `hedgingDelay`
+    /// 0.5 s, `retryThrottling` 10 / 0.1) and Polly v8's defaults (`MaxHedgedAttempts` 1,
+    /// `Delay` 2 s, no throttle); neither retries.
+    #[test]
+    fn the_hedging_presets_hold_their_sources_values() {
+        use crate::hedge::{HedgeDelay, HedgeSpec};
+        let g = preset("grpc-hedging", BASE, CAP).unwrap();
+        assert_eq!(
+            g.hedge,
+            Some(HedgeSpec {
+                max_attempts: 4,
+                delay: HedgeDelay::Fixed { delay_us: 500_000 },
+            })
+        );
+        assert_eq!(g.budget, Some(BudgetSpec::grpc()));
+        let p = preset("polly-hedging", BASE, CAP).unwrap();
+        assert_eq!(
+            p.hedge,
+            Some(HedgeSpec {
+                max_attempts: 2,
+                delay: HedgeDelay::Fixed {
+                    delay_us: 2_000_000
+                },
+            })
+        );
+        assert_eq!(p.budget, None);
+        for s in [g, p] {
+            assert_eq!(s.hedge.unwrap().validate(), Ok(()));
+            assert_eq!(
+                (s.backoff, s.breaker, s.client_limit),
+                (Backoff::Immediate, None, None)
+            );
+        }
+    }
+
     #[test]
     fn every_name_is_a_preset_whose_id_is_its_name_and_specs_are_valid() {
-        assert_eq!(names().len(), 13);
+        assert_eq!(names().len(), 15);
         for (name, description) in names() {
             let s = preset(name, BASE, CAP).unwrap_or_else(|| panic!("{name}"));
             assert_eq!(s.id, *name);

@@ -78,6 +78,11 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ),
     ("shedding.toml", include_str!("../scenarios/shedding.toml")),
     ("tail.toml", include_str!("../scenarios/tail.toml")),
+    ("hedge.toml", include_str!("../scenarios/hedge.toml")),
+    (
+        "hedge-freeze.toml",
+        include_str!("../scenarios/hedge-freeze.toml"),
+    ),
 ];
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -1084,7 +1089,9 @@ mod tests {
                 "slow-network",
                 "reset-storm",
                 "shedding",
-                "tail"
+                "tail",
+                "hedge",
+                "hedge-freeze"
             ]
         );
         let b = builtin("e03b").unwrap();
@@ -1617,7 +1624,7 @@ mod tests {
         assert_eq!(e.line(), Some(5), "{e}");
         assert!(e.message.contains("A,B,C,D,E,F,grpc,"), "{e}");
         assert!(
-            e.message.contains(",gradient2-client,mine without repeats"),
+            e.message.contains(",polly-hedging,mine without repeats"),
             "{e}"
         );
         let e = err(&format!(

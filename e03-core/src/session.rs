@@ -35,8 +35,9 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::budget::{Rejection, RetryBudget};
+use crate::budget::{AttemptClass, Rejection, RetryBudget, RetryCause};
 use crate::faults::request_key;
+use crate::hedge::HedgeSpec;
 use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
 use crate::priority::Priority;
 use crate::rng::{stream, LabRng, Stream};
@@ -143,9 +144,18 @@ pub enum Wake {
         why: Rejection,
         end: OpEnd,
     },
-    /// A client-side rate limiter holds the attempt ([`RetryBudget::send_delay`]): nothing is
-    /// sent now; it is due again at [`ClientSession::next_wake`].
+    /// Nothing is sent now: a client-side rate limiter holds the attempt
+    /// ([`RetryBudget::send_delay`]; it is due again at [`ClientSession::next_wake`]), or a
+    /// hedge was refused while other attempts of the operation are still out.
     Wait,
+}
+
+/// An attempt of a hedged operation in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Flying {
+    attempt: u32,
+    sent: Duration,
+    inflight: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +170,15 @@ enum State {
         op: Operation,
         sent: Duration,
         inflight: Option<u32>,
+    },
+    /// A hedged operation ([`crate::hedge`]): these attempts are in flight (none, between a
+    /// failed attempt and the hedge due at once after it), the next hedge is due at `next`
+    /// (`None`: no more will go), and `refused` says the budget refused one.
+    Hedging {
+        op: Operation,
+        flying: Vec<Flying>,
+        next: Option<Duration>,
+        refused: bool,
     },
     /// Stopped by [`ClientSession::abort`].
     Aborted,
@@ -179,6 +198,10 @@ pub struct ClientSession {
     /// The class the open loop gave the operation ([`Self::begin`]); `None`: drawn.
     op_class: Option<Priority>,
     state: State,
+    /// The strategy's hedging policy, if it hedges ([`Self::with_hedging`]).
+    hedge: Option<HedgeSpec>,
+    /// Attempts of an ended hedged operation still in flight, for the driver to cancel.
+    cancelled: Vec<AttemptId>,
 }
 
 impl ClientSession {
@@ -223,6 +246,8 @@ impl ClientSession {
             op_no: 0,
             op_class: None,
             state: State::Idle(None),
+            hedge: None,
+            cancelled: Vec::new(),
         };
         session.state = match config.starts {
             Starts::OnDemand => State::Idle(None),
@@ -248,6 +273,17 @@ impl ClientSession {
         }
     }
 
+    /// The session's operations hedge with `spec` instead of retrying (`None`: they retry).
+    pub fn with_hedging(mut self, spec: Option<HedgeSpec>) -> Self {
+        self.hedge = spec;
+        self
+    }
+
+    /// Moves the attempts to cancel (those still out when a hedged operation ended) to `into`.
+    pub fn drain_cancelled(&mut self, into: &mut Vec<AttemptId>) {
+        into.append(&mut self.cancelled);
+    }
+
     pub fn client(&self) -> u32 {
         self.client
     }
@@ -264,6 +300,7 @@ impl ClientSession {
         match &self.state {
             State::Idle(next) => *next,
             State::Due { due, .. } => Some(*due),
+            State::Hedging { next, .. } => *next,
             State::InFlight { .. } | State::Aborted => None,
         }
     }
@@ -286,6 +323,12 @@ impl ClientSession {
                 (Operation::start(start, self.config.limits), start)
             }
             State::Due { op, due } => (op, due),
+            State::Hedging {
+                op,
+                flying,
+                next: Some(due),
+                refused,
+            } => return self.send_hedge(op, flying, due, refused, now, budget),
             other => panic!("on_wake with nothing due ({other:?})"),
         };
         let Some(timeout) = op.attempt_timeout(now) else {
@@ -324,12 +367,191 @@ impl ClientSession {
             let end = self.finish(&op, now, sent, OpOutcome::Failed(GiveUp::FailedFast));
             return Wake::Rejected { attempt, why, end };
         }
-        self.state = State::InFlight {
-            op,
-            sent: now,
-            inflight: budget.in_flight(),
+        let inflight = budget.in_flight();
+        self.state = match self.hedge {
+            Some(spec) => State::Hedging {
+                next: next_hedge(&spec, &op, now, budget),
+                op,
+                flying: vec![Flying {
+                    attempt: 1,
+                    sent: now,
+                    inflight,
+                }],
+                refused: false,
+            },
+            None => State::InFlight {
+                op,
+                sent: now,
+                inflight,
+            },
         };
         Wake::Send(attempt)
+    }
+
+    /// The next hedge of `op` is due (at `due`, woken at `now`): it goes if the deadline and the
+    /// budget allow (A6: "subsequent hedged RPCs will only be sent if token_count is greater
+    /// than the threshold"). Refused, no more go; the operation ends now if nothing is out.
+    fn send_hedge<B: RetryBudget + ?Sized>(
+        &mut self,
+        mut op: Operation,
+        mut flying: Vec<Flying>,
+        due: Duration,
+        refused: bool,
+        now: Duration,
+        budget: &mut B,
+    ) -> Wake {
+        let spec = self.hedge.expect("a hedged operation has a hedging policy");
+        let timeout = op.attempt_timeout(now);
+        let allowed = timeout.is_some() && budget.withdraw(now, RetryCause::Error);
+        let Some(timeout) = timeout.filter(|_| allowed) else {
+            let why = if timeout.is_none() {
+                GiveUp::Deadline
+            } else {
+                GiveUp::BudgetDenied
+            };
+            if flying.is_empty() {
+                let attempts = op.attempt();
+                return Wake::Ended(self.finish(&op, now, attempts, OpOutcome::Failed(why)));
+            }
+            self.state = State::Hedging {
+                op,
+                flying,
+                next: None,
+                refused: refused || why == GiveUp::BudgetDenied,
+            };
+            return Wake::Wait;
+        };
+        op.hedge();
+        let attempt = SendAttempt {
+            id: AttemptId {
+                client: self.client,
+                op: self.op_no,
+                attempt: op.attempt(),
+            },
+            due,
+            timeout,
+            class: self.class(),
+        };
+        flying.push(Flying {
+            attempt: op.attempt(),
+            sent: now,
+            inflight: budget.in_flight(),
+        });
+        self.state = State::Hedging {
+            next: next_hedge(&spec, &op, now, budget),
+            op,
+            flying,
+            refused,
+        };
+        Wake::Send(attempt)
+    }
+
+    /// The answer of attempt `id` came at `now` (see [`Self::on_result`]). A hedged operation
+    /// takes it from any of its attempts in flight; an answer no longer awaited (an attempt
+    /// cancelled while its answer was on the way) changes nothing.
+    pub fn on_answer<B: RetryBudget + ?Sized>(
+        &mut self,
+        id: AttemptId,
+        now: Duration,
+        result: AttemptResult,
+        strategy: &Strategy,
+        budget: &mut B,
+    ) -> Option<OpEnd> {
+        match &self.state {
+            State::Hedging { flying, .. }
+                if id.op == self.op_no && flying.iter().any(|f| f.attempt == id.attempt) =>
+            {
+                self.on_hedge_result(id.attempt, now, result, strategy, budget)
+            }
+            State::InFlight { op, .. } if id.op == self.op_no && id.attempt == op.attempt() => {
+                self.on_result(now, result, strategy, budget)
+            }
+            _ => None,
+        }
+    }
+
+    /// A6's summary: a good answer ends the call and cancels the rest; a fatal one (the lab: a
+    /// permanent answer) too; a non-fatal one (an answer the strategy would retry) sends the
+    /// next hedge at once (after a pushback, the lab's `Retry-After`, if the strategy reads
+    /// it), and the call fails once nothing is out and no hedge can follow.
+    fn on_hedge_result<B: RetryBudget + ?Sized>(
+        &mut self,
+        attempt: u32,
+        now: Duration,
+        result: AttemptResult,
+        strategy: &Strategy,
+        budget: &mut B,
+    ) -> Option<OpEnd> {
+        let State::Hedging {
+            op,
+            mut flying,
+            mut next,
+            refused,
+        } = std::mem::replace(&mut self.state, State::Aborted)
+        else {
+            unreachable!("checked by on_answer");
+        };
+        let spec = self.hedge.expect("a hedged operation has a hedging policy");
+        let i = flying
+            .iter()
+            .position(|f| f.attempt == attempt)
+            .expect("checked by on_answer");
+        let f = flying.remove(i);
+        let class = strategy.classify(&result);
+        budget.record(now, attempt, class);
+        if let Some(n) = f.inflight {
+            budget.round_trip(now.saturating_sub(f.sent), n, class);
+        }
+        let attempts = op.attempt();
+        let outcome = match class {
+            AttemptClass::Success => {
+                budget.good_answer(now.saturating_sub(f.sent));
+                OpOutcome::Success
+            }
+            AttemptClass::Permanent => OpOutcome::Failed(GiveUp::NotRetryable),
+            AttemptClass::Failure(_) => {
+                let pushback = match (strategy.retry_after, result) {
+                    (
+                        crate::strategy::RetryAfter::AtLeast,
+                        AttemptResult::Status {
+                            retry_after: Some(d),
+                            ..
+                        },
+                    ) => d,
+                    _ => Duration::ZERO,
+                };
+                let more = attempts < spec.max_attempts && !refused;
+                let at = now + pushback;
+                if more && at < op.deadline() {
+                    next = Some(at);
+                } else if more {
+                    next = None;
+                }
+                if next.is_some() || !flying.is_empty() {
+                    self.state = State::Hedging {
+                        op,
+                        flying,
+                        next,
+                        refused,
+                    };
+                    return None;
+                }
+                OpOutcome::Failed(if attempts >= spec.max_attempts {
+                    GiveUp::AttemptsExhausted
+                } else if refused {
+                    GiveUp::BudgetDenied
+                } else {
+                    GiveUp::Deadline
+                })
+            }
+        };
+        let (client, op_no) = (self.client, self.op_no);
+        self.cancelled.extend(flying.iter().map(|f| AttemptId {
+            client,
+            op: op_no,
+            attempt: f.attempt,
+        }));
+        Some(self.finish(&op, now, attempts, outcome))
     }
 
     /// The operation `op` ends at `now` past its deadline, its current attempt unsent (a retry
@@ -400,7 +622,7 @@ impl ClientSession {
                 }
                 (op, sent)
             }
-            State::InFlight { op, .. } => {
+            State::InFlight { op, .. } | State::Hedging { op, .. } => {
                 let sent = op.attempt();
                 (op, sent)
             }
@@ -468,6 +690,21 @@ impl ClientSession {
         let more = self.config.max_ops.is_none_or(|max| self.op_no < max);
         (more && start < self.config.duration).then_some(start)
     }
+}
+
+/// When the next hedge of `op` goes after an attempt sent at `now`: its delay later, if
+/// attempts are left, a delay is known and it falls before the deadline.
+fn next_hedge<B: RetryBudget + ?Sized>(
+    spec: &HedgeSpec,
+    op: &Operation,
+    now: Duration,
+    budget: &B,
+) -> Option<Duration> {
+    if op.attempt() >= spec.max_attempts {
+        return None;
+    }
+    let at = now + budget.hedge_delay(spec)?;
+    (at < op.deadline()).then_some(at)
 }
 
 #[cfg(test)]
@@ -687,5 +924,166 @@ mod tests {
             end.attempts, 1,
             "the retry waiting for its time was not sent"
         );
+    }
+
+    /// A strategy that hedges with `max_attempts` and a fixed `delay`, under gRPC's throttle.
+    fn hedging(max_attempts: u32, delay: Duration) -> Strategy {
+        Strategy {
+            budget: Some(BudgetSpec::grpc()),
+            hedge: Some(HedgeSpec {
+                max_attempts,
+                delay: crate::hedge::HedgeDelay::Fixed {
+                    delay_us: delay.as_micros() as u64,
+                },
+            }),
+            ..strategy("C")
+        }
+    }
+
+    fn hedged_session(s: &Strategy) -> ClientSession {
+        ClientSession::starting_at(7, 0, config(), Duration::ZERO).with_hedging(s.hedge)
+    }
+
+    fn id(attempt: u32) -> AttemptId {
+        AttemptId {
+            client: 0,
+            op: 0,
+            attempt,
+        }
+    }
+
+    /// A6, "Hedging Policy": with `maxAttempts` 4 and `hedgingDelay` 0.5 s, "after 1ms there
+    /// would be one outstanding RPC (the original), after 501ms two, after 1001ms three, and
+    /// after 1501ms four"; "when a non-error response is received, all outstanding hedged
+    /// requests are canceled". By hand: attempts at 0, 500, 1000, 1500 ms (each with the 2 s
+    /// attempt timeout); attempt 3 answers 200 at 1600 ms; the operation succeeds with 4
+    /// attempts sent and 1, 2 and 4 are cancelled.
+    #[test]
+    fn a6_hedges_every_delay_and_the_first_good_answer_cancels_the_rest() {
+        let s = hedging(4, ms(500));
+        let mut policy = crate::policy::ClientPolicy::new(&s, 7);
+        let mut c = hedged_session(&s);
+        let mut sent = Vec::new();
+        while let Some(t) = c.next_wake() {
+            let a = send(c.on_wake(t, &mut policy));
+            assert_eq!(a.timeout, ms(2000));
+            sent.push((a.id.attempt, t));
+        }
+        assert_eq!(
+            sent,
+            [(1, ms(0)), (2, ms(500)), (3, ms(1000)), (4, ms(1500))]
+        );
+        let end = c
+            .on_answer(id(3), ms(1600), AttemptResult::status(200), &s, &mut policy)
+            .expect("the good answer ends it");
+        assert_eq!(end.outcome, OpOutcome::Success);
+        assert_eq!(end.attempts, 4);
+        let mut cancels = Vec::new();
+        c.drain_cancelled(&mut cancels);
+        assert_eq!(cancels, [id(1), id(2), id(4)]);
+        // A cancelled attempt's answer, had it raced in, changes nothing.
+        assert_eq!(
+            c.on_answer(id(1), ms(1601), AttemptResult::status(200), &s, &mut policy),
+            None
+        );
+    }
+
+    /// A6, "Summary of Retry and Hedging Logic", items 2 and 3: a non-fatal status "immediately
+    /// send[s] next scheduled hedged request ... Subsequent hedged requests will resume at
+    /// hedgingDelay"; a fatal one cancels the rest. By hand, delay 500 ms, 4 attempts: 503 from
+    /// 1 at 100 ms, so 2 goes at 100 ms and the next is due at 600 ms; 503 from 2 at 150 ms,
+    /// so 3 goes at 150 ms, the next due at 650 ms; 4 goes at 650 ms; a 404 from 4 at 700 ms
+    /// ends the operation (not retryable), 4 attempts sent, 3 cancelled.
+    #[test]
+    fn a6_a_non_fatal_answer_hedges_at_once_and_a_fatal_one_ends_the_call() {
+        let s = hedging(4, ms(500));
+        let mut policy = crate::policy::ClientPolicy::new(&s, 7);
+        let mut c = hedged_session(&s);
+        send(c.on_wake(ms(0), &mut policy));
+        assert_eq!(c.next_wake(), Some(ms(500)));
+        assert_eq!(
+            c.on_answer(id(1), ms(100), AttemptResult::status(503), &s, &mut policy),
+            None
+        );
+        assert_eq!(c.next_wake(), Some(ms(100)));
+        assert_eq!(send(c.on_wake(ms(100), &mut policy)).id, id(2));
+        assert_eq!(c.next_wake(), Some(ms(600)));
+        c.on_answer(id(2), ms(150), AttemptResult::status(503), &s, &mut policy);
+        assert_eq!(send(c.on_wake(ms(150), &mut policy)).id, id(3));
+        assert_eq!(c.next_wake(), Some(ms(650)));
+        assert_eq!(send(c.on_wake(ms(650), &mut policy)).id, id(4));
+        assert_eq!(c.next_wake(), None, "4 attempts: no more hedges");
+        let end = c
+            .on_answer(id(4), ms(700), AttemptResult::status(404), &s, &mut policy)
+            .unwrap();
+        assert_eq!(end.outcome, OpOutcome::Failed(GiveUp::NotRetryable));
+        assert_eq!(end.attempts, 4);
+        let mut cancels = Vec::new();
+        c.drain_cancelled(&mut cancels);
+        assert_eq!(cancels, [id(3)]);
+    }
+
+    /// A6, "Throttling Retry Attempts and Hedged RPCs": "the first outgoing RPC will always be
+    /// sent, but subsequent hedged RPCs will only be sent if token_count is greater than the
+    /// threshold"; "the hedged request is cancelled, and if there are no other already-sent
+    /// hedged RPCs the failure is returned". By hand: 5 failures take the 10 tokens to 5, the
+    /// threshold; attempt 1 goes at 0; the hedge due at 500 ms is refused (nothing sent, no
+    /// hedge after it); attempt 1's 503 at 800 ms then ends the operation, budget denied, 1
+    /// attempt sent. And "if all instances of a hedged RPC fail, there are no additional retry
+    /// attempts": with tokens to spare, 2 attempts that both fail end it, attempts exhausted.
+    #[test]
+    fn a6_the_throttle_stops_hedges_and_failed_hedges_are_not_retried() {
+        let s = hedging(4, ms(500));
+        let mut policy = crate::policy::ClientPolicy::new(&s, 7);
+        for _ in 0..5 {
+            policy.record(ms(0), 1, AttemptClass::Failure(RetryCause::Error));
+        }
+        assert_eq!(policy.budget_tokens(), Some(5.0));
+        let mut c = hedged_session(&s);
+        send(c.on_wake(ms(0), &mut policy));
+        assert_eq!(c.on_wake(ms(500), &mut policy), Wake::Wait);
+        assert_eq!(c.next_wake(), None);
+        let end = c
+            .on_answer(id(1), ms(800), AttemptResult::status(503), &s, &mut policy)
+            .unwrap();
+        assert_eq!(end.outcome, OpOutcome::Failed(GiveUp::BudgetDenied));
+        assert_eq!(end.attempts, 1);
+
+        let s = hedging(2, ms(500));
+        let mut policy = crate::policy::ClientPolicy::new(&s, 7);
+        let mut c = hedged_session(&s);
+        send(c.on_wake(ms(0), &mut policy));
+        c.on_answer(id(1), ms(10), AttemptResult::status(503), &s, &mut policy);
+        assert_eq!(send(c.on_wake(ms(10), &mut policy)).id, id(2));
+        let end = c
+            .on_answer(id(2), ms(20), AttemptResult::status(503), &s, &mut policy)
+            .unwrap();
+        assert_eq!(end.outcome, OpOutcome::Failed(GiveUp::AttemptsExhausted));
+        assert_eq!(end.attempts, 2);
+    }
+
+    /// A percentile delay hedges at the strategy's p95 once 20 good answers are recorded, and
+    /// not before (no expected latency yet).
+    #[test]
+    fn a_percentile_delay_waits_for_its_record() {
+        let s = Strategy {
+            hedge: Some(HedgeSpec {
+                max_attempts: 2,
+                delay: crate::hedge::HedgeDelay::Percentile { pct: 95.0 },
+            }),
+            ..strategy("C")
+        };
+        let mut policy = crate::policy::ClientPolicy::new(&s, 7);
+        let mut c = hedged_session(&s);
+        send(c.on_wake(ms(0), &mut policy));
+        assert_eq!(c.next_wake(), None, "no record yet: no hedge");
+        for v in 1..=20 {
+            policy.good_answer(ms(v));
+        }
+        c.on_answer(id(1), ms(30), AttemptResult::status(200), &s, &mut policy);
+        // Its own answer (30 ms) joined the record: 21 round trips, p95 rank 20 = 20 ms.
+        let t = c.next_wake().unwrap();
+        send(c.on_wake(t, &mut policy));
+        assert_eq!(c.next_wake(), Some(t + ms(20)));
     }
 }

@@ -138,6 +138,9 @@ pub struct Strategy {
     /// shared by the strategy's clients ([`crate::adaptive::ClientRateLimiter`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adaptive_rate: bool,
+    /// A hedging policy ([`crate::hedge`]) in place of retries, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<crate::hedge::HedgeSpec>,
 }
 
 /// The server's side of one row of a table: the queue policy and admission rule of the
@@ -237,6 +240,7 @@ impl Strategy {
             server: ServerSide::default(),
             client_limit: None,
             adaptive_rate: false,
+            hedge: None,
         })
     }
 

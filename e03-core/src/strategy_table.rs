@@ -18,6 +18,8 @@
 //! budget = { kind = "token_bucket", cap = 10, ratio = 0.1 }
 //! breaker = { failure_ratio = 0.5, min_throughput = 10, sampling_window_ms = 2000, break_duration_ms = 2000 }
 //! retry_after = "at_least" # at_least (wait at least what a Retry-After says) | ignore
+//! # hedge = { max_attempts = 2, delay_ms = 50 }   (or percentile = 95): hedging in place
+//! # of retries (gRPC A6's rules; see `crate::hedge`); backoff may then be left out
 //! ```
 //!
 //! The table is kept as a [`StrategySpec`] (base and cap may be left to the run), and becomes a
@@ -99,6 +101,10 @@ pub struct StrategySpec {
     /// none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adaptive_rate: bool,
+    /// `hedge = { max_attempts = 2, delay_ms = 50 }` or `hedge = { max_attempts = 2,
+    /// percentile = 95 }`: hedging in place of retries ([`crate::hedge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<crate::hedge::HedgeSpec>,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -133,7 +139,10 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "concurrency_limit",
     "client_limit",
     "client_rate",
+    "hedge",
 ];
+
+const HEDGE_KEYS: &[&str] = &["max_attempts", "delay_ms", "percentile"];
 
 const BREAKER_KEYS: &[&str] = &[
     "failure_ratio",
@@ -231,7 +240,38 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
 
     const MS: &str = "milliseconds from 0 to 3600000";
     const BACKOFF: &str = "one of none, constant, exponential, geometric";
+    let hedge = match get("hedge") {
+        None => None,
+        Some(v) => match hedge_table(v) {
+            Ok(h) => Some(h),
+            Err(message) => return fail!("hedge", message),
+        },
+    };
+    if hedge.is_some() {
+        for (key, what) in [
+            ("max_attempts", "hedge's own max_attempts"),
+            ("breaker", "no breaker"),
+            ("client_limit", "no client_limit"),
+            ("client_rate", "no client_rate"),
+            ("idempotency", "plain GET /work (no idempotency)"),
+        ] {
+            if table.contains_key(key) {
+                return fail!(
+                    key,
+                    format!("{key}: a hedging strategy (hedge = {{ ... }}) takes {what}")
+                );
+            }
+        }
+        if string("backoff", BACKOFF)?.is_some_and(|b| b != "none") {
+            return fail!(
+                "backoff",
+                "backoff: a hedging strategy does not retry; leave backoff out or set it to \"none\""
+                    .to_string()
+            );
+        }
+    }
     let backoff = match string("backoff", BACKOFF)?.as_deref() {
+        None if hedge.is_some() => BackoffSpec::None,
         None => {
             return fail!(
                 "backoff",
@@ -445,7 +485,67 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         },
         client_limit,
         adaptive_rate,
+        hedge,
     })
+}
+
+/// A `hedge = { ... }` value, every key checked: `max_attempts` (2 to 11) and one of
+/// `delay_ms` (0 to 3600000) or `percentile` (over 0, under 100).
+fn hedge_table(v: &toml::Value) -> Result<crate::hedge::HedgeSpec, String> {
+    use crate::hedge::{HedgeDelay, HedgeSpec, MAX_ATTEMPTS};
+    let toml::Value::Table(t) = v else {
+        return Err(format!(
+            "hedge = {v}: expected a table with {}",
+            HEDGE_KEYS.join(", ")
+        ));
+    };
+    if let Some(key) = t.keys().find(|k| !HEDGE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key `{key}` in hedge: expected {}",
+            HEDGE_KEYS.join(", ")
+        ));
+    }
+    let num = |key: &str| match t.get(key) {
+        Some(toml::Value::Integer(i)) => Some(*i as f64),
+        Some(toml::Value::Float(f)) => Some(*f),
+        _ => None,
+    };
+    let max_attempts = match t.get("max_attempts") {
+        Some(toml::Value::Integer(i)) if (2..=i64::from(MAX_ATTEMPTS)).contains(i) => *i as u32,
+        _ => {
+            return Err(format!(
+                "hedge max_attempts: expected a whole number from 2 to {MAX_ATTEMPTS} (attempts in all, the first one included)"
+            ))
+        }
+    };
+    let delay = match (t.get("delay_ms"), t.get("percentile")) {
+        (Some(_), None) => match num("delay_ms").filter(|d| (0.0..=3_600_000.0).contains(d)) {
+            Some(d) => HedgeDelay::Fixed {
+                delay_us: (d * 1000.0).round() as u64,
+            },
+            None => return Err("hedge delay_ms: expected milliseconds from 0 to 3600000".into()),
+        },
+        (None, Some(_)) => match num("percentile").filter(|p| *p > 0.0 && *p < 100.0) {
+            Some(pct) => HedgeDelay::Percentile { pct },
+            None => {
+                return Err(
+                    "hedge percentile: expected a number greater than 0 and less than 100".into(),
+                )
+            }
+        },
+        _ => {
+            return Err(
+                "hedge: expected exactly one of delay_ms (a fixed delay) or percentile (of the round trips seen so far)"
+                    .into(),
+            )
+        }
+    };
+    let spec = HedgeSpec {
+        max_attempts,
+        delay,
+    };
+    spec.validate()?;
+    Ok(spec)
 }
 
 /// A `breaker = { ... }` value, every key checked.
@@ -525,6 +625,7 @@ impl StrategySpec {
                 .client_limit
                 .and_then(|k| k.limit(crate::limit::AimdLimit::default().timeout)),
             adaptive_rate: self.adaptive_rate,
+            hedge: self.hedge,
         }
     }
 }
@@ -676,6 +777,68 @@ mod tests {
 
     fn err(text: &str) -> TableError {
         table(text).unwrap_err()
+    }
+
+    #[test]
+    fn a_hedge_table_is_read_and_what_it_excludes_is_named() {
+        use crate::hedge::{HedgeDelay, HedgeSpec};
+        let s = table("id = \"h\"\nhedge = { max_attempts = 3, delay_ms = 50 }").unwrap();
+        assert_eq!(s.backoff, BackoffSpec::None, "backoff may be left out");
+        let want = HedgeSpec {
+            max_attempts: 3,
+            delay: HedgeDelay::Fixed { delay_us: 50_000 },
+        };
+        assert_eq!(s.hedge, Some(want));
+        assert_eq!(s.resolve(Duration::ZERO, Duration::ZERO).hedge, Some(want));
+        let p = table("id = \"p\"\nhedge = { max_attempts = 2, percentile = 95 }").unwrap();
+        assert_eq!(p.hedge.unwrap().delay, HedgeDelay::Percentile { pct: 95.0 });
+        for (text, key, says) in [
+            (
+                "hedge = { max_attempts = 1, delay_ms = 5 }",
+                "hedge",
+                "from 2 to 11",
+            ),
+            (
+                "hedge = { max_attempts = 2 }",
+                "hedge",
+                "exactly one of delay_ms",
+            ),
+            (
+                "hedge = { max_attempts = 2, delay_ms = 5, percentile = 90 }",
+                "hedge",
+                "exactly one of delay_ms",
+            ),
+            (
+                "hedge = { max_attempts = 2, percentile = 100 }",
+                "hedge",
+                "less than 100",
+            ),
+            (
+                "hedge = { max_attempts = 2, delay = 5 }",
+                "hedge",
+                "unknown key `delay`",
+            ),
+            ("hedge = 5", "hedge", "expected a table"),
+            (
+                "hedge = { max_attempts = 2, delay_ms = 5 }\nmax_attempts = 3",
+                "max_attempts",
+                "hedge's own max_attempts",
+            ),
+            (
+                "hedge = { max_attempts = 2, delay_ms = 5 }\nbackoff = \"constant\"\nwait_ms = 5",
+                "backoff",
+                "does not retry",
+            ),
+            (
+                "hedge = { max_attempts = 2, delay_ms = 5 }\nclient_limit = \"aimd\"",
+                "client_limit",
+                "no client_limit",
+            ),
+        ] {
+            let e = err(&format!("id = \"h\"\n{text}"));
+            assert_eq!(e.key, key, "{text}: {e:?}");
+            assert!(e.message.contains(says), "{text}: {e:?}");
+        }
     }
 
     #[test]
@@ -878,7 +1041,7 @@ mod tests {
         let g = resolve_id("grpc", MS, MS, budget, &own).unwrap();
         assert_eq!((g.id.as_str(), g.max_attempts), ("grpc", Some(5)));
         assert!(accepted_ids(&own).contains("A,B,C,D,E,F,grpc,"));
-        assert!(accepted_ids(&own).ends_with(",gradient2-client,mine without repeats"));
+        assert!(accepted_ids(&own).ends_with(",polly-hedging,mine without repeats"));
         // The parameter's documented list is the same, so --help says what is accepted.
         assert_eq!(
             crate::params::spec("E03_STRATEGIES").unwrap().accepts,

@@ -149,6 +149,9 @@ pub struct Next {
     pub dropped: Vec<Duration>,
     /// Fan-out requests that ended ([`FanOut`]): every call of each is in `ended`.
     pub fanouts: Vec<FanOutEnd>,
+    /// Attempts to cancel: still in flight when their hedged operation ended ([`crate::hedge`]).
+    /// Their answers no longer go to the workload; log each as cancelled (it counts as sent).
+    pub cancels: Vec<AttemptId>,
 }
 
 impl Next {
@@ -159,6 +162,7 @@ impl Next {
         self.ended.clear();
         self.dropped.clear();
         self.fanouts.clear();
+        self.cancels.clear();
     }
 }
 
@@ -239,7 +243,8 @@ impl Clients {
     fn push(&mut self, session: ClientSession) {
         let c = self.sessions.len() as u32;
         assert_eq!(session.client(), c, "session {c} must be client {c}");
-        self.sessions.push(session);
+        self.sessions
+            .push(session.with_hedging(self.strategy.hedge));
         self.schedule(c);
     }
 
@@ -278,7 +283,11 @@ impl Clients {
 
     fn wake(&mut self, c: u32, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
         match self.sessions[c as usize].on_wake(now, policy) {
-            Wake::Send(a) => next.sends.push(a.into()),
+            Wake::Send(a) => {
+                next.sends.push(a.into());
+                // A hedged operation's next hedge (nothing for one attempt at a time).
+                self.schedule(c);
+            }
             Wake::Ended(end) => {
                 next.ended.push(end.into());
                 self.schedule(c);
@@ -309,7 +318,10 @@ impl Workload for Clients {
         {
             if t <= now {
                 self.wakes.pop();
-                self.wake(c, now, policy, next);
+                // A hedge's wake that an answer moved or made moot is stale: skipped.
+                if self.sessions[c as usize].next_wake() == Some(t) {
+                    self.wake(c, now, policy, next);
+                }
             }
         }
     }
@@ -324,9 +336,10 @@ impl Workload for Clients {
     ) {
         let c = id.client;
         let session = &mut self.sessions[c as usize];
-        if let Some(end) = session.on_result(now, result, &self.strategy, policy) {
+        if let Some(end) = session.on_answer(id, now, result, &self.strategy, policy) {
             next.ended.push(end.into());
         }
+        session.drain_cancelled(&mut next.cancels);
         // A retry due, or the next operation's start.
         self.schedule(c);
     }

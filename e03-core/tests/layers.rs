@@ -23,6 +23,7 @@ const MODEL: &[&str] = &[
     "ledger",
     "budget",
     "breaker",
+    "hedge",
     "adaptive",
     "bulkhead",
     "balancer",

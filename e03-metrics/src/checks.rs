@@ -162,6 +162,20 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             .as_ref()
             .and_then(|f| f.slow_share())
             .ok_or("no fan-out request")?,
+        CheckMetric::P999Ms => mine.p999_ms,
+        CheckMetric::P999Reduction { versus } => {
+            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            if mine.p999_ms <= 0.0 {
+                return Err("no p99.9".into());
+            }
+            other.p999_ms / mine.p999_ms
+        }
+        CheckMetric::ExtraRequests => {
+            if mine.operations == 0 {
+                return Err("no operation".into());
+            }
+            100.0 * (mine.total_requests as f64 / mine.operations as f64 - 1.0)
+        }
         CheckMetric::Attempts => mine.total_requests as f64,
         CheckMetric::Accepted => mine.succeeded as f64,
         CheckMetric::FailedFast => mine.failed_fast as f64,
@@ -519,6 +533,7 @@ pub fn attempt_log_text(s: &ScenarioSummary) -> Option<String> {
                 LineEnd::Broken(b) => b.name().to_uppercase().replace('_', " "),
                 LineEnd::FailedFast => "FAILED FAST".into(),
                 LineEnd::Unanswered => "NO ANSWER".into(),
+                LineEnd::Cancelled => "CANCELLED".into(),
             };
             let op = if run.operations > callers.len() as u64 {
                 format!(" op {}", l.op + 1)

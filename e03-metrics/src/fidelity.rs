@@ -226,13 +226,18 @@ pub struct Matched {
     /// on, so each may be missing at the dependency ([`Matched::ok`]).
     #[serde(default)]
     pub cut_by_proxy: u64,
+    /// Client attempts cancelled (hedging): the swarm dropped their request when their
+    /// operation ended, maybe before it was written, so each may be missing at the dependency.
+    #[serde(default)]
+    pub cancelled: u64,
 }
 
 impl Matched {
     /// Every server arrival is a client attempt, and every client attempt arrived, but those
-    /// the fault proxy cut (at most `cut_by_proxy` may be missing).
+    /// the fault proxy cut and those cancelled (at most `cut_by_proxy + cancelled` may be
+    /// missing).
     pub fn ok(&self) -> bool {
-        self.unmatched_client <= self.cut_by_proxy && self.unmatched_server == 0
+        self.unmatched_client <= self.cut_by_proxy + self.cancelled && self.unmatched_server == 0
     }
 }
 
@@ -260,6 +265,7 @@ pub(crate) struct LiveAccumulator {
     client_attempts: u64,
     /// Client attempts without an answer, sent or ended inside a wire phase.
     cut_by_proxy: u64,
+    cancelled: u64,
     /// Saturation spells outside the freeze, merged as they come: start -> end, µs, disjoint
     /// and not touching.
     spells: BTreeMap<u64, u64>,
@@ -319,6 +325,7 @@ impl LiveAccumulator {
             server_arrivals: 0,
             client_attempts: 0,
             cut_by_proxy: 0,
+            cancelled: 0,
             spells: BTreeMap::new(),
             completions: Vec::new(),
             answer_late: histogram(),
@@ -398,6 +405,7 @@ impl LiveAccumulator {
         if unanswered && (inside(a.sent_us) || inside(a.end_us)) {
             self.cut_by_proxy += 1;
         }
+        self.cancelled += u64::from(a.end == AttemptEnd::Cancelled);
     }
 
     /// A response: pairs it with its arrival (logged before it by the service), then forgets
@@ -578,6 +586,7 @@ impl LiveAccumulator {
             unmatched_client: self.client_attempts - matched,
             unmatched_server: self.server_arrivals - matched,
             cut_by_proxy: self.cut_by_proxy,
+            cancelled: self.cancelled,
         };
         (fidelity, matched)
     }
@@ -953,6 +962,7 @@ mod tests {
                 unmatched_client: 1,
                 unmatched_server: 1,
                 cut_by_proxy: 0,
+                cancelled: 0,
             }
         );
         assert!(!m.ok());
@@ -1052,6 +1062,7 @@ mod tests {
                 unmatched_client: 1,
                 unmatched_server: 0,
                 cut_by_proxy: 0,
+                cancelled: 0,
             }
         );
         assert!(!m.ok());

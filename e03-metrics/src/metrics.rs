@@ -95,6 +95,13 @@ pub struct RunMetrics {
     pub peak_100ms: u64,
     pub p95_ms: f64,
     pub p99_ms: f64,
+    /// The 99.9th percentile of the operations' latency (0 in a summary written before it).
+    #[serde(default)]
+    pub p999_ms: f64,
+    /// Sent attempts cancelled because their hedged operation had ended ([`LineEnd::Cancelled`]):
+    /// the dependency did their work for nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: u64,
     /// Whole seconds after the outage's end (the freeze's, else the last down phase's) until
     /// operations succeed at >= 99% again. None without an outage (E03-A), or when no operation
     /// ended after it (nothing measured).
@@ -160,6 +167,8 @@ pub enum LineEnd {
     FailedFast,
     /// Not answered before the run ended.
     Unanswered,
+    /// Cancelled: its hedged operation ended without it ([`AttemptEnd::Cancelled`]).
+    Cancelled,
 }
 
 /// Sent attempts without an HTTP answer, by how they ended (issue 27's outcome classes).
@@ -187,7 +196,8 @@ impl NoAnswer {
         match end {
             LineEnd::Timeout => self.timeout += 1,
             LineEnd::Broken(b) => *self.of_mut(b) += 1,
-            LineEnd::Status(_) | LineEnd::FailedFast | LineEnd::Unanswered => {}
+            LineEnd::Status(_) | LineEnd::FailedFast | LineEnd::Unanswered | LineEnd::Cancelled => {
+            }
         }
     }
 
@@ -264,6 +274,8 @@ pub struct RunAccumulator {
     retries_sent: u64,
     retries_denied: u64,
     failed_fast: u64,
+    /// Attempts cancelled (hedging).
+    cancelled: u64,
     breaker: Vec<BreakerMark>,
     arrivals: Vec<(u64, u32)>,
     operations: u64,
@@ -351,6 +363,7 @@ impl RunAccumulator {
             retries_sent: 0,
             retries_denied: 0,
             failed_fast: 0,
+            cancelled: 0,
             breaker: Vec::new(),
             arrivals: Vec::new(),
             operations: 0,
@@ -470,6 +483,7 @@ impl RunAccumulator {
     /// A simulated attempt (request `req`) ended at `t_us`.
     pub fn attempt_answered(&mut self, req: u64, t_us: u64, end: LineEnd) {
         self.no_answer.add(end);
+        self.cancelled += u64::from(end == LineEnd::Cancelled);
         if let Some(i) = self.in_flight.remove(&req) {
             let line = &mut self.attempt_log[i];
             line.end_us = t_us;
@@ -614,6 +628,7 @@ impl RunAccumulator {
             AttemptEnd::Status => a.status.map_or(LineEnd::Unanswered, LineEnd::Status),
             AttemptEnd::Timeout => LineEnd::Timeout,
             AttemptEnd::Aborted => LineEnd::Unanswered,
+            AttemptEnd::Cancelled => LineEnd::Cancelled,
             AttemptEnd::FailedFast => LineEnd::FailedFast,
             AttemptEnd::ConnectionError
             | AttemptEnd::ConnectRefused
@@ -626,6 +641,7 @@ impl RunAccumulator {
             ),
         };
         self.no_answer.add(end);
+        self.cancelled += u64::from(end == LineEnd::Cancelled);
         if let (Some(w), LineEnd::Timeout) = (self.wire.as_mut(), end) {
             w.timed_out(a.client, a.op, a.attempt, a.end_us);
         }
@@ -705,6 +721,8 @@ impl RunAccumulator {
             peak_100ms: self.arrivals_100ms.iter().copied().max().unwrap_or(0),
             p95_ms: quantile_ms(&self.latency, 0.95),
             p99_ms: quantile_ms(&self.latency, 0.99),
+            p999_ms: quantile_ms(&self.latency, 0.999),
+            cancelled: self.cancelled,
             // Nothing measured (no operation ended after the outage: a run stopped before it,
             // or an outage that lasts to the end): no figure rather than a 0.
             recovery_s: self
@@ -754,6 +772,10 @@ pub fn recovery_s(windows: &[(u64, u64)]) -> u64 {
         .skip(first_bad + 1)
         .find(|(_, w)| w.1 > 0 && good(w))
         .map_or(windows.len() as u64, |(k, _)| k as u64)
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

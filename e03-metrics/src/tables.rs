@@ -809,10 +809,18 @@ pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
                 None => ("-".into(), "-".into(), "-".into(), "-".into()),
             };
             let matched = match &r.matched {
-                // Attempts the fault proxy cut in a refused phase may be missing (docs/wire.md).
+                // Attempts the fault proxy cut in a refused phase may be missing (docs/wire.md),
+                // and cancelled hedges dropped before they were written.
                 Some(m) if m.ok() && m.unmatched_client > 0 => format!(
-                    "{}/{} ok ({} cut)",
-                    m.matched, m.client_attempts, m.unmatched_client
+                    "{}/{} ok ({} {})",
+                    m.matched,
+                    m.client_attempts,
+                    m.unmatched_client,
+                    if m.cut_by_proxy == 0 {
+                        "cancelled unsent"
+                    } else {
+                        "cut"
+                    }
                 ),
                 Some(m) if m.ok() => format!("{}/{} ok", m.matched, m.client_attempts),
                 Some(m) if r.complete => format!("{}/{} MISMATCH", m.matched, m.client_attempts),
@@ -1055,7 +1063,74 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         )?;
         write!(w, "{}", t.markdown())?;
     }
+    if let Some(t) = hedge_table(s) {
+        writeln!(w, "\n{HEDGE_CAPTION}")?;
+        write!(w, "{}", t.markdown())?;
+    }
     Ok(())
+}
+
+/// What [`hedge_table`] shows, in a sentence.
+pub const HEDGE_CAPTION: &str = "Hedging (a copy of a slow attempt; the first good answer \
+    wins, the others are cancelled and their work is wasted): the tail, and what it cost";
+
+/// The tail and its price, one row per strategy and seed, when a strategy of the run hedges:
+/// operations, p95, p99 and p99.9, the requests beyond one per operation (hedges and retries,
+/// as a share of the operations), the attempts cancelled, and of those the ones the dependency
+/// worked on, answered to nobody. `None` when no strategy hedges.
+pub fn hedge_table(s: &ScenarioSummary) -> Option<Table> {
+    if !s.params.strategies().iter().any(|st| st.hedge.is_some()) {
+        return None;
+    }
+    let rows = s
+        .runs
+        .iter()
+        .map(|r| {
+            let extra = if r.operations == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "{:.1}%",
+                    100.0 * (r.total_requests as f64 / r.operations as f64 - 1.0)
+                )
+            };
+            vec![
+                r.strategy.clone(),
+                r.seed.to_string(),
+                r.operations.to_string(),
+                format!("{:.0}", r.p95_ms),
+                format!("{:.0}", r.p99_ms),
+                format!("{:.0}", r.p999_ms),
+                extra,
+                r.cancelled.to_string(),
+                // Live, a cancelled attempt may have been dropped before its request was
+                // written: those the dependency never saw wasted nothing (the logs' matching
+                // counts them; without another difference every unmatched attempt is one).
+                r.matched
+                    .as_ref()
+                    .map_or(r.cancelled, |m| {
+                        r.cancelled.saturating_sub(m.unmatched_client)
+                    })
+                    .to_string(),
+            ]
+        })
+        .collect();
+    Some(Table {
+        headers: [
+            "strategy",
+            "seed",
+            "operations",
+            "p95 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "extra requests",
+            "cancelled",
+            "cancelled, worked on (wasted)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    })
 }
 
 /// The fan-out workload's requests, one row per strategy and seed: how many ended, how many
@@ -1542,6 +1617,7 @@ mod terminal_tests {
                     unmatched_client: 1,
                     unmatched_server: 0,
                     cut_by_proxy: 0,
+                    cancelled: 0,
                 });
                 m.arrivals_100ms = vec![1_234; 200];
                 m.retries_100ms = vec![1_000; 200];

@@ -87,7 +87,9 @@ fn list_shows_the_builtin_catalogue() {
             "slow-network",
             "reset-storm",
             "shedding",
-            "tail"
+            "tail",
+            "hedge",
+            "hedge-freeze"
         ],
         "{out}"
     );

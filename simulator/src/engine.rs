@@ -137,6 +137,8 @@ pub trait Observer {
     fn charge(&mut self, _t: Nanos, _client: u32, _op: u32) {}
     /// The attempt carried by `req` ended, as its client saw it.
     fn attempt_end(&mut self, _t: Nanos, _req: ReqId, _result: AttemptResult) {}
+    /// Request `req`'s attempt was cancelled at `t` (its hedged operation ended without it).
+    fn cancelled(&mut self, _t: Nanos, _req: ReqId) {}
     /// The dependency answered request `req` (`status`); `given_up`: its client was no longer
     /// waiting for it (the attempt had timed out), so any work it took was wasted.
     fn served(&mut self, _t: Nanos, _req: ReqId, _answer: &Answer, _given_up: bool) {}
@@ -173,6 +175,9 @@ struct Transit {
 struct Client {
     /// The attempt in flight, if one is, and the request carrying it.
     in_flight: Option<(ReqId, AttemptId)>,
+    /// The other attempts in flight: a hedged operation's ([`e03_core::hedge`]). The wire's
+    /// connection rules follow `in_flight` only.
+    hedges: Vec<(ReqId, AttemptId)>,
     /// Its connection to the proxy in front (a timeline with wire phases only).
     conn: Conn,
     /// A `limit_data` phase's link on that connection: the phase, the connection's number and
@@ -184,6 +189,30 @@ impl Client {
     /// The request carrying the attempt in flight, if one is.
     fn req(&self) -> Option<ReqId> {
         self.in_flight.map(|(req, _)| req)
+    }
+
+    /// Whether the client still waits for request `req`'s answer.
+    fn waits_for(&self, req: ReqId) -> bool {
+        self.req() == Some(req) || self.hedges.iter().any(|&(r, _)| r == req)
+    }
+
+    /// Stops waiting for `req`: its attempt, if the client waited for it.
+    fn take(&mut self, req: ReqId) -> Option<AttemptId> {
+        if self.req() == Some(req) {
+            return self.in_flight.take().map(|(_, id)| id);
+        }
+        let i = self.hedges.iter().position(|&(r, _)| r == req)?;
+        Some(self.hedges.swap_remove(i).1)
+    }
+
+    /// Stops waiting for attempt `id`: its request, if the client waited for it.
+    fn take_attempt(&mut self, id: AttemptId) -> Option<ReqId> {
+        if let Some((req, _)) = self.in_flight.filter(|&(_, a)| a == id) {
+            self.in_flight = None;
+            return Some(req);
+        }
+        let i = self.hedges.iter().position(|&(_, a)| a == id)?;
+        Some(self.hedges.swap_remove(i).0)
     }
 }
 
@@ -379,6 +408,17 @@ impl<'a, O: Observer> Engine<'a, O> {
         for f in &next.fanouts {
             self.observer.fanout(f);
         }
+        for &id in &next.cancels {
+            // The client stops waiting and closes that connection; the dependency still works.
+            let client = &mut self.clients[id.client as usize];
+            let primary = client.in_flight.is_some_and(|(_, a)| a == id);
+            if let Some(req) = client.take_attempt(id) {
+                if primary {
+                    client.conn.open = false;
+                }
+                self.observer.cancelled(t, req);
+            }
+        }
         for &send in &next.sends {
             self.send(t, send);
         }
@@ -395,7 +435,11 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         let client = &mut self.clients[c as usize];
         let req = self.owner.len() as ReqId;
-        client.in_flight = Some((req, send.id));
+        if client.in_flight.is_some() {
+            client.hedges.push((req, send.id));
+        } else {
+            client.in_flight = Some((req, send.id));
+        }
         self.owner.push(c);
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
@@ -503,7 +547,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             i += 1;
             if let Step::Answer(a) = step {
                 let c = self.owner[a.req as usize];
-                let given_up = self.clients[c as usize].req() != Some(a.req);
+                let given_up = !self.clients[c as usize].waits_for(a.req);
                 self.observer.served(t, a.req, &a, given_up);
                 let settled = self.service.settle(&a);
                 if let Some(charge) = &settled.charged {
@@ -770,11 +814,9 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
         let c = self.owner[req as usize];
-        let client = &mut self.clients[c as usize];
-        let Some((_, id)) = client.in_flight.filter(|&(r, _)| r == req) else {
-            return; // answer after a timeout, or timeout after the answer
+        let Some(id) = self.clients[c as usize].take(req) else {
+            return; // answer after a timeout, or timeout after the answer (or a cancel)
         };
-        client.in_flight = None;
         self.observer.attempt_end(t, req, result);
         self.workload
             .on_answer(id, result, dur(t), &mut self.budget, &mut self.next);

@@ -86,6 +86,10 @@ impl Observer for RunAccumulator {
         RunAccumulator::attempt_answered(self, req, t / 1000, end);
     }
 
+    fn cancelled(&mut self, t: Nanos, req: ReqId) {
+        RunAccumulator::attempt_answered(self, req, t / 1000, LineEnd::Cancelled);
+    }
+
     fn failed_fast(&mut self, t: Nanos, client: u32, op: u32, attempt: u32) {
         RunAccumulator::failed_fast(self);
         let t_us = t / 1000;
