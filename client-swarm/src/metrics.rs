@@ -97,6 +97,7 @@ pub fn attempt_outcome(end: AttemptEnd, status: Option<u16>) -> String {
         (AttemptEnd::Timeout, _) => "timeout".into(),
         (AttemptEnd::FailedFast, _) => "failed_fast".into(),
         (AttemptEnd::Aborted, _) => "aborted".into(),
+        (AttemptEnd::Cancelled, _) => "cancelled".into(),
         (broken, _) => broken
             .broken()
             .expect("every other end is a connection failure")
@@ -219,6 +220,7 @@ impl SwarmMetrics {
             .inc();
         let error_type = match end {
             AttemptEnd::Timeout => "timeout",
+            AttemptEnd::Cancelled => "cancelled",
             _ => end.broken().map_or("", |b| b.name()),
         };
         let sent = !matches!(end, AttemptEnd::FailedFast | AttemptEnd::Aborted);
@@ -356,6 +358,14 @@ mod tests {
             Some(Duration::from_secs(2)),
         );
         m.attempt("X", 3, AttemptEnd::FailedFast, None, None);
+        // A hedge's cancelled copy: sent, so timed, with no answer.
+        m.attempt(
+            "X",
+            4,
+            AttemptEnd::Cancelled,
+            None,
+            Some(Duration::from_millis(60)),
+        );
         m.failed_fast("X", Rejection::BreakerOpen);
         m.operation("X", OpOutcome::Failed(GiveUp::BudgetDenied));
         m.operation("X", OpOutcome::Success);
@@ -365,6 +375,8 @@ mod tests {
             "e03_swarm_attempts_total{strategy=\"X\",attempt=\"1\",outcome=\"503\"} 1\n",
             "e03_swarm_attempts_total{strategy=\"X\",attempt=\"2\",outcome=\"timeout\"} 1\n",
             "e03_swarm_attempts_total{strategy=\"X\",attempt=\"3\",outcome=\"failed_fast\"} 1\n",
+            "e03_swarm_attempts_total{strategy=\"X\",attempt=\"4\",outcome=\"cancelled\"} 1\n",
+            "http_client_request_duration_seconds_count{strategy=\"X\",http_response_status_code=\"\",error_type=\"cancelled\"} 1\n",
             "e03_swarm_failed_fast_total{strategy=\"X\",reason=\"breaker_open\"} 1\n",
             "e03_swarm_retries_denied_by_budget_total{strategy=\"X\"} 1\n",
             "e03_swarm_operations_total{strategy=\"X\",outcome=\"failed\",reason=\"budget_denied\"} 1\n",

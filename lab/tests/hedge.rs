@@ -4,7 +4,8 @@
 //! its first attempt, only for an operation not answered by then; the first good answer ends
 //! the operation and the other attempt is logged `cancelled`), every hedged operation's first
 //! attempt is one the core's tail draw holds or one still out after 50 ms, and every cancelled
-//! attempt the dependency received it worked on and answered (to nobody).
+//! attempt the dependency received it worked on and answered (to nobody); the swarm's
+//! `/metrics` counts cancelled attempts on the way.
 
 mod common;
 
@@ -88,7 +89,9 @@ fn attempts(records: &[serde_json::Value]) -> Attempts {
 fn live_hedges_follow_a6_and_cancelled_copies_are_worked_on_for_nobody() {
     const SEED: u64 = 3;
     let dir = temp("hedge", "live");
+    // With the swarm's /metrics on: a cancelled attempt is counted there too.
     let o = lab()
+        .env("E03_METRICS_LISTEN", "127.0.0.1:0")
         .args([
             "run",
             "hedge",
@@ -107,6 +110,7 @@ fn live_hedges_follow_a6_and_cancelled_copies_are_worked_on_for_nobody() {
     // A short run measures p99.9 roughly: PASS or FAIL (exit 3), but its logs must match.
     assert!(matches!(o.status.code(), Some(0 | 3)), "{stdout}\n{stderr}");
     assert!(!stdout.contains("MISMATCH"), "{stdout}");
+    assert!(stderr.contains("metrics at http://"), "{stderr}");
     let tail = FaultModel {
         tail_rate: 0.01,
         tail_factor: 50.0,
