@@ -249,7 +249,12 @@ impl Driver {
     /// cannot end the run before that.
     async fn attempt(self: Arc<Self>, mut send: Outgoing, mut stop: StopSignal) {
         loop {
-            let cancel = self.lock().cancels.get(&send.id).map(|(n, _)| n.clone());
+            // Only a hedging strategy's attempts can be cancelled (no lock taken otherwise).
+            let cancel = if self.run.strategy.hedge.is_some() {
+                self.lock().cancels.get(&send.id).map(|(n, _)| n.clone())
+            } else {
+                None
+            };
             let (result, now) = self.send(&send, &mut stop, cancel).await;
             let asked = {
                 let mut st = self.lock();

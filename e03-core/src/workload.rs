@@ -486,6 +486,10 @@ struct Request {
     ok: u32,
     failed: u32,
     attempts: u32,
+    /// The latest end of its calls counted so far (live, answers handed over by parallel tasks
+    /// may come out of time order: the request ends with its slowest call, whichever was
+    /// handed over last).
+    latest: Duration,
     /// Whether it was reported (its quorum decided before its last call ended).
     reported: bool,
 }
@@ -597,6 +601,7 @@ impl FanOut {
                 r.failed += 1;
             }
             r.attempts += e.attempts;
+            r.latest = r.latest.max(e.end);
             let decided = r.ok >= quorum || fan - r.failed < quorum || r.left == 0;
             if decided && !r.reported {
                 r.reported = true;
@@ -604,7 +609,7 @@ impl FanOut {
                     client: u,
                     request: e.op,
                     start: r.start,
-                    end: e.end,
+                    end: r.latest,
                     calls: fan,
                     quorum,
                     ok: r.ok,
@@ -615,13 +620,14 @@ impl FanOut {
             if r.left > 0 {
                 continue;
             }
+            let ended = r.latest;
             caller.current = None;
             let (lo, hi) = (
                 self.config.think.0.as_micros() as u64,
                 self.config.think.1.as_micros() as u64,
             );
             let think = Duration::from_micros(caller.think.random_range(lo..=hi.max(lo)));
-            self.schedule(u, e.end + think);
+            self.schedule(u, ended + think);
         }
     }
 }
@@ -649,6 +655,7 @@ impl Workload for FanOut {
                     ok: 0,
                     failed: 0,
                     attempts: 0,
+                    latest: s.0,
                     reported: false,
                 });
                 let class = Priority::of(self.seed, u, request, self.config.best_effort_ppm);
@@ -952,6 +959,31 @@ mod tests {
         let n = answer(&mut w, id(1, 1, 1), ok(), at(160), &mut policy);
         assert!(n.fanouts.is_empty(), "reported once");
         assert_eq!(w.next_wake(), None, "two requests at most");
+    }
+
+    /// Live, answers handed over by parallel tasks may come out of time order: the request
+    /// still ends with its slowest call (30 ms, handed over before the 20 ms one), and the
+    /// caller thinks from there.
+    #[test]
+    fn a_fan_out_request_ends_with_its_slowest_call_whatever_the_order_of_hand_over() {
+        let a = strategy("A");
+        let mut policy = ClientPolicy::new(&a, 1);
+        let mut w = FanOut::new(1, 1, 2, 0, config(Starts::ClosedLoop, 100), &a);
+        let t0 = w.next_wake().unwrap();
+        let at = |d: u64| t0 + ms(d);
+        let id = |client| AttemptId {
+            client,
+            op: 0,
+            attempt: 1,
+        };
+        assert_eq!(wake(&mut w, t0, &mut policy).sends.len(), 2);
+        assert!(answer(&mut w, id(1), ok(), at(30), &mut policy)
+            .fanouts
+            .is_empty());
+        let n = answer(&mut w, id(0), ok(), at(20), &mut policy);
+        assert_eq!(n.fanouts.len(), 1);
+        assert_eq!(n.fanouts[0].end, at(30));
+        assert_eq!(w.next_wake(), Some(at(130)));
     }
 
     /// A quorum of 2 of 3, by hand: the request ends with its second success (at 20 ms), its
