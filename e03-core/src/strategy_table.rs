@@ -505,11 +505,7 @@ fn hedge_table(v: &toml::Value) -> Result<crate::hedge::HedgeSpec, String> {
             HEDGE_KEYS.join(", ")
         ));
     }
-    let num = |key: &str| match t.get(key) {
-        Some(toml::Value::Integer(i)) => Some(*i as f64),
-        Some(toml::Value::Float(f)) => Some(*f),
-        _ => None,
-    };
+    let num = |key: &str| number_in(t, key);
     let max_attempts = match t.get("max_attempts") {
         Some(toml::Value::Integer(i)) if (2..=i64::from(MAX_ATTEMPTS)).contains(i) => *i as u32,
         _ => {
@@ -548,6 +544,15 @@ fn hedge_table(v: &toml::Value) -> Result<crate::hedge::HedgeSpec, String> {
     Ok(spec)
 }
 
+/// The number at `key` of an inline table (an integer or a float), if any.
+fn number_in(t: &toml::Table, key: &str) -> Option<f64> {
+    match t.get(key) {
+        Some(toml::Value::Integer(i)) => Some(*i as f64),
+        Some(toml::Value::Float(f)) => Some(*f),
+        _ => None,
+    }
+}
+
 /// A `breaker = { ... }` value, every key checked.
 fn breaker_table(v: &toml::Value) -> Result<BreakerSpec, String> {
     let toml::Value::Table(t) = v else {
@@ -562,11 +567,7 @@ fn breaker_table(v: &toml::Value) -> Result<BreakerSpec, String> {
             BREAKER_KEYS.join(", ")
         ));
     }
-    let num = |key: &str| match t.get(key) {
-        Some(toml::Value::Integer(i)) => Some(*i as f64),
-        Some(toml::Value::Float(f)) => Some(*f),
-        _ => None,
-    };
+    let num = |key: &str| number_in(t, key);
     let ratio = num("failure_ratio")
         .filter(|r| *r > 0.0 && *r <= 1.0)
         .ok_or("breaker failure_ratio: expected a fraction greater than 0 and at most 1")?;

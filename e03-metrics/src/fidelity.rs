@@ -917,6 +917,37 @@ mod tests {
         assert!(!lost.ok());
     }
 
+    /// A hedge's copy cancelled before its request was written never reached the dependency:
+    /// it may be missing. Any other attempt without an arrival still is a mismatch.
+    #[test]
+    fn a_cancelled_attempt_may_be_missing_at_the_dependency() {
+        let matched = |end| {
+            let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
+            a.attempt_event(&Attempt {
+                tag: tag(),
+                client: 1,
+                op: 0,
+                attempt: 2,
+                due_us: 0,
+                sent_us: 100,
+                end_us: 200,
+                end,
+                status: None,
+                rejection: None,
+                flow: None,
+                step: None,
+                retry_after_us: None,
+            });
+            a.finish().matched.unwrap()
+        };
+        let cancelled = matched(AttemptEnd::Cancelled);
+        assert_eq!((cancelled.unmatched_client, cancelled.cancelled), (1, 1));
+        assert!(cancelled.ok());
+        let timed_out = matched(AttemptEnd::Timeout);
+        assert_eq!((timed_out.unmatched_client, timed_out.cancelled), (1, 0));
+        assert!(!timed_out.ok());
+    }
+
     #[test]
     fn identities_are_matched_both_ways() {
         let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
