@@ -1,8 +1,9 @@
 //! What every client of one strategy run shares ([`StrategyRun`]) and what they did
 //! ([`ClientTotals`]). The clients themselves are the core's workload, driven by
 //! [`crate::drive`]. The strategy and the budget are data: A to D (and any strategy added
-//! later) run through the same driver; the budget and breaker are one [`ClientPolicy`] per
-//! strategy, shared by all its clients.
+//! later) run through the same driver; the budget and breaker are [`Policies`]: one per
+//! strategy, shared by all its clients, unless `E03_BUDGET_SCOPE` gives a shard or a client its
+//! own.
 //!
 //! Schedules are absolute (`sleep_until(t0 + due)`), so a late wake-up never shifts the
 //! following ones. The sleeps use the precise timer (crate `precise-timer`), not tokio's 1 ms
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e03_core::events::RunTag;
-use e03_core::policy::ClientPolicy;
+use e03_core::policy::Policies;
 use e03_core::session::SessionConfig;
 use e03_core::Strategy;
 use precise_timer::PreciseTimer;
@@ -28,8 +29,8 @@ pub(crate) struct StrategyRun {
     pub strategy: Strategy,
     /// Where the attempts go.
     pub work: WorkEndpoint,
-    /// The strategy's retry budget and breaker, one for the whole swarm.
-    pub budget: Arc<Mutex<ClientPolicy>>,
+    /// The strategy's retry budgets and breakers, one per holder of the budget scope.
+    pub budget: Arc<Mutex<Policies>>,
     /// The run's time zero; every `*_us` is measured from it.
     pub t0: Instant,
     /// Seeds the clients' random streams.
@@ -57,7 +58,7 @@ impl StrategyRun {
         self.session
     }
 
-    pub(crate) fn budget(&self) -> std::sync::MutexGuard<'_, ClientPolicy> {
+    pub(crate) fn budget(&self) -> std::sync::MutexGuard<'_, Policies> {
         // A client that panicked mid-update cannot leave the bucket half-written (it is two
         // floats updated together), so a poisoned lock is still usable.
         self.budget.lock().unwrap_or_else(|e| e.into_inner())
@@ -140,7 +141,7 @@ mod tests {
                 seed: 42,
                 strategy: strategy.id.clone(),
             },
-            budget: Arc::new(Mutex::new(ClientPolicy::new(&strategy, 42))),
+            budget: Arc::new(Mutex::new(Policies::fleet(&strategy, 42))),
             strategy,
             work: WorkEndpoint {
                 http: build_client(4, None, e03_core::strategy::Connections::Reuse).unwrap(),

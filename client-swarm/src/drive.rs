@@ -100,7 +100,7 @@ enum Woke {
 /// What the workload asked, taken under the lock, acted on after it.
 struct Asked {
     next: Next,
-    transitions: Vec<Transition>,
+    transitions: Vec<(u32, Transition)>,
     tokens: Option<f64>,
 }
 
@@ -145,7 +145,8 @@ impl Driver {
         Asked {
             next,
             transitions: policy.take_transitions(),
-            tokens: policy.budget_tokens(),
+            // Summed over the holders: only when the /metrics gauge shows it.
+            tokens: metrics().and_then(|_| policy.budget_tokens()),
         }
     }
 
@@ -382,7 +383,7 @@ impl Driver {
         if let (Some(m), Some(tokens)) = (metrics(), tokens) {
             m.budget_tokens(&run.tag.strategy, tokens);
         }
-        for t in transitions {
+        for (holder, t) in transitions {
             if let Some(m) = metrics() {
                 m.breaker(&run.tag.strategy, t.to);
             }
@@ -393,6 +394,7 @@ impl Driver {
                     t_us: us(t.at),
                     from: t.from,
                     to: t.to,
+                    holder,
                 }))
                 .await;
         }

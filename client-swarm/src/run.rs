@@ -22,7 +22,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use e03_core::control::{client_log_path, run_id, RunCounts, StartRun};
 use e03_core::events::{us, Event, RunEnd, RunStart, RunTag, Source};
-use e03_core::policy::ClientPolicy;
 use e03_core::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
@@ -220,7 +219,7 @@ async fn run_strategy(
     let deadline_header = plan.params.admits_by_deadline_for(&p.strategy.id);
     let run = Arc::new(StrategyRun {
         tag: p.tag.clone(),
-        budget: Arc::new(Mutex::new(ClientPolicy::new(&p.strategy, plan.seed))),
+        budget: Arc::new(Mutex::new(plan.params.policies(&p.strategy, plan.seed))),
         strategy: p.strategy,
         work: p.work,
         t0,

@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use clap::{Arg, Command};
 use e03_core::events::RunTag;
-use e03_core::policy::ClientPolicy;
 use e03_core::session::{ClientSession, SessionConfig, Starts};
 use e03_core::workload::Clients;
 use e03_io::exit::{OK as EXIT_OK, USAGE as EXIT_USAGE};
@@ -167,7 +166,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
             seed,
             strategy: strategy.id.clone(),
         },
-        budget: Arc::new(Mutex::new(ClientPolicy::new(strategy, seed))),
+        budget: Arc::new(Mutex::new(params.policies(strategy, seed))),
         strategy: strategy.clone(),
         work: WorkEndpoint {
             http,

@@ -195,6 +195,14 @@ pub struct BreakerChange {
     pub t_us: u64,
     pub from: crate::breaker::BreakerState,
     pub to: crate::breaker::BreakerState,
+    /// Whose breaker changed: its holder under `E03_BUDGET_SCOPE` (left out for holder 0, the
+    /// fleet's one breaker by default).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub holder: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Final outcome of an operation.

@@ -457,6 +457,20 @@ pub const PARAMS: &[ParamSpec] = &[
         "D: tokens each first attempt adds"
     ),
     p!(
+        "E03_BUDGET_SCOPE",
+        "budget-scope",
+        "fleet",
+        "fleet, shard or client",
+        "who holds one instance of each strategy's policy (its retry budget or throttle, its circuit breaker, its client-side limits): fleet: all the strategy's clients share one (one library instance behind a service's callers); shard: one per shard of E03_SHARDS, client c in shard c mod E03_SHARDS; client: one per client (open_loop: per slot of E03_MAX_IN_FLIGHT; fan_out: per call). Brooker: per-client budgets drift towards no retries"
+    ),
+    p!(
+        "E03_SHARDS",
+        "shards",
+        "1",
+        "a whole number from 1 to 100000",
+        "the shards the clients are divided into, client c in shard c mod E03_SHARDS; a shard holds one instance of each policy when E03_BUDGET_SCOPE=shard (every shard runs in the one swarm process here)"
+    ),
+    p!(
         "E03_BREAK_MS",
         "break-ms",
         "strategy",
@@ -659,6 +673,16 @@ pub struct SwarmParams {
     /// `E03_CONNECT_TIMEOUT_MS`: the swarm's connect timeout (`None`: none of its own).
     #[serde(default)]
     pub connect_timeout_ms: Option<f64>,
+    /// `E03_BUDGET_SCOPE`: who holds each policy instance.
+    #[serde(default)]
+    pub budget_scope: crate::policy::BudgetScope,
+    /// `E03_SHARDS`: the shards the clients are divided into.
+    #[serde(default = "default_shards")]
+    pub shards: u32,
+}
+
+fn default_shards() -> u32 {
+    1
 }
 
 fn default_rate() -> f64 {
@@ -894,6 +918,9 @@ impl Params {
                 "none" => None,
                 _ => Some(r.num("E03_CONNECT_TIMEOUT_MS", 1.0, 600_000.0, false)?),
             },
+            budget_scope: crate::policy::BudgetScope::parse(r.value("E03_BUDGET_SCOPE"))
+                .ok_or_else(|| r.invalid("E03_BUDGET_SCOPE"))?,
+            shards: r.int("E03_SHARDS", 1, 100_000)? as u32,
         };
         let steps = StepParams {
             step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
@@ -1195,6 +1222,16 @@ impl Params {
                 w.connect_timeout_ms
                     .map_or("none".into(), |v| v.to_string()),
             ),
+            (
+                "E03_BUDGET_SCOPE",
+                match w.budget_scope {
+                    crate::policy::BudgetScope::Fleet => "fleet",
+                    crate::policy::BudgetScope::Shard => "shard",
+                    crate::policy::BudgetScope::Client => "client",
+                }
+                .into(),
+            ),
+            ("E03_SHARDS", w.shards.to_string()),
             ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
@@ -1525,6 +1562,12 @@ impl Params {
     pub fn max_ops(&self) -> Option<u32> {
         (self.swarm.ops_per_client > 0)
             .then(|| self.swarm.ops_per_client.min(u32::MAX as u64) as u32)
+    }
+
+    /// The policy instances of `strategy` in a run with this seed, one per holder of
+    /// `E03_BUDGET_SCOPE` ([`crate::policy::Policies`]).
+    pub fn policies(&self, strategy: &Strategy, seed: u64) -> crate::policy::Policies {
+        crate::policy::Policies::new(strategy, seed, self.swarm.budget_scope, self.swarm.shards)
     }
 
     pub fn strategy(&self, id: &str) -> Option<&Strategy> {

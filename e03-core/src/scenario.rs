@@ -151,6 +151,8 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("policy", "backoff_cap_ms", "E03_BACKOFF_CAP_MS"),
     ("policy", "budget_cap", "E03_BUDGET_CAP"),
     ("policy", "budget_ratio", "E03_BUDGET_RATIO"),
+    ("policy", "budget_scope", "E03_BUDGET_SCOPE"),
+    ("policy", "shards", "E03_SHARDS"),
     (
         "timeline",
         "first freeze phase's start_s",

@@ -52,7 +52,7 @@ use crate::budget::Rejection;
 use rand::Rng;
 
 use crate::operation::{AttemptResult, GiveUp, OpOutcome};
-use crate::policy::ClientPolicy;
+use crate::policy::Policies;
 use crate::priority::Priority;
 use crate::rng::{stream, LabRng, Stream};
 use crate::schedule::Earliest;
@@ -175,7 +175,7 @@ pub trait Workload {
     /// Woken at `now` (at or after [`next_wake`](Self::next_wake)): the earliest wake due by
     /// `now`, and only it. The driver calls again while `next_wake()` is at or before `now`.
     /// What it asks is appended to `next`.
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next);
+    fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next);
 
     /// The attempt `id` (one of [`Next::sends`]) ended at `now` with `result`; what that asks
     /// is appended to `next`.
@@ -184,13 +184,13 @@ pub trait Workload {
         id: AttemptId,
         result: AttemptResult,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
         next: &mut Next,
     );
 
     /// The driver stops the run at `now`: every operation in progress ends (an attempt in
     /// flight, whose answer the driver gave up on, counted as sent); nothing more is due.
-    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended>;
+    fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended>;
 }
 
 /// The sooner of two wakes, either of which may be absent.
@@ -274,15 +274,15 @@ impl Clients {
         start: Duration,
         class: Priority,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
         next: &mut Next,
     ) {
         self.sessions[c as usize].begin(start, class);
         self.wake(c, now, policy, next);
     }
 
-    fn wake(&mut self, c: u32, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
-        match self.sessions[c as usize].on_wake(now, policy) {
+    fn wake(&mut self, c: u32, now: Duration, policy: &mut Policies, next: &mut Next) {
+        match self.sessions[c as usize].on_wake(now, policy.of(c)) {
             Wake::Send(a) => {
                 next.sends.push(a.into());
                 // A hedged operation's next hedge (nothing for one attempt at a time).
@@ -310,7 +310,7 @@ impl Workload for Clients {
         self.earliest().map(|(t, _)| t)
     }
 
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+    fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
         if let Some(&Earliest {
             key: (t, _),
             value: c,
@@ -331,12 +331,12 @@ impl Workload for Clients {
         id: AttemptId,
         result: AttemptResult,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
         next: &mut Next,
     ) {
         let c = id.client;
         let session = &mut self.sessions[c as usize];
-        if let Some(end) = session.on_answer(id, now, result, &self.strategy, policy) {
+        if let Some(end) = session.on_answer(id, now, result, &self.strategy, policy.of(c)) {
             next.ended.push(end.into());
         }
         session.drain_cancelled(&mut next.cancels);
@@ -344,11 +344,11 @@ impl Workload for Clients {
         self.schedule(c);
     }
 
-    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
+    fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {
         self.wakes.clear();
         self.sessions
             .iter_mut()
-            .filter_map(|s| s.abort(now, policy))
+            .filter_map(|s| s.abort(now, policy.of(s.client())))
             .map(Ended::from)
             .collect()
     }
@@ -397,7 +397,7 @@ impl Workload for Arrivals {
 
     /// The earliest of the next arrival (its operation starts in a free slot, sent at once, or
     /// it is dropped) and the slots' wakes.
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+    fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
         let ended = next.ended.len();
         let arrival = self
             .open
@@ -434,7 +434,7 @@ impl Workload for Arrivals {
         id: AttemptId,
         result: AttemptResult,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
         next: &mut Next,
     ) {
         let ended = next.ended.len();
@@ -442,7 +442,7 @@ impl Workload for Arrivals {
         self.release(&next.ended[ended..]);
     }
 
-    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
+    fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {
         self.slots.stop(now, policy)
     }
 }
@@ -639,7 +639,7 @@ impl Workload for FanOut {
 
     /// The earliest of the callers' next requests (all its calls start, sent at once) and the
     /// calls' wakes (retries).
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+    fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
         let from = next.ended.len();
         let start = self.starts.peek().map(|e| e.key).filter(|&(t, _)| t <= now);
         let call = self.calls.earliest().filter(|&(t, _)| t <= now);
@@ -674,7 +674,7 @@ impl Workload for FanOut {
         id: AttemptId,
         result: AttemptResult,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
         next: &mut Next,
     ) {
         let from = next.ended.len();
@@ -684,7 +684,7 @@ impl Workload for FanOut {
 
     /// Every call in progress ends; the requests they belong to are not reported (they did
     /// not end).
-    fn stop(&mut self, now: Duration, policy: &mut ClientPolicy) -> Vec<Ended> {
+    fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {
         self.starts.clear();
         self.calls.stop(now, policy)
     }
@@ -752,9 +752,9 @@ impl Workload for Steps {
     }
 
     /// A step begins; its first call was due at the step's start.
-    fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy, next: &mut Next) {
+    fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
         let due = self.inner.next_wake().unwrap_or(now);
-        let n = self.inner.on_wake(now, policy);
+        let n = self.inner.on_wake(now, policy.of(0));
         self.next(n, due, next);
     }
 
@@ -764,14 +764,14 @@ impl Workload for Steps {
         _id: AttemptId,
         result: AttemptResult,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
         next: &mut Next,
     ) {
-        let n = self.inner.on_answer(result, now, policy);
+        let n = self.inner.on_answer(result, now, policy.of(0));
         self.next(n, now, next);
     }
 
-    fn stop(&mut self, _now: Duration, _policy: &mut ClientPolicy) -> Vec<Ended> {
+    fn stop(&mut self, _now: Duration, _policy: &mut Policies) -> Vec<Ended> {
         let done = self.inner.finish();
         done.into_iter().map(|d| self.ended(d)).collect()
     }
@@ -788,7 +788,7 @@ mod tests {
     }
 
     /// One wake's [`Next`].
-    fn wake(w: &mut dyn Workload, now: Duration, policy: &mut ClientPolicy) -> Next {
+    fn wake(w: &mut dyn Workload, now: Duration, policy: &mut Policies) -> Next {
         let mut next = Next::default();
         w.on_wake(now, policy, &mut next);
         next
@@ -800,7 +800,7 @@ mod tests {
         id: AttemptId,
         result: AttemptResult,
         now: Duration,
-        policy: &mut ClientPolicy,
+        policy: &mut Policies,
     ) -> Next {
         let mut next = Next::default();
         w.on_answer(id, result, now, policy, &mut next);
@@ -808,7 +808,7 @@ mod tests {
     }
 
     /// Every wake due by `now`, one call each, as a driver makes them (no answer between).
-    fn wake_all(w: &mut dyn Workload, now: Duration, policy: &mut ClientPolicy) -> Next {
+    fn wake_all(w: &mut dyn Workload, now: Duration, policy: &mut Policies) -> Next {
         let mut all = Next::default();
         while w.next_wake().is_some_and(|t| t <= now) {
             w.on_wake(now, policy, &mut all);
@@ -860,7 +860,7 @@ mod tests {
             adaptive_rate: true,
             ..strategy("A")
         };
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut cfg = config(Starts::AtZero, 50);
         cfg.limits.deadline = ms(5000);
         let mut w = Clients::new(1, 1, cfg, &a);
@@ -882,7 +882,7 @@ mod tests {
         assert_eq!((n.sends[0].id.attempt, n.sends[0].due), (2, at));
         // Under a 1 s deadline the same hold would end past it: the operation ends at once, at
         // 0.1 s, as a retry whose wait ends past the deadline does.
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = Clients::new(1, 1, config(Starts::AtZero, 50), &a);
         let first = wake(&mut w, ms(0), &mut policy).sends[0].id;
         answer(&mut w, first, throttled, ms(100), &mut policy);
@@ -898,7 +898,7 @@ mod tests {
     #[test]
     fn a_fan_out_request_ends_with_its_slowest_call() {
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = FanOut::new(1, 1, 3, 0, config(Starts::ClosedLoop, 100), &a);
         let t0 = w.next_wake().unwrap();
         assert!(
@@ -967,7 +967,7 @@ mod tests {
     #[test]
     fn a_fan_out_request_ends_with_its_slowest_call_whatever_the_order_of_hand_over() {
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = FanOut::new(1, 1, 2, 0, config(Starts::ClosedLoop, 100), &a);
         let t0 = w.next_wake().unwrap();
         let at = |d: u64| t0 + ms(d);
@@ -992,7 +992,7 @@ mod tests {
     #[test]
     fn a_fan_out_request_with_a_quorum_ends_with_its_quorum() {
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = FanOut::new(1, 1, 3, 2, config(Starts::ClosedLoop, 100), &a);
         let t0 = w.next_wake().unwrap();
         let at = |d: u64| t0 + ms(d);
@@ -1031,7 +1031,7 @@ mod tests {
     #[test]
     fn a_group_of_sessions_is_one_machine_woken_earliest_first() {
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = Clients::new(1, 2, config(Starts::AtZero, 50), &a);
         assert_eq!(w.next_wake(), Some(ms(0)));
         // One wake per call: client 0's, then client 1's, both due at 0.
@@ -1107,7 +1107,7 @@ mod tests {
     #[test]
     fn wakes_due_at_one_instant_come_in_the_order_they_were_scheduled() {
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = Clients::new(1, 2, config(Starts::AtZero, 0), &a);
         let sent = wake_all(&mut w, ms(0), &mut policy);
         assert_eq!(sent.sends.len(), 2);
@@ -1159,7 +1159,7 @@ mod tests {
         // B waits exactly 200 ms: a 503 at tk - 200 ms schedules the retry before arrival k
         // is scheduled (when arrival k - 1 comes), so the retry goes first, then the drop.
         let b = strategy("B");
-        let mut policy = ClientPolicy::new(&b, 1);
+        let mut policy = Policies::fleet(&b, 1);
         let mut w = Arrivals::new(open.clone(), &b);
         assert_eq!(wake(&mut w, t1, &mut policy).sends.len(), 1);
         wake_all(&mut w, tk - ms(200), &mut policy);
@@ -1194,7 +1194,7 @@ mod tests {
         // A retries at once: a 503 at tk schedules the retry after arrival k was scheduled, so
         // the drop comes first, then the retry.
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let mut w = Arrivals::new(open, &a);
         assert_eq!(wake(&mut w, t1, &mut policy).sends.len(), 1);
         wake_all(&mut w, tk - Duration::from_nanos(1), &mut policy);
@@ -1222,7 +1222,7 @@ mod tests {
     fn an_open_loop_starts_arrivals_in_free_slots_and_drops_the_rest() {
         use crate::arrivals::RateShape;
         let a = strategy("A");
-        let mut policy = ClientPolicy::new(&a, 1);
+        let mut policy = Policies::fleet(&a, 1);
         let cfg = config(Starts::OnDemand, 0);
         // 1,000 arrivals a second for 1 s, one slot: arrivals while it is busy are dropped.
         let open = OpenLoop::new(3, cfg, RateShape::constant(1000.0, ms(1000)), 1);
@@ -1284,7 +1284,7 @@ mod tests {
     #[test]
     fn the_steps_name_one_call_at_a_time_due_at_the_step_then_at_the_answer() {
         let b = strategy("B");
-        let mut policy = ClientPolicy::new(&b, 1);
+        let mut policy = Policies::fleet(&b, 1);
         let cfg = StepConfig {
             step: ms(100),
             steps: 2,

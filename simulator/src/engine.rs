@@ -78,7 +78,7 @@ use e03_core::chain::{deadline_header_ms, deadline_on_arrival};
 use e03_core::dependency::Caller;
 use e03_core::events::Cause;
 use e03_core::ledger::ChargeRequest;
-use e03_core::policy::ClientPolicy;
+use e03_core::policy::Policies;
 use e03_core::priority::Priority;
 use e03_core::rng::{mix64, stream, LabRng, Stream};
 use e03_core::schedule::{Answer, Step};
@@ -245,8 +245,9 @@ pub struct Engine<'a, O: Observer> {
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
     seed: u64,
-    /// One budget and breaker shared by every client of this run.
-    budget: ClientPolicy,
+    /// The strategy's budgets and breakers, one per holder of the run's budget scope (one for
+    /// every client by default).
+    budget: Policies,
     /// What the dependency did at the current instant; its answers are drained to the clients.
     answers: Vec<Step>,
     observer: O,
@@ -299,7 +300,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
             seed,
-            budget: ClientPolicy::new(strategy, seed),
+            budget: params.policies(strategy, seed),
             answers: Vec::with_capacity(256),
             observer,
             held: std::collections::HashMap::new(),
@@ -825,7 +826,7 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Hands the breaker's state changes, if any, to the observer.
     fn report_breaker(&mut self) {
-        for tr in self.budget.take_transitions() {
+        for (_, tr) in self.budget.take_transitions() {
             self.observer.breaker(nanos(tr.at), tr.from, tr.to);
         }
     }

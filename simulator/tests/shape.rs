@@ -39,3 +39,64 @@ fn e03b_ordering_of_the_strategies() {
         assert_eq!(at, Some(100), "seed {}", m.seed);
     }
 }
+
+/// E03-B with the budgets held per shard (`E03_BUDGET_SCOPE`): one shard is the fleet's one
+/// budget, run for run; the more holders, the fewer calls each budget sees and the more it lets
+/// through (every bucket starts full and a freeze drains few of them), until with a budget per
+/// client D and gRPC's throttle retry (nearly) everything, as C does. Brooker, "Fixing retries
+/// with token buckets and circuit breakers".
+#[test]
+fn e03b_budgets_held_by_more_holders_deny_fewer_retries() {
+    let run = |scope: &str, shards: &str| {
+        let raw: BTreeMap<String, String> = [
+            ("E03_SEEDS", "1-3"),
+            ("E03_STRATEGIES", "C,D,grpc"),
+            ("E03_BUDGET_SCOPE", scope),
+            ("E03_SHARDS", shards),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        simulate(Scenario::e03b(), &Params::from_raw(&raw).unwrap())
+    };
+    let fleet = run("fleet", "1");
+    // Shards matter only when they hold the budgets; one shard holds the fleet's.
+    assert_eq!(run("fleet", "16").runs, fleet.runs);
+    assert_eq!(run("shard", "1").runs, fleet.runs);
+    let denied = |s: &e03_metrics::ScenarioSummary, id: &str| {
+        s.runs_of(id).map(|m| m.retries_denied).sum::<u64>()
+    };
+    let c_total = mean(&fleet.runs_of("C").collect::<Vec<_>>(), |m| {
+        m.total_requests as f64
+    });
+    let mut last = [u64::MAX; 2];
+    for (scope, shards) in [
+        ("fleet", "1"),
+        ("shard", "4"),
+        ("shard", "16"),
+        ("client", "1"),
+    ] {
+        let s = run(scope, shards);
+        for (i, id) in ["D", "grpc"].into_iter().enumerate() {
+            let d = denied(&s, id);
+            assert!(
+                d <= last[i],
+                "{id} {scope} {shards}: {d} denied after {}",
+                last[i]
+            );
+            last[i] = d;
+        }
+        if scope == "client" {
+            for id in ["D", "grpc"] {
+                let total = mean(&s.runs_of(id).collect::<Vec<_>>(), |m| {
+                    m.total_requests as f64
+                });
+                assert!(
+                    total > 0.95 * c_total,
+                    "{id}: {total} against C's {c_total}"
+                );
+            }
+        }
+    }
+    assert!(denied(&fleet, "D") > 0 && denied(&fleet, "grpc") > 0);
+}
