@@ -428,6 +428,18 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 }
             }
             check_sweep(&raw, &sweeps, &scenarios).map_err(usage_error)?;
+            if let (Some(first), Some(chain)) = (
+                sweeps.first(),
+                scenarios.iter().find(|s| s.def().chain.is_some()),
+            ) {
+                return Err(usage_error(format!(
+                    "invalid --sweep {}=...: {} is a chain scenario, whose variants are its \
+                     comparison; a sweep varies run parameters, which a chain does not read: \
+                     sweep the other scenarios without it",
+                    first.name,
+                    chain.name()
+                )));
+            }
             let plan = SimPlan {
                 definitions: args.iter().map(|a| a.text.clone()).collect(),
                 scenarios,

@@ -32,85 +32,57 @@ pub fn is_chain(scenario: &Scenario) -> bool {
     scenario.def().chain.is_some()
 }
 
-/// `lab run` of chain scenarios (live). Exit 0, 1 on an error, 3 when a check failed.
-pub fn run(scenarios: &[Scenario], out: &Path, choice: &outdir::RunChoice) -> i32 {
-    finish(run_inner(scenarios, out, choice, true))
-}
-
-/// `lab simulate` of chain scenarios.
-pub fn simulate(scenarios: &[Scenario], out: &Path, choice: &outdir::RunChoice) -> i32 {
-    finish(run_inner(scenarios, out, choice, false))
-}
-
-fn finish(r: anyhow::Result<Option<bool>>) -> i32 {
-    match r {
-        Ok(Some(true)) => 0,
-        Ok(Some(false)) => crate::live::CHECK_FAILED,
-        Ok(None) => crate::EXIT_STOPPED,
-        Err(e) => crate::outdir::fail("lab", &e),
-    }
-}
-
-/// Whether every check passed; `None` when a signal stopped the run (its variant is marked
-/// incomplete, see [`stopped`]).
-fn run_inner(
-    scenarios: &[Scenario],
-    out: &Path,
-    choice: &outdir::RunChoice,
+/// One chain scenario of a `lab run` (`live`) or a `lab simulate`, into the run directory
+/// `run_dir` (claimed by the caller): every variant, then its tables. Whether every check
+/// passed; `None` when `stop` was set during a live variant (it is marked incomplete, see
+/// [`stopped`], and no tables are made).
+pub fn run_scenario(
+    run_dir: &Path,
+    scenario: &Scenario,
+    stop: &AtomicBool,
     live: bool,
 ) -> anyhow::Result<Option<bool>> {
-    let stop = stop_on_signals()?;
-    let run = outdir::claim(out, choice)?;
-    eprintln!(
-        "lab: run {} writes into {}",
-        run.id,
-        outdir::shown(&run.dir)
-    );
-    let mut passed = true;
-    for scenario in scenarios {
-        let chain = scenario.def().chain.as_ref().expect("a chain scenario");
-        let dir = if live {
-            run.dir.join(scenario.name())
-        } else {
-            run.dir.join("simulated").join(scenario.name())
-        };
-        for v in &chain.variants {
-            let vdir = dir.join(&v.id);
-            std::fs::create_dir_all(&vdir)
-                .with_context(|| format!("creating {}", vdir.display()))?;
-            if live {
-                let started = Instant::now();
-                let complete = live_variant(&vdir, chain, v, &stop)
-                    .with_context(|| format!("{}: variant {}", scenario.name(), v.id))?;
-                if !complete {
-                    eprintln!(
-                        "lab: stopped: {} variant {} is incomplete ({}); no tables",
-                        scenario.name(),
-                        v.id,
-                        outdir::shown(&vdir)
-                    );
-                    return Ok(None);
-                }
+    let chain = scenario.def().chain.as_ref().expect("a chain scenario");
+    let dir = if live {
+        run_dir.join(scenario.name())
+    } else {
+        run_dir.join("simulated").join(scenario.name())
+    };
+    for v in &chain.variants {
+        let vdir = dir.join(&v.id);
+        std::fs::create_dir_all(&vdir).with_context(|| format!("creating {}", vdir.display()))?;
+        if live {
+            let started = Instant::now();
+            let complete = live_variant(&vdir, chain, v, stop)
+                .with_context(|| format!("{}: variant {}", scenario.name(), v.id))?;
+            if !complete {
                 eprintln!(
-                    "lab: {} {}: {} top requests in {:.1} s",
+                    "lab: stopped: {} variant {} is incomplete ({}); no tables",
                     scenario.name(),
                     v.id,
-                    chain.requests,
-                    started.elapsed().as_secs_f64()
+                    outdir::shown(&vdir)
                 );
-            } else {
-                simulated_variant(&vdir, chain, v)?;
+                return Ok(None);
             }
+            eprintln!(
+                "lab: {} {}: {} top requests in {:.1} s",
+                scenario.name(),
+                v.id,
+                chain.requests,
+                started.elapsed().as_secs_f64()
+            );
+        } else {
+            simulated_variant(&vdir, chain, v)?;
         }
-        passed &= report_dir(&dir, scenario.clone(), live)?;
-        crate::live::index_beside(&run.dir);
     }
+    let passed = report_dir(&dir, scenario.clone(), live)?;
+    crate::live::index_beside(run_dir);
     Ok(Some(passed))
 }
 
 /// A flag that SIGINT and SIGTERM set instead of ending the process: a chain run then stops
 /// its hops, keeps the records it has and marks its variant incomplete.
-fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("handling signals")?;

@@ -57,6 +57,9 @@ pub fn chain(e: &anyhow::Error) -> String {
 }
 
 /// Runs the live experiment and the analysis; the exit code says whether it is trustworthy.
+/// A scenario's topology decides its processes: one dependency process per strategy for most,
+/// one hop process per layer for a chain scenario ([`crate::chain`]). Chain scenarios run after
+/// the others, into the same run directory.
 fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -67,6 +70,60 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
         run.id,
         outdir::shown(&run.dir)
     );
+    let (chains, rest) = split_chains(plan);
+    let mut code = 0;
+    if !rest.scenarios.is_empty() {
+        code = run_dependencies(&rest, run, &stop)?;
+    }
+    for scenario in &chains {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        match crate::chain::run_scenario(&run.dir, scenario, &stop, true)? {
+            Some(true) => {}
+            Some(false) if code == 0 => code = CHECK_FAILED,
+            Some(false) => {}
+            None => break,
+        }
+    }
+    Ok(if stop.load(Ordering::SeqCst) {
+        EXIT_STOPPED
+    } else {
+        code
+    })
+}
+
+/// The chain scenarios of `plan`, and the plan of the others (the same plan without them).
+fn split_chains(plan: &RunPlan) -> (Vec<Scenario>, RunPlan) {
+    let is_chain: Vec<bool> = plan.scenarios.iter().map(crate::chain::is_chain).collect();
+    let keep = |i: usize| !is_chain[i];
+    let pick = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, x)| x.clone())
+            .collect()
+    };
+    let mut rest = plan.clone();
+    rest.scenario_args = pick(&plan.scenario_args);
+    rest.definitions = pick(&plan.definitions);
+    rest.scenarios = (0..plan.scenarios.len())
+        .filter(|&i| keep(i))
+        .map(|i| plan.scenarios[i].clone())
+        .collect();
+    rest.params = (0..plan.params.len())
+        .filter(|&i| keep(i))
+        .map(|i| plan.params[i].clone())
+        .collect();
+    let chains = (0..plan.scenarios.len())
+        .filter(|&i| is_chain[i])
+        .map(|i| plan.scenarios[i].clone())
+        .collect();
+    (chains, rest)
+}
+
+/// The scenarios against dependency processes (no chain): traffic, then the analysis.
+fn run_dependencies(plan: &RunPlan, run: &RunDir, stop: &Arc<AtomicBool>) -> anyhow::Result<i32> {
     for scenario in &plan.scenarios {
         prepare_scenario_dir(&run.dir.join(scenario.name()), plan.choice.overwrite)?;
     }
@@ -80,7 +137,7 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
         }
     }
     for batch in batches(plan, &all) {
-        run_batch(plan, &run.dir, &batch, &stop)?;
+        run_batch(plan, &run.dir, &batch, stop)?;
         if stop.load(Ordering::SeqCst) {
             break;
         }
@@ -89,12 +146,37 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
         "lab: live traffic done in {:.1} s; analysing the logs",
         started.elapsed().as_secs_f64()
     );
-    let code = report_scenarios(&run.dir, &plan.scenarios)?;
-    Ok(if stop.load(Ordering::SeqCst) {
-        EXIT_STOPPED
-    } else {
-        code
-    })
+    report_scenarios(&run.dir, &plan.scenarios)
+}
+
+/// `lab swarm`: the client swarm; if a signal stopped it, the analyzer still writes what the
+/// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
+pub fn swarm(args: &[std::ffi::OsString]) -> i32 {
+    let child = crate::child_args("lab swarm", args);
+    // Chain scenarios run through the hop services (compose's hop-N; `--chain-hops`); a list
+    // that mixes them with others is refused there, after which the services are still shut
+    // down (so that compose's `up` returns).
+    if let Some((_, scenarios)) = client_swarm::out_and_scenarios(&child) {
+        if scenarios.iter().any(crate::chain::is_chain) {
+            return crate::chain::swarm(&child);
+        }
+    }
+    // `lab run` analyses after its swarm itself: its plan says so.
+    let report = client_swarm::report_when_stopped(&child);
+    let code = client_swarm::main_entry(child.clone());
+    if code == EXIT_STOPPED && report {
+        if let Some((out, scenarios)) = client_swarm::out_and_scenarios(&child) {
+            eprintln!("lab swarm: stopped; analysing what the logs hold (marked incomplete)");
+            let existing: Vec<_> = scenarios
+                .into_iter()
+                .filter(|s| out.join(s.name()).is_dir())
+                .collect();
+            if let Err(e) = report_scenarios(&out, &existing) {
+                eprintln!("lab swarm: {}", chain(&e));
+            }
+        }
+    }
+    code
 }
 
 use e03_metrics::fidelity::{MachineFloor, MACHINE_FILE};

@@ -34,7 +34,7 @@ fn main() {
         Some("serve") => dependency_service::main_entry(child_args("lab serve", &args)),
         Some("hop") => dependency_service::hop::main_entry(child_args("lab hop", &args)),
         Some("proxy") => dependency_service::proxy::main_entry(child_args("lab proxy", &args)),
-        Some("swarm") => swarm(&args),
+        Some("swarm") => live::swarm(&args),
         Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
         Some("list") => list(&args),
@@ -55,54 +55,13 @@ fn main() {
             EXIT_USAGE
         }
         _ => match args::parse(args) {
-            Ok(args::Command::Run(plan)) => match chains_only(&plan.scenarios) {
-                Err(code) => code,
-                Ok(true) => chain::run(&plan.scenarios, &plan.out, &plan.choice),
-                Ok(false) => live::run(&plan),
-            },
-            Ok(args::Command::Simulate(plan)) => match chains_only(&plan.scenarios) {
-                Err(code) => code,
-                Ok(true) if plan.sweeps.is_empty() => {
-                    chain::simulate(&plan.scenarios, &plan.out, &plan.choice)
-                }
-                Ok(true) => {
-                    eprintln!("lab simulate: --sweep: chain scenarios take no sweep");
-                    EXIT_USAGE
-                }
-                Ok(false) => sim::simulate(&plan),
-            },
-            Ok(args::Command::Compare(plan)) => match chains_only(&plan.scenarios) {
-                Err(code) => code,
-                Ok(true) => {
-                    eprintln!(
-                        "lab compare: chain scenarios print the same table live and simulated: \
-                         run `lab run` and `lab simulate` with them"
-                    );
-                    EXIT_USAGE
-                }
-                Ok(false) => sim::compare(&plan),
-            },
+            Ok(args::Command::Run(plan)) => live::run(&plan),
+            Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
+            Ok(args::Command::Compare(plan)) => sim::compare(&plan),
             Err(code) => code,
         },
     };
     std::process::exit(code);
-}
-
-/// Whether every scenario of a run is a chain scenario (they run on their own path); a run
-/// that mixes them with others is refused (exit 2).
-fn chains_only(scenarios: &[e03_core::Scenario]) -> Result<bool, i32> {
-    let chains = scenarios.iter().filter(|s| chain::is_chain(s)).count();
-    match chains {
-        0 => Ok(false),
-        n if n == scenarios.len() => Ok(true),
-        _ => {
-            eprintln!(
-                "lab: SCENARIO: chain scenarios (amplification, deadline, files with [chain]) run \
-                 on their own: name them without other scenarios"
-            );
-            Err(EXIT_USAGE)
-        }
-    }
 }
 
 /// Exit code of `lab replica` when a published cell is not reproduced.
@@ -225,36 +184,6 @@ fn replica_seeds(rest: &[String]) -> Result<Vec<u32>, String> {
     Ok(seeds)
 }
 
-/// `lab swarm`: the client swarm; if a signal stopped it, the analyzer still writes what the
-/// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
-fn swarm(args: &[OsString]) -> i32 {
-    let child = child_args("lab swarm", args);
-    // Chain scenarios run through the hop services (compose's hop-N; `--chain-hops`); a list
-    // that mixes them with others is refused there, after which the services are still shut
-    // down (so that compose's `up` returns).
-    if let Some((_, scenarios)) = client_swarm::out_and_scenarios(&child) {
-        if scenarios.iter().any(chain::is_chain) {
-            return chain::swarm(&child);
-        }
-    }
-    // `lab run` analyses after its swarm itself: its plan says so.
-    let report = client_swarm::report_when_stopped(&child);
-    let code = client_swarm::main_entry(child.clone());
-    if code == EXIT_STOPPED && report {
-        if let Some((out, scenarios)) = client_swarm::out_and_scenarios(&child) {
-            eprintln!("lab swarm: stopped; analysing what the logs hold (marked incomplete)");
-            let existing: Vec<_> = scenarios
-                .into_iter()
-                .filter(|s| out.join(s.name()).is_dir())
-                .collect();
-            if let Err(e) = live::report_scenarios(&out, &existing) {
-                eprintln!("lab swarm: {}", live::chain(&e));
-            }
-        }
-    }
-    code
-}
-
 /// `lab list`: the scenario catalogue, one line each (name, source, description); with a
 /// scenario file, that file's line after the built-in ones (and its errors, exit 2).
 fn list(args: &[OsString]) -> i32 {
@@ -322,7 +251,7 @@ fn realtime_env() -> Result<bool, String> {
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.
-fn child_args(program: &str, args: &[OsString]) -> Vec<OsString> {
+pub(crate) fn child_args(program: &str, args: &[OsString]) -> Vec<OsString> {
     std::iter::once(OsString::from(program))
         .chain(args.iter().skip(2).cloned())
         .collect()

@@ -315,3 +315,90 @@ fn too_few_hop_services_are_refused_before_any_traffic() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A chain scenario named beside another: one run folder holds both, each with its own
+/// tables, and the exit code is the run's (here 0). Live and simulated.
+fn mixed(command: &str) {
+    let dir = common::temp("chains", &format!("mixed-{command}"));
+    let o = lab()
+        .args([
+            command,
+            "amplification,e03a",
+            "--strategies",
+            "C",
+            "--duration-s",
+            "2",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert_published(&out);
+    // Live, E03-A's table first (its dependencies and swarm), the chain's after it;
+    // simulated, in the order named.
+    let e03a = out
+        .find("E03-A")
+        .unwrap_or_else(|| panic!("no E03-A table:\n{out}"));
+    let chain = out.find("Checks against the source's figures:").unwrap();
+    assert_eq!(e03a < chain, command == "run", "{out}");
+    let run = std::fs::read_link(dir.join("latest")).expect("OUT/latest");
+    let base = if command == "run" {
+        dir.join(&run)
+    } else {
+        dir.join(&run).join("simulated")
+    };
+    assert!(base.join("amplification/chain.md").is_file());
+    assert!(base.join("e03a/report.md").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_chain_runs_beside_other_scenarios_live_and_simulated() {
+    mixed("simulate");
+    mixed("run");
+}
+
+/// `lab compare` of a chain prints its live tables, then its simulated ones; a sweep over a
+/// list with a chain is refused before anything runs, naming the flag and the chain.
+#[test]
+fn compare_prints_a_chains_two_tables_and_a_sweep_refuses_it() {
+    let dir = common::temp("chains", "compare");
+    let o = lab()
+        .args(["compare", "amplification", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(
+        out.matches("Checks against the source's figures:").count(),
+        2,
+        "{out}"
+    );
+    let (live, simulated) = out.split_at(out.rfind("Checks against").unwrap());
+    assert!(live.contains("LIVE") || live.contains("live"), "{live}");
+    assert!(simulated.contains("27"), "{simulated}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let o = lab()
+        .args([
+            "simulate",
+            "e03b,deadline",
+            "--sweep",
+            "queue=50,100",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--sweep") && err.contains("deadline is a chain scenario"),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing is written for refused input");
+}
