@@ -91,7 +91,7 @@ mod tests {
     use e03_core::rng::{stream, Stream};
     use e03_core::session::Starts;
     use e03_core::session::{ClientSession, FIRST_START_SPREAD_US};
-    use e03_core::workload::Clients;
+    use e03_core::workload::{Clients, Ended, Next, Workload};
     use e03_core::GiveUp;
     use rand::Rng;
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -218,6 +218,62 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A workload whose answer handling panics (a bug): the live driver must end the run,
+    /// not wait forever for the attempt whose task unwound.
+    struct PanicsOnAnswer(Clients);
+
+    impl Workload for PanicsOnAnswer {
+        fn next_wake(&self) -> Option<Duration> {
+            self.0.next_wake()
+        }
+        fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
+            self.0.on_wake(now, policy, next)
+        }
+        fn on_answer(
+            &mut self,
+            _: e03_core::session::AttemptId,
+            _: e03_core::AttemptResult,
+            _: Duration,
+            _: &mut Policies,
+            _: &mut Next,
+        ) {
+            panic!("a bug in a workload");
+        }
+        fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {
+            self.0.stop(now, policy)
+        }
+    }
+
+    /// An attempt task that panics takes its attempt out of flight and stops the run: the
+    /// driver returns, the run is marked cut short (incomplete), the attempt is logged and the
+    /// operation it left ends as aborted.
+    #[tokio::test]
+    async fn a_panicking_attempt_task_ends_the_run_marked_incomplete() {
+        let base = test_server().await;
+        let mut run = strategy_run(&base, "/ok/work", "B", limits(2000, 5000));
+        run.session.max_ops = Some(1);
+        let run = Arc::new(run);
+        let (log, path) = test_log().await;
+        let (_trigger, signal) = stop_pair();
+        let session = ClientSession::starting_at(42, 0, run.session_config(), run.now());
+        let workload = Box::new(PanicsOnAnswer(Clients::of([session], &run.strategy)));
+        let totals = tokio::time::timeout(
+            Duration::from_secs(10),
+            drive(run.clone(), workload, log.sender(), signal),
+        )
+        .await
+        .expect("the driver ends instead of waiting for the task that panicked");
+        assert!(totals.cut_short);
+        let events = test_log_events(log, &path).await;
+        let a = attempts(&events);
+        assert_eq!(a.len(), 1, "{events:?}");
+        assert_eq!(a[0].status, Some(200));
+        let Some(Event::Operation(op)) = events.last() else {
+            panic!("the operation record comes last: {events:?}")
+        };
+        assert_eq!((op.attempts, op.outcome), (1, Outcome::Failed));
     }
 
     #[tokio::test]

@@ -88,6 +88,35 @@ struct State {
     totals: ClientTotals,
 }
 
+/// An attempt task's hold on its attempt in flight, for the one way the task can end without
+/// taking it out of flight itself: unwinding from a panic (a bug). Dropped while still armed,
+/// it takes the attempt out of flight, stops the run (answers no longer go to the workload;
+/// the timer then ends it as the stop signal would, so the run ends instead of waiting for the
+/// attempt forever) and marks it cut short: its logs say it is incomplete.
+struct Unwinding<'a> {
+    driver: &'a Driver,
+    armed: bool,
+}
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        {
+            let mut st = self.driver.lock();
+            st.in_flight -= 1;
+            st.stopped = true;
+            st.totals.cut_short = true;
+        }
+        tracing::error!(
+            strategy = %self.driver.run.tag.strategy,
+            "an attempt task panicked; the run stops here and is marked incomplete"
+        );
+        self.driver.changed.notify_one();
+    }
+}
+
 /// Why the timer woke.
 enum Woke {
     Stop,
@@ -155,12 +184,18 @@ impl Driver {
         loop {
             let wake = {
                 let mut st = self.lock();
+                // An attempt task unwound ([`Unwinding`]): end as the stop signal would.
+                let unwound = st.stopped;
                 let wake = st.workload.next_wake();
-                if wake.is_none() && st.in_flight == 0 {
+                if !unwound && wake.is_none() && st.in_flight == 0 {
                     break;
                 }
                 st.armed = wake;
-                wake
+                (!unwound).then_some(wake)
+            };
+            let Some(wake) = wake else {
+                self.stop().await;
+                break;
             };
             let sleep = async {
                 match wake {
@@ -250,6 +285,11 @@ impl Driver {
     /// cannot end the run before that.
     async fn attempt(self: Arc<Self>, mut send: Outgoing, mut stop: StopSignal) {
         loop {
+            // Takes the attempt out of flight and stops the run if this task unwinds.
+            let mut guard = Unwinding {
+                driver: &self,
+                armed: true,
+            };
             // Only a hedging strategy's attempts can be cancelled (no lock taken otherwise).
             let cancel = if self.run.strategy.hedge.is_some() {
                 self.lock().cancels.get(&send.id).map(|(n, _)| n.clone())
@@ -277,6 +317,7 @@ impl Driver {
             let wake_timer = {
                 let mut st = self.lock();
                 st.in_flight -= 1;
+                guard.armed = false;
                 let wake = st.workload.next_wake();
                 let earlier = wake.is_some_and(|t| st.armed.is_none_or(|a| t < a));
                 let over = wake.is_none() && st.in_flight == 0;
