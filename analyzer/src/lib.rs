@@ -273,7 +273,9 @@ fn analyze_run(
     seed: u64,
     warnings: &mut Vec<String>,
 ) -> Result<RunMetrics, AnalyzeError> {
-    let mut acc = RunAccumulator::new(scenario.clone(), params, strategy, seed);
+    // No list of every arrival: the checks' peaks are counted as the log streams by.
+    let mut acc =
+        RunAccumulator::new(scenario.clone(), params, strategy, seed).without_arrival_list();
     let mut complete = true;
     for rel in [
         server_log_path(&scenario, strategy, seed),
