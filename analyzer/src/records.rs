@@ -57,17 +57,15 @@ impl<'a> Cursor<'a> {
 
     /// A whole number written as serde_json writes one: digits, no leading zero, in range.
     fn uint(&mut self) -> Option<u64> {
-        let digits = self.bytes[self.at..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        let text = &self.bytes[self.at..self.at + digits];
+        let text = &self.bytes[self.at..];
+        let mut n: u64 = 0;
+        let mut digits = 0;
+        for &d in text.iter().take_while(|d| d.is_ascii_digit()) {
+            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            digits += 1;
+        }
         if digits == 0 || (digits > 1 && text[0] == b'0') {
             return None;
-        }
-        let mut n: u64 = 0;
-        for &d in text {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
         }
         self.at += digits;
         Some(n)
@@ -89,14 +87,15 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A string of printable ASCII without escapes (anything else is left to serde).
-    fn str(&mut self) -> Option<&'a str> {
+    /// A string of printable ASCII without escapes (anything else is left to serde), as bytes:
+    /// the run tag is compared as such, and made text only when it changes.
+    fn ascii(&mut self) -> Option<&'a [u8]> {
         self.lit(b"\"")?;
         let len = self.bytes[self.at..]
             .iter()
             .take_while(|&&b| b != b'"' && b != b'\\' && (0x20..0x7f).contains(&b))
             .count();
-        let s = std::str::from_utf8(&self.bytes[self.at..self.at + len]).ok()?;
+        let s = &self.bytes[self.at..self.at + len];
         self.at += len;
         self.lit(b"\"")?;
         Some(s)
@@ -114,7 +113,8 @@ impl<'a> Cursor<'a> {
 
     /// A unit enum variant, by the names serde gives it.
     fn variant<T: DeserializeOwned>(&mut self) -> Option<T> {
-        T::deserialize(BorrowedStrDeserializer::<ValueError>::new(self.str()?)).ok()
+        let name = std::str::from_utf8(self.ascii()?).ok()?;
+        T::deserialize(BorrowedStrDeserializer::<ValueError>::new(name)).ok()
     }
 }
 
@@ -151,11 +151,11 @@ pub(crate) fn parse(bytes: &[u8], lent: &mut RunTag) -> Option<(Event, usize)> {
     .into_iter()
     .find_map(|(name, kind)| c.lit(name).map(|_| kind))?;
     c.lit(b"\",\"data\":{\"run\":")?;
-    let run = c.str()?;
+    let run = c.ascii()?;
     c.key("seed")?;
     let seed = c.uint()?;
     c.key("strategy")?;
-    let strategy = c.str()?;
+    let strategy = c.ascii()?;
     let mut event = match kind {
         Kind::Arrival => Event::Arrival(arrival(&mut c)?),
         Kind::Response => Event::Response(response(&mut c)?),
@@ -163,13 +163,11 @@ pub(crate) fn parse(bytes: &[u8], lent: &mut RunTag) -> Option<(Event, usize)> {
         Kind::Operation => Event::Operation(operation(&mut c)?),
     };
     c.lit(b"}}\n")?;
-    if lent.run != run {
-        lent.run.clear();
-        lent.run.push_str(run);
-    }
-    if lent.strategy != strategy {
-        lent.strategy.clear();
-        lent.strategy.push_str(strategy);
+    for (mine, line) in [(&mut lent.run, run), (&mut lent.strategy, strategy)] {
+        if mine.as_bytes() != line {
+            mine.clear();
+            mine.push_str(std::str::from_utf8(line).ok()?);
+        }
     }
     lent.seed = seed;
     let tag = std::mem::replace(lent, empty_tag());
