@@ -40,7 +40,7 @@ impl CheckRow {
 /// The most arrivals in one window of `window_ms` aligned to time zero (retries only: attempt
 /// number above 1). From the run's list of arrivals when it kept one, else from the peaks
 /// counted as the arrivals came ([`RunMetrics::peak_arrivals`]: every window of the run's
-/// scenario's checks and of [`attempt_logs`]).
+/// scenario's checks and of [`attempt_log_text`]).
 pub fn peak_per_window(run: &RunMetrics, window_ms: u64, retries_only: bool) -> u64 {
     if run.arrivals.is_empty() {
         if let Some(&peak) = run.peak_arrivals.get(&(window_ms, retries_only)) {
@@ -58,10 +58,10 @@ pub fn peak_per_window(run: &RunMetrics, window_ms: u64, retries_only: bool) -> 
     counts.values().copied().max().unwrap_or(0)
 }
 
-/// The window of [`attempt_logs`]' peak, ms.
+/// The window of [`attempt_log_text`]' peak, ms.
 const ATTEMPT_LOG_WINDOW_MS: u64 = 200;
 
-/// Arrivals per window for every window a scenario's peak checks (and [`attempt_logs`]) ask
+/// Arrivals per window for every window a scenario's peak checks (and [`attempt_log_text`]) ask
 /// about, counted as the arrivals come: [`peak_per_window`]'s figures without keeping every
 /// arrival. Memory grows with the windows that saw an arrival, not with the arrivals.
 #[derive(Debug, Clone)]
