@@ -7,6 +7,8 @@
 //!   accumulator, spreads, verdicts, summary type and tables, shared with the simulator.
 //! - [`reader`]: streaming JSON Lines reader (truncated last line = warning, other bad lines =
 //!   error with file:line, missing `run_end` = incomplete).
+//! - `records`: the reader's fast path for the four frequent records, read in place from the
+//!   bytes the lab writes (serde parses any other line, as before).
 //! - [`outputs`]: `summary.json` (atomic), the arrival CSVs, `report.md` and `report.html`.
 //! - [`figures`]: SVG and PNG figures (plotters).
 //! - [`html`]: `report.html` (the report's blocks, figures inlined) and `OUT/index.html`.
@@ -31,6 +33,7 @@ pub mod html;
 pub mod kept;
 pub mod outputs;
 pub mod reader;
+mod records;
 pub mod standalone;
 
 pub use cli::main_entry;
@@ -270,7 +273,9 @@ fn analyze_run(
     seed: u64,
     warnings: &mut Vec<String>,
 ) -> Result<RunMetrics, AnalyzeError> {
-    let mut acc = RunAccumulator::new(scenario.clone(), params, strategy, seed);
+    // No list of every arrival: the checks' peaks are counted as the log streams by.
+    let mut acc =
+        RunAccumulator::new(scenario.clone(), params, strategy, seed).without_arrival_list();
     let mut complete = true;
     for rel in [
         server_log_path(&scenario, strategy, seed),

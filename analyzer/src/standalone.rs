@@ -60,7 +60,9 @@ pub fn analyze_server_log(
         .filter(|s| e03_core::control::valid_strategy_id(s))
         .unwrap_or_else(|| "server".into());
     let seed = start.as_ref().map_or(params.seed(), |s| s.tag.seed);
-    let mut acc = RunAccumulator::new(scenario.clone(), &params, &strategy, seed);
+    // No list of every arrival, as for a whole run (the checks' peaks are counted instead).
+    let mut acc =
+        RunAccumulator::new(scenario.clone(), &params, &strategy, seed).without_arrival_list();
     let status = reader::read_log_file(path, |e| {
         if let e03_core::events::Event::Arrival(a) = e {
             acc.arrival(a.t_us, a.attempt);

@@ -284,6 +284,31 @@ fn outputs_have_the_contracted_shape() {
 }
 
 #[test]
+fn the_attempt_logs_peak_is_counted_as_the_logs_stream_by() {
+    use e03_metrics::checks::{attempt_log_text, peak_per_window};
+    let dir = scenario_dir("peaks");
+    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
+    for run in &s.runs {
+        // The reader keeps no list of arrivals; the reference is the same server log fed to
+        // an accumulator that keeps one.
+        assert!(run.arrivals.is_empty());
+        let mut acc =
+            analyzer::RunAccumulator::new(Scenario::e03b(), &s.params, &run.strategy, run.seed);
+        let log = dir.join(format!("server-{}-seed{}.jsonl", run.strategy, run.seed));
+        analyzer::reader::read_log_file(&log, |e| analyzer::feed(&mut acc, e)).unwrap();
+        let listed = acc.finish();
+        assert_eq!(listed.arrivals.len() as u64, run.total_requests);
+        assert_eq!(
+            peak_per_window(run, 200, false),
+            peak_per_window(&listed, 200, false)
+        );
+    }
+    // B seed 42: 20 retries within 20 µs of 10.0 s.
+    let text = attempt_log_text(&s).unwrap();
+    assert!(text.contains("peak 20 per 200 ms"), "{text}");
+}
+
+#[test]
 fn a_log_without_run_end_makes_the_run_and_summary_incomplete() {
     let dir = scenario_dir("incomplete");
     let path = dir.join("server-C-seed7.jsonl");

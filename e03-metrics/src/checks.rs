@@ -4,7 +4,7 @@
 //! Every figure is computed from [`RunMetrics`] alone, so a live run (read from its logs) and a
 //! simulated one are checked by the same code.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published};
@@ -38,8 +38,15 @@ impl CheckRow {
 }
 
 /// The most arrivals in one window of `window_ms` aligned to time zero (retries only: attempt
-/// number above 1).
+/// number above 1). From the run's list of arrivals when it kept one, else from the peaks
+/// counted as the arrivals came ([`RunMetrics::peak_arrivals`]: every window of the run's
+/// scenario's checks and of [`attempt_log_text`]).
 pub fn peak_per_window(run: &RunMetrics, window_ms: u64, retries_only: bool) -> u64 {
+    if run.arrivals.is_empty() {
+        if let Some(&peak) = run.peak_arrivals.get(&(window_ms, retries_only)) {
+            return peak;
+        }
+    }
     let width = window_ms.max(1) * 1000;
     let mut counts: std::collections::HashMap<u64, u64> = Default::default();
     for &(t_us, attempt) in &run.arrivals {
@@ -49,6 +56,99 @@ pub fn peak_per_window(run: &RunMetrics, window_ms: u64, retries_only: bool) -> 
         *counts.entry(t_us / width).or_default() += 1;
     }
     counts.values().copied().max().unwrap_or(0)
+}
+
+/// The window of [`attempt_log_text`]' peak, ms.
+const ATTEMPT_LOG_WINDOW_MS: u64 = 200;
+
+/// Arrivals per window for every window a scenario's peak checks (and [`attempt_log_text`]) ask
+/// about, counted as the arrivals come: [`peak_per_window`]'s figures without keeping every
+/// arrival. Memory grows with the windows that saw an arrival, not with the arrivals.
+#[derive(Debug, Clone)]
+pub(crate) struct WindowPeaks {
+    counts: Vec<WindowCount>,
+}
+
+/// Arrivals per window of one width: a map by window, and the window being counted (arrivals
+/// come nearly in time order, so most touch no map).
+#[derive(Debug, Clone)]
+struct WindowCount {
+    window_ms: u64,
+    retries_only: bool,
+    width_us: u64,
+    by_window: HashMap<u64, u64>,
+    current: Option<(u64, u64)>,
+}
+
+impl WindowCount {
+    fn flush(&mut self) {
+        if let Some((k, n)) = self.current.take() {
+            *self.by_window.entry(k).or_default() += n;
+        }
+    }
+}
+
+impl WindowPeaks {
+    /// The windows of `checks`' peak metrics and the attempt log's.
+    pub(crate) fn new(checks: &[CheckSpec]) -> Self {
+        let mut keys = BTreeSet::from([(ATTEMPT_LOG_WINDOW_MS, false)]);
+        for c in checks {
+            match c.metric {
+                CheckMetric::PeakArrivals {
+                    window_ms,
+                    retries_only,
+                }
+                | CheckMetric::PeakRatio {
+                    window_ms,
+                    retries_only,
+                    ..
+                } => {
+                    keys.insert((window_ms, retries_only));
+                }
+                _ => {}
+            }
+        }
+        let counts = keys
+            .into_iter()
+            .map(|(window_ms, retries_only)| WindowCount {
+                window_ms,
+                retries_only,
+                width_us: window_ms.max(1) * 1000,
+                by_window: HashMap::new(),
+                current: None,
+            })
+            .collect();
+        WindowPeaks { counts }
+    }
+
+    /// One arrival: as [`peak_per_window`] counts an entry of the arrival list.
+    pub(crate) fn arrival(&mut self, t_us: u64, attempt: u32) {
+        for c in &mut self.counts {
+            if c.retries_only && attempt <= 1 {
+                continue;
+            }
+            let k = t_us / c.width_us;
+            match &mut c.current {
+                Some((current, n)) if *current == k => *n += 1,
+                _ => {
+                    c.flush();
+                    c.current = Some((k, 1));
+                }
+            }
+        }
+    }
+
+    /// The most arrivals in one window, by `(window_ms, retries_only)`.
+    pub(crate) fn finish(self) -> BTreeMap<(u64, bool), u64> {
+        self.counts
+            .into_iter()
+            .map(|mut c| {
+                c.flush();
+                let peak = c.by_window.values().copied().max().unwrap_or(0);
+                ((c.window_ms, c.retries_only), peak)
+            })
+            .collect()
+    }
 }
 
 /// The waits before retries (sent minus the previous attempt's end, whole ms), per operation,
@@ -516,7 +616,7 @@ pub fn attempt_log_text(s: &ScenarioSummary) -> Option<String> {
             callers.len(),
             run.total_requests,
             run.succeeded,
-            peak_per_window(run, 200, false)
+            peak_per_window(run, ATTEMPT_LOG_WINDOW_MS, false)
         );
         let mut lines = by_operation(&run.attempt_log);
         lines.sort_by_key(|(_, l)| (l.client, l.op, l.attempt));
@@ -564,6 +664,42 @@ mod tests {
             a.arrival(t, Some(n));
         }
         a.finish()
+    }
+
+    #[test]
+    fn peaks_counted_as_arrivals_come_equal_those_of_the_arrival_list() {
+        // herd's checks ask for 10 ms windows of retries; the attempt log for 200 ms of all.
+        let scenario = Scenario::named("herd").unwrap();
+        let params = Params::for_scenario(&scenario, &Default::default()).unwrap();
+        let new = || RunAccumulator::new(scenario.clone(), &params, "C", 1);
+        let (mut listed, mut counted) = (new(), new().without_arrival_list());
+        // Out of time order now and then, with and without attempt numbers, and past MAX_T_US.
+        let mut t = 0u64;
+        for i in 0..20_000u64 {
+            t = if i % 97 == 0 {
+                t.saturating_sub(250_000)
+            } else {
+                t + i % 7 * 900
+            };
+            let attempt = (i % 5 != 0).then_some((i % 4) as u32);
+            listed.arrival(t, attempt);
+            counted.arrival(t, attempt);
+        }
+        listed.arrival(u64::MAX, Some(2));
+        counted.arrival(u64::MAX, Some(2));
+        let (listed, counted) = (listed.finish(), counted.finish());
+        assert!(counted.arrivals.is_empty());
+        assert_eq!(
+            counted.peak_arrivals.len(),
+            2,
+            "{:?}",
+            counted.peak_arrivals
+        );
+        for (window_ms, retries_only) in [(10, true), (200, false)] {
+            let peak = peak_per_window(&listed, window_ms, retries_only);
+            assert!(peak > 1);
+            assert_eq!(peak_per_window(&counted, window_ms, retries_only), peak);
+        }
     }
 
     #[test]

@@ -473,9 +473,10 @@ impl LiveAccumulator {
 
     /// Saturated time and the completions in it, (normal, degraded). Spells touching the
     /// freeze are dropped; the rest are merged and split at the degraded window's edges.
-    fn saturation(&self) -> (Spells, Spells) {
-        let mut done = self.completions.clone();
-        done.sort_unstable();
+    /// Sorts the completions in place (a copy would double the largest structure at the end).
+    fn saturation(&mut self) -> (Spells, Spells) {
+        self.completions.sort_unstable();
+        let done = &self.completions;
         let merged = self.spells.iter().map(|(&a, &b)| (a, b));
         let degraded = self
             .cfg
@@ -522,7 +523,8 @@ impl LiveAccumulator {
         (normal, slow)
     }
 
-    pub(crate) fn finish(self, lateness: &Histogram<u64>) -> (Fidelity, Matched) {
+    pub(crate) fn finish(mut self, lateness: &Histogram<u64>) -> (Fidelity, Matched) {
+        let (normal, slow) = self.saturation();
         let queueing = &self.queueing;
         let configured_rps = self.cfg.capacity_per_s();
         let degraded_configured_rps = self.cfg.timeline.degraded.map(|d| {
@@ -532,7 +534,6 @@ impl LiveAccumulator {
                 .service_time(d.start, self.cfg.service_time);
             self.cfg.workers as f64 / service.as_secs_f64()
         });
-        let (normal, slow) = self.saturation();
         // Only phases with enough saturated time to be measured count: a lone 40 ms period at
         // the degraded window's end (workers still finishing 80 ms jobs) says nothing.
         let measured = |p: &Spells, rps: f64| match p.rate() {

@@ -120,6 +120,12 @@ pub struct RunMetrics {
     /// seen: for windows other than 100 ms and 1 s (a scenario's checks).
     #[serde(skip)]
     pub arrivals: Vec<(u64, u32)>,
+    /// The most arrivals in one window, by `(window ms, retries only)`, for every window the
+    /// scenario's peak checks and the attempt log ask about, counted as the arrivals came: what
+    /// [`crate::checks::peak_per_window`] reads when `arrivals` was not kept (the log reader
+    /// keeps none, see [`RunAccumulator::without_arrival_list`]).
+    #[serde(skip)]
+    pub peak_arrivals: std::collections::BTreeMap<(u64, bool), u64>,
     /// Operations that succeeded.
     #[serde(default)]
     pub succeeded: u64,
@@ -278,6 +284,10 @@ pub struct RunAccumulator {
     cancelled: u64,
     breaker: Vec<BreakerMark>,
     arrivals: Vec<(u64, u32)>,
+    /// False once the log reader asked for no list of arrivals.
+    keep_arrivals: bool,
+    /// Arrivals per window of the checks' widths.
+    peaks: crate::checks::WindowPeaks,
     operations: u64,
     affected_ops: u64,
     affected_ok: u64,
@@ -366,6 +376,8 @@ impl RunAccumulator {
             cancelled: 0,
             breaker: Vec::new(),
             arrivals: Vec::new(),
+            keep_arrivals: true,
+            peaks: crate::checks::WindowPeaks::new(&scenario.def().checks),
             operations: 0,
             affected_ops: 0,
             affected_ok: 0,
@@ -403,6 +415,14 @@ impl RunAccumulator {
         }
     }
 
+    /// Keeps no list of the arrivals ([`RunMetrics::arrivals`] stays empty): the checks' peaks
+    /// are counted as the arrivals come instead, and memory does not grow with them. The log
+    /// reader's choice, for logs of any length; the simulator keeps the list.
+    pub fn without_arrival_list(mut self) -> Self {
+        self.keep_arrivals = false;
+        self
+    }
+
     /// The step workload's tally, when this is a step run (the simulator feeds it directly).
     pub fn steps_mut(&mut self) -> Option<&mut crate::steps::StepTally> {
         self.steps.as_mut()
@@ -414,7 +434,10 @@ impl RunAccumulator {
         if let Some(open) = self.open.as_mut() {
             open.arrival(t_us);
         }
-        self.arrivals.push((t_us, attempt.unwrap_or(0)));
+        if self.keep_arrivals {
+            self.arrivals.push((t_us, attempt.unwrap_or(0)));
+        }
+        self.peaks.arrival(t_us, attempt.unwrap_or(0));
         if t_us >= MAX_T_US {
             return;
         }
@@ -735,6 +758,7 @@ impl RunAccumulator {
             arrivals_1s,
             retries_1s,
             arrivals: self.arrivals,
+            peak_arrivals: self.peaks.finish(),
             succeeded: self.succeeded,
             best_effort: self.best_effort,
             attempt_log: self.attempt_log,
