@@ -18,7 +18,9 @@
 #      (scripts/check-wire.sh), then every fuzz target of fuzz/ for 30 s
 #      on a copy of its seeds (scripts/check-fuzz.sh: cargo fuzz on nightly, cargo-fuzz installed
 #      from crates.io; SKIPPED, and said so, without a nightly toolchain), then Schemathesis
-#      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh)
+#      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh), then
+#      the Kubernetes manifests rendered and validated offline (scripts/check-k8s.sh; SKIPPED,
+#      and said so, without kubectl)
 #   7. the compose topology for real, when a Docker engine answers (skipped, and said so, when
 #      none does): the offline path (static binary, FROM scratch images), then the standard
 #      Dockerfile built with the legacy builder (local stand-ins for its base images when they
@@ -89,6 +91,9 @@ timeout --kill-after=10 1800 scripts/check-fuzz.sh 30
 
 step "API contract: schemathesis (PyPI) against lab serve and lab hop (docs/api-contract.md)"
 timeout 600 scripts/check-openapi.sh 100
+
+step "Kubernetes manifests: kubectl kustomize deploy/k8s, validated offline (kubernetes-validate from PyPI; docs/kubernetes.md)"
+timeout 300 scripts/check-k8s.sh
 
 step "compose topology (offline path)"
 if [ "$test_docker" = "0" ]; then

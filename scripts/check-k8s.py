@@ -1,0 +1,76 @@
+"""What the Kubernetes schemas do not check in deploy/k8s (scripts/check-k8s.sh): every pod
+runs as non-root with the runtime's seccomp profile, every container has a read-only root
+filesystem, no privilege escalation, no capability and CPU and memory requests; the run is an
+Indexed Job; the swarm's --targets name the dependency Services and their ports; every E03_*
+key of the ConfigMap is a parameter of the lab (docs/parameters.md, generated from the code)."""
+
+import re
+import sys
+
+import yaml
+
+
+def fail(msg):
+    print(f"check-k8s: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main(rendered, parameters_md):
+    objects = [o for o in yaml.safe_load_all(open(rendered)) if o]
+    by_kind = {}
+    for o in objects:
+        by_kind.setdefault(o["kind"], []).append(o)
+    pods = []
+    for o in by_kind.get("Deployment", []) + by_kind.get("Job", []):
+        pods.append((f"{o['kind']}/{o['metadata']['name']}", o["spec"]["template"]["spec"]))
+    if len(by_kind.get("Deployment", [])) != 4 or len(by_kind.get("Job", [])) != 1:
+        fail(f"expected 4 Deployments and 1 Job, got {sorted((k, len(v)) for k, v in by_kind.items())}")
+    for name, pod in pods:
+        sc = pod.get("securityContext", {})
+        if sc.get("runAsNonRoot") is not True or sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            fail(f"{name}: the pod must run as non-root with seccompProfile RuntimeDefault")
+        if pod.get("automountServiceAccountToken") is not False:
+            fail(f"{name}: the lab needs no service account token")
+        for c in pod.get("initContainers", []) + pod["containers"]:
+            csc = c.get("securityContext", {})
+            where = f"{name} container {c['name']}"
+            if csc.get("readOnlyRootFilesystem") is not True:
+                fail(f"{where}: readOnlyRootFilesystem must be true")
+            if csc.get("allowPrivilegeEscalation") is not False:
+                fail(f"{where}: allowPrivilegeEscalation must be false")
+            if csc.get("capabilities", {}).get("drop") != ["ALL"]:
+                fail(f"{where}: every capability must be dropped")
+            req = c.get("resources", {}).get("requests", {})
+            if "cpu" not in req or "memory" not in req:
+                fail(f"{where}: CPU and memory requests are required")
+            if not c["image"].startswith("e03-lab"):
+                fail(f"{where}: image {c['image']} is not the lab's")
+    job = by_kind["Job"][0]
+    if job["spec"].get("completionMode") != "Indexed":
+        fail("the run must be an Indexed Job")
+    swarm = job["spec"]["template"]["spec"]["initContainers"][0]
+    args = swarm["args"]
+    targets = args[args.index("--targets") + 1]
+    services = {s["metadata"]["name"]: {p["port"] for p in s["spec"]["ports"]} for s in by_kind["Service"]}
+    deployments = {d["metadata"]["name"] for d in by_kind["Deployment"]}
+    for entry in targets.split(","):
+        strategy, urls = entry.split("=", 1)
+        for url in urls.split("@"):
+            m = re.fullmatch(r"http://([a-z0-9-]+):(\d+)", url)
+            if not m:
+                fail(f"--targets {entry}: {url} is not http://SERVICE:PORT")
+            host, port = m.group(1), int(m.group(2))
+            if host not in services or port not in services[host] or host not in deployments:
+                fail(f"--targets {entry}: no Service and Deployment {host} with port {port}")
+    known = set(re.findall(r"^\| `(E03_[A-Z0-9_]+)`", open(parameters_md).read(), re.M))
+    if not known:
+        fail(f"no parameter found in {parameters_md}")
+    for cm in by_kind["ConfigMap"]:
+        for key in cm["data"]:
+            if key.startswith("E03_") and key not in known:
+                fail(f"ConfigMap {cm['metadata']['name']}: {key} is not a parameter of the lab ({parameters_md})")
+    print(f"check-k8s: {len(objects)} objects valid; {len(pods)} pods hardened; targets and parameters checked")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
