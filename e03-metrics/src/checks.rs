@@ -46,6 +46,12 @@ pub fn peak_per_window(run: &RunMetrics, window_ms: u64, retries_only: bool) -> 
         if let Some(&peak) = run.peak_arrivals.get(&(window_ms, retries_only)) {
             return peak;
         }
+        // A run that counted its peaks as they came counted every window its callers ask
+        // about; a window it did not count would read as 0 here.
+        debug_assert!(
+            run.peak_arrivals.is_empty(),
+            "the {window_ms} ms window was not counted (RunMetrics::peak_arrivals)"
+        );
     }
     let width = window_ms.max(1) * 1000;
     let mut counts: std::collections::HashMap<u64, u64> = Default::default();
