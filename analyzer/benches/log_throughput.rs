@@ -150,6 +150,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                 scenario: "e03b".into(),
                 start_unix_ms: 0,
                 params: serde_json::to_value(params.to_raw()).unwrap(),
+                clock: None,
             }),
         );
     }

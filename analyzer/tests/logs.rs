@@ -30,6 +30,7 @@ fn start(s: &str, seed: u64, source: Source) -> Event {
         scenario: "e03b".into(),
         start_unix_ms: 1,
         params: serde_json::json!({"E03_STRATEGIES": "B,C", "E03_SEEDS": "42,7", "E03_WORKERS": "10"}),
+        clock: None,
     })
 }
 
@@ -426,6 +427,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             scenario: "idempotency".into(),
             start_unix_ms: 1,
             params: serde_json::json!({"E03_STRATEGIES": "no-key", "E03_SEEDS": "1"}),
+            clock: None,
         })
     };
     let end = |source| {

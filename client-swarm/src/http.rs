@@ -227,6 +227,48 @@ async fn post_json(
     Ok(bytes.to_vec())
 }
 
+/// Exchanges of [`measure_clock`].
+const CLOCK_SAMPLES: usize = 8;
+
+/// The swarm's clock offset to the dependency whose control endpoint is `control`, NTP style
+/// ([`e03_core::clock`]): [`CLOCK_SAMPLES`] `GET /control/clock` one after the other, the one
+/// of least round trip kept. `None` when the dependency does not answer them (an older
+/// service, or a dependency of the user's own): time zero then goes out on the swarm's clock,
+/// as before.
+pub(crate) async fn measure_clock(
+    http: &Client,
+    control: &str,
+) -> Option<e03_core::clock::ClockOffset> {
+    let url = format!(
+        "{}{}",
+        control.trim_end_matches('/'),
+        e03_core::control::CLOCK_PATH
+    );
+    let wall_us = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros() as u64
+    };
+    let mut samples = Vec::with_capacity(CLOCK_SAMPLES);
+    for _ in 0..CLOCK_SAMPLES {
+        let sent_us = wall_us();
+        let resp = http.get(&url).timeout(CONTROL_TIMEOUT).send().await.ok()?;
+        if resp.status() != StatusCode::OK {
+            return None;
+        }
+        let bytes = resp.bytes().await.ok()?;
+        let received_us = wall_us();
+        let reading: e03_core::control::ClockReading = serde_json::from_slice(&bytes).ok()?;
+        samples.push(e03_core::clock::ClockSample {
+            sent_us,
+            server_us: reading.unix_us,
+            received_us,
+        });
+    }
+    e03_core::clock::best_offset(&samples)
+}
+
 /// `POST /control/start`; where the run's work goes when the dependency has a fault proxy of
 /// its own in front for this run ([`StartAnswer::work`]). An empty answer names nothing.
 pub(crate) async fn start_run(

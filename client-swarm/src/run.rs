@@ -4,10 +4,12 @@
 //! The order of a run, per strategy:
 //!
 //! 1. resolve its target and build its HTTP client (bad input fails here, before anything is
-//!    sent);
-//! 2. open its client log and write `run_start`;
+//!    sent), and measure the swarm's clock offset to its dependency (`GET /control/clock`,
+//!    NTP style, [`e03_core::clock`]);
+//! 2. open its client log and write `run_start` (with the offset);
 //! 3. `POST /control/start` with the shared `start_unix_ms` (time zero a little in the future,
-//!    converted once into a tokio `Instant` so both sides count from the same moment);
+//!    converted once into a tokio `Instant` so both sides count from the same moment), sent on
+//!    the dependency's clock: shifted by the offset, to the nearest ms (0 on one host);
 //! 4. drive the run's workload (`Params::workload`: the closed loop's `clients`, a group, fixed
 //!    rate, the open loop's Poisson arrivals, the steps) with `drive` until it is done (the last
 //!    operation started before the duration ends within its deadline);
@@ -51,6 +53,8 @@ pub async fn run_swarm(
 
 /// One strategy, resolved: its target, client and log.
 struct Prepared {
+    /// The swarm's clock offset to this dependency, if it answers `GET /control/clock`.
+    clock: Option<e03_core::clock::ClockOffset>,
     strategy: Strategy,
     control_url: String,
     work: WorkEndpoint,
@@ -61,9 +65,15 @@ struct Prepared {
 async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, SwarmError> {
     let resolved = resolve(&plan)?;
     let timer = PreciseTimer::start();
+    // Time zero goes to each dependency on its own clock (hosts' clocks may differ), so the
+    // offsets are measured first, before time zero is chosen.
+    let mut clocks = Vec::with_capacity(resolved.len());
+    for (_, target, work) in &resolved {
+        clocks.push(crate::http::measure_clock(&work.http, &target.control_url).await);
+    }
     let (start_unix_ms, t0) = time_zero(plan.start_delay);
     let mut prepared = Vec::new();
-    for (strategy, target, work) in resolved {
+    for ((strategy, target, work), clock) in resolved.into_iter().zip(clocks) {
         let path = plan
             .out_dir
             .join(client_log_path(&plan.scenario, &strategy.id, plan.seed));
@@ -79,9 +89,11 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             scenario: plan.scenario.name().to_string(),
             start_unix_ms,
             params: serde_json::to_value(plan.params.to_raw()).expect("a string map serialises"),
+            clock,
         }))
         .await?;
         prepared.push(Prepared {
+            clock,
             strategy,
             control_url: target.control_url,
             work,
@@ -97,7 +109,9 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             strategy: p.strategy.id.clone(),
             seed: plan.seed,
             params: plan.params.clone(),
-            start_unix_ms,
+            start_unix_ms: p
+                .clock
+                .map_or(start_unix_ms, |c| c.on_server_ms(start_unix_ms)),
             run_dir: plan.run_dir.clone(),
         };
         // A fault proxy of its own in front of the dependency may carry this run.

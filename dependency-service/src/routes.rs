@@ -22,8 +22,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use e03_core::control::{
-    valid_run_dir, valid_strategy_id, StartAnswer, StartRun, StopRun, HEALTH_PATH, SHUTDOWN_PATH,
-    START_PATH, STOP_PATH,
+    valid_run_dir, valid_strategy_id, ClockReading, StartAnswer, StartRun, StopRun, CLOCK_PATH,
+    HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
 };
 use tokio::sync::oneshot;
 
@@ -67,6 +67,7 @@ pub fn control_router(svc: Arc<Service>) -> Router {
         .route(STOP_PATH, post(stop))
         .route(SHUTDOWN_PATH, post(shutdown))
         .route(HEALTH_PATH, get(health))
+        .route(CLOCK_PATH, get(clock))
         .layer(DefaultBodyLimit::max(CONTROL_BODY_LIMIT))
         .layer(middleware::from_fn_with_state(
             CONTROL_BODY_LIMIT,
@@ -77,6 +78,16 @@ pub fn control_router(svc: Arc<Service>) -> Router {
 
 async fn health() -> &'static str {
     "ok"
+}
+
+/// `GET /control/clock`: the wall clock, for the swarm's clock offset (`e03_core::clock`).
+async fn clock() -> Response {
+    let unix_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros() as u64;
+    let body = serde_json::to_string(&ClockReading { unix_us }).expect("a reading serialises");
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// 413 for a declared body over the work endpoint's limit (the handler never reads bodies).

@@ -256,6 +256,7 @@ impl Run {
                 scenario: setup.scenario_label,
                 start_unix_ms: setup.start_unix_ms,
                 params: setup.params,
+                clock: None,
             }),
             Kind::Other,
         )

@@ -16,6 +16,16 @@ pub const HEALTH_PATH: &str = "/health";
 /// `POST` here ends the current run (not complete) and shuts the service down, so a compose
 /// run ends when its swarm is done.
 pub const SHUTDOWN_PATH: &str = "/control/shutdown";
+/// `GET` here answers the dependency's wall clock ([`ClockReading`]), for the swarm's clock
+/// offset ([`crate::clock`]).
+pub const CLOCK_PATH: &str = "/control/clock";
+
+/// The answer of [`CLOCK_PATH`]: the server's wall clock, in µs since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockReading {
+    pub unix_us: u64,
+}
 
 /// On the wire the scenario is its name plus its definition (`definition`), so that a
 /// dependency that does not know a user's file can run it; see [`StartRunFields`].

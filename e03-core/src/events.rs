@@ -46,6 +46,11 @@ pub struct RunStart {
     pub start_unix_ms: u64,
     /// The parameters in force (raw form, env name to value).
     pub params: serde_json::Value,
+    /// A client log's clock offset to its dependency, measured before the run
+    /// ([`crate::clock`]): the dependency's time zero was sent on the dependency's clock.
+    /// Absent in server logs, and when the dependency does not answer `GET /control/clock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<crate::clock::ClockOffset>,
 }
 
 /// A request arrived at the dependency (logged before any decision about it).

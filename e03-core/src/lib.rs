@@ -34,7 +34,9 @@
 //! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (seed 003).
 //! - [`balancer`]: a caller's client-side balancer over a dependency's replicas: round robin,
 //!   least outstanding, failover, Envoy's outlier detection and active health checks.
-//! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them.
+//! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them, per fleet,
+//!   shard or client.
+//! - [`clock`]: a caller's clock offset to a server, NTP style (the sample of least round trip).
 //! - [`operation`]: one client operation's attempt/deadline state machine.
 //! - [`arrivals`]: the open loop's Poisson arrivals (constant or ramped rate) and its bounded
 //!   pool of on-demand sessions.
@@ -64,6 +66,7 @@ pub mod chain_file;
 pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod clock;
 pub mod control;
 pub mod dependency;
 pub mod events;

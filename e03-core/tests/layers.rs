@@ -11,6 +11,7 @@ use std::path::Path;
 /// The model layer: no parameters, no files, no presets.
 const MODEL: &[&str] = &[
     "rng",
+    "clock",
     "priority",
     "attempt",
     "cause",

@@ -81,6 +81,22 @@ fn short_live_run_writes_a_summary_with_every_strategy() {
     ] {
         assert!(out.join("latest/e03b").join(log).exists(), "{log} missing");
     }
+    // Each client log records the swarm's clock offset to its dependency, NTP style (8 samples,
+    // the one of least round trip): on one host the true offset is 0, so what it measured is
+    // within half that round trip (plus the µs of rounding).
+    for id in ["A", "B", "C", "D"] {
+        let path = out.join(format!("latest/e03b/client-{id}-seed42.jsonl"));
+        let first = std::fs::read_to_string(&path).unwrap();
+        let start: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+        assert_eq!(start["type"], "run_start", "{start}");
+        let clock = &start["data"]["clock"];
+        assert_eq!(clock["samples"], 8, "{start}");
+        let (offset, rtt) = (
+            clock["offset_us"].as_i64().unwrap(),
+            clock["rtt_us"].as_i64().unwrap(),
+        );
+        assert!(offset.abs() <= rtt / 2 + 1, "{id}: {clock}");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 
