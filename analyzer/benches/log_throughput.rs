@@ -151,6 +151,7 @@ fn write_logs(dir: &Path, events: u64) -> (u64, u64, f64) {
                 start_unix_ms: 0,
                 params: serde_json::to_value(params.to_raw()).unwrap(),
                 clock: None,
+                shard: None,
             }),
         );
     }

@@ -22,7 +22,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use e03_core::control::{client_log_path, ledger_log_path, server_log_path};
+use e03_core::control::{client_log_path, ledger_log_path, server_log_path, shard_log_name};
+use e03_core::shard::Shard;
 use e03_core::{ParamError, Params, Scenario};
 
 pub mod audit;
@@ -264,6 +265,41 @@ pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
     })
 }
 
+/// The client logs of the shards of a run split over swarm processes (`-shard<I>of<N>`, in
+/// shard order), and the shards of that `N` that left none.
+fn shard_logs(
+    dir: &Path,
+    strategy: &str,
+    seed: u64,
+) -> std::io::Result<(Vec<std::path::PathBuf>, Vec<Shard>)> {
+    let prefix = format!("client-{strategy}-seed{seed}-shard");
+    let mut found: Vec<Shard> = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".jsonl"))
+        else {
+            continue;
+        };
+        let shard = rest
+            .split_once("of")
+            .and_then(|(i, n)| Shard::new(i.parse().ok()?, n.parse().ok()?));
+        found.extend(shard);
+    }
+    found.sort();
+    let count = found.iter().map(|s| s.count).max().unwrap_or(0);
+    let missing = (0..count)
+        .filter_map(|i| Shard::new(i, count))
+        .filter(|s| !found.contains(s))
+        .collect();
+    let logs = found
+        .iter()
+        .map(|&s| dir.join(shard_log_name(strategy, seed, s)))
+        .collect();
+    Ok((logs, missing))
+}
+
 /// Reads the server and client logs of one run.
 fn analyze_run(
     dir: &Path,
@@ -277,11 +313,33 @@ fn analyze_run(
     let mut acc =
         RunAccumulator::new(scenario.clone(), params, strategy, seed).without_arrival_list();
     let mut complete = true;
-    for rel in [
-        server_log_path(&scenario, strategy, seed),
-        client_log_path(&scenario, strategy, seed),
-    ] {
-        let path = dir.join(file_name(&rel));
+    let server = dir.join(file_name(&server_log_path(&scenario, strategy, seed)));
+    let whole = dir.join(file_name(&client_log_path(&scenario, strategy, seed)));
+    let mut logs = vec![server];
+    if whole.exists() {
+        logs.push(whole);
+    } else {
+        // A run split over swarm processes: every shard's log, one after the other (the
+        // metrics do not need them merged in time order); a shard without one is named.
+        let (shards, missing) =
+            shard_logs(dir, strategy, seed).map_err(|source| AnalyzeError::Io {
+                path: dir.into(),
+                source,
+            })?;
+        if shards.is_empty() {
+            logs.push(whole);
+        }
+        for s in missing {
+            warnings.push(format!(
+                "{}: shard {s} of the run has no client log (it never started, or registered \
+                 late): the run is incomplete",
+                dir.join(shard_log_name(strategy, seed, s)).display()
+            ));
+            complete = false;
+        }
+        logs.extend(shards);
+    }
+    for path in logs {
         if !path.exists() {
             warnings.push(format!(
                 "{}: missing: the run is incomplete",

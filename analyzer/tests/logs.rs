@@ -31,6 +31,7 @@ fn start(s: &str, seed: u64, source: Source) -> Event {
         start_unix_ms: 1,
         params: serde_json::json!({"E03_STRATEGIES": "B,C", "E03_SEEDS": "42,7", "E03_WORKERS": "10"}),
         clock: None,
+        shard: None,
     })
 }
 
@@ -428,6 +429,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             start_unix_ms: 1,
             params: serde_json::json!({"E03_STRATEGIES": "no-key", "E03_SEEDS": "1"}),
             clock: None,
+            shard: None,
         })
     };
     let end = |source| {

@@ -150,6 +150,17 @@ fn command() -> Command {
                 ),
         )
         .arg(
+            Arg::new("shard")
+                .long("shard")
+                .env("E03_SHARD")
+                .value_name("I/N")
+                .help(
+                    "run shard I of N (from 0) of each run: clients I, I+N, I+2N, ...; N swarms \
+                     with the same flags, one per shard, make the run together (each registers \
+                     with the dependencies, which start the run at one instant)",
+                ),
+        )
+        .arg(
             Arg::new("chain-hops")
                 .long("chain-hops")
                 .value_name("URL,...")
@@ -199,6 +210,8 @@ struct Setup {
     host: HostSettings,
     /// Whether `lab swarm` analyses the logs after a signal stopped it.
     report_when_stopped: bool,
+    /// `--shard I/N` (`E03_SHARD`): one shard of each run.
+    shard: Option<e03_core::shard::Shard>,
 }
 
 impl Setup {
@@ -226,6 +239,7 @@ impl Setup {
             progress: self.progress,
             host: self.host.clone(),
             report_when_stopped: self.report_when_stopped,
+            shard: self.shard,
         }
     }
 
@@ -239,6 +253,7 @@ impl Setup {
         }
         let params: Vec<Params> = plan.scenarios.iter().map(|s| s.params.clone()).collect();
         check_targets(&params, &plan.targets, "")?;
+        check_shard(plan.shard, &params, plan.claim.is_some())?;
         Ok(Setup {
             targets: plan.targets,
             scenarios,
@@ -254,6 +269,7 @@ impl Setup {
             progress: plan.progress,
             host: plan.host,
             report_when_stopped: plan.report_when_stopped,
+            shard: plan.shard,
         })
     }
 }
@@ -272,6 +288,40 @@ fn check_targets(params: &[Params], targets: &[Target], given: &str) -> Result<(
                 ids.join(",")
             ));
         }
+    }
+    Ok(())
+}
+
+/// `--shard I/N` (`E03_SHARD`) given as text, checked: `None` when not given or empty.
+fn shard_arg(value: Option<&str>) -> Result<Option<e03_core::shard::Shard>, String> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("invalid --shard (E03_SHARD) {e}")),
+    }
+}
+
+/// A shard's runs can be split over processes (a closed loop's clients, no budget shared by the
+/// whole fleet: [`Params::unshardable`]), and it does not claim a run directory of its own
+/// (every shard writes into the one `--out`).
+fn check_shard(
+    shard: Option<e03_core::shard::Shard>,
+    params: &[Params],
+    claim: bool,
+) -> Result<(), String> {
+    let Some(shard) = shard.filter(|s| !s.is_whole()) else {
+        return Ok(());
+    };
+    if let Some(why) = params.iter().find_map(|p| p.unshardable(shard.count)) {
+        return Err(format!("invalid --shard (E03_SHARD) {shard}: {why}"));
+    }
+    if claim {
+        return Err(format!(
+            "invalid --shard (E03_SHARD) {shard} with --claim-run-dir: every shard writes into \
+             the one --out; claim the run directory once, before the shards start"
+        ));
     }
     Ok(())
 }
@@ -371,6 +421,8 @@ fn setup(
         .map_or(Ok(crate::progress::ProgressMode::Auto), |v| v.parse())?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
+    let shard = shard_arg(m.get_one::<String>("shard").map(String::as_str))?;
+    check_shard(shard, &params, claim)?;
     if !claim
         && run_id.is_some()
         && m.value_source("run-id") == Some(clap::parser::ValueSource::CommandLine)
@@ -394,6 +446,7 @@ fn setup(
         progress,
         host: HostSettings::from_env(env),
         report_when_stopped: true,
+        shard,
     })
 }
 
@@ -406,6 +459,25 @@ fn preflight(
     scenarios: &[Scenario],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
+    preflight_shard(out, scenarios, None, env)
+}
+
+/// [`preflight`] for one shard of a run split over swarm processes: the logs of the run's other
+/// shards (written at the same time into the same folder) are not an earlier run's.
+fn preflight_shard(
+    out: &Path,
+    scenarios: &[Scenario],
+    shard: Option<e03_core::shard::Shard>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    let shard = shard.filter(|s| !s.is_whole());
+    let sibling = |name: &str| {
+        shard.is_some_and(|s| {
+            (0..s.count)
+                .filter(|&i| i != s.index)
+                .any(|i| name.ends_with(&format!("-shard{i}of{}.jsonl", s.count)))
+        })
+    };
     refuse_root(env)?;
     let on = |name: &str| env(name).is_some_and(|v| v == "1" || v == "true");
     for scenario in scenarios {
@@ -425,7 +497,7 @@ fn preflight(
             .map(|entries| {
                 entries.filter_map(Result::ok).any(|e| {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    name.starts_with("client-") && name.ends_with(".jsonl")
+                    name.starts_with("client-") && name.ends_with(".jsonl") && !sibling(&name)
                 })
             })
             .unwrap_or(false);
@@ -524,6 +596,14 @@ pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> 
     Some((out, scenarios.into_iter().map(|a| a.scenario).collect()))
 }
 
+/// The scenarios a command line names (`--scenarios` or `E03_SCENARIOS`), as typed; `None` if
+/// it does not parse. The lab's `swarm` wrapper splits a list that mixes chain scenarios with
+/// others by it.
+pub fn scenarios_value(args: &[OsString]) -> Option<String> {
+    let m = command().try_get_matches_from(args).ok()?;
+    m.get_one::<String>("scenarios").cloned()
+}
+
 /// Whether a signal-stopped swarm of this command line should be analysed by `lab swarm`: the
 /// plan's word with `--plan FILE` (`lab run` analyses itself), else yes.
 pub fn report_when_stopped(args: &[OsString]) -> bool {
@@ -620,7 +700,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
         let host = setup.host.clone();
         let env = move |k: &str| host.var(k);
         let checked = claim_if_asked(&mut setup, &env)
-            .and_then(|()| preflight(&setup.out, &setup.scenarios, &env));
+            .and_then(|()| preflight_shard(&setup.out, &setup.scenarios, setup.shard, &env));
         let code = match checked {
             Ok(()) => run_all(setup).await,
             Err(msg) => {
@@ -833,7 +913,13 @@ async fn run_all(setup: Setup) -> i32 {
                 targets: setup.targets.clone(),
                 out_dir: setup.out.clone(),
                 run_dir: setup.run_dir.clone(),
-                start_delay: DEFAULT_START_DELAY,
+                // Shards started together register within this: the first one's time zero
+                // must leave the others time to join.
+                start_delay: match setup.shard.filter(|s| !s.is_whole()) {
+                    None => DEFAULT_START_DELAY,
+                    Some(_) => crate::plan::SHARD_START_DELAY,
+                },
+                shard: setup.shard,
             };
             let began = std::time::Instant::now();
             let report = match run_swarm(plan, signalled()).await {
@@ -847,18 +933,25 @@ async fn run_all(setup: Setup) -> i32 {
                     return EXIT_FAILED;
                 }
             };
+            // A shard sent part of what its dependency received: the analyzer matches them.
+            let shard = setup.shard.filter(|s| !s.is_whole());
             let runs: Vec<String> = report
                 .runs
                 .iter()
-                .map(|r| {
-                    format!(
+                .map(|r| match shard {
+                    None => format!(
                         "{} {} ops, {}/{}",
                         r.strategy, r.operations, r.attempts, r.server.arrivals
-                    )
+                    ),
+                    Some(_) => format!("{} {} ops, {}", r.strategy, r.operations, r.attempts),
                 })
                 .collect();
+            let what = match shard {
+                None => "attempts sent/arrived".to_string(),
+                Some(s) => format!("shard {s}, attempts sent"),
+            };
             let head = format!(
-                "client-swarm: {} seed {seed} {} in {:.1} s (attempts sent/arrived):",
+                "client-swarm: {} seed {seed} {} in {:.1} s ({what}):",
                 scenario.name(),
                 if report.complete { "done" } else { "STOPPED" },
                 began.elapsed().as_secs_f64(),

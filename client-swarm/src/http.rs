@@ -275,18 +275,27 @@ pub(crate) async fn start_run(
     http: &Client,
     control: &str,
     start: &StartRun,
-) -> Result<Option<String>, SwarmError> {
+) -> Result<Option<StartAnswer>, SwarmError> {
     let body = serde_json::to_string(start).expect("StartRun serialises");
     let bytes = post_json(http, control, START_PATH, body).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     serde_json::from_slice::<StartAnswer>(&bytes)
-        .map(|a| a.work)
+        .map(Some)
         .map_err(|e| SwarmError::Control {
             url: format!("{}{START_PATH}", control.trim_end_matches('/')),
             reason: format!("unexpected answer: {e}"),
         })
+}
+
+/// How long a shard asks again while its dependency is busy with the run before.
+pub(crate) const SHARD_PATIENCE: Duration = Duration::from_secs(300);
+
+/// Whether a start call failed because the dependency is busy with the run before (a shard's
+/// call, while that run's other shards have not all stopped it): ask again.
+pub(crate) fn is_busy(e: &SwarmError) -> bool {
+    matches!(e, SwarmError::Control { reason, .. } if reason.contains("503") && reason.contains("busy:"))
 }
 
 /// `POST /control/stop`, answered with the run's server-side counts.
@@ -294,8 +303,9 @@ pub(crate) async fn stop_run(
     http: &Client,
     control: &str,
     complete: bool,
+    shard: Option<e03_core::shard::Shard>,
 ) -> Result<RunCounts, SwarmError> {
-    let body = serde_json::to_string(&StopRun { complete }).expect("StopRun serialises");
+    let body = serde_json::to_string(&StopRun { complete, shard }).expect("StopRun serialises");
     let bytes = post_json(http, control, STOP_PATH, body).await?;
     serde_json::from_slice(&bytes).map_err(|e| SwarmError::Control {
         url: format!("{}{STOP_PATH}", control.trim_end_matches('/')),

@@ -12,7 +12,8 @@
 //! - `run`: one run: control start, clients, control stop, logs opened and closed.
 //! - `client`: what a strategy run's clients share, and what they did.
 //! - `drive`: the one live driver of the core's workloads (closed loop, group, fixed rate,
-//!   open loop, steps), the same for every strategy.
+//!   open loop, steps, the chain's top caller), the same for every strategy.
+//! - `top`: the chain's top caller, driven by `drive` against the first hop.
 //! - `http`: the reqwest client, work attempts, control calls and health checks.
 //! - `log`: the client log, through the lab's one writer (`e03_io::sink`).
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
@@ -35,10 +36,12 @@ pub mod progress;
 mod run;
 mod single;
 mod stop;
+mod top;
 
 pub use cli::{
     chain_args, check_plan_text, claim_chain_run, main_entry, metrics_listen, out_and_scenarios,
-    report_when_stopped, resolve_plan, shutdown_hops, shutdown_signal, ChainArgs, ScenarioArgs,
+    report_when_stopped, resolve_plan, scenarios_value, shutdown_hops, shutdown_signal, ChainArgs,
+    ScenarioArgs,
 };
 pub use error::SwarmError;
 pub use http::{shutdown_target, wait_healthy};
@@ -49,3 +52,4 @@ pub use plan::{
 };
 pub use run::run_swarm;
 pub use single::client_entry;
+pub use top::drive_top_caller;

@@ -50,6 +50,9 @@ pub struct SwarmRunPlan {
     /// When a signal stops the swarm, `lab swarm` analyses what the logs hold (compose has no
     /// analyzer after Ctrl-C); `lab run` analyses itself and says `false`.
     pub report_when_stopped: bool,
+    /// `--shard I/N` (`E03_SHARD`): this swarm runs one shard of each run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<e03_core::shard::Shard>,
 }
 
 /// One scenario of a [`SwarmRunPlan`], by value.
@@ -122,10 +125,18 @@ pub struct SwarmPlan {
     pub run_dir: Option<String>,
     /// Time zero = now + this, so every dependency and client is ready when it comes.
     pub start_delay: Duration,
+    /// This swarm is one shard of a run split over swarm processes (`--shard I/N`): it runs
+    /// that shard's clients, registers with each dependency for the run, and logs into
+    /// `client-<strategy>-seed<seed>-shard<I>of<N>.jsonl`. `None`: the whole run.
+    pub shard: Option<e03_core::shard::Shard>,
 }
 
 /// The default [`SwarmPlan::start_delay`].
 pub const DEFAULT_START_DELAY: Duration = Duration::from_secs(1);
+
+/// [`DEFAULT_START_DELAY`] of a shard: the shards of a run register within it (a shard that
+/// registers after the run's time zero is refused, and the run marked incomplete).
+pub const SHARD_START_DELAY: Duration = Duration::from_secs(2);
 
 /// What one strategy's run did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,8 +22,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use e03_core::control::{client_log_path, run_id, RunCounts, StartRun};
+use e03_core::control::{run_id, shard_log_path, RunCounts, StartRun};
 use e03_core::events::{us, Event, RunEnd, RunStart, RunTag, Source};
+use e03_core::shard::Shard;
 use e03_core::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
@@ -60,6 +61,96 @@ struct Prepared {
     work: WorkEndpoint,
     log: ClientLog,
     tag: RunTag,
+    /// Time zero of this strategy's run (a shard's is its dependency's).
+    t0: Instant,
+    /// A shard registered for its run already (its start call is made).
+    registered: bool,
+}
+
+/// A shard's registration for its run with the dependency of `strategy` (see
+/// [`StartRun::shard`]): the run's id, its time zero on this swarm's clock (ms since the epoch
+/// and as an `Instant`) and where its work goes.
+struct Registration {
+    run: String,
+    start_unix_ms: u64,
+    t0: Instant,
+    work: Option<String>,
+}
+
+/// Registers shard `plan.shard` for the run of `strategy` at `control`, proposing time zero
+/// `start_unix_ms` (this swarm's clock): the first shard's proposal is the run's time zero.
+///
+/// While the dependency is busy with the run before (its other shards have not all stopped
+/// it; shards go through the seeds at their own pace) it asks again every 100 ms, for at most
+/// [`crate::http::SHARD_PATIENCE`], each time proposing time zero `delay` from then.
+async fn register(
+    plan: &SwarmPlan,
+    strategy: &Strategy,
+    http: &reqwest::Client,
+    control: &str,
+    clock: Option<e03_core::clock::ClockOffset>,
+    start_unix_ms: u64,
+) -> Result<Registration, SwarmError> {
+    let patience = std::time::Instant::now() + crate::http::SHARD_PATIENCE;
+    let mut start_unix_ms = start_unix_ms;
+    loop {
+        match register_once(plan, strategy, http, control, clock, start_unix_ms).await {
+            Err(e) if crate::http::is_busy(&e) && std::time::Instant::now() < patience => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                start_unix_ms = time_zero(plan.start_delay).0;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One start call of [`register`].
+async fn register_once(
+    plan: &SwarmPlan,
+    strategy: &Strategy,
+    http: &reqwest::Client,
+    control: &str,
+    clock: Option<e03_core::clock::ClockOffset>,
+    start_unix_ms: u64,
+) -> Result<Registration, SwarmError> {
+    let proposed = clock.map_or(start_unix_ms, |c| c.on_server_ms(start_unix_ms));
+    let start = StartRun {
+        run: run_id(&plan.scenario, &strategy.id, plan.seed, start_unix_ms),
+        scenario: plan.scenario.clone(),
+        strategy: strategy.id.clone(),
+        seed: plan.seed,
+        params: plan.params.clone(),
+        start_unix_ms: proposed,
+        run_dir: plan.run_dir.clone(),
+        shard: plan.shard,
+    };
+    let answer = start_run(http, control, &start).await?;
+    let (run, server_ms, work) = match answer {
+        Some(a) => (a.run, a.start_unix_ms, a.work),
+        None => (start.run, proposed, None),
+    };
+    let own_ms = clock.map_or(server_ms, |c| c.on_caller_ms(server_ms));
+    let t0 = instant_of_unix_ms(own_ms);
+    Ok(Registration {
+        run,
+        start_unix_ms: own_ms,
+        t0,
+        work,
+    })
+}
+
+/// The tokio `Instant` of the wall-clock time `unix_ms` (ms since the epoch), read once.
+fn instant_of_unix_ms(unix_ms: u64) -> Instant {
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = Instant::now();
+    let target = Duration::from_millis(unix_ms);
+    if target >= wall {
+        now + (target - wall)
+    } else {
+        now.checked_sub(wall - target).unwrap_or(now)
+    }
 }
 
 async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, SwarmError> {
@@ -72,14 +163,49 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
         clocks.push(crate::http::measure_clock(&work.http, &target.control_url).await);
     }
     let (start_unix_ms, t0) = time_zero(plan.start_delay);
-    let mut prepared = Vec::new();
-    for ((strategy, target, work), clock) in resolved.into_iter().zip(clocks) {
-        let path = plan
-            .out_dir
-            .join(client_log_path(&plan.scenario, &strategy.id, plan.seed));
+    let shard = plan.shard.filter(|s| !s.is_whole());
+    let mut prepared: Vec<Prepared> = Vec::new();
+    for ((strategy, target, mut work), clock) in resolved.into_iter().zip(clocks) {
+        // A shard registers before it logs: its run's id and time zero are the dependency's.
+        let (run, strategy_start_ms, strategy_t0) = match shard {
+            None => (
+                run_id(&plan.scenario, &strategy.id, plan.seed, start_unix_ms),
+                start_unix_ms,
+                t0,
+            ),
+            Some(s) => {
+                let control = &target.control_url;
+                match register(&plan, &strategy, &work.http, control, clock, start_unix_ms).await {
+                    Ok(r) => {
+                        if let Some(w) = r.work {
+                            work.url = endpoint(&w, "/work").ok_or_else(|| SwarmError::BadUrl {
+                                strategy: strategy.id.clone(),
+                                what: "work (the start call's answer)",
+                                url: w,
+                            })?;
+                        }
+                        (r.run, r.start_unix_ms, r.t0)
+                    }
+                    Err(e) => {
+                        // The runs this shard joined go on without it, marked incomplete.
+                        for started in &prepared {
+                            let (http, control) = (&started.work.http, &started.control_url);
+                            let _ = stop_run(http, control, false, Some(s)).await;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        let path = plan.out_dir.join(shard_log_path(
+            &plan.scenario,
+            &strategy.id,
+            plan.seed,
+            shard.unwrap_or(Shard::WHOLE),
+        ));
         let log = ClientLog::create(&path).await?;
         let tag = RunTag {
-            run: run_id(&plan.scenario, &strategy.id, plan.seed, start_unix_ms),
+            run,
             seed: plan.seed,
             strategy: strategy.id.clone(),
         };
@@ -87,9 +213,10 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             tag: tag.clone(),
             source: Source::Client,
             scenario: plan.scenario.name().to_string(),
-            start_unix_ms,
+            start_unix_ms: strategy_start_ms,
             params: serde_json::to_value(plan.params.to_raw()).expect("a string map serialises"),
             clock,
+            shard,
         }))
         .await?;
         prepared.push(Prepared {
@@ -99,10 +226,15 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             work,
             log,
             tag,
+            t0: strategy_t0,
+            registered: shard.is_some(),
         });
     }
     for i in 0..prepared.len() {
         let p = &prepared[i];
+        if p.registered {
+            continue;
+        }
         let start = StartRun {
             run: p.tag.run.clone(),
             scenario: plan.scenario.clone(),
@@ -113,11 +245,12 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
                 .clock
                 .map_or(start_unix_ms, |c| c.on_server_ms(start_unix_ms)),
             run_dir: plan.run_dir.clone(),
+            shard: None,
         };
         // A fault proxy of its own in front of the dependency may carry this run.
         let answer = start_run(&p.work.http, &p.control_url, &start)
             .await
-            .and_then(|work| match work {
+            .and_then(|answer| match answer.and_then(|a| a.work) {
                 None => Ok(None),
                 Some(w) => endpoint(&w, "/work")
                     .map(Some)
@@ -133,7 +266,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             Err(e) => {
                 // Leave no dependency running a half-started swarm run.
                 for started in &prepared[..=i] {
-                    let _ = stop_run(&started.work.http, &started.control_url, false).await;
+                    let _ = stop_run(&started.work.http, &started.control_url, false, None).await;
                 }
                 return Err(e);
             }
@@ -141,7 +274,10 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
     }
     let ticker = crate::progress::Ticker::start(
         crate::progress::RunInfo {
-            label: format!("{} seed {}", plan.scenario.name(), plan.seed),
+            label: match shard {
+                None => format!("{} seed {}", plan.scenario.name(), plan.seed),
+                Some(s) => format!("{} seed {} shard {s}", plan.scenario.name(), plan.seed),
+            },
             duration: plan.params.duration(),
             timeline: plan.params.timeline(&plan.scenario),
         },
@@ -151,6 +287,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
     for (i, p) in prepared.into_iter().enumerate() {
         let (plan, stop) = (plan.clone(), stop.clone());
         let timer = timer.clone();
+        let t0 = p.t0;
         runs.spawn(async move { (i, run_strategy(p, plan, t0, timer, stop).await) });
     }
     let mut reports: Vec<Option<StrategyReport>> = vec![None; runs.len()];
@@ -263,7 +400,9 @@ async fn run_strategy(
         }
     }
     let mut clients = JoinSet::new();
-    let workload = plan.params.workload(&run.strategy, plan.seed);
+    let workload =
+        plan.params
+            .shard_workload(&run.strategy, plan.seed, plan.shard.unwrap_or(Shard::WHOLE));
     clients.spawn(crate::drive::drive(
         run.clone(),
         workload,
@@ -285,7 +424,8 @@ async fn run_strategy(
             }
         }
     }
-    let stopped = stop_run(&run.work.http, &p.control_url, complete).await;
+    let shard = plan.shard.filter(|s| !s.is_whole());
+    let stopped = stop_run(&run.work.http, &p.control_url, complete, shard).await;
     let end = Event::RunEnd(RunEnd {
         tag: run.tag.clone(),
         source: Source::Client,

@@ -68,6 +68,7 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
         out_dir: out.clone(),
         run_dir: None,
         start_delay: Duration::from_millis(500),
+        shard: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);

@@ -38,6 +38,7 @@ async fn a_frozen_dependency_does_not_make_the_open_loop_send_less() {
         out_dir: out.clone(),
         run_dir: None,
         start_delay: Duration::from_millis(500),
+        shard: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);

@@ -42,6 +42,7 @@ async fn two_strategies_run_together_and_log_every_attempt() {
         out_dir: out.clone(),
         run_dir: None,
         start_delay: Duration::from_millis(300),
+        shard: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);
@@ -144,6 +145,7 @@ async fn a_stop_mid_run_aborts_in_flight_attempts_and_marks_everything_incomplet
         out_dir: out.clone(),
         run_dir: None,
         start_delay: Duration::from_millis(100),
+        shard: None,
     };
     let began = std::time::Instant::now();
     let report = run_swarm(plan, tokio::time::sleep(Duration::from_millis(2500)))
@@ -191,6 +193,7 @@ async fn a_strategy_without_a_target_fails_before_anything_is_sent() {
         out_dir: out.clone(),
         run_dir: None,
         start_delay: Duration::from_millis(100),
+        shard: None,
     };
     let err = run_swarm(plan, std::future::pending()).await.unwrap_err();
     assert!(

@@ -56,6 +56,7 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
         out_dir: out.clone(),
         run_dir: None,
         start_delay: Duration::from_millis(500),
+        shard: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);

@@ -27,9 +27,10 @@
 //!   the configuration they arrived under and log to its file. `GET /health` answers `200`,
 //!   `POST /control/shutdown` stops the process (the swarm's end of a compose run).
 //!
-//! Request headers: [`REQUEST_HEADER`] (the top request's number, passed on), and with deadline
-//! propagation [`DEADLINE_HEADER`] (whole ms the caller will wait). A bad value of either is a
-//! `400` naming the header.
+//! Request headers: [`REQUEST_HEADER`] (the top request's number, passed on; the top caller,
+//! which is the swarm's live driver, sends it as its operation number in [`HEADER_OP`]), and
+//! with deadline propagation [`DEADLINE_HEADER`] (whole ms the caller will wait). A bad value of
+//! any is a `400` naming the header.
 //!
 //! A hop has the service's limits against hostile or broken peers, from the same code
 //! (`crate::server`'s accept loop, `crate::routes`' body limits): `431` for a head over 16 KiB,
@@ -56,10 +57,11 @@ use serde::{Deserialize, Serialize};
 
 use e03_core::attempt::{Broken, Stage};
 use e03_core::chain::{
-    deadline_on_arrival, Bottom, CallRecord, HopCall, HopSpec, HopStep, TopRecord, DEADLINE_HEADER,
-    MAX_HOPS, REQUEST_HEADER,
+    deadline_on_arrival, Bottom, CallRecord, HopCall, HopSpec, HopStep, DEADLINE_HEADER, MAX_HOPS,
+    REQUEST_HEADER,
 };
 use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
+use e03_core::events::HEADER_OP;
 use e03_core::AttemptResult;
 
 /// What a hop process is, as `lab` passes it in `--config` (JSON).
@@ -388,14 +390,16 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
     }
 }
 
-/// A call's request number ([`REQUEST_HEADER`], 0 when absent) and received deadline
-/// ([`DEADLINE_HEADER`], whole ms), or the 400 message naming the bad header (the fuzz target
-/// `headers` drives it).
+/// A call's request number and received deadline ([`DEADLINE_HEADER`], whole ms), or the 400
+/// message naming the bad header (the fuzz target `headers` drives it). The request number is
+/// [`REQUEST_HEADER`] (a hop's call), else [`HEADER_OP`] (the top caller, the swarm's driver,
+/// sends its operation number there), else 0.
 pub fn call_headers(headers: &HeaderMap) -> Result<(u64, Option<u64>), String> {
-    match (
-        header_u64(headers, REQUEST_HEADER),
-        header_u64(headers, DEADLINE_HEADER),
-    ) {
+    let req = match header_u64(headers, REQUEST_HEADER) {
+        Ok(None) => header_u64(headers, HEADER_OP),
+        other => other,
+    };
+    match (req, header_u64(headers, DEADLINE_HEADER)) {
         (Ok(r), Ok(d)) => Ok((r.unwrap_or(0), d)),
         (Err(e), _) | (_, Err(e)) => Err(e),
     }
@@ -719,45 +723,6 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         bound.serve(crate::shutdown_signal()).await;
         0
     })
-}
-
-/// The top caller: `requests` operations one after the other against `upstream`, each the
-/// core's [`HopCall`] with the policy `top` (layer 0). Returns their records.
-pub async fn top_requests(
-    top: &HopSpec,
-    upstream: &str,
-    propagate: bool,
-    requests: u32,
-) -> anyhow::Result<Vec<TopRecord>> {
-    let mut out = Vec::new();
-    top_requests_into(top, upstream, propagate, requests, &mut out).await?;
-    Ok(out)
-}
-
-/// [`top_requests`], each record pushed to `out` as soon as its request has ended: a caller
-/// that stops the future early keeps the records of the requests that finished.
-pub async fn top_requests_into(
-    top: &HopSpec,
-    upstream: &str,
-    propagate: bool,
-    requests: u32,
-    out: &mut Vec<TopRecord>,
-) -> anyhow::Result<()> {
-    let client = reqwest::Client::builder().build()?;
-    for req in 1..=u64::from(requests) {
-        let start_us = wall_us();
-        let call = HopCall::arrive(Duration::ZERO, top, None, propagate, req)
-            .map_err(|s| anyhow::anyhow!("the top caller refused its own request ({s})"))?;
-        let (status, _, attempts) = drive(&client, upstream, req, call).await;
-        out.push(TopRecord {
-            req,
-            start_us,
-            end_us: wall_us(),
-            status,
-            attempts,
-        });
-    }
-    Ok(())
 }
 
 /// How many calls of the hop at `addr` (IP:PORT) are still working (`GET /inflight`).

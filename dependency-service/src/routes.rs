@@ -31,7 +31,7 @@ use crate::run::Status;
 use e03_core::ledger::{valid_key, ChargeRequest, CHARGE_PATH, IDEMPOTENCY_KEY, MAX_KEY_LEN};
 
 use crate::identity::Identity;
-use crate::service::{instant_at_unix_ms, RunSpec, Service, MAX_START_OFFSET};
+use crate::service::{instant_at_unix_ms, RunSpec, Service, StartError, Started, MAX_START_OFFSET};
 
 pub const WORK_PATH: &str = "/work";
 /// Prometheus metrics (text format), on the work listener.
@@ -443,6 +443,7 @@ pub fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
         t0,
         standalone: false,
         run_dir: req.run_dir,
+        shard: req.shard,
     })
 }
 
@@ -456,23 +457,32 @@ async fn start(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
     }
     let log_file = spec.log_file();
     let work = svc.work_url(&spec);
-    match svc.start_run(spec).await {
-        Ok(run) => {
-            let body = StartAnswer {
-                run: run.tag().run.clone(),
-                log_file,
-                work,
-            };
-            json(
-                StatusCode::OK,
-                serde_json::to_string(&body).expect("an answer serialises"),
-            )
+    let asked_ms = spec.start_unix_ms;
+    let (run, start_unix_ms) = match svc.register(spec).await {
+        Ok(Started::New(run)) => (run, asked_ms),
+        Ok(Started::Joined { run, start_unix_ms }) => (run, start_unix_ms),
+        Err(StartError::Log(e)) => {
+            tracing::error!("cannot start run: {e}");
+            return text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+        }
+        Err(e @ StartError::Busy(_)) => {
+            return text(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
         Err(e) => {
-            tracing::error!("cannot start run: {e}");
-            text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            tracing::warn!("{e}");
+            return text(StatusCode::CONFLICT, e.to_string());
         }
-    }
+    };
+    let body = StartAnswer {
+        run: run.tag().run.clone(),
+        log_file,
+        work,
+        start_unix_ms,
+    };
+    json(
+        StatusCode::OK,
+        serde_json::to_string(&body).expect("an answer serialises"),
+    )
 }
 
 async fn stop(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
@@ -480,7 +490,7 @@ async fn stop(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return bad_request(format!("malformed stop call JSON: {e}")),
     };
-    match svc.stop_run(req.complete).await {
+    match svc.stop_run(req.complete, req.shard).await {
         None => text(StatusCode::CONFLICT, "no run in progress".into()),
         Some(Ok(counts)) => json(
             StatusCode::OK,

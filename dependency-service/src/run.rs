@@ -257,6 +257,7 @@ impl Run {
                 start_unix_ms: setup.start_unix_ms,
                 params: setup.params,
                 clock: None,
+                shard: None,
             }),
             Kind::Other,
         )

@@ -127,7 +127,7 @@ pub async fn serve(
         ),
     );
     tracing::info!("shutting down");
-    let ended = svc.stop_run(false).await;
+    let ended = svc.stop_run(false, None).await;
     drain(graceful, "dependency").await;
     // Everything of the last run is written, flushed and synced by stop_run; a late task's
     // record finds no file open.

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use e03_core::control::{self, RunCounts};
 use e03_core::events::RunTag;
+use e03_core::shard::Shard;
 use e03_core::{Params, Scenario};
 use tokio::time::Instant;
 
@@ -38,6 +39,8 @@ pub struct RunSpec {
     pub standalone: bool,
     /// The run's own directory under the log directory (`StartRun::run_dir`, validated).
     pub run_dir: Option<String>,
+    /// The caller is this shard of a run split over swarm processes (`StartRun::shard`).
+    pub shard: Option<Shard>,
 }
 
 impl RunSpec {
@@ -55,6 +58,7 @@ impl RunSpec {
             t0: Instant::now(),
             standalone: true,
             run_dir: None,
+            shard: None,
         }
     }
 
@@ -72,8 +76,69 @@ impl RunSpec {
     }
 }
 
+/// The shards of the current run (a run split over swarm processes): which registered, which
+/// stopped it, which came late.
+#[derive(Debug)]
+struct ShardRoll {
+    /// What the shards of one run share: scenario, strategy, seed, run directory, shard count.
+    key: (String, String, u64, Option<String>, u32),
+    /// The run's time zero: a shard registering at or after it is late.
+    t0: Instant,
+    start_unix_ms: u64,
+    registered: std::collections::BTreeSet<u32>,
+    stopped: std::collections::BTreeSet<u32>,
+    late: std::collections::BTreeSet<u32>,
+    /// Every stop so far said its shard ran to its end.
+    complete: bool,
+}
+
+impl ShardRoll {
+    fn key_of(spec: &RunSpec, count: u32) -> (String, String, u64, Option<String>, u32) {
+        (
+            spec.scenario.name().to_string(),
+            spec.strategy.clone(),
+            spec.seed,
+            spec.run_dir.clone(),
+            count,
+        )
+    }
+
+    /// Every shard registered in time, and each ran to its end.
+    fn whole(&self) -> bool {
+        self.complete && self.late.is_empty() && self.registered.len() as u32 == self.key.4
+    }
+}
+
+/// What a start call did.
+pub enum Started {
+    /// A run started (a shard's call may start it for the others).
+    New(Arc<Run>),
+    /// A shard joined the run another shard's call started: its id and time zero.
+    Joined { run: Arc<Run>, start_unix_ms: u64 },
+}
+
+/// Why a shard's start call was refused (`409`).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("shard {0} registered for this run already")]
+    Twice(Shard),
+    #[error(
+        "shard {0} registered after the run's time zero: the run goes on without it and is \
+         marked incomplete"
+    )]
+    Late(Shard),
+    /// Another run's shards have not all stopped it yet (shards go through a run's seeds at
+    /// their own pace): ask again.
+    #[error("busy: run {0} waits for its other shards to stop it; ask again")]
+    Busy(String),
+}
+
 pub struct Service {
     log: LogSink,
+    /// The shards of the current run, when it is split over swarm processes.
+    shards: Mutex<Option<ShardRoll>>,
     log_dir: PathBuf,
     current: Mutex<Option<Arc<Run>>>,
     /// Serialises start and stop.
@@ -94,6 +159,7 @@ impl Service {
     pub fn new(log: LogSink, log_dir: PathBuf) -> Service {
         Service {
             log,
+            shards: Mutex::new(None),
             log_dir,
             current: Mutex::new(None),
             control: tokio::sync::Mutex::new(()),
@@ -189,9 +255,62 @@ impl Service {
         self.slot().clone()
     }
 
+    fn roll(&self) -> std::sync::MutexGuard<'_, Option<ShardRoll>> {
+        self.shards.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A start call: a shard of the current run (same scenario, strategy, seed, run directory
+    /// and shard count) joins it while its time zero has not come; any other call ends the
+    /// current run (not complete) if there is one, and starts `spec`.
+    pub async fn register(&self, spec: RunSpec) -> Result<Started, StartError> {
+        let _control = self.control.lock().await;
+        let shard = spec.shard.filter(|s| !s.is_whole());
+        if let (Some(shard), Some(run)) = (shard, self.current_run()) {
+            let mut roll = self.roll();
+            if let Some(r) = roll
+                .as_mut()
+                .filter(|r| r.key == ShardRoll::key_of(&spec, shard.count))
+            {
+                if r.registered.contains(&shard.index) {
+                    return Err(StartError::Twice(shard));
+                }
+                if Instant::now() >= r.t0 {
+                    r.late.insert(shard.index);
+                    return Err(StartError::Late(shard));
+                }
+                r.registered.insert(shard.index);
+                tracing::info!(run = %run.tag().run, %shard, "shard joined the run");
+                return Ok(Started::Joined {
+                    run,
+                    start_unix_ms: r.start_unix_ms,
+                });
+            }
+        }
+        if let (Some(_), Some(run), Some(r)) = (shard, self.current_run(), self.roll().as_ref()) {
+            if r.stopped != r.registered {
+                return Err(StartError::Busy(run.tag().run.clone()));
+            }
+        }
+        *self.roll() = shard.map(|s| ShardRoll {
+            key: ShardRoll::key_of(&spec, s.count),
+            t0: spec.t0,
+            start_unix_ms: spec.start_unix_ms,
+            registered: [s.index].into(),
+            stopped: Default::default(),
+            late: Default::default(),
+            complete: true,
+        });
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        Ok(Started::New(self.open_run(spec).await?))
+    }
+
     /// Ends the current run (not complete) if there is one, then starts `spec`.
     pub async fn start_run(&self, spec: RunSpec) -> Result<Arc<Run>, LogError> {
         let _control = self.control.lock().await;
+        *self.roll() = None;
         // A run started by control call replaces a standalone run still waiting for a request.
         self.pending
             .lock()
@@ -269,9 +388,35 @@ impl Service {
         self.metrics.encode(state)
     }
 
-    /// Ends the current run; `None` when there is none.
-    pub async fn stop_run(&self, complete: bool) -> Option<Result<RunCounts, LogError>> {
+    /// A stop call. A shard's (of the current run split over swarm processes) ends the run only
+    /// when every shard that registered has stopped it, complete when each ran to its end and
+    /// all of them registered in time; until then the answer is the counts so far. Any other
+    /// call ends the current run; `None` when there is none.
+    pub async fn stop_run(
+        &self,
+        complete: bool,
+        shard: Option<Shard>,
+    ) -> Option<Result<RunCounts, LogError>> {
         let _control = self.control.lock().await;
+        let mut complete = complete;
+        if let Some(shard) = shard.filter(|s| !s.is_whole()) {
+            let mut roll = self.roll();
+            if let Some(r) = roll.as_mut().filter(|r| r.key.4 == shard.count) {
+                r.stopped.insert(shard.index);
+                r.complete &= complete;
+                if r.stopped != r.registered {
+                    return self.current_run().map(|run| Ok(run.counts()));
+                }
+                complete = r.whole();
+                if !complete {
+                    let missing: Vec<u32> = (0..shard.count)
+                        .filter(|i| !r.registered.contains(i) || r.late.contains(i))
+                        .collect();
+                    tracing::warn!(?missing, "the run ends without every shard");
+                }
+                *roll = None;
+            }
+        }
         let run = self.slot().take()?;
         if let Some(front) = &self.wire_front {
             front.end_run().await;
@@ -351,7 +496,7 @@ mod tests {
             .expect("the first request starts it");
         assert_eq!(run.tag().strategy, STANDALONE);
         assert!(Arc::ptr_eq(&run, &svc.run_for_request().await.unwrap()));
-        svc.stop_run(false).await;
+        svc.stop_run(false, None).await;
 
         let log = LogSink::start().unwrap();
         let svc = Service::new(log, dir.clone());
@@ -362,9 +507,85 @@ mod tests {
         svc.start_run(spec).await.unwrap();
         let run = svc.run_for_request().await.unwrap();
         assert_eq!(run.tag().strategy, "C");
-        svc.stop_run(false).await;
+        svc.stop_run(false, None).await;
         // The held run is gone: with no run, a request finds none.
         assert!(svc.run_for_request().await.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A run split over 3 shards: the first shard's call starts it, the second joins it (same
+    /// id, the first one's time zero), a second call of a shard is refused, another run's shard
+    /// waits (busy), and the run ends only when every shard that registered has stopped it.
+    /// A shard registering after time zero is refused, and the run ends incomplete.
+    #[tokio::test]
+    async fn shards_register_for_one_run_which_ends_when_the_last_stops_it() {
+        let dir = std::env::temp_dir().join(format!("e03-shards-{}", std::process::id()));
+        let svc = Service::new(LogSink::start().unwrap(), dir.clone());
+        let spec = |index: u32, ahead_ms: u64, seed: u64| {
+            let mut s = RunSpec::standalone(Scenario::e03b(), Params::default());
+            s.strategy = "C".into();
+            s.standalone = false;
+            s.seed = seed;
+            s.start_unix_ms = unix_ms_now() + ahead_ms;
+            s.t0 = Instant::now() + Duration::from_millis(ahead_ms);
+            s.run = format!("e03b-C-seed{seed}-{}", s.start_unix_ms);
+            s.shard = Shard::new(index, 3);
+            s
+        };
+        let first = spec(0, 2000, 42);
+        let (id, t0_ms) = (first.run.clone(), first.start_unix_ms);
+        let Started::New(run) = svc.register(first).await.unwrap() else {
+            panic!("the first shard starts the run");
+        };
+        let Started::Joined {
+            run: joined,
+            start_unix_ms,
+        } = svc.register(spec(1, 2500, 42)).await.unwrap()
+        else {
+            panic!("the second shard joins it");
+        };
+        assert!(Arc::ptr_eq(&run, &joined));
+        assert_eq!(
+            (joined.tag().run.as_str(), start_unix_ms),
+            (id.as_str(), t0_ms)
+        );
+        assert!(matches!(
+            svc.register(spec(1, 2500, 42)).await,
+            Err(StartError::Twice(_))
+        ));
+        // A shard of the next seed waits until this run's shards have all stopped it.
+        assert!(matches!(
+            svc.register(spec(0, 2000, 43)).await,
+            Err(StartError::Busy(_))
+        ));
+        // Shard 0 stops: the run goes on for shard 1; then shard 1 stops: it ends, incomplete
+        // (shard 2 never registered).
+        let s0 = Shard::new(0, 3);
+        assert!(svc.stop_run(true, s0).await.unwrap().is_ok());
+        assert!(svc.current_run().is_some(), "shard 1 has not stopped it");
+        assert!(svc.stop_run(true, Shard::new(1, 3)).await.unwrap().is_ok());
+        assert!(
+            svc.current_run().is_none(),
+            "every shard that registered stopped it"
+        );
+        let text = std::fs::read_to_string(dir.join(run.counts().log_file)).unwrap();
+        let end = text.lines().last().unwrap();
+        assert!(end.contains("\"complete\":false"), "{end}");
+        // A shard after time zero is late: refused; the run ends incomplete though every
+        // shard that joined ran to its end.
+        let early = spec(0, 30, 44);
+        let Started::New(run) = svc.register(early).await.unwrap() else {
+            panic!("a new run");
+        };
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(matches!(
+            svc.register(spec(1, 30, 44)).await,
+            Err(StartError::Late(_))
+        ));
+        svc.stop_run(true, s0).await.unwrap().unwrap();
+        assert!(svc.current_run().is_none());
+        let text = std::fs::read_to_string(dir.join(run.counts().log_file)).unwrap();
+        assert!(text.lines().last().unwrap().contains("\"complete\":false"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

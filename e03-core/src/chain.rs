@@ -1,8 +1,13 @@
 //! Chains of services: a top caller, a list of hops that each call the next one with a retry
 //! policy of their own, and a bottom dependency. The state machine of one hop's call
 //! ([`HopCall`]) wraps the core's [`Operation`] and [`Strategy`]: the dependency service in
-//! proxy mode (`lab hop`) drives it over HTTP, the simulator drives it on its event queue, and
-//! the top caller is the same machine at layer 0.
+//! proxy mode (`lab hop`) drives it over HTTP, and the simulator drives it on its event queue.
+//!
+//! The top caller (layer 0) is one of the core's workloads ([`crate::workload::top_caller`]: one
+//! client making the top requests one after the other with the top's policy), so the one live
+//! driver of the swarm and the simulator's chain drive it as they drive any workload, through
+//! [`crate::workload::Workload`]; its operation `o` is top request `o`. Its retry decisions are
+//! [`HopCall`]'s: the same [`Operation`], strategy and limits.
 //!
 //! A scenario file describes its chains in a `[chain]` table and `[[chain.variant]]` tables:
 //!
@@ -43,13 +48,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::budget::Unlimited;
-use crate::operation::{AttemptResult, Limits, Next, OpOutcome, Operation};
+use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
 use crate::rng::{stream, LabRng, Stream};
 use crate::strategy::Strategy;
 
 /// The request header with the remaining time in whole milliseconds.
 pub const DEADLINE_HEADER: &str = "x-e03-deadline-ms";
-/// The request header with the top request's number (every hop passes it on).
+/// The request header with the top request's number (every hop passes it on; the top caller
+/// sends its operation number in [`crate::events::HEADER_OP`] instead, which a hop reads when
+/// this one is absent).
 pub const REQUEST_HEADER: &str = "x-e03-request";
 /// Status of a hop that gave up on its upstream.
 pub const GAVE_UP_STATUS: u16 = 502;
@@ -380,6 +387,37 @@ pub struct TopRecord {
     pub attempts: u32,
 }
 
+impl TopRecord {
+    /// The record of the top caller's operation `op` (top request `op`), started and ended at
+    /// these µs, with its attempts and outcome; its status is the one a hop would answer with
+    /// ([`top_status`]). `None` for an operation the run's stop cut short: it did not end.
+    pub fn of_operation(
+        op: u32,
+        start_us: u64,
+        end_us: u64,
+        attempts: u32,
+        outcome: OpOutcome,
+    ) -> Option<TopRecord> {
+        (outcome != OpOutcome::Failed(GiveUp::Aborted)).then(|| TopRecord {
+            req: u64::from(op),
+            start_us,
+            end_us,
+            status: top_status(outcome),
+            attempts,
+        })
+    }
+}
+
+/// The status an operation of the top caller ends with, as a hop answers its caller: `200`,
+/// [`DEADLINE_STATUS`] when its deadline passed, [`GAVE_UP_STATUS`] otherwise.
+pub fn top_status(outcome: OpOutcome) -> u16 {
+    match outcome {
+        OpOutcome::Success => 200,
+        OpOutcome::Failed(GiveUp::Deadline) => DEADLINE_STATUS,
+        OpOutcome::Failed(_) => GAVE_UP_STATUS,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,6 +527,156 @@ mod tests {
         assert_eq!(
             Bottom::Fail { status: 503 }.answer(ms(7), None),
             (ms(7), 503)
+        );
+    }
+
+    /// What a caller did with one request: its sends (time, timeout), its answer and when.
+    type Trace = (Vec<(Duration, Duration)>, u16, Duration);
+
+    /// Drives `spec`'s [`HopCall`] and the top caller's workload side by side through one
+    /// request, answering the n-th attempt of each with `results[n]` after `took` (a timeout
+    /// after the attempt's timeout): the sends (time, timeout) and the answer of each.
+    fn side_by_side(spec: &HopSpec, results: &[AttemptResult], took: Duration) -> [Trace; 2] {
+        use crate::workload::{Next as Asked, Workload};
+        let answer_of = |n: usize, timeout: Duration| match results[n] {
+            AttemptResult::Timeout => (timeout, AttemptResult::Timeout),
+            r => (took.min(timeout), r),
+        };
+        // The hop's machine.
+        let mut hop_sends = Vec::new();
+        let mut c = HopCall::arrive(ms(0), spec, None, false, 1).unwrap();
+        let mut now = ms(0);
+        let mut step = c.next(now);
+        let (status, end) = loop {
+            match step {
+                HopStep::Send { timeout, .. } => {
+                    hop_sends.push((now, timeout));
+                    let (after, r) = answer_of(hop_sends.len() - 1, timeout);
+                    now += after;
+                    step = c.on_result(now, r);
+                }
+                HopStep::Wait(w) => {
+                    now += w;
+                    step = c.next(now);
+                }
+                HopStep::Answer(s) => break (s, now),
+            }
+        };
+        // The top caller: one request.
+        let variant = ChainVariant {
+            id: "v".into(),
+            label: String::new(),
+            top: spec.clone(),
+            hops: Vec::new(),
+            propagate: false,
+        };
+        let (mut top, mut policy) = crate::workload::top_caller(&variant, 1, 7);
+        let mut top_sends = Vec::new();
+        let mut asked = Asked::default();
+        let ended = loop {
+            if let Some(e) = asked.ended.first() {
+                break *e;
+            }
+            if let Some(a) = asked.sends.pop() {
+                asked.clear();
+                top_sends.push((a.due, a.timeout));
+                let (after, r) = answer_of(top_sends.len() - 1, a.timeout);
+                top.on_answer(a.id, r, a.due + after, &mut policy, &mut asked);
+                continue;
+            }
+            let wake = top.next_wake().expect("a request in progress wakes");
+            top.on_wake(wake, &mut policy, &mut asked);
+        };
+        assert_eq!(top.next_wake(), None, "one request only");
+        assert_eq!((ended.client, ended.op), (0, 0));
+        let rec = TopRecord::of_operation(0, 0, ended.end.as_micros() as u64, 1, ended.outcome);
+        [
+            (hop_sends, status, end),
+            (top_sends, rec.unwrap().status, ended.end),
+        ]
+    }
+
+    #[test]
+    fn the_top_caller_workload_decides_as_the_hop_machine_does() {
+        let t = AttemptResult::Timeout;
+        let busy = AttemptResult::status(503);
+        let ok = AttemptResult::status(200);
+        // Three attempts, immediate: two 503s then 200 after 5 ms each; sends at 0, 5, 10.
+        let [by_hop, top] = side_by_side(&hop(3, 100), &[busy, busy, ok], ms(5));
+        assert_eq!(by_hop, top);
+        assert_eq!(
+            top.0,
+            vec![(ms(0), ms(100)), (ms(5), ms(100)), (ms(10), ms(100))]
+        );
+        assert_eq!((top.1, top.2), (200, ms(15)));
+        // A fixed 50 ms backoff, three timeouts: 502 at 100 + 50 + 100 + 50 + 100 = 400 ms.
+        let spec = HopSpec {
+            backoff_ms: 50,
+            ..hop(3, 100)
+        };
+        let [hop_b, top_b] = side_by_side(&spec, &[t, t, t], ms(5));
+        assert_eq!(hop_b, top_b);
+        assert_eq!(top_b.0[2], (ms(300), ms(100)));
+        assert_eq!((top_b.1, top_b.2), (GAVE_UP_STATUS, ms(400)));
+        // A 1 s deadline over 3 s attempts: one attempt of 1 s, then 504.
+        let spec = HopSpec {
+            deadline_ms: Some(1000),
+            ..hop(3, 3000)
+        };
+        let [hop_d, top_d] = side_by_side(&spec, &[t, t, t], ms(5));
+        assert_eq!(hop_d, top_d);
+        assert_eq!(top_d, (vec![(ms(0), ms(1000))], DEADLINE_STATUS, ms(1000)));
+        // Not retryable: 404 ends it at once with 502.
+        let [hop_n, top_n] = side_by_side(&hop(3, 100), &[AttemptResult::status(404)], ms(5));
+        assert_eq!(hop_n, top_n);
+        assert_eq!(top_n.1, GAVE_UP_STATUS);
+    }
+
+    #[test]
+    fn the_top_caller_makes_its_requests_one_after_the_other() {
+        use crate::workload::{Next as Asked, Workload};
+        let variant = ChainVariant {
+            id: "v".into(),
+            label: String::new(),
+            top: hop(1, 100),
+            hops: Vec::new(),
+            propagate: true,
+        };
+        let (mut top, mut policy) = crate::workload::top_caller(&variant, 3, 1);
+        let mut asked = Asked::default();
+        let mut starts = Vec::new();
+        while let Some(wake) = top.next_wake() {
+            top.on_wake(wake, &mut policy, &mut asked);
+            for a in std::mem::take(&mut asked.sends) {
+                starts.push((a.id.op, a.due));
+                // Each answered 503 after 30 ms: one attempt, 502.
+                top.on_answer(
+                    a.id,
+                    AttemptResult::status(503),
+                    a.due + ms(30),
+                    &mut policy,
+                    &mut asked,
+                );
+            }
+        }
+        assert_eq!(starts, vec![(0, ms(0)), (1, ms(30)), (2, ms(60))]);
+        let recs: Vec<TopRecord> = asked
+            .ended
+            .iter()
+            .filter_map(|e| {
+                TopRecord::of_operation(e.op, 0, e.end.as_micros() as u64, e.attempts, e.outcome)
+            })
+            .collect();
+        assert_eq!(recs.len(), 3);
+        assert!(recs
+            .iter()
+            .all(|r| r.status == GAVE_UP_STATUS && r.attempts == 1));
+        // A stop's aborted operation is no top record; a deadline's is a 504.
+        let aborted = OpOutcome::Failed(GiveUp::Aborted);
+        assert_eq!(TopRecord::of_operation(4, 0, 1, 1, aborted), None);
+        assert_eq!(
+            top_status(OpOutcome::Failed(GiveUp::Deadline)),
+            DEADLINE_STATUS
         );
     }
 

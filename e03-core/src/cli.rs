@@ -26,6 +26,8 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_SEQUENTIAL",
     "E03_ANSWER_SPIN_US",
     "E03_SCENARIOS_AT_ONCE",
+    "E03_SHARD",
+    "E03_SWARM_SHARDS",
     "E03_SWARM_REPORT",
     "E03_RUN_ID",
     "E03_OVERWRITE",

@@ -43,6 +43,14 @@ impl ClockOffset {
         // Rounded half up; the epoch's ms are never negative.
         ((shifted + 500).div_euclid(1000)).max(0) as u64
     }
+
+    /// The server's wall-clock instant `server_ms` on the caller's clock, to the nearest ms:
+    /// the inverse of [`Self::on_server_ms`] (a shard learns its run's time zero from the
+    /// dependency).
+    pub fn on_caller_ms(&self, server_ms: u64) -> u64 {
+        let shifted = i128::from(server_ms) * 1000 - i128::from(self.offset_us);
+        ((shifted + 500).div_euclid(1000)).max(0) as u64
+    }
 }
 
 /// The offset of the sample with the smallest round trip (the first of equal ones); `None`
@@ -134,5 +142,10 @@ mod tests {
             ..ahead
         };
         assert_eq!(none.on_server_ms(42), 42);
+        // Back to the caller's clock: 1,700,000,000,004 - 3.975 = ...000.025 ms, to 000;
+        // 1,699,999,999,998 + 2.5 = ...000.5 ms, half up to 001 (within 1 ms both ways).
+        assert_eq!(ahead.on_caller_ms(1_700_000_000_004), 1_700_000_000_000);
+        assert_eq!(behind.on_caller_ms(1_699_999_999_998), 1_700_000_000_001);
+        assert_eq!(none.on_caller_ms(42), 42);
     }
 }

@@ -49,6 +49,13 @@ pub struct StartRun {
     /// `<log dir>/<run_dir>/<scenario>/server-..`. `None`: straight under the log directory.
     #[serde(default)]
     pub run_dir: Option<String>,
+    /// The caller is shard `I/N` of a run split over N swarm processes ([`crate::shard`]): it
+    /// registers for the run. The first shard's call starts it at its `start_unix_ms`; the
+    /// others of the same run (scenario, strategy, seed, run directory and N) join it while its
+    /// time zero has not come, and learn the run's id and time zero from the answer. The run
+    /// ends when every shard that registered has stopped it. `None`: one swarm, as always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// The serialized shape of [`StartRun`]: its scenario as a name and, in `definition`, its data,
@@ -67,6 +74,8 @@ struct StartRunFields {
     definition: Option<crate::scenario::ScenarioDef>,
     #[serde(default)]
     run_dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<crate::shard::Shard>,
 }
 
 impl TryFrom<StartRunFields> for StartRun {
@@ -100,6 +109,7 @@ impl TryFrom<StartRunFields> for StartRun {
             params: f.params,
             start_unix_ms: f.start_unix_ms,
             run_dir: f.run_dir,
+            shard: f.shard,
         })
     }
 }
@@ -115,6 +125,7 @@ impl From<StartRun> for StartRunFields {
             params: s.params,
             start_unix_ms: s.start_unix_ms,
             run_dir: s.run_dir,
+            shard: s.shard,
         }
     }
 }
@@ -131,12 +142,19 @@ pub struct StartAnswer {
     /// run (compose's `wire-*`, `lab serve --wire-proxy`). `None`: the known address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<String>,
+    /// The run's time zero, ms since the Unix epoch on the service's clock: the start call's
+    /// own, or, for a shard that joined a run, the time zero the first shard's call set.
+    pub start_unix_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopRun {
     /// False when the run is being stopped early (signal).
     pub complete: bool,
+    /// The caller is this shard of a run split over swarm processes (see [`StartRun::shard`]):
+    /// the run ends when every shard that registered has stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,6 +215,33 @@ pub fn ledger_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String
 /// `<scenario>/client-<strategy>-seed<seed>.jsonl`, relative to an output directory.
 pub fn client_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String {
     format!("{}/client-{strategy}-seed{seed}.jsonl", scenario.name())
+}
+
+/// The client log of shard `shard` of a run split over swarm processes:
+/// `<scenario>/client-<strategy>-seed<seed>-shard<I>of<N>.jsonl`; a whole run's is
+/// [`client_log_path`]'s.
+pub fn shard_log_path(
+    scenario: &Scenario,
+    strategy: &str,
+    seed: u64,
+    shard: crate::shard::Shard,
+) -> String {
+    if shard.is_whole() {
+        return client_log_path(scenario, strategy, seed);
+    }
+    format!(
+        "{}/{}",
+        scenario.name(),
+        shard_log_name(strategy, seed, shard)
+    )
+}
+
+/// The file name of [`shard_log_path`].
+pub fn shard_log_name(strategy: &str, seed: u64, shard: crate::shard::Shard) -> String {
+    format!(
+        "client-{strategy}-seed{seed}-shard{}of{}.jsonl",
+        shard.index, shard.count
+    )
 }
 
 /// The run id used in every record: `<scenario>-<strategy>-seed<seed>-<start_unix_ms>`.

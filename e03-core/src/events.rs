@@ -51,6 +51,9 @@ pub struct RunStart {
     /// Absent in server logs, and when the dependency does not answer `GET /control/clock`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<crate::clock::ClockOffset>,
+    /// A client log of one shard of a run split over swarm processes ([`crate::shard`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// A request arrived at the dependency (logged before any decision about it).

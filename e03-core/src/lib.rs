@@ -42,6 +42,8 @@
 //!   pool of on-demand sessions.
 //! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
 //!   around [`operation`], driven live and simulated alike.
+//! - [`shard`]: a run's clients split over N swarm processes (shard `I/N` runs clients
+//!   `I, I + N, ...`).
 //! - [`priority`]: an operation's class (critical or best effort), drawn once per operation.
 //! - [`steps`]: seed 002's step workload: a batch job (arrival schedule, calls per step, retries
 //!   in whole steps) and an interactive flow with a latency budget, sharing one rate limit.
@@ -84,6 +86,7 @@ pub mod rng;
 pub mod scenario;
 pub mod schedule;
 pub mod session;
+pub mod shard;
 pub mod steps;
 pub mod strategy;
 pub mod strategy_table;

@@ -1679,6 +1679,88 @@ impl Params {
     }
 }
 
+impl Params {
+    /// Why this run cannot be split over `count` swarm processes (shards, [`crate::shard`]),
+    /// as a message naming the setting and what would work; `None` when it can. Shards split a
+    /// closed loop's clients (a group, fixed-rate callers, a ramp alike); a budget or breaker
+    /// shared by the whole fleet would need one place shared by every process, which the lab
+    /// does not build (docs/budget-scope.md says what a user would use).
+    pub fn unshardable(&self, count: u32) -> Option<String> {
+        if count <= 1 {
+            return None;
+        }
+        let workload = if self.is_steps() {
+            Some("the step workload (E03_WORKLOAD=steps)")
+        } else if self.is_open_loop() {
+            Some("the open loop (E03_WORKLOAD=open_loop)")
+        } else if self.fanout().is_some() {
+            Some("fan-out (E03_WORKLOAD=fan_out)")
+        } else {
+            None
+        };
+        if let Some(w) = workload {
+            return Some(format!(
+                "E03_SHARD: {w} runs in one swarm process; {count} shards split the clients of a \
+                 closed loop (or a group, fixed-rate callers, a ramp)"
+            ));
+        }
+        let stateful = self
+            .strategies()
+            .iter()
+            .find(|s| crate::policy::holds_state(s));
+        // Shard scope: holder `c mod S` is within one process `c mod count` when count divides S.
+        let shards = self.swarm.shards;
+        if let (Some(s), crate::policy::BudgetScope::Shard) = (stateful, self.swarm.budget_scope) {
+            if !shards.is_multiple_of(count) {
+                return Some(format!(
+                    "E03_SHARDS={shards} with {count} shard processes: strategy {}'s budget or \
+                     breaker of one shard would be split over processes; give --shards a \
+                     multiple of {count}",
+                    s.id
+                ));
+            }
+        }
+        if self.swarm.budget_scope == crate::policy::BudgetScope::Fleet {
+            if let Some(s) = stateful {
+                return Some(format!(
+                    "E03_BUDGET_SCOPE=fleet with {count} shards: strategy {}'s budget or breaker \
+                     would need one place shared by {count} processes, which the lab does not \
+                     build; use --budget-scope shard --shards {count} (one per shard process), \
+                     or client (docs/budget-scope.md)",
+                    s.id
+                ));
+            }
+        }
+        None
+    }
+
+    /// [`Params::workload`] for the shard `shard` of a run split over swarm processes: its
+    /// clients only ([`crate::workload::Clients::shard`]). The whole run for
+    /// [`crate::shard::Shard::WHOLE`]; the caller checked [`Params::unshardable`].
+    pub fn shard_workload(
+        &self,
+        strategy: &crate::strategy::Strategy,
+        seed: u64,
+        shard: crate::shard::Shard,
+    ) -> Box<dyn crate::workload::Workload + Send> {
+        if shard.is_whole() {
+            return self.workload(strategy, seed);
+        }
+        assert!(
+            self.unshardable(shard.count).is_none(),
+            "a run that cannot be sharded was checked before"
+        );
+        let config = crate::session::SessionConfig::from_params(self);
+        Box::new(crate::workload::Clients::shard(
+            seed,
+            self.swarm().clients,
+            config,
+            strategy,
+            shard,
+        ))
+    }
+}
+
 /// The config layer builds the model's configs: a client session's, from the parameters.
 impl crate::session::SessionConfig {
     pub fn from_params(params: &Params) -> Self {
@@ -1728,6 +1810,33 @@ mod tests {
             let e = p.clone().with_seeds(bad).unwrap_err();
             assert!(e.to_string().contains("E03_SEEDS"), "{e}");
         }
+    }
+
+    /// Which runs split over swarm processes: a closed loop with no shared state, or state held
+    /// per shard process; a fleet-wide budget, split holders or an open loop are refused,
+    /// naming the setting.
+    #[test]
+    fn a_run_splits_over_shards_only_where_no_state_spans_processes() {
+        let p = |pairs: &[(&str, &str)]| Params::from_raw(&raw(pairs)).unwrap();
+        assert_eq!(p(&[]).unshardable(1), None);
+        assert_eq!(p(&[("E03_STRATEGIES", "A,B,C")]).unshardable(4), None);
+        let e = p(&[]).unshardable(4).unwrap();
+        assert!(
+            e.contains("E03_BUDGET_SCOPE=fleet") && e.contains("strategy D"),
+            "{e}"
+        );
+        let shard = |n: &str| p(&[("E03_BUDGET_SCOPE", "shard"), ("E03_SHARDS", n)]);
+        assert_eq!(shard("4").unshardable(4), None);
+        assert_eq!(shard("200").unshardable(4), None);
+        let e = shard("2").unshardable(4).unwrap();
+        assert!(
+            e.contains("E03_SHARDS=2") && e.contains("multiple of 4"),
+            "{e}"
+        );
+        assert_eq!(p(&[("E03_BUDGET_SCOPE", "client")]).unshardable(4), None);
+        let open = p(&[("E03_WORKLOAD", "open_loop"), ("E03_STRATEGIES", "C")]);
+        let e = open.unshardable(2).unwrap();
+        assert!(e.contains("open loop"), "{e}");
     }
 
     #[test]

@@ -65,6 +65,19 @@ impl ClientPolicy {
     }
 }
 
+/// Whether `strategy`'s policy keeps state that its clients share: a budget or throttle, a
+/// breaker, a client-side concurrency or rate limit, a hedging percentile's round trips. Such a
+/// strategy behaves differently with one instance per holder ([`BudgetScope`]).
+pub fn holds_state(strategy: &Strategy) -> bool {
+    strategy.budget.is_some()
+        || strategy.breaker.is_some()
+        || strategy.client_limit.is_some()
+        || strategy.adaptive_rate
+        || strategy
+            .hedge
+            .is_some_and(|h| matches!(h.delay, HedgeDelay::Percentile { .. }))
+}
+
 impl RetryBudget for ClientPolicy {
     fn deposit(&mut self, now: Duration) {
         self.budget.deposit(now)

@@ -30,6 +30,8 @@
 //!   [`ClientSession`]s, one machine with a min-heap of their wakes;
 //! - [`Arrivals`]: the open loop, [`OpenLoop`]'s arrivals started in its slots' sessions;
 //! - [`Steps`]: seed 002's step workload ([`StepWorkload`]), one call at a time;
+//! - the chain's top caller: a [`Clients`] of one session, its top requests one after the
+//!   other ([`top_caller`]);
 //! - [`FanOut`]: each request calls the dependency K times at once and ends when every call
 //!   has (Dean and Barroso, "The Tail at Scale").
 //!
@@ -42,13 +44,15 @@
 //! task for the wakes, a task per attempt that hands its answer over and sends what is then
 //! due), with send lateness within the run-to-run spread of its former task per client
 //! (ARCHITECTURE.md). The
-//! chain's top caller is not one of these machines yet.
+//! chain's top caller is a [`Clients`] of one session ([`top_caller`]),
+//! driven by both drivers like the rest.
 
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use crate::arrivals::{Arrival, OpenLoop};
 use crate::budget::Rejection;
+use crate::chain::ChainVariant;
 use rand::Rng;
 
 use crate::operation::{AttemptResult, GiveUp, OpOutcome};
@@ -60,6 +64,7 @@ use crate::session::{
     AttemptId, ClientSession, OpEnd, SendAttempt, SessionConfig, Starts, Wake,
     FIRST_START_SPREAD_US,
 };
+use crate::shard::Shard;
 use crate::steps::{Call, Done, Flow, StepConfig, StepWorkload};
 use crate::strategy::Strategy;
 
@@ -193,6 +198,35 @@ pub trait Workload {
     fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended>;
 }
 
+/// The session of a chain's top caller (`variant`'s layer 0): the top's limits, `requests`
+/// operations one after the other from time zero, each starting when the one before ended (no
+/// think time).
+pub fn top_session(variant: &ChainVariant, requests: u32) -> SessionConfig {
+    SessionConfig {
+        limits: variant.top.limits(),
+        duration: Duration::MAX,
+        think: (Duration::ZERO, Duration::ZERO),
+        starts: Starts::AtZero,
+        max_ops: Some(requests),
+        best_effort_ppm: 0,
+    }
+}
+
+/// A chain's top caller as one of these workloads: client 0 with the top's policy
+/// ([`crate::chain::HopSpec::strategy`], [`top_session`]), its operation `o` top request `o`,
+/// and the policy instance it retries under (no budget: the top's strategy is A or B). Its
+/// decisions are [`crate::chain::HopCall`]'s (the same operation, strategy and limits). Its
+/// attempts carry the deadline header (their timeout) exactly when deadlines travel, as a hop's
+/// do: the driver adds it.
+pub fn top_caller(variant: &ChainVariant, requests: u32, seed: u64) -> (Clients, Policies) {
+    let strategy = variant.top.strategy();
+    let session = ClientSession::new(seed, 0, top_session(variant, requests));
+    (
+        Clients::of([session], &strategy),
+        Policies::fleet(&strategy, seed),
+    )
+}
+
 /// The sooner of two wakes, either of which may be absent.
 fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
@@ -214,6 +248,8 @@ pub struct Clients {
     /// The next stamp: wakes due at one instant come in the order they were scheduled.
     order: u64,
     strategy: Strategy,
+    /// Whose clients these are: session `i` is client `shard.index + i * shard.count`.
+    shard: Shard,
 }
 
 impl Clients {
@@ -227,11 +263,40 @@ impl Clients {
 
     /// These sessions; session `i` must be client `i`.
     pub fn of(sessions: impl IntoIterator<Item = ClientSession>, strategy: &Strategy) -> Self {
+        Self::of_shard(sessions, strategy, Shard::WHOLE)
+    }
+
+    /// Shard `shard`'s clients among clients `0..n` of a run with this seed: the sessions one
+    /// process of a sharded run drives ([`crate::shard`]), each the session it is in a whole run.
+    pub fn shard(
+        seed: u64,
+        n: u32,
+        config: SessionConfig,
+        strategy: &Strategy,
+        shard: Shard,
+    ) -> Self {
+        Self::of_shard(
+            shard
+                .clients(n)
+                .map(|c| ClientSession::new(seed, c, config)),
+            strategy,
+            shard,
+        )
+    }
+
+    /// These sessions of shard `shard`: session `i` must be client
+    /// `shard.index + i * shard.count`.
+    pub fn of_shard(
+        sessions: impl IntoIterator<Item = ClientSession>,
+        strategy: &Strategy,
+        shard: Shard,
+    ) -> Self {
         let mut clients = Clients {
             sessions: Vec::new(),
             wakes: BinaryHeap::new(),
             order: 0,
             strategy: strategy.clone(),
+            shard,
         };
         for s in sessions {
             clients.push(s);
@@ -239,10 +304,21 @@ impl Clients {
         clients
     }
 
+    /// Where client `c`'s session is.
+    fn at(&self, c: u32) -> usize {
+        ((c - self.shard.index) / self.shard.count) as usize
+    }
+
     /// Adds the next client's session.
     fn push(&mut self, session: ClientSession) {
-        let c = self.sessions.len() as u32;
-        assert_eq!(session.client(), c, "session {c} must be client {c}");
+        let c = self.shard.index + self.sessions.len() as u32 * self.shard.count;
+        assert_eq!(
+            session.client(),
+            c,
+            "session {} of shard {} must be client {c}",
+            self.sessions.len(),
+            self.shard
+        );
         self.sessions
             .push(session.with_hedging(self.strategy.hedge));
         self.schedule(c);
@@ -255,7 +331,7 @@ impl Clients {
     }
 
     fn schedule(&mut self, c: u32) {
-        if let Some(t) = self.sessions[c as usize].next_wake() {
+        if let Some(t) = self.sessions[self.at(c)].next_wake() {
             let key = (t, self.stamp());
             self.wakes.push(Earliest { key, value: c });
         }
@@ -277,12 +353,14 @@ impl Clients {
         policy: &mut Policies,
         next: &mut Next,
     ) {
-        self.sessions[c as usize].begin(start, class);
+        let at = self.at(c);
+        self.sessions[at].begin(start, class);
         self.wake(c, now, policy, next);
     }
 
     fn wake(&mut self, c: u32, now: Duration, policy: &mut Policies, next: &mut Next) {
-        match self.sessions[c as usize].on_wake(now, policy.of(c)) {
+        let at = self.at(c);
+        match self.sessions[at].on_wake(now, policy.of(c)) {
             Wake::Send(a) => {
                 next.sends.push(a.into());
                 // A hedged operation's next hedge (nothing for one attempt at a time).
@@ -319,7 +397,7 @@ impl Workload for Clients {
             if t <= now {
                 self.wakes.pop();
                 // A hedge's wake that an answer moved or made moot is stale: skipped.
-                if self.sessions[c as usize].next_wake() == Some(t) {
+                if self.sessions[self.at(c)].next_wake() == Some(t) {
                     self.wake(c, now, policy, next);
                 }
             }
@@ -335,7 +413,8 @@ impl Workload for Clients {
         next: &mut Next,
     ) {
         let c = id.client;
-        let session = &mut self.sessions[c as usize];
+        let at = self.at(c);
+        let session = &mut self.sessions[at];
         if let Some(end) = session.on_answer(id, now, result, &self.strategy, policy.of(c)) {
             next.ended.push(end.into());
         }
@@ -848,6 +927,83 @@ mod tests {
             code: 503,
             retry_after: None,
         }
+    }
+
+    /// Every attempt `w` sends and when it was due, driven to its end against a dependency
+    /// that answers each attempt 20 ms after it was sent: 503 when its fault key is a multiple
+    /// of 3, 200 otherwise.
+    fn sends_of(w: &mut dyn Workload, policy: &mut Policies) -> Vec<(u32, u32, u32, Duration)> {
+        use std::cmp::Reverse;
+        let mut out = Vec::new();
+        let mut answers: BinaryHeap<Reverse<(Duration, u32, u32, u32)>> = BinaryHeap::new();
+        loop {
+            let answer = answers.peek().map(|Reverse(a)| a.0);
+            let mut next = Next::default();
+            match (answer, w.next_wake()) {
+                (None, None) => break,
+                // An answer due by the next wake first.
+                (Some(a), t) if t.is_none_or(|t| a <= t) => {
+                    let Reverse((at, client, op, attempt)) = answers.pop().expect("peeked");
+                    let id = AttemptId {
+                        client,
+                        op,
+                        attempt,
+                    };
+                    let r = if id.key().is_multiple_of(3) {
+                        unavailable()
+                    } else {
+                        ok()
+                    };
+                    w.on_answer(id, r, at, policy, &mut next);
+                }
+                (_, Some(t)) => w.on_wake(t, policy, &mut next),
+                (Some(_), None) => unreachable!("the first arm takes it"),
+            }
+            for a in &next.sends {
+                out.push((a.id.client, a.id.op, a.id.attempt, a.due));
+                answers.push(Reverse((
+                    a.due + ms(20),
+                    a.id.client,
+                    a.id.op,
+                    a.id.attempt,
+                )));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Shards of a closed loop (issue "The lab on an orchestrator", item 1): shard i/4 drives
+    /// clients i, i+4, ...; the union of the four makes exactly the sends of the whole run,
+    /// each due at the same instant (every draw is keyed by its client).
+    #[test]
+    fn the_union_of_the_shards_is_the_whole_run() {
+        let cfg = SessionConfig {
+            max_ops: None,
+            duration: ms(3000),
+            ..config(Starts::ClosedLoop, 0)
+        };
+        let cfg = SessionConfig {
+            think: (ms(50), ms(150)),
+            ..cfg
+        };
+        let c = strategy("C");
+        let whole = sends_of(
+            &mut Clients::new(9, 10, cfg, &c),
+            &mut Policies::fleet(&c, 9),
+        );
+        assert!(whole.len() > 150, "{}", whole.len());
+        assert!(whole.iter().any(|s| s.2 > 1), "some retries");
+        let mut union = Vec::new();
+        for i in 0..4 {
+            let shard = Shard::new(i, 4).unwrap();
+            let mut w = Clients::shard(9, 10, cfg, &c, shard);
+            let mine = sends_of(&mut w, &mut Policies::fleet(&c, 9));
+            assert!(mine.iter().all(|s| shard.has(s.0)), "shard {shard}");
+            union.extend(mine);
+        }
+        union.sort();
+        assert_eq!(union, whole);
     }
 
     /// A client-side rate limiter holds an attempt (the AWS SDKs' adaptive mode on strategy A,

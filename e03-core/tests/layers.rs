@@ -31,6 +31,7 @@ const MODEL: &[&str] = &[
     "policy",
     "operation",
     "strategy",
+    "shard",
     "session",
     "arrivals",
     "steps",

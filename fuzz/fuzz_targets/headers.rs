@@ -1,7 +1,8 @@
 //! The identity headers of an attempt (`x-e03-client`, `x-e03-op`, `x-e03-attempt`, the
 //! caller's deadline `x-e03-deadline-ms` and its class `x-e03-priority`:
 //! `dependency_service::Identity::from_headers`) and the
-//! hop's request and deadline headers (`dependency_service::hop::call_headers`).
+//! hop's request and deadline headers (`dependency_service::hop::call_headers`; the request
+//! number falls back to `x-e03-op`, which the top caller sends).
 //! Input: lines; each line's first byte picks a header, the rest is its value (repeats kept).
 //! Invariants: a value read is the header's trimmed value as a number (the class: as one of
 //! its two names, critical when absent); malformed exactly when a present header is not one; a
@@ -55,6 +56,8 @@ fuzz_target!(|data: &[u8]| {
         first::<u64>(&h, REQUEST_HEADER),
         first::<u64>(&h, DEADLINE_HEADER),
     );
+    // A hop's request number: its own header, else the top caller's operation header.
+    let r = r.or_else(|| first::<u64>(&h, HEADER_OP));
     assert_eq!(id.deadline_ms, d.flatten());
     let p = h.get(PRIORITY_HEADER).map(|v| {
         v.to_str()

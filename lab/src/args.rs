@@ -42,6 +42,9 @@ pub struct RunPlan {
     /// The user's policy file (`--policies`, `E03_POLICIES`), absolute, and its text (kept beside
     /// the logs; its strategies reach the children by value, in the parameters).
     pub policies: Option<(PathBuf, String)>,
+    /// `--swarm-shards N` (`E03_SWARM_SHARDS`): the swarm of each group as N processes, shard
+    /// `i/N` each (1: one swarm process).
+    pub swarm_shards: u32,
 }
 
 /// The settings of `lab run`'s children that only env vars give, read once: `E03_PROGRESS`,
@@ -182,6 +185,54 @@ fn scenarios_at_once(sub: &ArgMatches) -> Result<usize, String> {
         })
 }
 
+/// Most swarm processes of one `lab run` group.
+pub const MAX_SWARM_SHARDS: u32 = 64;
+
+fn swarm_shards_arg() -> Arg {
+    Arg::new("swarm-shards")
+        .long("swarm-shards")
+        .env("E03_SWARM_SHARDS")
+        .value_name("N")
+        .help(
+            "run each swarm as N processes, shard i/N each (clients i, i+N, ...), registering \
+             with the dependencies for one run [default: 1]",
+        )
+}
+
+/// `--swarm-shards` checked against every scenario that is not a chain; `Err` is the message.
+fn swarm_shards(
+    sub: &ArgMatches,
+    params: &[Params],
+    scenarios: &[Scenario],
+) -> Result<u32, String> {
+    let Some(v) = sub.try_get_one::<String>("swarm-shards").ok().flatten() else {
+        return Ok(1);
+    };
+    let n = v
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_SWARM_SHARDS).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "invalid --swarm-shards (E03_SWARM_SHARDS) {v:?}: expected a whole number from \
+                 1 to {MAX_SWARM_SHARDS}"
+            )
+        })?;
+    for (p, s) in params.iter().zip(scenarios) {
+        if s.def().chain.is_some() {
+            continue;
+        }
+        if let Some(why) = p.unshardable(n) {
+            return Err(format!(
+                "invalid --swarm-shards (E03_SWARM_SHARDS) {n} for {}: {why}",
+                s.name()
+            ));
+        }
+    }
+    Ok(n)
+}
+
 fn sequential_arg() -> Arg {
     Arg::new("sequential")
         .long("sequential")
@@ -205,7 +256,8 @@ fn cli() -> Clap {
                 .arg(policies_arg())
                 .arg(out_arg())
                 .arg(sequential_arg())
-                .arg(scenarios_at_once_arg()),
+                .arg(scenarios_at_once_arg())
+                .arg(swarm_shards_arg()),
         )))
         .subcommand(with_param_args(run_id_args(
             Clap::new("simulate")
@@ -404,16 +456,17 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 metrics_listen,
             } = child_settings(&|k| std::env::var(k).ok()).map_err(usage_error)?;
             Ok(Command::Run(RunPlan {
-                definitions: args.iter().map(|a| a.text.clone()).collect(),
-                scenarios,
-                scenario_args,
-                params,
                 progress,
                 answer_spin,
                 metrics_listen,
                 out,
                 sequential,
                 scenarios_at_once: scenarios_at_once(sub).map_err(usage_error)?,
+                swarm_shards: swarm_shards(sub, &params, &scenarios).map_err(usage_error)?,
+                definitions: args.iter().map(|a| a.text.clone()).collect(),
+                scenarios,
+                scenario_args,
+                params,
                 choice,
                 policies,
             }))

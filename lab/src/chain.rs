@@ -1,6 +1,7 @@
 //! Chain scenarios (a `[chain]` table, see [`e03_core::chain`]): `lab run` starts one hop
 //! process per layer on loopback port 0 (`lab hop`, the dependency service in proxy mode), the
-//! bottom first, each hop told its upstream's address; the lab is the top caller. `lab
+//! bottom first, each hop told its upstream's address; the lab is the top caller (the swarm's
+//! live driver, driving the core's top-caller workload). `lab
 //! simulate` runs the same variants on the simulator's event queue and writes the same logs.
 //! The analyzer reads both the same way.
 //!
@@ -261,8 +262,9 @@ fn live_variant(
     Ok(complete)
 }
 
-/// The top caller's part of a variant, the same on loopback and in compose: sends the top
-/// requests to `bases[0]` (the top hop), waits (at most 300 s) until no hop of `bases` has a
+/// The top caller's part of a variant, the same on loopback and in compose: the swarm's live
+/// driver makes the top requests to `bases[0]` (the top hop, [`client_swarm::drive_top_caller`]),
+/// then this waits (at most 300 s) until no hop of `bases` has a
 /// call in flight, so every call is in their logs (work below a caller that left goes on), and
 /// writes `top.jsonl` in `dir`. Whether it ran to its end: when `stop` is set first, the
 /// variant is marked incomplete ([`stopped`]) instead.
@@ -274,17 +276,18 @@ async fn drive_variant(
     stop: &AtomicBool,
 ) -> anyhow::Result<bool> {
     let mut tops = Vec::new();
-    let sent = until_stopped(
-        stop,
-        hop::top_requests_into(&v.top, &bases[0], v.propagate, chain.requests, &mut tops),
-    )
-    .await;
-    let idle = match sent {
-        Some(r) => {
-            r?;
-            until_stopped(stop, hop::wait_idle(bases, Duration::from_secs(300))).await
+    let stopped_flag = async {
+        while !stop.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        None => None,
+    };
+    let complete =
+        client_swarm::drive_top_caller(v, chain.requests, 1, &bases[0], stopped_flag, &mut tops)
+            .await?;
+    let idle = if complete {
+        until_stopped(stop, hop::wait_idle(bases, Duration::from_secs(300))).await
+    } else {
+        None
     };
     let Some(idle) = idle else {
         stopped(dir, &tops, chain.requests)?;
@@ -304,7 +307,11 @@ async fn drive_variant(
 /// directory: their `--log-dir` is the swarm's `--out`. With `--shutdown-targets` every target
 /// and every hop is shut down at the end, whatever happened. Exit 0, 1 on an error, 2 on bad
 /// input; the checks are the analyzer's (`lab report`).
-pub fn swarm(args: &[OsString]) -> i32 {
+///
+/// After the other scenarios of a mixed list (`claimed`: the run directory they claimed, which
+/// the chains then write into; the hops' logs stay relative to `--out`), and without `run`
+/// (those failed or were stopped) it only shuts the services down.
+pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
     let a = match client_swarm::chain_args(args) {
         Ok(a) => a,
         Err(e) => {
@@ -326,12 +333,20 @@ pub fn swarm(args: &[OsString]) -> i32 {
             return 1;
         }
     };
-    let code = match checked_hops(&a).and_then(|()| client_swarm::claim_chain_run(&a)) {
-        Err(e) => {
+    let checked = || {
+        checked_hops(&a)?;
+        match claimed {
+            Some(dir) => Ok(dir),
+            None => client_swarm::claim_chain_run(&a),
+        }
+    };
+    let code = match run.then(checked) {
+        None => 0,
+        Some(Err(e)) => {
             eprintln!("client-swarm: {e}");
             crate::EXIT_USAGE
         }
-        Ok(run_dir) => match rt.block_on(swarm_run(&a, &run_dir, &stop)) {
+        Some(Ok(run_dir)) => match rt.block_on(swarm_run(&a, &run_dir, &stop)) {
             Ok(true) => 0,
             Ok(false) => crate::EXIT_STOPPED,
             Err(e) => {
@@ -358,9 +373,8 @@ pub fn swarm(args: &[OsString]) -> i32 {
 fn checked_hops(a: &client_swarm::ChainArgs) -> Result<(), String> {
     if let Some(other) = a.scenarios.iter().find(|s| !is_chain(&s.scenario)) {
         return Err(format!(
-            "invalid --scenarios (E03_SCENARIOS): {} is not a chain scenario; chain scenarios \
-             (amplification, deadline, files with [chain]) run on their own: name them without \
-             other scenarios",
+            "invalid --scenarios (E03_SCENARIOS): {} is not a chain scenario (the lab's swarm \
+             runs the others first, then the chains)",
             other.scenario.name()
         ));
     }

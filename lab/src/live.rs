@@ -153,14 +153,89 @@ fn run_dependencies(plan: &RunPlan, run: &RunDir, stop: &Arc<AtomicBool>) -> any
 /// logs hold, marked incomplete (in compose the analyzer container never starts after Ctrl-C).
 pub fn swarm(args: &[std::ffi::OsString]) -> i32 {
     let child = crate::child_args("lab swarm", args);
-    // Chain scenarios run through the hop services (compose's hop-N; `--chain-hops`); a list
-    // that mixes them with others is refused there, after which the services are still shut
-    // down (so that compose's `up` returns).
+    // Chain scenarios run through the hop services (compose's hop-N; `--chain-hops`), after
+    // the others, as `lab run` runs them.
     if let Some((_, scenarios)) = client_swarm::out_and_scenarios(&child) {
+        if scenarios.iter().all(crate::chain::is_chain) {
+            return crate::chain::swarm(&child, true, None);
+        }
         if scenarios.iter().any(crate::chain::is_chain) {
-            return crate::chain::swarm(&child);
+            return mixed_swarm(&child);
         }
     }
+    ordinary_swarm(child)
+}
+
+/// `lab swarm` with a list that mixes chain scenarios with others (compose's
+/// `E03_SCENARIOS=e03b,amplification`): the others first, as one swarm run against the
+/// dependencies, which claims the run directory; then the chains in that directory through the
+/// hop services. The dependencies and the hops are shut down at the very end (with
+/// `--shutdown-targets`), whatever happened; the chains do not run after a failed or stopped
+/// first part, and its exit code is the command's.
+fn mixed_swarm(child: &[std::ffi::OsString]) -> i32 {
+    let value = client_swarm::scenarios_value(child).unwrap_or_default();
+    let (mut chains, mut others) = (Vec::new(), Vec::new());
+    for token in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        // `all` is E03-A and E03-B; a file is one scenario: a name is one kind or the other.
+        let chain = e03_io::scenario_files::resolve(token)
+            .is_ok_and(|found| found.iter().any(|a| crate::chain::is_chain(&a.scenario)));
+        if chain {
+            chains.push(token);
+        } else {
+            others.push(token);
+        }
+    }
+    let first = with_args(
+        child,
+        &["--shutdown-targets", "--scenarios"],
+        &["--scenarios".into(), others.join(",")],
+    );
+    let code = ordinary_swarm(first.clone());
+    // The run directory the first part claimed (or `--out`).
+    let claimed = client_swarm::out_and_scenarios(&first).map(|(dir, _)| dir);
+    let second = with_args(
+        child,
+        &["--scenarios"],
+        &["--scenarios".into(), chains.join(",")],
+    );
+    let chain_code = crate::chain::swarm(&second, code == 0 && claimed.is_some(), claimed);
+    if code != 0 {
+        code
+    } else {
+        chain_code
+    }
+}
+
+/// `args` without the flags `drop` (with their values, given as `--flag V` or `--flag=V`;
+/// `--claim-run-dir` and `--shutdown-targets` take none), then `add`.
+fn with_args(
+    args: &[std::ffi::OsString],
+    drop: &[&str],
+    add: &[String],
+) -> Vec<std::ffi::OsString> {
+    let bare = ["--claim-run-dir", "--shutdown-targets"];
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for (i, a) in args.iter().enumerate() {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        let text = a.to_string_lossy();
+        let name = text.split('=').next().unwrap_or_default();
+        if i > 0 && drop.contains(&name) {
+            skip_value = !bare.contains(&name) && !text.contains('=');
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out.extend(add.iter().map(std::ffi::OsString::from));
+    out
+}
+
+/// `lab swarm` with no chain scenario: the swarm itself, and what it logged analysed when a
+/// signal stopped it.
+fn ordinary_swarm(child: Vec<std::ffi::OsString>) -> i32 {
     // `lab run` analyses after its swarm itself: its plan says so.
     let report = client_swarm::report_when_stopped(&child);
     let code = client_swarm::main_entry(child.clone());
@@ -493,6 +568,7 @@ fn swarm_plan(
         },
         // The lab analyses after its swarm itself.
         report_when_stopped: false,
+        shard: None,
     }
 }
 
@@ -535,24 +611,53 @@ fn run_group(
             control_url: format!("http://{control}"),
         });
     }
-    let swarm_file = out.join(format!("plan-lane{n}-swarm.json"));
-    let swarm_plan = swarm_plan(plan, out, lane, targets, progress);
-    write_plan(&swarm_file, serde_json::to_string_pretty(&swarm_plan))?;
-    let mut swarm = child_command(&exe, "swarm")
-        .arg("--plan")
-        .arg(&swarm_file)
-        .stdout(Stdio::inherit())
-        .spawn()
-        .context("starting the client swarm")?;
-    let swarm_status = wait_forwarding(&mut swarm, stop)?;
+    // One swarm process, or one per shard (`--swarm-shards`): the same plan, shard i/N each;
+    // the first shows the progress and serves the metrics.
+    let count = plan.swarm_shards.max(1);
+    let mut swarms = Vec::new();
+    for i in 0..count {
+        let shard = (count > 1).then(|| e03_core::shard::Shard::new(i, count).expect("i < count"));
+        let (file, shown) = match shard {
+            None => (format!("plan-lane{n}-swarm.json"), progress),
+            Some(_) => (format!("plan-lane{n}-swarm-shard{i}.json"), {
+                if i == 0 {
+                    progress
+                } else {
+                    ProgressMode::Off
+                }
+            }),
+        };
+        let swarm_file = out.join(file);
+        let mut swarm_plan = swarm_plan(plan, out, lane, targets.clone(), shown);
+        swarm_plan.shard = shard;
+        if i > 0 {
+            swarm_plan.metrics_listen = None;
+        }
+        write_plan(&swarm_file, serde_json::to_string_pretty(&swarm_plan))?;
+        let swarm = child_command(&exe, "swarm")
+            .arg("--plan")
+            .arg(&swarm_file)
+            .stdout(Stdio::inherit())
+            .spawn()
+            .context("starting the client swarm")?;
+        swarms.push(swarm);
+    }
+    // A stop reaches each: a swarm waited for after the stop is sent it by its own wait.
+    let mut failed = None;
+    for swarm in &mut swarms {
+        let status = wait_forwarding(swarm, stop)?;
+        if !status.success() {
+            failed.get_or_insert(status);
+        }
+    }
     for service in &mut services {
         terminate(service);
     }
     for service in &mut services {
         wait_bounded(service, Duration::from_secs(10));
     }
-    if !swarm_status.success() && !stop.load(Ordering::SeqCst) {
-        bail!("the client swarm failed ({swarm_status})");
+    if let Some(status) = failed.filter(|_| !stop.load(Ordering::SeqCst)) {
+        bail!("the client swarm failed ({status})");
     }
     Ok(())
 }
@@ -724,7 +829,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             clap::Arg::new("scenario")
                 .default_value("all")
                 .value_name("SCENARIO")
-                .help("a scenario the run holds (e03a, e03b, a user scenario's name), or all: every scenario folder of the run"),
+                .help("a scenario the run holds (e03a, e03b, a user scenario's name or file), a comma-separated list of them, or all: every scenario folder of the run"),
         );
     let m = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
@@ -756,8 +861,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
         );
         return crate::EXIT_USAGE;
     }
-    let scenarios = match Scenario::parse_list(arg) {
-        Ok(_) if arg == "all" && !kept.is_empty() => kept,
+    let scenarios = match report_list(arg, &kept) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("lab report: {e}");
@@ -786,6 +890,40 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     }
 }
 
+/// The scenarios of `lab report`'s argument: a comma-separated list (compose passes
+/// `E03_SCENARIOS` as it is) of names, scenario files and `all` (every scenario the run kept,
+/// or E03-A and E03-B). A scenario the run kept (its own copy, a user's file among them) is
+/// found by its name.
+fn report_list(arg: &str, kept: &[Scenario]) -> Result<Vec<Scenario>, String> {
+    let mut out: Vec<Scenario> = Vec::new();
+    for token in arg.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let found: Vec<Scenario> = if token == "all" && !kept.is_empty() {
+            kept.to_vec()
+        } else if let Some(k) = kept.iter().find(|k| k.name() == token) {
+            vec![k.clone()]
+        } else {
+            e03_io::scenario_files::resolve(token)?
+                .into_iter()
+                .map(|a| {
+                    let same = kept.iter().find(|k| k.name() == a.scenario.name());
+                    same.cloned().unwrap_or(a.scenario)
+                })
+                .collect()
+        };
+        for s in found {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "no scenario in {arg:?}: expected e03a, e03b, all, a scenario's name or file"
+        ));
+    }
+    Ok(out)
+}
+
 /// The run directory that holds a folder of `scenarios`: the run `out/latest` points at when
 /// `out` is an output directory the lab has run into (named by its run id, so that the printed
 /// `results:` path stays the run's own), else `out` itself.
@@ -804,6 +942,66 @@ fn run_dir_of(out: &Path, scenarios: &[Scenario]) -> Option<std::path::PathBuf> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_args_drops_flags_with_their_values_and_appends() {
+        let args: Vec<std::ffi::OsString> = [
+            "lab swarm",
+            "--scenarios",
+            "e03b,deadline",
+            "--claim-run-dir",
+            "--out=/r",
+            "--shutdown-targets",
+            "--run-id",
+            "x",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        let got = with_args(
+            &args,
+            &["--scenarios", "--shutdown-targets", "--out"],
+            &["--scenarios".into(), "e03b".into()],
+        );
+        let want: Vec<std::ffi::OsString> = [
+            "lab swarm",
+            "--claim-run-dir",
+            "--run-id",
+            "x",
+            "--scenarios",
+            "e03b",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn lab_report_takes_a_comma_list_as_compose_passes_it() {
+        let names = |list: &[Scenario]| {
+            list.iter()
+                .map(|s| s.name().to_string())
+                .collect::<Vec<_>>()
+        };
+        let none: Vec<Scenario> = Vec::new();
+        assert_eq!(
+            names(&report_list("e03b, amplification", &none).unwrap()),
+            ["e03b", "amplification"]
+        );
+        assert_eq!(names(&report_list("all", &none).unwrap()), ["e03a", "e03b"]);
+        // `all` is what the run kept; a name twice is one scenario.
+        let kept = vec![Scenario::named("deadline").unwrap()];
+        assert_eq!(
+            names(&report_list("all,deadline", &kept).unwrap()),
+            ["deadline"]
+        );
+        let e = report_list("e03b,nope", &none).unwrap_err();
+        assert!(e.contains("nope"), "{e}");
+        assert!(report_list(" , ", &none)
+            .unwrap_err()
+            .contains("no scenario"));
+    }
 
     /// The plan of `lab run SCENARIO` with these settings (built here rather than parsed from a
     /// command line: the parser also checks the test process's own environment).
@@ -825,6 +1023,7 @@ mod tests {
             out: "unused".into(),
             sequential,
             scenarios_at_once: at_once,
+            swarm_shards: 1,
             choice: crate::outdir::RunChoice {
                 id: None,
                 overwrite: false,

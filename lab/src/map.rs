@@ -321,6 +321,7 @@ fn verify_cells(
             out: dir.to_path_buf(),
             sequential: false,
             scenarios_at_once: 1,
+            swarm_shards: 1,
             choice: RunChoice {
                 id: Some(name.clone()),
                 overwrite: true,

@@ -288,13 +288,16 @@ fn too_few_hop_services_are_refused_before_any_traffic() {
     let (_, err) = common::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--chain-hops"), "{err}");
-    // A chain scenario with an E03 one is refused, and the hop services are still shut down.
+    // A chain scenario with an E03 one: the E03 part fails (no dependency listens), so the
+    // chains do not run, and the hop services are still shut down.
     let (mut services, urls) = hop_services(1, &dir);
     let o = lab()
         .args([
             "swarm",
             "--targets",
             "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--strategies",
+            "A",
             "--scenarios",
             "amplification,e03b",
             "--shutdown-targets",
@@ -306,13 +309,86 @@ fn too_few_hop_services_are_refused_before_any_traffic() {
         .output()
         .unwrap();
     let (_, err) = common::text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("e03b is not a chain scenario"), "{err}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("top requests through"), "no chain ran: {err}");
     assert_exits(&mut services);
+    assert!(!dir.join("amplification").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Compose's swarm with `E03_SCENARIOS=e03b,amplification`: the E03-B run against the
+/// dependency first, then the chain through the hop services, both in the one run directory it
+/// claimed; every service is shut down at the end, and `lab report` prints both scenarios'
+/// tables from those logs.
+#[test]
+fn compose_swarm_runs_a_chain_beside_e03b_in_one_run_directory() {
+    let dir = common::temp("chains", "compose-mixed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut dependency, target) = common::serve_dependency(&dir, &[]);
+    let (mut services, urls) = hop_services(6, &dir);
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            &target,
+            "--strategies",
+            "A",
+            "--scenarios",
+            "e03b,amplification",
+            "--clients",
+            "10",
+            "--duration-s",
+            "1",
+            "--freeze-start-s",
+            "0.3",
+            "--freeze-end-s",
+            "0.5",
+            "--recovery-end-s",
+            "0.7",
+            "--claim-run-dir",
+            "--run-id",
+            "mixed",
+            "--shutdown-targets",
+            "--chain-hops",
+            &urls.join(","),
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (out, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let run = dir.join("mixed");
+    assert!(run.join("e03b/client-A-seed42.jsonl").is_file(), "{err}");
+    let bottom =
+        std::fs::read_to_string(run.join("amplification/every-layer/layer-4-bottom.jsonl"))
+            .unwrap();
+    assert_eq!(bottom.lines().count(), 81);
+    assert!(std::fs::read_to_string(run.join("amplification/every-layer/top.jsonl")).is_ok());
+    assert_exits(&mut services);
+    let mut exited = false;
+    for _ in 0..250 {
+        if dependency.0.try_wait().unwrap().is_some() {
+            exited = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert!(
-        std::fs::read_dir(&dir).unwrap().next().is_none(),
-        "nothing is written"
+        exited,
+        "the dependency still runs after the swarm shut it down"
     );
+    // The analyzer (compose's `lab report`) reads both from the one folder.
+    let o = lab()
+        .args(["report", "--out"])
+        .arg(&dir)
+        .arg("e03b,amplification")
+        .output()
+        .unwrap();
+    let (out, err) = common::text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
+    assert!(out.contains("E03-B"), "{out}");
+    assert_published(&out);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

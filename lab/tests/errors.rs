@@ -164,7 +164,10 @@ fn help_lists_every_subcommand_under_the_labs_name() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("the run directory holding"), "{help}");
     assert!(
-        help.contains("a scenario the run holds (e03a, e03b, a user scenario's name), or all"),
+        help.contains(
+            "a scenario the run holds (e03a, e03b, a user scenario's name or file), a \
+             comma-separated list of them, or all"
+        ),
         "{help}"
     );
 }

@@ -132,6 +132,7 @@ fn children_run_their_plan_not_the_environment() {
         progress: client_swarm::progress::ProgressMode::Off,
         host: client_swarm::HostSettings::default(),
         report_when_stopped: false,
+        shard: None,
     };
     let swarm_file = dir.join("swarm.json");
     std::fs::write(&swarm_file, serde_json::to_string(&swarm_plan).unwrap()).unwrap();
@@ -228,6 +229,7 @@ fn a_plan_file_is_the_whole_setting_and_is_checked() {
         progress: client_swarm::progress::ProgressMode::Off,
         host: client_swarm::HostSettings::default(),
         report_when_stopped: false,
+        shard: None,
     })
     .unwrap();
     p["scenarios"][0]["params"]["swarm"]["clients"] = serde_json::json!(0);

@@ -5,10 +5,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{http, lab, spawn_first_line, Running};
+use common::{exit_within, http, lab, spawn_first_line, Running};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -19,31 +19,7 @@ fn serve(dir: &Path) -> (Running, String) {
 
 /// [`serve`] with more arguments.
 fn serve_with(dir: &Path, more: &[&str]) -> (Running, String) {
-    let dir = dir.to_str().expect("a UTF-8 temp path");
-    let args = [
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--control-listen",
-            "127.0.0.1:0",
-            "--scenario",
-            "none",
-            "--log-dir",
-            dir,
-        ],
-        more,
-    ]
-    .concat();
-    let (child, line) = spawn_first_line(&args);
-    let addr = |key: &str| {
-        line.split_whitespace()
-            .find_map(|p| p.strip_prefix(key))
-            .unwrap_or_else(|| panic!("no {key} in {line:?}"))
-            .to_string()
-    };
-    let target = format!("A=http://{}@http://{}", addr("work="), addr("control="));
-    (child, target)
+    common::serve_dependency(dir, more)
 }
 
 /// Runs a `lab swarm` command to its end: exit 0, or its stderr.
@@ -57,20 +33,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("e03-lab-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
-}
-
-/// Waits up to `limit` for `child` to exit by itself; its exit code, or `None` (then killed).
-fn exit_within(child: &mut Child, limit: Duration) -> Option<i32> {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status.code();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
 }
 
 fn swarm_args(target: &str, out: &Path, duration_s: &str) -> Vec<String> {

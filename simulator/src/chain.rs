@@ -1,25 +1,39 @@
-//! Chains of services on a virtual clock: the top caller and every hop are the core's
-//! [`HopCall`] state machines, the bottom is [`Bottom::answer`]; calls take no network time.
-//! A caller that stops waiting for an attempt (its timeout) does not stop the callee, which
-//! works on to its own end, as a server that does not notice its caller left. Top requests are
-//! sent one after the other. The records are the ones the live hops log.
+//! Chains of services on a virtual clock: every hop is the core's [`HopCall`] state machine,
+//! the bottom is [`Bottom::answer`], and the top caller is the core's workload
+//! ([`e03_core::workload::top_caller`]), driven here through the one workload interface as the
+//! simulator's engine drives any workload; calls take no network time. A caller that stops
+//! waiting for an attempt (its timeout) does not stop the callee, which works on to its own
+//! end, as a server that does not notice its caller left. The records are the ones the live
+//! hops and the live top caller log.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use e03_core::chain::{
-    deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep, TopRecord,
+    deadline_header_ms, deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep,
+    TopRecord,
 };
+use e03_core::policy::Policies;
+use e03_core::session::AttemptId;
+use e03_core::workload::{Clients, Next, Workload};
 use e03_core::AttemptResult;
 
-/// One call in flight at some layer (0: the top caller's operation).
+/// Who waits for a call's answer.
+#[derive(Debug, Clone, Copy)]
+enum Parent {
+    /// The top caller's attempt.
+    Top(AttemptId),
+    /// The calling hop's call and its attempt number.
+    Call(usize, u32),
+}
+
+/// One call in flight at a layer below the top caller.
 struct Call {
     layer: u32,
     req: u64,
     start: Duration,
-    /// Who waits for it: the calling call and its attempt number.
-    parent: Option<(usize, u32)>,
+    parent: Parent,
     /// The hop's state machine (none at the bottom).
     hop: Option<HopCall>,
     /// The attempt this call waits for (number), while one is in flight.
@@ -34,6 +48,8 @@ enum Ev {
     Finish { call: usize, status: u16 },
     /// A call's attempt `attempt` times out.
     Timeout { call: usize, attempt: u32 },
+    /// The top caller's attempt (operation, attempt) times out.
+    TopTimeout { op: u32, attempt: u32 },
     /// A call's wait before a retry is over.
     Wake { call: usize },
 }
@@ -42,6 +58,10 @@ struct Sim<'a> {
     variant: &'a ChainVariant,
     bottom: Bottom,
     seed: u64,
+    top: Clients,
+    policy: Policies,
+    /// The top caller's attempt in flight (it sends one at a time).
+    top_waiting: Option<AttemptId>,
     calls: Vec<Call>,
     queue: BinaryHeap<Reverse<(Duration, u64, Ev)>>,
     seq: u64,
@@ -59,13 +79,44 @@ impl Sim<'_> {
         self.queue.push(Reverse((t, self.seq, ev)));
     }
 
-    /// A call arrives at `layer` at `now`, with the deadline header value `header_ms`.
+    /// What the top caller asked at `now`: its ended operations are top records, its sends
+    /// arrive at layer 1 (with the deadline header when deadlines travel).
+    fn act(&mut self, now: Duration, asked: Next) {
+        self.tops.extend(asked.ended.iter().filter_map(|e| {
+            TopRecord::of_operation(e.op, us(e.start), us(e.end), e.attempts, e.outcome)
+        }));
+        for send in asked.sends {
+            self.top_waiting = Some(send.id);
+            let (op, attempt) = (send.id.op, send.id.attempt);
+            self.at(now + send.timeout, Ev::TopTimeout { op, attempt });
+            let header_ms = self
+                .variant
+                .propagate
+                .then(|| deadline_header_ms(send.timeout));
+            self.arrive(now, 1, u64::from(op), Parent::Top(send.id), header_ms);
+        }
+    }
+
+    /// The top caller's attempt `id` ended at `now` with `result` (if it still waits for it).
+    fn top_answer(&mut self, now: Duration, id: AttemptId, result: AttemptResult) {
+        if self.top_waiting != Some(id) {
+            return; // that attempt was given up already
+        }
+        self.top_waiting = None;
+        let mut asked = Next::default();
+        self.top
+            .on_answer(id, result, now, &mut self.policy, &mut asked);
+        self.act(now, asked);
+    }
+
+    /// A call arrives at `layer` (1 or below) at `now`, with the deadline header value
+    /// `header_ms`.
     fn arrive(
         &mut self,
         now: Duration,
         layer: u32,
         req: u64,
-        parent: Option<(usize, u32)>,
+        parent: Parent,
         header_ms: Option<u64>,
     ) {
         let id = self.calls.len();
@@ -87,11 +138,7 @@ impl Sim<'_> {
             self.at(end, Ev::Finish { call: id, status });
             return;
         }
-        let spec = if layer == 0 {
-            &self.variant.top
-        } else {
-            &self.variant.hops[layer as usize - 1]
-        };
+        let spec = &self.variant.hops[layer as usize - 1];
         let seed = self.seed ^ ((id as u64) << 8);
         match HopCall::arrive(now, spec, header_ms, self.variant.propagate, seed) {
             Err(status) => {
@@ -113,7 +160,7 @@ impl Sim<'_> {
                 self.calls[id].waiting = Some(attempt);
                 self.at(now + timeout, Ev::Timeout { call: id, attempt });
                 let (layer, req) = (self.calls[id].layer + 1, self.calls[id].req);
-                self.arrive(now, layer, req, Some((id, attempt)), header_ms);
+                self.arrive(now, layer, req, Parent::Call(id, attempt), header_ms);
             }
             HopStep::Wait(wait) => self.at(now + wait, Ev::Wake { call: id }),
             HopStep::Answer(status) => self.finish(now, id, status),
@@ -127,17 +174,6 @@ impl Sim<'_> {
             return;
         }
         c.done = true;
-        if c.layer == 0 {
-            let attempts = c.hop.as_ref().map_or(0, |h| h.attempt());
-            self.tops.push(TopRecord {
-                req: c.req,
-                start_us: us(c.start),
-                end_us: us(now),
-                status,
-                attempts,
-            });
-            return;
-        }
         self.records.push(CallRecord {
             layer: c.layer,
             req: c.req,
@@ -146,8 +182,11 @@ impl Sim<'_> {
             status,
             refused: c.refused,
         });
-        if let Some((parent, attempt)) = c.parent {
-            self.deliver(now, parent, attempt, AttemptResult::status(status));
+        match c.parent {
+            Parent::Top(attempt) => self.top_answer(now, attempt, AttemptResult::status(status)),
+            Parent::Call(parent, attempt) => {
+                self.deliver(now, parent, attempt, AttemptResult::status(status))
+            }
         }
     }
 
@@ -164,22 +203,27 @@ impl Sim<'_> {
         self.step(now, id, step);
     }
 
-    fn run(&mut self, requests: u32) {
-        let mut now = Duration::ZERO;
-        for req in 1..=u64::from(requests) {
-            let top = self.calls.len();
-            self.arrive(now, 0, req, None, None);
-            while !self.calls[top].done {
-                let Some(Reverse((t, _, ev))) = self.queue.pop() else {
-                    break;
-                };
-                now = t;
-                self.handle(now, ev);
+    /// Until the top caller has nothing left to do and every lower call has ended (the work
+    /// below a caller that left goes on). A wake of the top caller due by the next event comes
+    /// first: its next request starts the moment the one before ended.
+    fn run(&mut self) {
+        loop {
+            let event = self.queue.peek().map(|Reverse((t, _, _))| *t);
+            let wake = self.top.next_wake();
+            match (wake, event) {
+                (None, None) => break,
+                (Some(wake), e) if e.is_none_or(|e| wake <= e) => {
+                    let mut asked = Next::default();
+                    self.top.on_wake(wake, &mut self.policy, &mut asked);
+                    self.act(wake, asked);
+                }
+                _ => {
+                    let Some(Reverse((t, _, ev))) = self.queue.pop() else {
+                        unreachable!("an event is due before any wake");
+                    };
+                    self.handle(t, ev);
+                }
             }
-        }
-        // The lower layers' work that outlives the top requests.
-        while let Some(Reverse((t, _, ev))) = self.queue.pop() {
-            self.handle(t, ev);
         }
     }
 
@@ -188,6 +232,14 @@ impl Sim<'_> {
             Ev::Finish { call, status } => self.finish(now, call, status),
             Ev::Timeout { call, attempt } => {
                 self.deliver(now, call, attempt, AttemptResult::Timeout)
+            }
+            Ev::TopTimeout { op, attempt } => {
+                let id = AttemptId {
+                    client: 0,
+                    op,
+                    attempt,
+                };
+                self.top_answer(now, id, AttemptResult::Timeout)
             }
             Ev::Wake { call } => {
                 if !self.calls[call].done {
@@ -207,17 +259,21 @@ pub fn simulate_chain(
     requests: u32,
     seed: u64,
 ) -> (Vec<TopRecord>, Vec<CallRecord>) {
+    let (top, policy) = e03_core::workload::top_caller(variant, requests, seed);
     let mut sim = Sim {
         variant,
         bottom,
         seed,
+        top,
+        policy,
+        top_waiting: None,
         calls: Vec::new(),
         queue: BinaryHeap::new(),
         seq: 0,
         records: Vec::new(),
         tops: Vec::new(),
     };
-    sim.run(requests);
+    sim.run();
     (sim.tops, sim.records)
 }
 

@@ -163,3 +163,50 @@ pub fn log_records(dir: &Path, prefix: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .collect()
 }
+
+/// A `lab serve` on loopback port 0 logging into `dir`, as compose starts the dependency (no
+/// standalone run, `--scenario none`), with `more` arguments; the child and its
+/// `A=WORK@CONTROL` target for `lab swarm --targets`.
+#[allow(dead_code)]
+pub fn serve_dependency(dir: &Path, more: &[&str]) -> (Running, String) {
+    let dir = dir.to_str().expect("a UTF-8 temp path");
+    let args = [
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--control-listen",
+            "127.0.0.1:0",
+            "--scenario",
+            "none",
+            "--log-dir",
+            dir,
+        ],
+        more,
+    ]
+    .concat();
+    let (child, line) = spawn_first_line(&args);
+    let addr = |key: &str| {
+        line.split_whitespace()
+            .find_map(|p| p.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+            .to_string()
+    };
+    let target = format!("A=http://{}@http://{}", addr("work="), addr("control="));
+    (child, target)
+}
+
+/// Waits up to `limit` for `child` to exit by itself; its exit code, or `None` (then killed).
+#[allow(dead_code)]
+pub fn exit_within(child: &mut std::process::Child, limit: std::time::Duration) -> Option<i32> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status.code();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}

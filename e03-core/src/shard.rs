@@ -1,0 +1,106 @@
+//! Shards: a run's clients split over N swarm processes (issue "The lab on an orchestrator",
+//! item 1). Shard `I/N` runs clients `I, I + N, I + 2N, ...`: the split k6-operator makes
+//! with equal execution segments, by client. Every random draw of a session is keyed by its
+//! client ([`crate::rng::stream`]), so the union of the N shards makes the same decisions as
+//! one process would (the dependency sees the same traffic, up to timing), and attempt and
+//! operation ids stay unique across shards.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The most shards of one run.
+pub const MAX_SHARDS: u32 = 1024;
+
+/// Shard `index` of `count` (`index` from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// The whole run in one process.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of `count`, if `index < count <= MAX_SHARDS`.
+    pub fn new(index: u32, count: u32) -> Option<Shard> {
+        ((1..=MAX_SHARDS).contains(&count) && index < count).then_some(Shard { index, count })
+    }
+
+    /// Whether client `client` is this shard's.
+    pub fn has(&self, client: u32) -> bool {
+        client % self.count == self.index
+    }
+
+    /// This shard's clients among clients `0..n`, in order.
+    pub fn clients(&self, n: u32) -> impl Iterator<Item = u32> {
+        (self.index..n).step_by(self.count as usize)
+    }
+
+    /// Whether this is the whole run.
+    pub fn is_whole(&self) -> bool {
+        self.count == 1
+    }
+}
+
+impl fmt::Display for Shard {
+    /// `I/N`, as `--shard` takes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    /// `I/N`: shard `I` (from 0) of `N` (1 to [`MAX_SHARDS`]); the message says what it accepts.
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || {
+            format!(
+                "{s:?}: expected I/N, shard I of N counted from 0 (0/4 to 3/4 for four), N from 1 \
+                 to {MAX_SHARDS}"
+            )
+        };
+        let (i, n) = s.trim().split_once('/').ok_or_else(bad)?;
+        let (i, n) = (
+            i.trim().parse::<u32>().map_err(|_| bad())?,
+            n.trim().parse::<u32>().map_err(|_| bad())?,
+        );
+        Shard::new(i, n).ok_or_else(bad)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_i_of_n_runs_clients_i_i_plus_n_and_so_on() {
+        let s: Shard = "1/4".parse().unwrap();
+        assert_eq!(s, Shard { index: 1, count: 4 });
+        assert_eq!(s.clients(10).collect::<Vec<_>>(), [1, 5, 9]);
+        assert!(s.has(5) && !s.has(4));
+        assert_eq!(s.to_string(), "1/4");
+        // The shards of a run cover every client once.
+        let mut all: Vec<u32> = (0..4)
+            .flat_map(|i| Shard::new(i, 4).unwrap().clients(10))
+            .collect();
+        all.sort();
+        assert_eq!(all, (0..10).collect::<Vec<_>>());
+        assert_eq!(Shard::WHOLE.clients(3).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_bad_shard_says_what_it_accepts() {
+        for bad in ["4/4", "1", "a/4", "0/0", "-1/4", "0/2000"] {
+            let e = bad.parse::<Shard>().unwrap_err();
+            assert!(e.contains("expected I/N"), "{bad}: {e}");
+        }
+        assert_eq!(
+            " 0 / 2 ".parse::<Shard>().unwrap(),
+            Shard::new(0, 2).unwrap()
+        );
+    }
+}

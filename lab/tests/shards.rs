@@ -1,0 +1,214 @@
+//! Shards (issue "The lab on an orchestrator", items 1 and 2): a run's swarm as N processes,
+//! shard i/N each (clients i, i+N, ...), registering with each dependency for one run that
+//! starts at one instant. `lab run --swarm-shards 4` makes one run per strategy from four
+//! processes, every attempt matched; a run that cannot be split is refused before anything is
+//! written; a shard killed mid-run leaves the run marked incomplete, the shard named.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::lab;
+
+/// A short E03-B: the freeze from 1 s to 1.5 s, recovery to 2 s, 3 s in all.
+const SHORT: [&str; 14] = [
+    "--clients",
+    "40",
+    "--duration-s",
+    "3",
+    "--freeze-start-s",
+    "1",
+    "--freeze-end-s",
+    "1.5",
+    "--recovery-end-s",
+    "2",
+    "--think-min-ms",
+    "100",
+    "--think-max-ms",
+    "300",
+];
+
+/// The records of a JSON Lines file.
+fn records(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn four_shard_processes_make_one_run_per_strategy_with_every_attempt_matched() {
+    let dir = common::temp("shards", "four");
+    let o = lab()
+        .args(["run", "e03b", "--strategies", "A,D", "--seed", "7"])
+        .args(SHORT)
+        .args([
+            "--swarm-shards",
+            "4",
+            "--budget-scope",
+            "shard",
+            "--shards",
+            "4",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (out, err) = common::text(&o);
+    // The tables are made (a check of this short run may fail: exit 3).
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
+    assert!(err.contains("shard 3/4"), "{err}");
+    let run = dir.join(std::fs::read_link(dir.join("latest")).unwrap());
+    let scenario = run.join("e03b");
+    for strategy in ["A", "D"] {
+        let server = records(&scenario.join(format!("server-{strategy}-seed7.jsonl")));
+        let id = server[0]["data"]["run"].as_str().unwrap().to_string();
+        let arrivals = server.iter().filter(|r| r["type"] == "arrival").count();
+        let mut sent = 0;
+        let mut clients = BTreeSet::new();
+        for i in 0..4u64 {
+            let log = scenario.join(format!("client-{strategy}-seed7-shard{i}of4.jsonl"));
+            let recs = records(&log);
+            assert_eq!(recs[0]["type"], "run_start", "{}", log.display());
+            assert_eq!(recs[0]["data"]["shard"]["index"], i);
+            // One run: every shard's records carry the dependency's run id.
+            assert!(
+                recs.iter().all(|r| r["data"]["run"] == id.as_str()),
+                "{}",
+                log.display()
+            );
+            assert_eq!(recs.last().unwrap()["data"]["complete"], true);
+            for r in recs.iter().filter(|r| r["type"] == "attempt") {
+                let c = r["data"]["client"].as_u64().unwrap();
+                assert_eq!(c % 4, i, "shard {i} sent for client {c}");
+                clients.insert(c);
+                sent += 1;
+            }
+        }
+        assert_eq!(
+            sent, arrivals,
+            "strategy {strategy}: every attempt arrived, no other"
+        );
+        assert_eq!(clients.len(), 40, "every client ran, in one shard");
+        assert_eq!(
+            server.last().unwrap()["data"]["complete"],
+            true,
+            "the dependency ended the run complete once all four stopped it"
+        );
+    }
+    // The analyzer merged the shards: every run's attempts matched.
+    let matched = out
+        .lines()
+        .filter(|l| l.contains(" seed 7 ") && l.trim_end().ends_with("ok |"))
+        .count();
+    assert_eq!(matched, 2, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_that_cannot_be_split_is_refused_before_anything_is_written() {
+    let dir = common::temp("shards", "refused");
+    let o = lab()
+        .args(["run", "e03b", "--swarm-shards", "4", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--swarm-shards") && err.contains("E03_BUDGET_SCOPE=fleet"),
+        "{err}"
+    );
+    let o = lab()
+        .args(["run", "e03b", "--swarm-shards", "0", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("expected a whole number from 1 to 64"),
+        "{err}"
+    );
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    // `lab swarm --shard` says what it accepts.
+    let o = lab()
+        .args([
+            "swarm",
+            "--targets",
+            "C=http://127.0.0.1:9@http://127.0.0.1:9",
+            "--strategies",
+            "C",
+            "--shard",
+            "4/4",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (_, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--shard (E03_SHARD)") && err.contains("expected I/N"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two shards against one dependency, as an orchestrator starts them; one is killed mid-run.
+/// The other runs to its end, and the run is marked incomplete, the killed shard's log named.
+#[test]
+fn a_shard_killed_mid_run_leaves_the_run_incomplete_and_named() {
+    let dir = common::temp("shards", "killed");
+    let (dependency, target) = common::serve_dependency(&dir, &[]);
+    let target = target.replacen("A=", "C=", 1);
+    let swarm = |i: u32| {
+        lab()
+            .args(["swarm", "--targets", &target, "--strategies", "C"])
+            .args(["--scenarios", "e03b", "--seed", "7"])
+            .args(SHORT)
+            .args(["--shard", &format!("{i}/2"), "--out"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut killed = swarm(1);
+    let kept = swarm(0);
+    let log = dir.join("e03b/client-C-seed7-shard1of2.jsonl");
+    // Killed once its log has attempts in it (the run is under way).
+    let mut waited = 0;
+    while std::fs::read_to_string(&log).map_or(true, |t| !t.contains("\"attempt\"")) {
+        assert!(waited < 300, "shard 1 never sent an attempt");
+        std::thread::sleep(Duration::from_millis(20));
+        waited += 1;
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let o = kept.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("shard 0/2"), "{err}");
+    // The dependency still waits for shard 1 to stop the run; ending it (a signal, as the
+    // orchestrator does at the end) marks it incomplete.
+    assert_eq!(common::terminate(dependency), Some(0));
+    let o = lab()
+        .args(["report", "--out"])
+        .arg(&dir)
+        .arg("e03b")
+        .output()
+        .unwrap();
+    let (out, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("client-C-seed7-shard1of2.jsonl"), "{err}");
+    assert!(err.contains("incomplete"), "{err}");
+    // The shard that ran to its end kept every attempt it sent.
+    let kept = records(&dir.join("e03b/client-C-seed7-shard0of2.jsonl"));
+    assert_eq!(kept.last().unwrap()["data"]["complete"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
