@@ -105,3 +105,6 @@ if ! docker info >/dev/null 2>&1; then
     exit 0
 fi
 scripts/test-compose.sh
+
+step "Docker Swarm mode: deploy/stack.yml, the swarm as 4 shard tasks, on a one-node swarm on loopback (scripts/check-stack.sh, docs/shards.md)"
+timeout --kill-after=10 600 scripts/check-stack.sh

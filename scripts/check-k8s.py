@@ -23,8 +23,8 @@ def main(rendered, parameters_md):
     pods = []
     for o in by_kind.get("Deployment", []) + by_kind.get("Job", []):
         pods.append((f"{o['kind']}/{o['metadata']['name']}", o["spec"]["template"]["spec"]))
-    if len(by_kind.get("Deployment", [])) != 4 or len(by_kind.get("Job", [])) != 1:
-        fail(f"expected 4 Deployments and 1 Job, got {sorted((k, len(v)) for k, v in by_kind.items())}")
+    if len(by_kind.get("Deployment", [])) != 4 or len(by_kind.get("Job", [])) != 2:
+        fail(f"expected 4 Deployments and 2 Jobs, got {sorted((k, len(v)) for k, v in by_kind.items())}")
     for name, pod in pods:
         sc = pod.get("securityContext", {})
         if sc.get("runAsNonRoot") is not True or sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
@@ -45,10 +45,26 @@ def main(rendered, parameters_md):
                 fail(f"{where}: CPU and memory requests are required")
             if not c["image"].startswith("e03-lab"):
                 fail(f"{where}: image {c['image']} is not the lab's")
-    job = by_kind["Job"][0]
-    if job["spec"].get("completionMode") != "Indexed":
+    jobs = {j["metadata"]["name"]: j for j in by_kind["Job"]}
+    job = jobs.get("e03-run") or fail("no Job e03-run (the swarm's shards)")
+    spec = job["spec"]
+    if spec.get("completionMode") != "Indexed":
         fail("the run must be an Indexed Job")
-    swarm = job["spec"]["template"]["spec"]["initContainers"][0]
+    shards = spec.get("completions")
+    if not shards or spec.get("parallelism") != shards:
+        fail(f"e03-run: parallelism {spec.get('parallelism')} must equal completions {shards}: every shard runs at once")
+    swarm = spec["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in swarm.get("env", [])}
+    index = env.get("SHARD_INDEX", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath", "")
+    if "job-completion-index" not in index or env.get("E03_SHARD", {}).get("value") != f"$(SHARD_INDEX)/{shards}":
+        fail(f"e03-run: E03_SHARD must be the completion index over {shards}")
+    cm_data = {k: v for cm in by_kind["ConfigMap"] for k, v in cm["data"].items()}
+    if cm_data.get("E03_BUDGET_SCOPE") == "shard" and int(cm_data.get("E03_SHARDS", "1")) % shards:
+        fail(f"E03_SHARDS={cm_data.get('E03_SHARDS')} must be a multiple of the {shards} shards")
+    report = jobs.get("e03-report") or fail("no Job e03-report (the analyzer)")
+    rargs = report["spec"]["template"]["spec"]["containers"][0]["args"]
+    if "--wait-s" not in rargs or rargs[rargs.index("--out") + 1] != swarm["args"][swarm["args"].index("--out") + 1]:
+        fail("e03-report must wait for the runs, in the swarm's --out")
     args = swarm["args"]
     targets = args[args.index("--targets") + 1]
     services = {s["metadata"]["name"]: {p["port"] for p in s["spec"]["ports"]} for s in by_kind["Service"]}

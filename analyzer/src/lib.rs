@@ -265,13 +265,9 @@ pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
     })
 }
 
-/// The client logs of the shards of a run split over swarm processes (`-shard<I>of<N>`, in
+/// The shards of a run split over swarm processes that left a client log (`-shard<I>of<N>`, in
 /// shard order), and the shards of that `N` that left none.
-fn shard_logs(
-    dir: &Path,
-    strategy: &str,
-    seed: u64,
-) -> std::io::Result<(Vec<std::path::PathBuf>, Vec<Shard>)> {
+fn shard_logs(dir: &Path, strategy: &str, seed: u64) -> std::io::Result<(Vec<Shard>, Vec<Shard>)> {
     let prefix = format!("client-{strategy}-seed{seed}-shard");
     let mut found: Vec<Shard> = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -293,11 +289,7 @@ fn shard_logs(
         .filter_map(|i| Shard::new(i, count))
         .filter(|s| !found.contains(s))
         .collect();
-    let logs = found
-        .iter()
-        .map(|&s| dir.join(shard_log_name(strategy, seed, s)))
-        .collect();
-    Ok((logs, missing))
+    Ok((found, missing))
 }
 
 /// Reads the server and client logs of one run.
@@ -315,9 +307,11 @@ fn analyze_run(
     let mut complete = true;
     let server = dir.join(file_name(&server_log_path(&scenario, strategy, seed)));
     let whole = dir.join(file_name(&client_log_path(&scenario, strategy, seed)));
-    let mut logs = vec![server];
+    // Each log, with the shard whose it is (the server log: none).
+    let mut logs: Vec<(std::path::PathBuf, Option<Shard>)> = vec![(server, None)];
+    let mut tally = None;
     if whole.exists() {
-        logs.push(whole);
+        logs.push((whole, None));
     } else {
         // A run split over swarm processes: every shard's log, one after the other (the
         // metrics do not need them merged in time order); a shard without one is named.
@@ -327,8 +321,10 @@ fn analyze_run(
                 source,
             })?;
         if shards.is_empty() {
-            logs.push(whole);
+            logs.push((whole, None));
         }
+        let count = shards.iter().chain(&missing).map(|s| s.count).max();
+        tally = count.map(e03_metrics::shards::ShardTally::new);
         for s in missing {
             warnings.push(format!(
                 "{}: shard {s} of the run has no client log (it never started, or registered \
@@ -337,9 +333,13 @@ fn analyze_run(
             ));
             complete = false;
         }
-        logs.extend(shards);
+        logs.extend(
+            shards
+                .into_iter()
+                .map(|s| (dir.join(shard_log_name(strategy, seed, s)), Some(s))),
+        );
     }
-    for path in logs {
+    for (path, shard) in logs {
         if !path.exists() {
             warnings.push(format!(
                 "{}: missing: the run is incomplete",
@@ -348,7 +348,14 @@ fn analyze_run(
             complete = false;
             continue;
         }
-        let status = reader::read_log_file(&path, |e| feed(&mut acc, e))?;
+        let status = reader::read_log_file(&path, |e| {
+            feed(&mut acc, e);
+            match (tally.as_mut(), e, shard) {
+                (Some(t), e03_core::events::Event::Arrival(a), None) => t.arrival(a),
+                (Some(t), e03_core::events::Event::Attempt(a), Some(s)) => t.attempt(s.index, a),
+                _ => {}
+            }
+        })?;
         complete &= status.complete();
         warnings.extend(status.warnings);
     }
@@ -387,6 +394,9 @@ fn analyze_run(
     }
     let mut m = acc.finish();
     m.complete = complete;
+    m.shards = tally
+        .map(e03_metrics::shards::ShardTally::finish)
+        .unwrap_or_default();
     Ok(m)
 }
 

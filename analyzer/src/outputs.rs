@@ -157,6 +157,15 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         b.push(Heading(2, "Fidelity of the live run".into()));
         b.push(Items(extra));
     }
+    if let Some(t) = e03_metrics::tables::shards_table(s) {
+        b.push(Heading(2, "Shards".into()));
+        b.push(para(
+            "The run's clients were split over swarm processes (the lab's docs/shards.md): each \
+             shard's attempts against the arrivals of its own clients, matched by identity, and \
+             how late it sent them.",
+        ));
+        b.push(Table(t));
+    }
     if let Some(log) = e03_metrics::checks::attempt_log_text(s) {
         b.push(Heading(2, "Attempts of each caller".into()));
         b.push(para("([attempts.txt](attempts.txt))"));

@@ -55,19 +55,31 @@ impl fmt::Display for Shard {
 impl FromStr for Shard {
     type Err = String;
 
-    /// `I/N`: shard `I` (from 0) of `N` (1 to [`MAX_SHARDS`]); the message says what it accepts.
+    /// `I/N`: shard `I` (from 0) of `N` (1 to [`MAX_SHARDS`]); or `slot S/N`, the slot `S`
+    /// counted from 1 (shard `S - 1`), as Docker Swarm mode numbers a service's tasks
+    /// (`{{.Task.Slot}}`). The message says what it accepts.
     fn from_str(s: &str) -> Result<Shard, String> {
         let bad = || {
             format!(
-                "{s:?}: expected I/N, shard I of N counted from 0 (0/4 to 3/4 for four), N from 1 \
-                 to {MAX_SHARDS}"
+                "{s:?}: expected I/N, shard I of N counted from 0 (0/4 to 3/4 for four), or \
+                 slot S/N counted from 1 (slot 1/4 to slot 4/4), N from 1 to {MAX_SHARDS}"
             )
         };
-        let (i, n) = s.trim().split_once('/').ok_or_else(bad)?;
+        let text = s.trim();
+        let (slot, text) = match text.strip_prefix("slot") {
+            Some(rest) => (true, rest.trim()),
+            None => (false, text),
+        };
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let (i, n) = (
             i.trim().parse::<u32>().map_err(|_| bad())?,
             n.trim().parse::<u32>().map_err(|_| bad())?,
         );
+        let i = if slot {
+            i.checked_sub(1).ok_or_else(bad)?
+        } else {
+            i
+        };
         Shard::new(i, n).ok_or_else(bad)
     }
 }
@@ -102,5 +114,18 @@ mod tests {
             " 0 / 2 ".parse::<Shard>().unwrap(),
             Shard::new(0, 2).unwrap()
         );
+        // Docker Swarm mode's task slots count from 1.
+        assert_eq!(
+            "slot 1/4".parse::<Shard>().unwrap(),
+            Shard::new(0, 4).unwrap()
+        );
+        assert_eq!(
+            "slot 4/4".parse::<Shard>().unwrap(),
+            Shard::new(3, 4).unwrap()
+        );
+        for bad in ["slot 0/4", "slot 5/4", "slot"] {
+            let e = bad.parse::<Shard>().unwrap_err();
+            assert!(e.contains("slot S/N"), "{bad}: {e}");
+        }
     }
 }

@@ -35,6 +35,7 @@ pub mod ledger;
 mod matching;
 pub mod metrics;
 pub mod openloop;
+pub mod shards;
 pub mod stats;
 pub mod steps;
 pub mod tables;

@@ -157,6 +157,9 @@ pub struct RunMetrics {
     /// The fan-out workload's requests (`E03_WORKLOAD=fan_out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<crate::fanout::FanOutMetrics>,
+    /// Each shard's figures, for a live run split over swarm processes (docs/shards.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<crate::shards::ShardFigures>,
 }
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
@@ -770,6 +773,7 @@ impl RunAccumulator {
             steps: self.steps.map(crate::steps::StepTally::finish),
             wire: self.wire.map(crate::wire::WireTally::finish),
             fanout: self.fanout.map(crate::fanout::FanOutAcc::finish),
+            shards: Vec::new(),
         }
     }
 }

@@ -790,6 +790,49 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 }
 
 /// Live only, for the terminal: one compact row per run (the full lines are in `report.md`).
+/// One row per shard of every live run split over swarm processes (docs/shards.md): its
+/// attempts sent, the arrivals of its clients, whether they match, and its send lateness.
+/// `None` when no run was split.
+pub fn shards_table(s: &ScenarioSummary) -> Option<Table> {
+    let rows: Vec<Vec<String>> = s
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.shards.iter().map(move |f| {
+                let matched = if f.matched() {
+                    "ok".to_string()
+                } else {
+                    format!(
+                        "MISMATCH ({} sent not arrived, {} arrived not sent)",
+                        f.unmatched_client, f.unmatched_server
+                    )
+                };
+                vec![
+                    format!("{} seed {}", r.strategy, r.seed),
+                    f.shard.to_string(),
+                    f.sent.to_string(),
+                    f.arrived.to_string(),
+                    matched,
+                    format!("{:.2} ms", f.send_late_p99_ms),
+                ]
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        headers: [
+            "run",
+            "shard",
+            "attempts sent",
+            "arrived",
+            "matched",
+            "send late p99",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    })
+}
+
 pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
     let ms = |v: f64| format!("{v:.2} ms");
     let rows: Vec<Vec<String>> = s
@@ -1009,6 +1052,13 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
                 writeln!(w, "{l}")?;
             }
         }
+    }
+    if let Some(t) = shards_table(s) {
+        writeln!(
+            w,
+            "\nShards of the live runs (each swarm process's attempts against its clients' arrivals):"
+        )?;
+        write!(w, "{}", t.markdown())?;
     }
     if let Some(log) = crate::checks::attempt_log_text(s) {
         writeln!(w, "\nAttempts of each caller (attempts.txt):")?;

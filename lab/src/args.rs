@@ -92,6 +92,8 @@ pub struct SimPlan {
     pub choice: RunChoice,
     /// The user's policy file and its text, kept beside the outputs.
     pub policies: Option<(PathBuf, String)>,
+    /// `lab compare --swarm-shards N`: its live part's swarms as N processes (1 otherwise).
+    pub swarm_shards: u32,
 }
 
 pub enum Command {
@@ -279,7 +281,8 @@ fn cli() -> Clap {
                 .arg(scenario_arg())
                 .arg(policies_arg())
                 .arg(out_arg())
-                .arg(sequential_arg()),
+                .arg(sequential_arg())
+                .arg(swarm_shards_arg()),
         )))
         // Dispatched in main before this parser; listed here for `lab --help`.
         .subcommand(Clap::new("list").about(
@@ -494,6 +497,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 )));
             }
             let plan = SimPlan {
+                swarm_shards: swarm_shards(sub, &params, &scenarios).map_err(usage_error)?,
                 definitions: args.iter().map(|a| a.text.clone()).collect(),
                 scenarios,
                 scenario_args,

@@ -830,6 +830,16 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
                 .default_value("all")
                 .value_name("SCENARIO")
                 .help("a scenario the run holds (e03a, e03b, a user scenario's name or file), a comma-separated list of them, or all: every scenario folder of the run"),
+        )
+        .arg(
+            clap::Arg::new("wait-s")
+                .long("wait-s")
+                .value_name("SECONDS")
+                .help(
+                    "first wait, at most this long, until each named scenario's folder holds \
+                     server logs that all end with their run_end (an orchestrator's analyzer, \
+                     started beside the run: docs/shards.md); then analyse what is there",
+                ),
         );
     let m = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
@@ -840,6 +850,36 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     };
     let out = std::path::PathBuf::from(m.get_one::<String>("out").expect("default"));
     let arg = m.get_one::<String>("scenario").expect("default");
+    if let Some(v) = m.get_one::<String>("wait-s") {
+        let Some(limit) = v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| (1..=86_400).contains(s))
+        else {
+            eprintln!(
+                "lab report: invalid --wait-s {v:?}: expected a whole number of seconds from 1 \
+                 to 86400"
+            );
+            return crate::EXIT_USAGE;
+        };
+        let names: Vec<&str> = arg
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect();
+        let end = Instant::now() + Duration::from_secs(limit);
+        while !runs_ended(&out, &names) {
+            if Instant::now() >= end {
+                eprintln!(
+                    "lab report: the runs of {arg} had not all ended after {limit} s; analysing \
+                     what is there"
+                );
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
     // The scenarios the run kept (a user's file among them), known before the argument is read.
     let latest = out.join(outdir::LATEST);
     let run = if latest.is_dir() { latest } else { out.clone() };
@@ -888,6 +928,41 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             1
         }
     }
+}
+
+/// Whether every run of the scenarios `names` under `out` (or the run `out/latest` points at)
+/// has ended: each folder holds a server log, and each server log's last record is its
+/// `run_end` (the dependency wrote it when the swarm, or every shard of it, stopped the run).
+fn runs_ended(out: &Path, names: &[&str]) -> bool {
+    let ended = |log: &Path| {
+        std::fs::read_to_string(log).is_ok_and(|text| {
+            text.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with("{\"type\":\"run_end\""))
+        })
+    };
+    names.iter().all(|name| {
+        [out.join(outdir::LATEST).join(name), out.join(name)]
+            .iter()
+            .any(|dir| {
+                let logs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+                    .map(|entries| {
+                        entries
+                            .filter_map(Result::ok)
+                            .map(|e| e.path())
+                            .filter(|p| {
+                                p.file_name().is_some_and(|n| {
+                                    let n = n.to_string_lossy();
+                                    n.starts_with("server-") && n.ends_with(".jsonl")
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                !logs.is_empty() && logs.iter().all(|l| ended(l))
+            })
+    })
 }
 
 /// The scenarios of `lab report`'s argument: a comma-separated list (compose passes
@@ -975,6 +1050,27 @@ mod tests {
         .map(Into::into)
         .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_run_has_ended_when_every_server_log_ends_with_its_run_end() {
+        let out = std::env::temp_dir().join(format!("e03-ended-{}", std::process::id()));
+        let dir = out.join("e03b");
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(!runs_ended(&out, &["e03b"]), "no server log yet");
+        let end = "{\"type\":\"run_end\",\"data\":{}}\n";
+        let arrival = "{\"type\":\"arrival\",\"data\":{}}\n";
+        std::fs::write(dir.join("server-A-seed42.jsonl"), format!("{arrival}{end}")).unwrap();
+        std::fs::write(dir.join("server-B-seed42.jsonl"), arrival).unwrap();
+        assert!(!runs_ended(&out, &["e03b"]), "B's run goes on");
+        std::fs::write(
+            dir.join("server-B-seed42.jsonl"),
+            format!("{arrival}{end}\n"),
+        )
+        .unwrap();
+        assert!(runs_ended(&out, &["e03b"]));
+        assert!(!runs_ended(&out, &["e03b", "e03a"]), "no e03a folder");
+        let _ = std::fs::remove_dir_all(&out);
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         out: plan.out.clone(),
         sequential: plan.sequential,
         scenarios_at_once: 1,
-        swarm_shards: 1,
+        swarm_shards: plan.swarm_shards,
         choice: plan.choice.clone(),
         policies: plan.policies.clone(),
     };

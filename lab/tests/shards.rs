@@ -106,6 +106,14 @@ fn four_shard_processes_make_one_run_per_strategy_with_every_attempt_matched() {
         .filter(|l| l.contains(" seed 7 ") && l.trim_end().ends_with("ok |"))
         .count();
     assert_eq!(matched, 2, "{out}");
+    // And each shard's attempts against its own clients' arrivals.
+    let shard_rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| A seed 7") || l.starts_with("| D seed 7"))
+        .filter(|l| l.contains("/4 "))
+        .collect();
+    assert_eq!(shard_rows.len(), 8, "{out}");
+    assert!(shard_rows.iter().all(|l| l.contains(" ok |")), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
