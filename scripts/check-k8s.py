@@ -1,8 +1,10 @@
 """What the Kubernetes schemas do not check in deploy/k8s (scripts/check-k8s.sh): every pod
 runs as non-root with the runtime's seccomp profile, every container has a read-only root
 filesystem, no privilege escalation, no capability and CPU and memory requests; the run is an
-Indexed Job; the swarm's --targets name the dependency Services and their ports; every E03_*
-key of the ConfigMap is a parameter of the lab (docs/parameters.md, generated from the code)."""
+Indexed Job; the swarm's --targets name the dependency Services and their ports; the analyzer
+collects the logs (--listen) behind a Service that every pod's E03_SEND_LOGS names, and no pod
+but the analyzer mounts a persistent volume; every E03_* key of the ConfigMap is a parameter of
+the lab (docs/parameters.md, generated from the code)."""
 
 import re
 import sys
@@ -63,8 +65,30 @@ def main(rendered, parameters_md):
         fail(f"E03_SHARDS={cm_data.get('E03_SHARDS')} must be a multiple of the {shards} shards")
     report = jobs.get("e03-report") or fail("no Job e03-report (the analyzer)")
     rargs = report["spec"]["template"]["spec"]["containers"][0]["args"]
-    if "--wait-s" not in rargs or rargs[rargs.index("--out") + 1] != swarm["args"][swarm["args"].index("--out") + 1]:
-        fail("e03-report must wait for the runs, in the swarm's --out")
+    if "--wait-s" not in rargs or "--listen" not in rargs:
+        fail("e03-report must collect the logs (--listen) and wait for the runs (--wait-s)")
+    listen_port = int(rargs[rargs.index("--listen") + 1].rsplit(":", 1)[1])
+    services_of = {s["metadata"]["name"]: s for s in by_kind["Service"]}
+    collector = services_of.get("e03-report") or fail("no Service e03-report (where the logs go)")
+    labels = report["spec"]["template"]["metadata"]["labels"]
+    if not all(labels.get(k) == v for k, v in collector["spec"]["selector"].items()):
+        fail("Service e03-report does not select the analyzer's pod")
+    ports = {p["port"]: p["targetPort"] for p in collector["spec"]["ports"]}
+    named = {p.get("name"): p["containerPort"] for p in report["spec"]["template"]["spec"]["containers"][0].get("ports", [])}
+    cm_send = {k: v for cm in by_kind["ConfigMap"] for k, v in cm["data"].items()}.get("E03_SEND_LOGS", "")
+    m = re.fullmatch(r"http://e03-report:(\d+)", cm_send)
+    if not m or int(m.group(1)) not in ports or named.get(ports[int(m.group(1))]) != listen_port:
+        fail(f"E03_SEND_LOGS={cm_send!r} must reach the analyzer's --listen port {listen_port} through Service e03-report")
+    for name, pod in pods:
+        if name == "Job/e03-report":
+            continue
+        if any("persistentVolumeClaim" in v for v in pod.get("volumes", [])):
+            fail(f"{name}: only the analyzer mounts a persistent volume; the others send their logs")
+        c = pod["containers"][0]
+        sends = any(e.get("name") == "E03_SEND_LOGS" for e in c.get("env", [])) or any(
+            r.get("configMapRef") for r in c.get("envFrom", []))
+        if not sends:
+            fail(f"{name}: E03_SEND_LOGS is not set: its logs would not reach the analyzer")
     args = swarm["args"]
     targets = args[args.index("--targets") + 1]
     services = {s["metadata"]["name"]: {p["port"] for p in s["spec"]["ports"]} for s in by_kind["Service"]}

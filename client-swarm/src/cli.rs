@@ -161,6 +161,13 @@ fn command() -> Command {
                 ),
         )
         .arg(
+            Arg::new("send-logs")
+                .long("send-logs")
+                .env(e03_io::ship::SEND_LOGS_ENV)
+                .value_name("URL")
+                .help(e03_io::ship::SEND_LOGS_HELP),
+        )
+        .arg(
             Arg::new("chain-hops")
                 .long("chain-hops")
                 .value_name("URL,...")
@@ -212,6 +219,8 @@ struct Setup {
     report_when_stopped: bool,
     /// `--shard I/N` (`E03_SHARD`): one shard of each run.
     shard: Option<e03_core::shard::Shard>,
+    /// `--send-logs URL` (`E03_SEND_LOGS`): the analyzer's collector.
+    send_logs: Option<String>,
 }
 
 impl Setup {
@@ -240,6 +249,7 @@ impl Setup {
             host: self.host.clone(),
             report_when_stopped: self.report_when_stopped,
             shard: self.shard,
+            send_logs: self.send_logs.clone(),
         }
     }
 
@@ -270,6 +280,7 @@ impl Setup {
             host: plan.host,
             report_when_stopped: plan.report_when_stopped,
             shard: plan.shard,
+            send_logs: plan.send_logs,
         })
     }
 }
@@ -423,6 +434,8 @@ fn setup(
     let claim = m.get_flag("claim-run-dir");
     let shard = shard_arg(m.get_one::<String>("shard").map(String::as_str))?;
     check_shard(shard, &params, claim)?;
+    let send_logs = e03_io::ship::collector_url(&value("send-logs"))
+        .map_err(|e| format!("invalid --send-logs (E03_SEND_LOGS) {e}"))?;
     if !claim
         && run_id.is_some()
         && m.value_source("run-id") == Some(clap::parser::ValueSource::CommandLine)
@@ -447,6 +460,7 @@ fn setup(
         host: HostSettings::from_env(env),
         report_when_stopped: true,
         shard,
+        send_logs,
     })
 }
 
@@ -893,6 +907,16 @@ async fn run_all(setup: Setup) -> i32 {
             }
         }
     }
+    // The analyzer that takes the logs is up too (an orchestrator starts them all at once).
+    if let Some(url) = &setup.send_logs {
+        tokio::select! {
+            r = wait_healthy(url, HEALTH_TRIES, HEALTH_INTERVAL) => if let Err(e) = r {
+                eprintln!("client-swarm: the analyzer (--send-logs): {e}");
+                return EXIT_FAILED;
+            },
+            _ = signalled() => return EXIT_STOPPED,
+        }
+    }
     for (i, (scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
         let dir = setup.out.join(scenario.name());
         if let Err(e) = e03_io::scenario_files::keep(&dir, &setup.definitions[i]) {
@@ -901,6 +925,21 @@ async fn run_all(setup: Setup) -> i32 {
         }
         if let Some(text) = &setup.policies {
             if let Err(e) = e03_io::scenario_files::keep_policies(&dir, text) {
+                eprintln!("client-swarm: {e}");
+                return EXIT_FAILED;
+            }
+        }
+        // Without a shared folder the analyzer gets the kept definitions first.
+        if let Some(url) = &setup.send_logs {
+            let kept: Vec<PathBuf> = [
+                e03_io::scenario_files::SCENARIO_FILE,
+                e03_io::scenario_files::POLICIES_FILE,
+            ]
+            .iter()
+            .map(|f| dir.join(f))
+            .filter(|p| p.is_file())
+            .collect();
+            if let Err(e) = e03_io::ship::send_files(&reqwest::Client::new(), url, &kept).await {
                 eprintln!("client-swarm: {e}");
                 return EXIT_FAILED;
             }
@@ -920,6 +959,7 @@ async fn run_all(setup: Setup) -> i32 {
                     Some(_) => crate::plan::SHARD_START_DELAY,
                 },
                 shard: setup.shard,
+                send_logs: setup.send_logs.clone(),
             };
             let began = std::time::Instant::now();
             let report = match run_swarm(plan, signalled()).await {

@@ -29,4 +29,6 @@ pub enum SwarmError {
     },
     #[error("the client log writer stopped early")]
     LogClosed,
+    #[error("sending the log to the analyzer (the log is kept here): {0}")]
+    Ship(#[from] e03_io::ship::ShipError),
 }

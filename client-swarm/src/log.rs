@@ -76,6 +76,11 @@ impl ClientLog {
         self.sender().send(event).await
     }
 
+    /// The log's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Writes everything sent before, flushes and syncs the file, and returns the number of
     /// records written.
     pub(crate) async fn close(self) -> Result<u64, SwarmError> {

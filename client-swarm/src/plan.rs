@@ -53,6 +53,10 @@ pub struct SwarmRunPlan {
     /// `--shard I/N` (`E03_SHARD`): this swarm runs one shard of each run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<e03_core::shard::Shard>,
+    /// `--send-logs URL` (`E03_SEND_LOGS`): the analyzer's collector, to which each client log
+    /// (and each kept scenario file) is sent when its run ends (`e03_io::ship`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_logs: Option<String>,
 }
 
 /// One scenario of a [`SwarmRunPlan`], by value.
@@ -129,6 +133,8 @@ pub struct SwarmPlan {
     /// that shard's clients, registers with each dependency for the run, and logs into
     /// `client-<strategy>-seed<seed>-shard<I>of<N>.jsonl`. `None`: the whole run.
     pub shard: Option<e03_core::shard::Shard>,
+    /// The analyzer's collector, to which each client log is sent when its run ends.
+    pub send_logs: Option<String>,
 }
 
 /// The default [`SwarmPlan::start_delay`].

@@ -434,7 +434,13 @@ async fn run_strategy(
         records: 0, // the writer fills in the real count
     });
     p.log.send(end).await?;
+    let written = p.log.path().to_path_buf();
     p.log.close().await?;
+    // Without a shared folder, the log goes to the analyzer now that it is whole (it stays
+    // here too).
+    if let Some(url) = &plan.send_logs {
+        e03_io::ship::send_files(&reqwest::Client::new(), url, &[written]).await?;
+    }
     let server = match stopped {
         Ok(counts) => counts,
         // A stopped lab may take its dependencies down at the same moment: the client log is

@@ -69,6 +69,7 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
         run_dir: None,
         start_delay: Duration::from_millis(500),
         shard: None,
+        send_logs: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);

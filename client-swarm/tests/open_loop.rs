@@ -39,6 +39,7 @@ async fn a_frozen_dependency_does_not_make_the_open_loop_send_less() {
         run_dir: None,
         start_delay: Duration::from_millis(500),
         shard: None,
+        send_logs: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);

@@ -43,6 +43,7 @@ async fn two_strategies_run_together_and_log_every_attempt() {
         run_dir: None,
         start_delay: Duration::from_millis(300),
         shard: None,
+        send_logs: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);
@@ -146,6 +147,7 @@ async fn a_stop_mid_run_aborts_in_flight_attempts_and_marks_everything_incomplet
         run_dir: None,
         start_delay: Duration::from_millis(100),
         shard: None,
+        send_logs: None,
     };
     let began = std::time::Instant::now();
     let report = run_swarm(plan, tokio::time::sleep(Duration::from_millis(2500)))
@@ -194,6 +196,7 @@ async fn a_strategy_without_a_target_fails_before_anything_is_sent() {
         run_dir: None,
         start_delay: Duration::from_millis(100),
         shard: None,
+        send_logs: None,
     };
     let err = run_swarm(plan, std::future::pending()).await.unwrap_err();
     assert!(

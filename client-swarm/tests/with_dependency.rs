@@ -57,6 +57,7 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
         run_dir: None,
         start_delay: Duration::from_millis(500),
         shard: None,
+        send_logs: None,
     };
     let report = run_swarm(plan, std::future::pending()).await.unwrap();
     assert!(report.complete);

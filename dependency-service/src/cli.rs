@@ -82,6 +82,10 @@ pub struct Plan {
     /// phases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire_proxy: Option<crate::wire_front::RemoteFront>,
+    /// `--send-logs URL` (`E03_SEND_LOGS`): the analyzer's collector, to which each run's logs
+    /// go when the run ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_logs: Option<String>,
 }
 
 /// Default of `--answer-spin-us`: 200 µs (see [`ANSWER_SPIN_HELP`]).
@@ -125,6 +129,13 @@ pub fn command() -> Command {
                 .default_value("logs")
                 .value_name("DIR")
                 .help("Directory of the run logs"),
+        )
+        .arg(
+            Arg::new("send-logs")
+                .long("send-logs")
+                .env(e03_io::ship::SEND_LOGS_ENV)
+                .value_name("URL")
+                .help(e03_io::ship::SEND_LOGS_HELP),
         )
         .arg(
             Arg::new("answer-spin-us")
@@ -416,6 +427,15 @@ impl Plan {
                           that proxy's own API",
             });
         }
+        let send_logs = e03_io::ship::collector_url(&setting(m, "send-logs")).map_err(|_| {
+            ConfigError::Setting {
+                flag: "send-logs",
+                env: "E03_SEND_LOGS",
+                value: setting(m, "send-logs"),
+                accepts: "the analyzer's base URL, http://HOST:PORT (`lab report --listen ADDR` \
+                          there), for example http://analyzer:9100",
+            }
+        })?;
         let wire_front = wire_proxy.is_none()
             && (proxy_api.is_some()
                 || scenario
@@ -434,6 +454,7 @@ impl Plan {
             wire_front,
             proxy_api,
             wire_proxy,
+            send_logs,
         })
     }
 }
@@ -639,6 +660,7 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
         wire_front: front,
         answer_spin: plan.answer_spin,
         log_dir: plan.log_dir,
+        send_logs: plan.send_logs,
         standalone: plan.scenario.map(|scenario| StandaloneRun {
             scenario,
             params: plan.params,

@@ -266,6 +266,11 @@ impl Run {
         Ok(run)
     }
 
+    /// The run's server log, relative to the service's log directory.
+    pub fn log_file(&self) -> &str {
+        &self.log_file
+    }
+
     pub fn tag(&self) -> &RunTag {
         &self.tag
     }

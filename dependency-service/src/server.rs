@@ -46,6 +46,8 @@ pub struct ServiceOptions {
     /// The fault proxy in front of the work listener, when the process has one
     /// ([`crate::wire_front`]).
     pub wire_front: Option<Arc<crate::wire_front::WireFront>>,
+    /// `--send-logs URL`: the analyzer's collector, to which each run's logs go when it ends.
+    pub send_logs: Option<String>,
 }
 
 /// The run of a service started alone: its timeline runs from the process's start, with seed
@@ -82,7 +84,8 @@ pub async fn serve(
     let svc = Arc::new(
         Service::new(log, opts.log_dir)
             .with_answer_spin(opts.answer_spin)
-            .with_wire_front(opts.wire_front),
+            .with_wire_front(opts.wire_front)
+            .with_send_logs(opts.send_logs),
     );
     if let Some(s) = opts.standalone {
         if let Some(text) = &s.text {
@@ -129,6 +132,8 @@ pub async fn serve(
     tracing::info!("shutting down");
     let ended = svc.stop_run(false, None).await;
     drain(graceful, "dependency").await;
+    // The last run's logs reach the analyzer (or the sender gives up) before the process ends.
+    svc.finish_sending().await;
     // Everything of the last run is written, flushed and synced by stop_run; a late task's
     // record finds no file open.
     drop(svc);

@@ -153,6 +153,10 @@ pub struct Service {
     pending: Mutex<Option<crate::server::StandaloneRun>>,
     /// The fault proxy in front of the work listener, if any: it applies a run's wire phases.
     wire_front: Option<Arc<crate::wire_front::WireFront>>,
+    /// `--send-logs URL`: the analyzer's collector, to which each run's logs go when it ends.
+    send_logs: Option<String>,
+    /// The sends under way; `serve` waits for them before the process ends.
+    sending: Mutex<tokio::task::JoinSet<()>>,
 }
 
 impl Service {
@@ -168,7 +172,49 @@ impl Service {
             answer_spin: std::time::Duration::ZERO,
             pending: Mutex::new(None),
             wire_front: None,
+            send_logs: None,
+            sending: Mutex::new(tokio::task::JoinSet::new()),
         }
+    }
+
+    /// This service sending each run's logs to the analyzer's collector at `url` when the run
+    /// ends (`--send-logs`, [`e03_io::ship`]).
+    pub fn with_send_logs(self, url: Option<String>) -> Service {
+        Service {
+            send_logs: url,
+            ..self
+        }
+    }
+
+    /// Sends the logs of `run`, which has ended (its server log, and its ledger and proxy log
+    /// where they were written), to the collector, in a task of its own.
+    fn send_run_logs(&self, run: &Run) {
+        let Some(url) = self.send_logs.clone() else {
+            return;
+        };
+        let server = run.log_file().to_string();
+        let paths: Vec<PathBuf> = [
+            server.clone(),
+            control::wire_log_beside(&server),
+            server.replacen("/server-", "/ledger-", 1),
+        ]
+        .iter()
+        .map(|f| self.log_dir.join(f))
+        .filter(|p| p.is_file())
+        .collect();
+        self.sending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .spawn(async move {
+                // Failures are logged by the sender; the files stay here.
+                let _ = e03_io::ship::send_files(&reqwest::Client::new(), &url, &paths).await;
+            });
+    }
+
+    /// Waits for every send under way (each gives up after its retries).
+    pub async fn finish_sending(&self) {
+        let mut set = std::mem::take(&mut *self.sending.lock().unwrap_or_else(|e| e.into_inner()));
+        while set.join_next().await.is_some() {}
     }
 
     /// This service with a fault proxy in front of its work listener.
@@ -322,11 +368,15 @@ impl Service {
     /// [`Self::start_run`] under the control lock, held by the caller.
     async fn open_run(&self, spec: RunSpec) -> Result<Arc<Run>, LogError> {
         let previous = self.slot().take();
-        if let Some(run) = previous {
+        if let Some(run) = &previous {
             run.end(false).await?;
         }
         if let Some(front) = &self.wire_front {
             front.end_run().await;
+        }
+        // Its proxy log closed too, the run before is sent.
+        if let Some(run) = &previous {
+            self.send_run_logs(run);
         }
         let wire = spec.params.timeline(&spec.scenario).wire;
         let t0 = spec.t0;
@@ -422,6 +472,7 @@ impl Service {
             front.end_run().await;
         }
         let counts = run.end(complete).await;
+        self.send_run_logs(&run);
         if let Ok(c) = &counts {
             tracing::info!(
                 run = %run.tag().run,

@@ -102,6 +102,7 @@ async fn run_live(params: Params) -> (Vec<Event>, Vec<u16>) {
         log_dir: log_dir.clone(),
         answer_spin: std::time::Duration::ZERO,
         wire_front: None,
+        send_logs: None,
         standalone: Some(StandaloneRun {
             scenario: Scenario::e03b(),
             params,

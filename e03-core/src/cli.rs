@@ -28,6 +28,7 @@ pub const OTHER_ENV: &[&str] = &[
     "E03_SCENARIOS_AT_ONCE",
     "E03_SHARD",
     "E03_SWARM_SHARDS",
+    "E03_SEND_LOGS",
     "E03_SWARM_REPORT",
     "E03_RUN_ID",
     "E03_OVERWRITE",

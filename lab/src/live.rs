@@ -569,6 +569,7 @@ fn swarm_plan(
         // The lab analyses after its swarm itself.
         report_when_stopped: false,
         shard: None,
+        send_logs: None,
     }
 }
 
@@ -709,6 +710,7 @@ pub(crate) fn loopback_serve_plan(
         wire_front,
         proxy_api: None,
         wire_proxy: None,
+        send_logs: None,
     }
 }
 
@@ -840,6 +842,18 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
                      server logs that all end with their run_end (an orchestrator's analyzer, \
                      started beside the run: docs/shards.md); then analyse what is there",
                 ),
+        )
+        .arg(
+            clap::Arg::new("listen")
+                .long("listen")
+                .value_name("IP:PORT")
+                .requires("wait-s")
+                .help(
+                    "while it waits, collect the logs the shards and dependencies send \
+                     (their --send-logs http://THIS-HOST:PORT) into --out: PUT \
+                     /logs/<scenario>/<file> with a CRC-32, so that they share no folder \
+                     (docs/shards.md)",
+                ),
         );
     let m = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
@@ -863,6 +877,25 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             );
             return crate::EXIT_USAGE;
         };
+        if let Some(listen) = m.get_one::<String>("listen") {
+            let Ok(addr) = listen.trim().parse::<std::net::SocketAddr>() else {
+                eprintln!(
+                    "lab report: invalid --listen {listen:?}: expected IP:PORT, for example \
+                     0.0.0.0:9100 (port 0: any free port)"
+                );
+                return crate::EXIT_USAGE;
+            };
+            match collect(addr, &out) {
+                Ok(bound) => eprintln!(
+                    "lab report: collecting logs at http://{bound}/logs/ into {}",
+                    out.display()
+                ),
+                Err(e) => {
+                    eprintln!("lab report: cannot collect logs on {addr}: {e}");
+                    return 1;
+                }
+            }
+        }
         let names: Vec<&str> = arg
             .split(',')
             .map(str::trim)
@@ -930,17 +963,83 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     }
 }
 
+/// Serves the log collector ([`e03_io::ship::collector`]) on `addr`, storing into `out`, on a
+/// thread of its own for the rest of the process; the address it bound.
+fn collect(addr: std::net::SocketAddr, out: &Path) -> std::io::Result<std::net::SocketAddr> {
+    std::fs::create_dir_all(out)?;
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let dir = out.to_path_buf();
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            let served = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => e03_io::ship::serve(l, dir).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = served {
+                eprintln!("lab report: the log collector stopped: {e}");
+            }
+        });
+    });
+    Ok(bound)
+}
+
+/// Whether the last record of the JSON Lines file `log` is a `run_end`.
+fn ends_with_run_end(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|text| {
+        text.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.starts_with("{\"type\":\"run_end\""))
+    })
+}
+
+/// Whether the client side of the run whose server log is `server` (in `dir`) has ended: the
+/// client log `client-S-seedN.jsonl`, or every shard's `client-S-seedN-shard<i>of<M>.jsonl` of
+/// some M, is there and ends with its `run_end`.
+fn clients_ended(dir: &Path, server: &str) -> bool {
+    let Some(run) = server
+        .strip_prefix("server-")
+        .and_then(|r| r.strip_suffix(".jsonl"))
+    else {
+        return false;
+    };
+    if ends_with_run_end(&dir.join(format!("client-{run}.jsonl"))) {
+        return true;
+    }
+    let prefix = format!("client-{run}-shard");
+    let counts: std::collections::BTreeSet<u32> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    let rest = n.strip_prefix(&prefix)?.strip_suffix(".jsonl")?;
+                    rest.split_once("of")?.1.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    counts
+        .iter()
+        .any(|&m| (0..m).all(|i| ends_with_run_end(&dir.join(format!("{prefix}{i}of{m}.jsonl")))))
+}
+
 /// Whether every run of the scenarios `names` under `out` (or the run `out/latest` points at)
-/// has ended: each folder holds a server log, and each server log's last record is its
-/// `run_end` (the dependency wrote it when the swarm, or every shard of it, stopped the run).
+/// has ended: each folder holds a server log, each server log's last record is its `run_end`
+/// (the dependency wrote it when the swarm, or every shard of it, stopped the run), and so is
+/// each of its client logs' ([`clients_ended`]: with logs sent over HTTP, they may come after
+/// the server's).
 fn runs_ended(out: &Path, names: &[&str]) -> bool {
     let ended = |log: &Path| {
-        std::fs::read_to_string(log).is_ok_and(|text| {
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .is_some_and(|l| l.starts_with("{\"type\":\"run_end\""))
-        })
+        ends_with_run_end(log)
+            && log.parent().is_some_and(|dir| {
+                clients_ended(dir, &log.file_name().unwrap_or_default().to_string_lossy())
+            })
     };
     names.iter().all(|name| {
         [out.join(outdir::LATEST).join(name), out.join(name)]

@@ -250,6 +250,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
         },
         report_when_stopped: false,
         shard: None,
+        send_logs: None,
     };
     let swarm_file = dir.join("plan-soak-swarm.json");
     write_plan(&swarm_file, serde_json::to_string_pretty(&swarm_plan))?;

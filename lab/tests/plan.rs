@@ -71,6 +71,7 @@ fn children_run_their_plan_not_the_environment() {
         wire_front: false,
         proxy_api: None,
         wire_proxy: None,
+        send_logs: None,
     };
     let serve_file = dir.join("serve.json");
     std::fs::write(&serve_file, serde_json::to_string(&serve_plan).unwrap()).unwrap();
@@ -133,6 +134,7 @@ fn children_run_their_plan_not_the_environment() {
         host: client_swarm::HostSettings::default(),
         report_when_stopped: false,
         shard: None,
+        send_logs: None,
     };
     let swarm_file = dir.join("swarm.json");
     std::fs::write(&swarm_file, serde_json::to_string(&swarm_plan).unwrap()).unwrap();
@@ -230,6 +232,7 @@ fn a_plan_file_is_the_whole_setting_and_is_checked() {
         host: client_swarm::HostSettings::default(),
         report_when_stopped: false,
         shard: None,
+        send_logs: None,
     })
     .unwrap();
     p["scenarios"][0]["params"]["swarm"]["clients"] = serde_json::json!(0);

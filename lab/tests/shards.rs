@@ -2,7 +2,8 @@
 //! shard i/N each (clients i, i+N, ...), registering with each dependency for one run that
 //! starts at one instant. `lab run --swarm-shards 4` makes one run per strategy from four
 //! processes, every attempt matched; a run that cannot be split is refused before anything is
-//! written; a shard killed mid-run leaves the run marked incomplete, the shard named.
+//! written; a shard killed mid-run leaves the run marked incomplete, the shard named; with
+//! logs sent over HTTP (item 3) the processes need no shared folder.
 
 mod common;
 
@@ -219,4 +220,165 @@ fn a_shard_killed_mid_run_leaves_the_run_incomplete_and_named() {
     let kept = records(&dir.join("e03b/client-C-seed7-shard0of2.jsonl"));
     assert_eq!(kept.last().unwrap()["data"]["complete"], true);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// No shared folder (item 3): the dependency and two shards each write into a folder of their
+/// own and send their logs to `lab report --listen`, which stores them (checked by CRC-32) into
+/// a third folder and analyses them there: one run, every attempt matched, each file the same
+/// bytes as the one its process wrote.
+#[test]
+fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
+    use std::io::{BufRead, Read};
+    let dir = common::temp("shards", "http");
+    let folder = |n: &str| {
+        let d = dir.join(n);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let (dep_dir, analyzer_dir) = (folder("dependency"), folder("analyzer"));
+    let mut report = lab()
+        .args([
+            "report",
+            "--listen",
+            "127.0.0.1:0",
+            "--wait-s",
+            "120",
+            "--out",
+        ])
+        .arg(&analyzer_dir)
+        .arg("e03b")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(report.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let url = first
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|w| w.strip_suffix("/logs/"))
+        .map(|a| format!("http://{a}"))
+        .unwrap_or_else(|| panic!("no collector address in {first:?}"));
+    let rest = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let (_dependency, target) = common::serve_dependency(&dep_dir, &["--send-logs", &url]);
+    let target = target.replacen("A=", "C=", 1);
+    let shards: Vec<_> = (0..2u32)
+        .map(|i| {
+            let out = folder(&format!("shard{i}"));
+            let child = lab()
+                .args(["swarm", "--targets", &target, "--strategies", "C"])
+                .args(["--scenarios", "e03b", "--seed", "7"])
+                .args(SHORT)
+                .args(["--shard", &format!("{i}/2"), "--send-logs", &url, "--out"])
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (out, child)
+        })
+        .collect();
+    let mut outs = Vec::new();
+    for (out, child) in shards {
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outs.push(out);
+    }
+    let o = report.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = rest.join().unwrap();
+    // The tables are made (a check of this short run may fail: exit 3).
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
+    // Every file arrived whole, the same bytes as its writer's.
+    let got = analyzer_dir.join("e03b");
+    let same = |from: &Path, name: &str| {
+        assert_eq!(
+            std::fs::read(got.join(name)).unwrap_or_else(|e| panic!("{name}: {e}")),
+            std::fs::read(from.join("e03b").join(name)).unwrap(),
+            "{name}"
+        );
+    };
+    same(&dep_dir, "server-C-seed7.jsonl");
+    for (i, shard) in outs.iter().enumerate() {
+        same(shard, &format!("client-C-seed7-shard{i}of2.jsonl"));
+        same(shard, "scenario.toml");
+    }
+    // One run, complete, and the analyzer matched every attempt, per run and per shard.
+    let server = records(&got.join("server-C-seed7.jsonl"));
+    assert_eq!(server.last().unwrap()["data"]["complete"], true);
+    let run_rows = out
+        .lines()
+        .filter(|l| l.contains(" seed 7 ") && l.trim_end().ends_with("ok |"))
+        .count();
+    assert_eq!(run_rows, 1, "{out}");
+    let shard_rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| C seed 7") && l.contains("/2 "))
+        .collect();
+    assert_eq!(shard_rows.len(), 2, "{out}");
+    assert!(shard_rows.iter().all(|l| l.contains(" ok |")), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A collector address that is not one: exit 2, naming the flag, nothing written.
+#[test]
+fn a_bad_collector_address_is_refused_naming_the_flag() {
+    let base = common::temp("shards", "bad-collector");
+    let dir = base.join("out");
+    let target = "A=http://127.0.0.1:9@http://127.0.0.1:9";
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec![
+                "swarm",
+                "--strategies",
+                "A",
+                "--targets",
+                target,
+                "--send-logs",
+                "ftp://x",
+            ],
+            "invalid --send-logs (E03_SEND_LOGS)",
+        ),
+        (
+            vec![
+                "serve",
+                "--scenario",
+                "none",
+                "--send-logs",
+                "analyzer:9100",
+            ],
+            "invalid --send-logs (env E03_SEND_LOGS)",
+        ),
+        (
+            vec!["report", "--listen", "nope", "--wait-s", "1", "e03b"],
+            "invalid --listen",
+        ),
+        (
+            vec!["report", "--listen", "127.0.0.1:0", "e03b"],
+            "--wait-s",
+        ),
+    ];
+    for (args, says) in cases {
+        let out_flag = if args[0] == "serve" {
+            "--log-dir"
+        } else {
+            "--out"
+        };
+        let o = lab().args(&args).arg(out_flag).arg(&dir).output().unwrap();
+        let (_, err) = common::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!dir.exists(), "{args:?} wrote {}", dir.display());
+    }
+    let _ = std::fs::remove_dir_all(&base);
 }

@@ -100,6 +100,7 @@ pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target 
         log_dir: log_dir.to_path_buf(),
         answer_spin: std::time::Duration::ZERO,
         wire_front: None,
+        send_logs: None,
         standalone: None,
     };
     tokio::spawn(dependency_service::serve(

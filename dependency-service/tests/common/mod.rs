@@ -53,6 +53,7 @@ pub async fn start(name: &str, standalone: Option<(Scenario, &[(&str, &str)])>) 
         log_dir: log_dir.clone(),
         answer_spin: std::time::Duration::ZERO,
         wire_front: None,
+        send_logs: None,
         standalone: standalone.map(|(scenario, pairs)| StandaloneRun {
             scenario,
             params: params(pairs),
