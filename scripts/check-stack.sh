@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs deploy/stack.yml on a one-node Docker Swarm on loopback (docs/shards.md): a short E03-B,
 # four dependencies, the client swarm as 4 replicas (shard "slot {{.Task.Slot}}/4" each) and the
-# analyzer. Checks that the analyzer printed the tables with a row per shard of every strategy,
-# every shard's attempts matched, one run per strategy. It uses the image e03-lab:latest that
+# analyzer. The tasks share no folder: each sends its logs to the analyzer over HTTP
+# (E03_SEND_LOGS), and only the analyzer mounts the results. Checks that the analyzer printed
+# the tables with a row per shard of every strategy, every shard's attempts matched, one run per
+# strategy, and that every server and shard log reached the analyzer's folder. It uses the image e03-lab:latest that
 # scripts/test-compose.sh builds, or LAB_STACK_IMAGE (SKIPPED without it or without Docker). It leaves
 # the engine as it found it: the stack removed, and a swarm it initialised left again.
 #   scripts/check-stack.sh
@@ -85,6 +87,12 @@ case "$analyzer_state" in
     *) fail "the analyzer did not end with the tables ($analyzer_state)" ;;
 esac
 grep -q "Shards of the live runs" "$out" || fail "no shard table"
+for s in swarm dep-a dep-b dep-c dep-d; do
+    mounts=$(docker service inspect --format '{{range .Spec.TaskTemplate.ContainerSpec.Mounts}}{{.Type}} {{end}}' "${stack}_$s")
+    case "$mounts" in
+        *bind*|*volume*) fail "service $s mounts $mounts: only the analyzer may share the results" ;;
+    esac
+done
 for s in A B C D; do
     rows=$(grep -cE "^\| $s seed 42 +\| +[0-3]/4 " "$out" || true)
     [ "$rows" = 4 ] || fail "strategy $s: $rows shard rows, expected 4"
@@ -92,7 +100,8 @@ for s in A B C D; do
     [ "$ok" = 4 ] || fail "strategy $s: $ok of 4 shards matched"
     grep -qE "^\| $s seed 42 .* ok \|$" "$out" || fail "strategy $s: the run's attempts did not all match"
     logs=$(ls "$results/stack/e03b" | grep -c "^client-$s-seed42-shard[0-3]of4.jsonl$" || true)
-    [ "$logs" = 4 ] || fail "strategy $s: $logs shard logs"
+    [ "$logs" = 4 ] || fail "strategy $s: $logs shard logs sent to the analyzer"
+    [ -f "$results/stack/e03b/server-$s-seed42.jsonl" ] || fail "strategy $s: no server log sent to the analyzer"
 done
 grep -E "^\| [A-D] seed 42 +\| +[0-3]/4 " "$out"
-echo "check-stack: 4 shards as Swarm mode tasks, 4 strategies, every attempt matched"
+echo "check-stack: 4 shards as Swarm mode tasks, 4 strategies, every attempt matched, every log sent over HTTP"
