@@ -3,7 +3,8 @@
 //! starts at one instant. `lab run --swarm-shards 4` makes one run per strategy from four
 //! processes, every attempt matched; a run that cannot be split is refused before anything is
 //! written; a shard killed mid-run leaves the run marked incomplete, the shard named; with
-//! logs sent over HTTP (item 3) the processes need no shared folder.
+//! logs sent over HTTP (item 3) the processes need no shared folder, and a killed shard that
+//! never sends its log is named.
 
 mod common;
 
@@ -222,30 +223,24 @@ fn a_shard_killed_mid_run_leaves_the_run_incomplete_and_named() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// No shared folder (item 3): the dependency and two shards each write into a folder of their
-/// own and send their logs to `lab report --listen`, which stores them (checked by CRC-32) into
-/// a third folder and analyses them there: one run, every attempt matched, each file the same
-/// bytes as the one its process wrote.
-#[test]
-fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
+/// `lab report --listen` on a free loopback port, waiting at most `wait_s` for the runs of
+/// e03b, collecting into `dir`: the child, its collector's base URL, and a thread reading the
+/// rest of its stderr.
+fn collector(
+    dir: &Path,
+    wait_s: &str,
+) -> (std::process::Child, String, std::thread::JoinHandle<String>) {
     use std::io::{BufRead, Read};
-    let dir = common::temp("shards", "http");
-    let folder = |n: &str| {
-        let d = dir.join(n);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    };
-    let (dep_dir, analyzer_dir) = (folder("dependency"), folder("analyzer"));
     let mut report = lab()
         .args([
             "report",
             "--listen",
             "127.0.0.1:0",
             "--wait-s",
-            "120",
+            wait_s,
             "--out",
         ])
-        .arg(&analyzer_dir)
+        .arg(dir)
         .arg("e03b")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -265,6 +260,23 @@ fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
         stderr.read_to_string(&mut text).unwrap();
         text
     });
+    (report, url, rest)
+}
+
+/// No shared folder (item 3): the dependency and two shards each write into a folder of their
+/// own and send their logs to `lab report --listen`, which stores them (checked by CRC-32) into
+/// a third folder and analyses them there: one run, every attempt matched, each file the same
+/// bytes as the one its process wrote.
+#[test]
+fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
+    let dir = common::temp("shards", "http");
+    let folder = |n: &str| {
+        let d = dir.join(n);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let (dep_dir, analyzer_dir) = (folder("dependency"), folder("analyzer"));
+    let (report, url, rest) = collector(&analyzer_dir, "120");
     let (_dependency, target) = common::serve_dependency(&dep_dir, &["--send-logs", &url]);
     let target = target.replacen("A=", "C=", 1);
     let shards: Vec<_> = (0..2u32)
@@ -381,4 +393,69 @@ fn a_bad_collector_address_is_refused_naming_the_flag() {
         assert!(!dir.exists(), "{args:?} wrote {}", dir.display());
     }
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// No shared folder, and a shard killed mid-run: its log never reaches the analyzer, which
+/// waits to its limit, then names the shard and marks the run incomplete; the other shard's
+/// log and the dependency's arrived whole.
+#[test]
+fn a_killed_shard_that_never_sends_its_log_is_named_by_the_collector() {
+    let dir = common::temp("shards", "http-killed");
+    let folder = |n: &str| {
+        let d = dir.join(n);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let (dep_dir, analyzer_dir) = (folder("dependency"), folder("analyzer"));
+    let (report, url, rest) = collector(&analyzer_dir, "20");
+    let (dependency, target) = common::serve_dependency(&dep_dir, &["--send-logs", &url]);
+    let target = target.replacen("A=", "C=", 1);
+    let swarm = |i: u32| {
+        let out = folder(&format!("shard{i}"));
+        let child = lab()
+            .args(["swarm", "--targets", &target, "--strategies", "C"])
+            .args(["--scenarios", "e03b", "--seed", "7"])
+            .args(SHORT)
+            .args(["--shard", &format!("{i}/2"), "--send-logs", &url, "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        (out, child)
+    };
+    let (killed_out, mut killed) = swarm(1);
+    let (kept_out, kept) = swarm(0);
+    let log = killed_out.join("e03b/client-C-seed7-shard1of2.jsonl");
+    let mut waited = 0;
+    while std::fs::read_to_string(&log).map_or(true, |t| !t.contains("\"attempt\"")) {
+        assert!(waited < 500, "shard 1 never sent an attempt");
+        std::thread::sleep(Duration::from_millis(20));
+        waited += 1;
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let o = kept.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // The orchestrator ends the dependency; it sends its log (the run incomplete) first.
+    assert_eq!(common::terminate(dependency), Some(0));
+    let o = report.wait_with_output().unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), rest.join().unwrap());
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("had not all ended"), "{err}");
+    assert!(
+        err.contains("shard1of2.jsonl: shard 1/2 of the run has no client log"),
+        "{err}"
+    );
+    assert!(err.contains("incomplete"), "{err}");
+    let got = analyzer_dir.join("e03b");
+    assert_eq!(
+        std::fs::read(got.join("client-C-seed7-shard0of2.jsonl")).unwrap(),
+        std::fs::read(kept_out.join("e03b/client-C-seed7-shard0of2.jsonl")).unwrap()
+    );
+    let server = records(&got.join("server-C-seed7.jsonl"));
+    assert_eq!(server.last().unwrap()["data"]["complete"], false);
+    assert!(!got.join("client-C-seed7-shard1of2.jsonl").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
