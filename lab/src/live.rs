@@ -1152,21 +1152,27 @@ mod tests {
     }
 
     #[test]
-    fn a_run_has_ended_when_every_server_log_ends_with_its_run_end() {
+    fn a_run_has_ended_when_every_server_and_client_log_ends_with_its_run_end() {
         let out = std::env::temp_dir().join(format!("e03-ended-{}", std::process::id()));
         let dir = out.join("e03b");
         std::fs::create_dir_all(&dir).unwrap();
         assert!(!runs_ended(&out, &["e03b"]), "no server log yet");
         let end = "{\"type\":\"run_end\",\"data\":{}}\n";
         let arrival = "{\"type\":\"arrival\",\"data\":{}}\n";
-        std::fs::write(dir.join("server-A-seed42.jsonl"), format!("{arrival}{end}")).unwrap();
-        std::fs::write(dir.join("server-B-seed42.jsonl"), arrival).unwrap();
+        let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
+        write("server-A-seed42.jsonl", format!("{arrival}{end}"));
+        write("client-A-seed42.jsonl", format!("{arrival}{end}"));
+        write("server-B-seed42.jsonl", arrival.to_string());
         assert!(!runs_ended(&out, &["e03b"]), "B's run goes on");
-        std::fs::write(
-            dir.join("server-B-seed42.jsonl"),
-            format!("{arrival}{end}\n"),
-        )
-        .unwrap();
+        write("server-B-seed42.jsonl", format!("{arrival}{end}\n"));
+        // B's run was split over two shards: both client logs must have ended too (logs sent
+        // over HTTP may come after the server's).
+        assert!(!runs_ended(&out, &["e03b"]), "no client log of B yet");
+        write("client-B-seed42-shard1of2.jsonl", format!("{arrival}{end}"));
+        assert!(!runs_ended(&out, &["e03b"]), "shard 0 of 2 missing");
+        write("client-B-seed42-shard0of2.jsonl", arrival.to_string());
+        assert!(!runs_ended(&out, &["e03b"]), "shard 0 goes on");
+        write("client-B-seed42-shard0of2.jsonl", format!("{arrival}{end}"));
         assert!(runs_ended(&out, &["e03b"]));
         assert!(!runs_ended(&out, &["e03b", "e03a"]), "no e03a folder");
         let _ = std::fs::remove_dir_all(&out);
