@@ -149,15 +149,15 @@ impl LedgerFile {
             self.failed = true;
         }
     }
+}
 
-    /// The ledger's path for a server log path: `server-` becomes `ledger-` in the file name.
-    fn beside(log_path: &std::path::Path) -> std::path::PathBuf {
-        let name = log_path
-            .file_name()
-            .map(|n| n.to_string_lossy().replacen("server-", "ledger-", 1))
-            .unwrap_or_else(|| "ledger.jsonl".into());
-        log_path.with_file_name(name)
-    }
+/// The ledger's path for a server log path: `server-` becomes `ledger-` in the file name.
+pub(crate) fn ledger_beside(log_path: &std::path::Path) -> std::path::PathBuf {
+    let name = log_path
+        .file_name()
+        .map(|n| n.to_string_lossy().replacen("server-", "ledger-", 1))
+        .unwrap_or_else(|| "ledger.jsonl".into());
+    log_path.with_file_name(name)
 }
 
 /// An answer decided under the lock, sent and logged after it is released.
@@ -233,7 +233,7 @@ impl Run {
                 senders: HashMap::new(),
                 ended: false,
                 ledger_file: LedgerFile {
-                    path: LedgerFile::beside(&setup.log_path),
+                    path: ledger_beside(&setup.log_path),
                     out: None,
                     failed: false,
                 },

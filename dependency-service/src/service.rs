@@ -192,14 +192,14 @@ impl Service {
         let Some(url) = self.send_logs.clone() else {
             return;
         };
-        let server = run.log_file().to_string();
+        let server = run.log_file();
+        let log = self.log_dir.join(server);
         let paths: Vec<PathBuf> = [
-            server.clone(),
-            control::wire_log_beside(&server),
-            server.replacen("/server-", "/ledger-", 1),
+            crate::run::ledger_beside(&log),
+            self.log_dir.join(control::wire_log_beside(server)),
+            log,
         ]
-        .iter()
-        .map(|f| self.log_dir.join(f))
+        .into_iter()
         .filter(|p| p.is_file())
         .collect();
         self.sending

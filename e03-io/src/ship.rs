@@ -274,7 +274,12 @@ async fn write_temp(temp: &Path, mut body: Body) -> std::io::Result<String> {
     if let Some(parent) = temp.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let mut out = std::io::BufWriter::new(std::fs::File::create(temp)?);
+    // A fresh name of the collector's own; never over a file that is there.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(temp)?;
+    let mut out = std::io::BufWriter::new(file);
     let mut crc = crc32fast::Hasher::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(std::io::Error::other)?;

@@ -988,14 +988,28 @@ fn collect(addr: std::net::SocketAddr, out: &Path) -> std::io::Result<std::net::
     Ok(bound)
 }
 
-/// Whether the last record of the JSON Lines file `log` is a `run_end`.
+/// Whether the last record of the JSON Lines file `log` is a `run_end`. Only the file's last
+/// 64 KiB are read (a `run_end` line is a few hundred bytes): the wait asks every 500 ms, and a
+/// fleet's logs are large.
 fn ends_with_run_end(log: &Path) -> bool {
-    std::fs::read_to_string(log).is_ok_and(|text| {
-        text.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .is_some_and(|l| l.starts_with("{\"type\":\"run_end\""))
-    })
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    let Ok(mut file) = std::fs::File::open(log) else {
+        return false;
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut tail = Vec::new();
+    if file
+        .seek(SeekFrom::Start(len.saturating_sub(TAIL)))
+        .is_err()
+        || file.read_to_end(&mut tail).is_err()
+    {
+        return false;
+    }
+    tail.split(|&b| b == b'\n')
+        .rev()
+        .find(|l| !l.trim_ascii().is_empty())
+        .is_some_and(|l| l.starts_with(b"{\"type\":\"run_end\""))
 }
 
 /// Whether the client side of the run whose server log is `server` (in `dir`) has ended: the
@@ -1175,6 +1189,15 @@ mod tests {
         write("client-B-seed42-shard0of2.jsonl", format!("{arrival}{end}"));
         assert!(runs_ended(&out, &["e03b"]));
         assert!(!runs_ended(&out, &["e03b", "e03a"]), "no e03a folder");
+        // A log longer than the tail read: its last record decides.
+        let long = arrival.repeat(5_000);
+        write("server-A-seed42.jsonl", format!("{end}{long}"));
+        assert!(
+            !runs_ended(&out, &["e03b"]),
+            "A's log goes on past an early run_end"
+        );
+        write("server-A-seed42.jsonl", format!("{long}{end}"));
+        assert!(runs_ended(&out, &["e03b"]));
         let _ = std::fs::remove_dir_all(&out);
     }
 

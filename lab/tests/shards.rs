@@ -42,6 +42,35 @@ fn records(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `lab swarm` as shard `i` of 2 of a short E03-B run of strategy C against `target` (a
+/// dependency's `A=...` target from `common::serve_dependency`), writing into `out`, with
+/// `more` flags; its stderr piped.
+fn shard_of_two(target: &str, i: u32, out: &Path, more: &[&str]) -> std::process::Child {
+    let target = target.replacen("A=", "C=", 1);
+    lab()
+        .args(["swarm", "--targets", &target, "--strategies", "C"])
+        .args(["--scenarios", "e03b", "--seed", "7"])
+        .args(SHORT)
+        .args(["--shard", &format!("{i}/2")])
+        .args(more)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the client log `log` holds an attempt (its run is under way).
+fn wait_for_an_attempt(log: &Path) {
+    let mut waited = 0;
+    while std::fs::read_to_string(log).map_or(true, |t| !t.contains("\"attempt\"")) {
+        assert!(waited < 500, "{} never had an attempt", log.display());
+        std::thread::sleep(Duration::from_millis(20));
+        waited += 1;
+    }
+}
+
 #[test]
 fn four_shard_processes_make_one_run_per_strategy_with_every_attempt_matched() {
     let dir = common::temp("shards", "four");
@@ -175,29 +204,10 @@ fn a_run_that_cannot_be_split_is_refused_before_anything_is_written() {
 fn a_shard_killed_mid_run_leaves_the_run_incomplete_and_named() {
     let dir = common::temp("shards", "killed");
     let (dependency, target) = common::serve_dependency(&dir, &[]);
-    let target = target.replacen("A=", "C=", 1);
-    let swarm = |i: u32| {
-        lab()
-            .args(["swarm", "--targets", &target, "--strategies", "C"])
-            .args(["--scenarios", "e03b", "--seed", "7"])
-            .args(SHORT)
-            .args(["--shard", &format!("{i}/2"), "--out"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let mut killed = swarm(1);
-    let kept = swarm(0);
-    let log = dir.join("e03b/client-C-seed7-shard1of2.jsonl");
+    let mut killed = shard_of_two(&target, 1, &dir, &[]);
+    let kept = shard_of_two(&target, 0, &dir, &[]);
     // Killed once its log has attempts in it (the run is under way).
-    let mut waited = 0;
-    while std::fs::read_to_string(&log).map_or(true, |t| !t.contains("\"attempt\"")) {
-        assert!(waited < 300, "shard 1 never sent an attempt");
-        std::thread::sleep(Duration::from_millis(20));
-        waited += 1;
-    }
+    wait_for_an_attempt(&dir.join("e03b/client-C-seed7-shard1of2.jsonl"));
     killed.kill().unwrap();
     killed.wait().unwrap();
     let o = kept.wait_with_output().unwrap();
@@ -278,20 +288,10 @@ fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
     let (dep_dir, analyzer_dir) = (folder("dependency"), folder("analyzer"));
     let (report, url, rest) = collector(&analyzer_dir, "120");
     let (_dependency, target) = common::serve_dependency(&dep_dir, &["--send-logs", &url]);
-    let target = target.replacen("A=", "C=", 1);
     let shards: Vec<_> = (0..2u32)
         .map(|i| {
             let out = folder(&format!("shard{i}"));
-            let child = lab()
-                .args(["swarm", "--targets", &target, "--strategies", "C"])
-                .args(["--scenarios", "e03b", "--seed", "7"])
-                .args(SHORT)
-                .args(["--shard", &format!("{i}/2"), "--send-logs", &url, "--out"])
-                .arg(&out)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let child = shard_of_two(&target, i, &out, &["--send-logs", &url]);
             (out, child)
         })
         .collect();
@@ -409,30 +409,14 @@ fn a_killed_shard_that_never_sends_its_log_is_named_by_the_collector() {
     let (dep_dir, analyzer_dir) = (folder("dependency"), folder("analyzer"));
     let (report, url, rest) = collector(&analyzer_dir, "20");
     let (dependency, target) = common::serve_dependency(&dep_dir, &["--send-logs", &url]);
-    let target = target.replacen("A=", "C=", 1);
     let swarm = |i: u32| {
         let out = folder(&format!("shard{i}"));
-        let child = lab()
-            .args(["swarm", "--targets", &target, "--strategies", "C"])
-            .args(["--scenarios", "e03b", "--seed", "7"])
-            .args(SHORT)
-            .args(["--shard", &format!("{i}/2"), "--send-logs", &url, "--out"])
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = shard_of_two(&target, i, &out, &["--send-logs", &url]);
         (out, child)
     };
     let (killed_out, mut killed) = swarm(1);
     let (kept_out, kept) = swarm(0);
-    let log = killed_out.join("e03b/client-C-seed7-shard1of2.jsonl");
-    let mut waited = 0;
-    while std::fs::read_to_string(&log).map_or(true, |t| !t.contains("\"attempt\"")) {
-        assert!(waited < 500, "shard 1 never sent an attempt");
-        std::thread::sleep(Duration::from_millis(20));
-        waited += 1;
-    }
+    wait_for_an_attempt(&killed_out.join("e03b/client-C-seed7-shard1of2.jsonl"));
     killed.kill().unwrap();
     killed.wait().unwrap();
     let o = kept.wait_with_output().unwrap();
