@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use e03_core::control::{client_log_path, ledger_log_path, server_log_path, shard_log_name};
 use e03_core::shard::Shard;
 use e03_core::{ParamError, Params, Scenario};
+use e03_metrics::fidelity::REPLICA_SEQ_SHIFT;
 
 pub mod audit;
 pub mod chain;
@@ -86,6 +87,11 @@ fn run_of_file_name(name: &str) -> Option<(String, u64)> {
         .strip_prefix("server-")
         .or_else(|| name.strip_prefix("client-"))?
         .strip_suffix(".jsonl")?;
+    // A replica's server log (`E03_REPLICAS`): `server-<s>-seed<n>-replica<r>.jsonl`.
+    let rest = match rest.rsplit_once("-replica") {
+        Some((run, r)) if name.starts_with("server-") && r.parse::<u32>().is_ok() => run,
+        _ => rest,
+    };
     let (strategy, seed) = rest.rsplit_once("-seed")?;
     e03_core::control::valid_strategy_id(strategy)
         .then_some(())
@@ -307,11 +313,22 @@ fn analyze_run(
     let mut complete = true;
     let server = dir.join(file_name(&server_log_path(&scenario, strategy, seed)));
     let whole = dir.join(file_name(&client_log_path(&scenario, strategy, seed)));
-    // Each log, with the shard whose it is (the server log: none).
-    let mut logs: Vec<(std::path::PathBuf, Option<Shard>)> = vec![(server, None)];
+    // Each log, with the shard whose it is (the server log: none). A run over replicas
+    // (`E03_REPLICAS`) has a server log per replica, read one after the other like shards'.
+    // Each replica numbers its requests from 0: its sequence numbers are moved to a range
+    // of their own (`r << 48`), so that no two requests of the run share one.
+    let mut logs: Vec<(std::path::PathBuf, Option<Shard>, u64)> = match params.replicas() {
+        1 => vec![(server, None, 0)],
+        n => (0..n)
+            .map(|r| {
+                let name = e03_core::control::replica_log_name(strategy, seed, r);
+                (dir.join(name), None, u64::from(r) << REPLICA_SEQ_SHIFT)
+            })
+            .collect(),
+    };
     let mut tally = None;
     if whole.exists() {
-        logs.push((whole, None));
+        logs.push((whole, None, 0));
     } else {
         // A run split over swarm processes: every shard's log, one after the other (the
         // metrics do not need them merged in time order); a shard without one is named.
@@ -321,7 +338,7 @@ fn analyze_run(
                 source,
             })?;
         if shards.is_empty() {
-            logs.push((whole, None));
+            logs.push((whole, None, 0));
         }
         let count = shards.iter().chain(&missing).map(|s| s.count).max();
         tally = count.map(e03_metrics::shards::ShardTally::new);
@@ -336,10 +353,10 @@ fn analyze_run(
         logs.extend(
             shards
                 .into_iter()
-                .map(|s| (dir.join(shard_log_name(strategy, seed, s)), Some(s))),
+                .map(|s| (dir.join(shard_log_name(strategy, seed, s)), Some(s), 0)),
         );
     }
-    for (path, shard) in logs {
+    for (path, shard, seq_base) in logs {
         if !path.exists() {
             warnings.push(format!(
                 "{}: missing: the run is incomplete",
@@ -349,6 +366,22 @@ fn analyze_run(
             continue;
         }
         let status = reader::read_log_file(&path, |e| {
+            let moved;
+            let e = match e {
+                e03_core::events::Event::Arrival(a) if seq_base > 0 => {
+                    let mut a = a.clone();
+                    a.seq += seq_base;
+                    moved = e03_core::events::Event::Arrival(a);
+                    &moved
+                }
+                e03_core::events::Event::Response(r) if seq_base > 0 => {
+                    let mut r = r.clone();
+                    r.seq += seq_base;
+                    moved = e03_core::events::Event::Response(r);
+                    &moved
+                }
+                e => e,
+            };
             feed(&mut acc, e);
             match (tally.as_mut(), e, shard) {
                 (Some(t), e03_core::events::Event::Arrival(a), None) => t.arrival(a),
@@ -414,6 +447,11 @@ mod tests {
             run_of_file_name("client-D1-seed7.jsonl"),
             Some(("D1".into(), 7))
         );
+        assert_eq!(
+            run_of_file_name("server-C-seed42-replica1.jsonl"),
+            Some(("C".into(), 42))
+        );
+        assert_eq!(run_of_file_name("client-C-seed42-replica1.jsonl"), None);
         assert_eq!(run_of_file_name("summary.json"), None);
         assert_eq!(run_of_file_name("server-C-seedx.jsonl"), None);
         assert_eq!(run_of_file_name("server-../x-seed1.jsonl"), None);

@@ -299,6 +299,19 @@ fn check_targets(params: &[Params], targets: &[Target], given: &str) -> Result<(
                 ids.join(",")
             ));
         }
+        // A run over replicas needs each strategy's every replica (`ID:R`).
+        for id in &ids {
+            if let Some(r) = (1..p.replicas())
+                .find(|&r| !targets.iter().any(|t| t.strategy == *id && t.replica == r))
+            {
+                return Err(format!(
+                    "invalid --targets (E03_TARGETS) {given:?}: strategy {id} has no target for \
+                     replica {r} of E03_REPLICAS={}; expected one entry {id}:{r}=WORK_URL@CONTROL_URL \
+                     per replica after the first",
+                    p.replicas()
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -1153,6 +1166,37 @@ mod tests {
     fn every_strategy_needs_a_target() {
         let e = parse(&["cs", "--targets", T, "--strategies", "A,C"]).unwrap_err();
         assert!(e.contains("strategy C") && e.contains("E03_TARGETS"), "{e}");
+    }
+
+    #[test]
+    fn a_run_over_replicas_needs_every_replica_s_target() {
+        let e = parse(&[
+            "cs",
+            "--targets",
+            T,
+            "--strategies",
+            "A,B",
+            "--replicas",
+            "2",
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("strategy A has no target for replica 1 of E03_REPLICAS=2")
+                && e.contains("A:1=WORK_URL@CONTROL_URL"),
+            "{e}"
+        );
+        let both = format!("{T},A:1=http://x:5@http://x:6,B:1=http://x:7@http://x:8");
+        let s = parse(&[
+            "cs",
+            "--targets",
+            &both,
+            "--strategies",
+            "A,B",
+            "--replicas",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(s.targets.iter().filter(|t| t.replica == 1).count(), 2);
     }
 
     #[test]

@@ -27,8 +27,10 @@ pub(crate) struct StrategyRun {
     pub tag: RunTag,
     /// Decides the waits between attempts (and whether a budget applies).
     pub strategy: Strategy,
-    /// Where the attempts go.
+    /// Where the attempts go (replica 0 of the dependency, or the only one).
     pub work: WorkEndpoint,
+    /// The dependency's other replicas (`E03_REPLICAS`), replica 1 first.
+    pub replicas: Vec<WorkEndpoint>,
     /// The strategy's retry budgets and breakers, one per holder of the budget scope.
     pub budget: Arc<Mutex<Policies>>,
     /// The run's time zero; every `*_us` is measured from it.
@@ -56,6 +58,14 @@ impl StrategyRun {
     /// classes.
     pub(crate) fn session_config(&self) -> SessionConfig {
         self.session
+    }
+
+    /// Where an attempt to `replica` goes.
+    pub(crate) fn work_of(&self, replica: u16) -> &WorkEndpoint {
+        match replica {
+            0 => &self.work,
+            r => &self.replicas[r as usize - 1],
+        }
     }
 
     pub(crate) fn budget(&self) -> std::sync::MutexGuard<'_, Policies> {
@@ -147,6 +157,7 @@ mod tests {
                 http: build_client(4, None, e03_core::strategy::Connections::Reuse).unwrap(),
                 url: crate::http::endpoint(base, path).unwrap(),
             },
+            replicas: Vec::new(),
             t0: Instant::now(),
             seed: 42,
             session: SessionConfig {

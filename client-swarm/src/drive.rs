@@ -34,7 +34,8 @@ use std::time::Duration;
 use e03_core::breaker::Transition;
 use e03_core::chain::deadline_header_ms;
 use e03_core::events::{
-    us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, FanOutRecord, OperationRecord, Outcome,
+    us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, FanOutRecord, HostRecord,
+    OperationRecord, Outcome,
 };
 use e03_core::workload::{Ended, Next, Outgoing, Workload};
 use e03_core::{AttemptResult, OpOutcome};
@@ -358,12 +359,13 @@ impl Driver {
             .strategy
             .idempotency
             .and_then(|policy| policy.key(run.seed, id.client, id.op, id.attempt));
+        let work = run.work_of(send.replica);
         let req = if run.post {
-            run.work.post_request(id, key.as_deref())
+            work.post_request(id, key.as_deref())
         } else if run.strategy.idempotency.is_some() {
-            run.work.charge_request(id, key.as_deref())
+            work.charge_request(id, key.as_deref())
         } else {
-            run.work.request(id)
+            work.request(id)
         };
         let cancelled = async {
             match &cancel {
@@ -373,7 +375,7 @@ impl Driver {
         };
         // Dropping the request closes its connection; the dependency still does the work.
         let (result, was_cancelled) = tokio::select! {
-            r = timeout_at(sent_at + send.timeout, run.work.execute(req)) => {
+            r = timeout_at(sent_at + send.timeout, work.execute(req)) => {
                 (Some(r.unwrap_or(AttemptResult::Timeout)), false)
             }
             // Not at once: a request still connecting would never reach the server.
@@ -457,6 +459,17 @@ impl Driver {
         }
         for &e in &next.ended {
             self.ended(e).await;
+        }
+        for h in &next.hosts {
+            let _ = self
+                .log
+                .send(Event::Host(HostRecord {
+                    tag: run.tag.clone(),
+                    t_us: us(h.at),
+                    replica: h.host as u32,
+                    change: h.change,
+                }))
+                .await;
         }
         for &start in &next.dropped {
             let _ = self

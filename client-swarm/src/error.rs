@@ -7,6 +7,15 @@ use std::path::PathBuf;
 pub enum SwarmError {
     #[error("strategy {strategy} has no target (give one with --targets {strategy}=WORK_URL@CONTROL_URL)")]
     MissingTarget { strategy: String },
+    #[error(
+        "strategy {strategy} has no target for replica {replica} of the run's {replicas} \
+         (E03_REPLICAS): expected --targets {strategy}:{replica}=WORK@CONTROL"
+    )]
+    MissingReplica {
+        strategy: String,
+        replica: u32,
+        replicas: u32,
+    },
     #[error("strategy {strategy} has more than one target")]
     DuplicateTarget { strategy: String },
     #[error("invalid {what} URL {url:?} for strategy {strategy}: expected http://HOST:PORT")]

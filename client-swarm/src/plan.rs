@@ -17,6 +17,14 @@ pub struct Target {
     pub work_url: String,
     /// Base URL of the control listener (`/control/start`, `/control/stop`, `/health`).
     pub control_url: String,
+    /// Which replica of the strategy's dependency it is (`E03_REPLICAS`; 0, the first, when
+    /// there is one): `--targets C:1=...` names replica 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replica: u32,
+}
+
+fn is_zero(r: &u32) -> bool {
+    *r == 0
 }
 
 /// Everything a swarm process does, resolved once, before it starts: the scenarios by value
@@ -182,6 +190,18 @@ pub fn parse_targets(value: &str) -> Result<Vec<Target>, TargetsError> {
             problem,
         };
         let (strategy, urls) = entry.split_once('=').ok_or_else(|| err("no '='"))?;
+        // `ID:R`: replica R of the strategy's dependency.
+        let (strategy, replica) = match strategy.split_once(':') {
+            None => (strategy, 0),
+            Some((id, r)) => match r.trim().parse::<u32>() {
+                Ok(r) if r < 16 => (id, r),
+                _ => {
+                    return Err(err(
+                        "the replica after ':' must be a whole number from 0 to 15",
+                    ))
+                }
+            },
+        };
         // The lab's own ids (A to F) in any case; a scenario's own ids as written.
         let strategy = strategy.trim();
         let strategy = if strategy.len() == 1 {
@@ -200,13 +220,17 @@ pub fn parse_targets(value: &str) -> Result<Vec<Target>, TargetsError> {
         if endpoint(control, "/health").is_none() {
             return Err(err("the control URL is not an http:// URL with a host"));
         }
-        if targets.iter().any(|t| t.strategy == strategy) {
-            return Err(err("the strategy has a target already"));
+        if targets
+            .iter()
+            .any(|t| t.strategy == strategy && t.replica == replica)
+        {
+            return Err(err("the strategy has a target already (for this replica)"));
         }
         targets.push(Target {
             strategy,
             work_url: work.to_string(),
             control_url: control.to_string(),
+            replica,
         });
     }
     Ok(targets)
@@ -222,6 +246,13 @@ mod tests {
             parse_targets("immediate-20ms=http://h:1@http://h:2,c=http://h:3@http://h:4").unwrap();
         assert_eq!(t[0].strategy, "immediate-20ms");
         assert_eq!(t[1].strategy, "C");
+        // Replicas: `ID:R`.
+        let t = parse_targets("C=http://h:1@http://h:2,C:1=http://g:3@http://g:4").unwrap();
+        assert_eq!((t[0].replica, t[1].replica), (0, 1));
+        assert_eq!(
+            (t[1].strategy.as_str(), t[1].work_url.as_str()),
+            ("C", "http://g:3")
+        );
     }
 
     #[test]
@@ -247,6 +278,12 @@ mod tests {
             ("A=http://x:1@https://x:2", "control URL"),
             ("../A=http://x:1@http://x:2", "letters, digits and '-'"),
             ("A=http://x:1@http://x:2,a=http://x:3@http://x:4", "already"),
+            (
+                "A=http://x:1@http://x:2,A:0=http://x:3@http://x:4",
+                "already",
+            ),
+            ("A:x=http://x:1@http://x:2", "replica after ':'"),
+            ("A:16=http://x:1@http://x:2", "replica after ':'"),
         ] {
             let e = parse_targets(value).unwrap_err().to_string();
             assert!(

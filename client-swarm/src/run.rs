@@ -65,6 +65,16 @@ struct Prepared {
     t0: Instant,
     /// A shard registered for its run already (its start call is made).
     registered: bool,
+    /// The other replicas of its dependency (`E03_REPLICAS`), replica 1 first.
+    replicas: Vec<Replica>,
+}
+
+/// Replica `r` (1 or more) of a strategy's dependency: where its run is controlled and its
+/// work goes, and the swarm's clock offset to it.
+struct Replica {
+    control_url: String,
+    work: WorkEndpoint,
+    clock: Option<e03_core::clock::ClockOffset>,
 }
 
 /// A shard's registration for its run with the dependency of `strategy` (see
@@ -123,6 +133,7 @@ async fn register_once(
         start_unix_ms: proposed,
         run_dir: plan.run_dir.clone(),
         shard: plan.shard,
+        replica: None,
     };
     let answer = start_run(http, control, &start).await?;
     let (run, server_ms, work) = match answer {
@@ -159,13 +170,22 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
     // Time zero goes to each dependency on its own clock (hosts' clocks may differ), so the
     // offsets are measured first, before time zero is chosen.
     let mut clocks = Vec::with_capacity(resolved.len());
-    for (_, target, work) in &resolved {
+    for (_, target, work, _) in &resolved {
         clocks.push(crate::http::measure_clock(&work.http, &target.control_url).await);
     }
     let (start_unix_ms, t0) = time_zero(plan.start_delay);
     let shard = plan.shard.filter(|s| !s.is_whole());
     let mut prepared: Vec<Prepared> = Vec::new();
-    for ((strategy, target, mut work), clock) in resolved.into_iter().zip(clocks) {
+    for ((strategy, target, mut work, others), clock) in resolved.into_iter().zip(clocks) {
+        let mut replicas = Vec::with_capacity(others.len());
+        for (t, w) in others {
+            let clock = crate::http::measure_clock(&w.http, &t.control_url).await;
+            replicas.push(Replica {
+                control_url: t.control_url,
+                work: w,
+                clock,
+            });
+        }
         // A shard registers before it logs: its run's id and time zero are the dependency's.
         let (run, strategy_start_ms, strategy_t0) = match shard {
             None => (
@@ -228,6 +248,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             tag,
             t0: strategy_t0,
             registered: shard.is_some(),
+            replicas,
         });
     }
     for i in 0..prepared.len() {
@@ -246,6 +267,7 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
                 .map_or(start_unix_ms, |c| c.on_server_ms(start_unix_ms)),
             run_dir: plan.run_dir.clone(),
             shard: None,
+            replica: (!p.replicas.is_empty()).then_some(0),
         };
         // A fault proxy of its own in front of the dependency may carry this run.
         let answer = start_run(&p.work.http, &p.control_url, &start)
@@ -260,6 +282,13 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
                         url: w,
                     }),
             });
+        // Then its other replicas, each with its own index (and so its own timeline).
+        let answer = match answer {
+            Ok(url) => start_replicas(&mut prepared[i], &start, start_unix_ms)
+                .await
+                .map(|()| url),
+            Err(e) => Err(e),
+        };
         match answer {
             Ok(Some(url)) => prepared[i].work.url = url,
             Ok(None) => {}
@@ -267,6 +296,9 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
                 // Leave no dependency running a half-started swarm run.
                 for started in &prepared[..=i] {
                     let _ = stop_run(&started.work.http, &started.control_url, false, None).await;
+                    for r in &started.replicas {
+                        let _ = stop_run(&r.work.http, &r.control_url, false, None).await;
+                    }
                 }
                 return Err(e);
             }
@@ -311,19 +343,59 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
     Ok(SwarmReport { runs, complete })
 }
 
-/// Every strategy of the plan with its target and work endpoint, in the plan's order.
-fn resolve(plan: &SwarmPlan) -> Result<Vec<(Strategy, Target, WorkEndpoint)>, SwarmError> {
+/// One strategy, resolved: its strategy, the target of its dependency's replica 0 and its
+/// work endpoint, and the targets of its other replicas (`E03_REPLICAS`) with theirs.
+type Resolved = (Strategy, Target, WorkEndpoint, Vec<(Target, WorkEndpoint)>);
+
+/// Every strategy of the plan with its targets and work endpoints, in the plan's order: one
+/// per replica the run's parameters give (`E03_REPLICAS`); targets of further replicas are
+/// left unused (another scenario of the plan may have more).
+fn resolve(plan: &SwarmPlan) -> Result<Vec<Resolved>, SwarmError> {
     let mut out = Vec::new();
+    let replicas = plan.params.replicas();
     for strategy in plan.params.strategies() {
-        let mut matching = plan.targets.iter().filter(|t| t.strategy == strategy.id);
-        let target = matching.next().ok_or_else(|| SwarmError::MissingTarget {
-            strategy: strategy.id.clone(),
-        })?;
-        if matching.next().is_some() {
-            return Err(SwarmError::DuplicateTarget {
-                strategy: strategy.id.clone(),
-            });
+        let mut all = Vec::new();
+        for r in 0..replicas {
+            let mut matching = plan
+                .targets
+                .iter()
+                .filter(|t| t.strategy == strategy.id && t.replica == r);
+            let target = matching.next().ok_or_else(|| match r {
+                0 => SwarmError::MissingTarget {
+                    strategy: strategy.id.clone(),
+                },
+                _ => SwarmError::MissingReplica {
+                    strategy: strategy.id.clone(),
+                    replica: r,
+                    replicas,
+                },
+            })?;
+            if matching.next().is_some() {
+                return Err(SwarmError::DuplicateTarget {
+                    strategy: strategy.id.clone(),
+                });
+            }
+            all.push(target.clone());
         }
+        let mut endpoints = Vec::new();
+        for target in all {
+            endpoints.push((endpoint_of(plan, strategy, &target)?, target));
+        }
+        let mut endpoints = endpoints.into_iter();
+        let (work, target) = endpoints.next().expect("replica 0 at least");
+        let others = endpoints.map(|(w, t)| (t, w)).collect();
+        out.push((strategy.clone(), target, work, others));
+    }
+    Ok(out)
+}
+
+/// The work endpoint of `target`, its URLs checked.
+fn endpoint_of(
+    plan: &SwarmPlan,
+    strategy: &Strategy,
+    target: &Target,
+) -> Result<WorkEndpoint, SwarmError> {
+    {
         let bad = |what, url: &str| SwarmError::BadUrl {
             strategy: strategy.id.clone(),
             what,
@@ -333,17 +405,41 @@ fn resolve(plan: &SwarmPlan) -> Result<Vec<(Strategy, Target, WorkEndpoint)>, Sw
             endpoint(&target.work_url, "/work").ok_or_else(|| bad("work", &target.work_url))?;
         endpoint(&target.control_url, "/health")
             .ok_or_else(|| bad("control", &target.control_url))?;
-        let work = WorkEndpoint {
+        Ok(WorkEndpoint {
             http: build_client(
                 plan.params.swarm().clients,
                 plan.params.connect_timeout(),
                 strategy.connections,
             )?,
             url,
-        };
-        out.push((strategy.clone(), target.clone(), work));
+        })
     }
-    Ok(out)
+}
+
+/// Starts the run `start` (replica 0's call) on every other replica of `p`, each with its
+/// index and time zero `start_unix_ms` on its own clock; a replica's own fault proxy may carry
+/// its work.
+async fn start_replicas(
+    p: &mut Prepared,
+    start: &StartRun,
+    start_unix_ms: u64,
+) -> Result<(), SwarmError> {
+    for (r, replica) in p.replicas.iter_mut().enumerate() {
+        let mut call = start.clone();
+        call.replica = Some(r as u32 + 1);
+        call.start_unix_ms = replica
+            .clock
+            .map_or(start_unix_ms, |c| c.on_server_ms(start_unix_ms));
+        let answer = start_run(&replica.work.http, &replica.control_url, &call).await?;
+        if let Some(w) = answer.and_then(|a| a.work) {
+            replica.work.url = endpoint(&w, "/work").ok_or_else(|| SwarmError::BadUrl {
+                strategy: p.strategy.id.clone(),
+                what: "work (the start call's answer)",
+                url: w,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Time zero `delay` from now, as wall-clock ms since the epoch (sent to the dependencies) and
@@ -373,6 +469,7 @@ async fn run_strategy(
         budget: Arc::new(Mutex::new(plan.params.policies(&p.strategy, plan.seed))),
         strategy: p.strategy,
         work: p.work,
+        replicas: p.replicas.iter().map(|r| r.work.clone()).collect(),
         t0,
         seed: plan.seed,
         session: e03_core::session::SessionConfig::from_params(&plan.params),
@@ -425,7 +522,19 @@ async fn run_strategy(
         }
     }
     let shard = plan.shard.filter(|s| !s.is_whole());
-    let stopped = stop_run(&run.work.http, &p.control_url, complete, shard).await;
+    let mut stopped = stop_run(&run.work.http, &p.control_url, complete, shard).await;
+    // Every other replica's run stops too; the server's counts are the replicas' sums.
+    for r in &p.replicas {
+        let other = stop_run(&r.work.http, &r.control_url, complete, shard).await;
+        stopped = match (stopped, other) {
+            (Ok(mut sum), Ok(c)) => {
+                sum.arrivals += c.arrivals;
+                sum.responses += c.responses;
+                Ok(sum)
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+    }
     let end = Event::RunEnd(RunEnd {
         tag: run.tag.clone(),
         source: Source::Client,

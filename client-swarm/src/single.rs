@@ -172,6 +172,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
             http,
             url: target.url,
         },
+        replicas: Vec::new(),
         t0: tokio::time::Instant::now(),
         seed,
         session: SessionConfig {

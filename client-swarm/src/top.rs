@@ -53,6 +53,7 @@ pub async fn drive_top_caller(
             http: build_client(1, None, Connections::Reuse)?,
             url,
         },
+        replicas: Vec::new(),
         strategy,
         t0: tokio::time::Instant::now(),
         seed,

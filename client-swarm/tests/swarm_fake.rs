@@ -12,6 +12,7 @@ use e03_core::{GiveUp, Scenario};
 
 fn target(strategy: &str, base: &str) -> Target {
     Target {
+        replica: 0,
         strategy: strategy.into(),
         work_url: base.into(),
         control_url: base.into(),

@@ -444,6 +444,7 @@ pub fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
         standalone: false,
         run_dir: req.run_dir,
         shard: req.shard,
+        replica: req.replica,
     })
 }
 

@@ -41,6 +41,8 @@ pub struct RunSpec {
     pub run_dir: Option<String>,
     /// The caller is this shard of a run split over swarm processes (`StartRun::shard`).
     pub shard: Option<Shard>,
+    /// This dependency is that replica of the run's (`StartRun::replica`).
+    pub replica: Option<u32>,
 }
 
 impl RunSpec {
@@ -59,6 +61,7 @@ impl RunSpec {
             standalone: true,
             run_dir: None,
             shard: None,
+            replica: None,
         }
     }
 
@@ -67,7 +70,7 @@ impl RunSpec {
         let file = if self.standalone {
             format!("{STANDALONE}/server-{STANDALONE}.jsonl")
         } else {
-            control::server_log_path(&self.scenario, &self.strategy, self.seed)
+            control::replica_log_path(&self.scenario, &self.strategy, self.seed, self.replica)
         };
         match &self.run_dir {
             Some(dir) => format!("{dir}/{file}"),
@@ -378,16 +381,17 @@ impl Service {
         if let Some(run) = &previous {
             self.send_run_logs(run);
         }
-        let wire = spec.params.timeline(&spec.scenario).wire;
+        let replica = spec.replica.unwrap_or(0);
+        let wire = spec.params.timeline_of(&spec.scenario, replica).wire;
         let t0 = spec.t0;
         let log_file = spec.log_file();
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
         let wire_log = control::wire_log_beside(&log_file);
         let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
         // The dependency this strategy's runs face (a strategy table may set its own policy).
-        let config = spec
-            .params
-            .service_config_for(&spec.scenario, spec.seed, &spec.strategy);
+        let config =
+            spec.params
+                .replica_config_for(&spec.scenario, spec.seed, &spec.strategy, replica);
         let setup = RunSetup {
             tag: RunTag {
                 run: spec.run,

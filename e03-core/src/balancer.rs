@@ -45,6 +45,19 @@ pub enum Pick {
     Failover,
 }
 
+impl Pick {
+    /// What `E03_BALANCER` accepts: `round_robin`, `least_outstanding` (two choices, Envoy's
+    /// default) or `failover`.
+    pub fn parse(value: &str) -> Option<Pick> {
+        match value {
+            "round_robin" => Some(Pick::RoundRobin),
+            "least_outstanding" => Some(Pick::LeastOutstanding { choices: 2 }),
+            "failover" => Some(Pick::Failover),
+            _ => None,
+        }
+    }
+}
+
 /// Envoy's consecutive-5xx outlier detection, with its defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OutlierSpec {
@@ -119,7 +132,8 @@ pub enum Outcome {
 }
 
 /// A replica leaving or re-entering rotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Change {
     Ejected,
     Returned,
@@ -268,6 +282,13 @@ impl Balancer {
                 change: Change::Ejected,
             });
         }
+    }
+
+    /// An attempt to `host` that will have no outcome (cancelled, or in flight at a stop):
+    /// no longer in flight, and nothing learnt.
+    pub fn abandoned(&mut self, host: usize) {
+        let h = &mut self.hosts[host];
+        h.outstanding = h.outstanding.saturating_sub(1);
     }
 
     /// The next instant the balancer wants a wake: an outlier sweep, a probe due, or a probe's

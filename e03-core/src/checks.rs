@@ -96,6 +96,9 @@ pub enum CheckMetric {
     GoodputShare,
     /// Open loop: work done that counted for nothing, as a share of the work done.
     WastedShare,
+    /// Open loop: 1 when the run recovered after its trigger (the recovery verdict,
+    /// `e03_metrics::openloop`), 0 when it stayed metastable to the run's end.
+    Recovered,
     /// The share of critical operations that succeeded ([`crate::priority::Priority`]).
     CriticalSuccess,
     /// The share of best-effort operations that succeeded.
@@ -258,6 +261,7 @@ impl CheckSpec {
             } => format!("peak per {window_ms} ms / {versus}'s"),
             CheckMetric::GoodputShare => "goodput / capacity".into(),
             CheckMetric::WastedShare => "wasted work / work done".into(),
+            CheckMetric::Recovered => "recovered after the trigger (1) or not (0)".into(),
             CheckMetric::CriticalSuccess => "critical operations' success".into(),
             CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
             CheckMetric::FanoutSlowShare => "share of fan-out requests that were slow".into(),
@@ -307,7 +311,7 @@ const METRICS: &str =
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
-                       permanent_latency_ratio, goodput_share, wasted_share, critical_success, \
+                       permanent_latency_ratio, goodput_share, wasted_share, recovered, critical_success, \
                        best_effort_success, fanout_slow_share, p999_ms, p999_reduction, \
                        extra_requests; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
@@ -428,6 +432,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "distinct_waits" => CheckMetric::DistinctWaits,
         "goodput_share" => CheckMetric::GoodputShare,
         "wasted_share" => CheckMetric::WastedShare,
+        "recovered" => CheckMetric::Recovered,
         "critical_success" => CheckMetric::CriticalSuccess,
         "best_effort_success" => CheckMetric::BestEffortSuccess,
         "fanout_slow_share" => CheckMetric::FanoutSlowShare,
@@ -695,6 +700,7 @@ mod tests {
             ("connections", CheckMetric::Connections),
             ("goodput_share", CheckMetric::GoodputShare),
             ("wasted_share", CheckMetric::WastedShare),
+            ("recovered", CheckMetric::Recovered),
             ("critical_success", CheckMetric::CriticalSuccess),
             ("best_effort_success", CheckMetric::BestEffortSuccess),
             ("fanout_slow_share", CheckMetric::FanoutSlowShare),

@@ -56,6 +56,10 @@ pub struct StartRun {
     /// ends when every shard that registered has stopped it. `None`: one swarm, as always.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::Shard>,
+    /// The dependency is replica `r` of the run's `E03_REPLICAS` (0 is the first): it runs
+    /// that replica's timeline and logs to [`replica_log_path`]. `None`: the only one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
 }
 
 /// The serialized shape of [`StartRun`]: its scenario as a name and, in `definition`, its data,
@@ -76,6 +80,8 @@ struct StartRunFields {
     run_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shard: Option<crate::shard::Shard>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replica: Option<u32>,
 }
 
 impl TryFrom<StartRunFields> for StartRun {
@@ -101,6 +107,13 @@ impl TryFrom<StartRunFields> for StartRun {
                 )
             })?,
         };
+        if let Some(r) = f.replica.filter(|&r| r >= f.params.replicas()) {
+            return Err(format!(
+                "replica {r}: expected a replica of the run's E03_REPLICAS = {}, from 0 to {}",
+                f.params.replicas(),
+                f.params.replicas() - 1
+            ));
+        }
         Ok(StartRun {
             run: f.run,
             scenario,
@@ -110,6 +123,7 @@ impl TryFrom<StartRunFields> for StartRun {
             start_unix_ms: f.start_unix_ms,
             run_dir: f.run_dir,
             shard: f.shard,
+            replica: f.replica,
         })
     }
 }
@@ -126,6 +140,7 @@ impl From<StartRun> for StartRunFields {
             start_unix_ms: s.start_unix_ms,
             run_dir: s.run_dir,
             shard: s.shard,
+            replica: s.replica,
         }
     }
 }
@@ -192,6 +207,30 @@ pub fn valid_run_dir(name: &str) -> bool {
 /// `<scenario>/server-<strategy>-seed<seed>.jsonl`, relative to a log directory.
 pub fn server_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String {
     format!("{}/server-{strategy}-seed{seed}.jsonl", scenario.name())
+}
+
+/// The server log of replica `replica` (`E03_REPLICAS`):
+/// `<scenario>/server-<strategy>-seed<seed>-replica<r>.jsonl`; `None` (the only one):
+/// [`server_log_path`]'s.
+pub fn replica_log_path(
+    scenario: &Scenario,
+    strategy: &str,
+    seed: u64,
+    replica: Option<u32>,
+) -> String {
+    match replica {
+        None => server_log_path(scenario, strategy, seed),
+        Some(r) => format!(
+            "{}/{}",
+            scenario.name(),
+            replica_log_name(strategy, seed, r)
+        ),
+    }
+}
+
+/// The file name of [`replica_log_path`] for replica `r`.
+pub fn replica_log_name(strategy: &str, seed: u64, r: u32) -> String {
+    format!("server-{strategy}-seed{seed}-replica{r}.jsonl")
 }
 
 /// The log of the fault proxy in front of a dependency (issue 27), beside its server log:
@@ -326,5 +365,39 @@ mod tests {
         );
         let start: StartRun = serde_json::from_str(&json).unwrap();
         assert_eq!(start.run_dir, None);
+    }
+
+    #[test]
+    fn a_start_call_names_a_replica_the_run_has_and_its_log() {
+        let two = crate::Params::from_raw(&std::collections::BTreeMap::from([(
+            "E03_REPLICAS".to_string(),
+            "2".to_string(),
+        )]))
+        .unwrap();
+        let call = |params: &crate::Params, replica: u32| {
+            let params = serde_json::to_string(params).unwrap();
+            format!(
+                r#"{{"run":"r","scenario":"e03b","strategy":"A","seed":1,"params":{params},"start_unix_ms":5,"replica":{replica}}}"#
+            )
+        };
+        let start: StartRun = serde_json::from_str(&call(&two, 1)).unwrap();
+        assert_eq!(start.replica, Some(1));
+        let e = serde_json::from_str::<StartRun>(&call(&two, 2)).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "replica 2: expected a replica of the run's E03_REPLICAS = 2, from 0 to 1"
+            ),
+            "{e}"
+        );
+        let e = serde_json::from_str::<StartRun>(&call(&crate::Params::default(), 1));
+        assert!(e.is_err(), "a run of one replica has no replica 1");
+        assert_eq!(
+            replica_log_path(&Scenario::e03b(), "C", 42, Some(1)),
+            "e03b/server-C-seed42-replica1.jsonl"
+        );
+        assert_eq!(
+            replica_log_path(&Scenario::e03b(), "C", 42, None),
+            server_log_path(&Scenario::e03b(), "C", 42)
+        );
     }
 }

@@ -303,10 +303,24 @@ pub enum Event {
     Breaker(BreakerChange),
     Dropped(Dropped),
     FanOut(FanOutRecord),
+    /// A replica left or re-entered the callers' balancer's rotation (`E03_REPLICAS`).
+    Host(HostRecord),
     RunEnd(RunEnd),
     /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
     /// [`crate::control::ledger_log_path`]).
     Charge(ChargeRecord),
+}
+
+/// A replica of the dependency left or re-entered the callers' balancer's rotation
+/// ([`crate::balancer::HostChange`]), in the client log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub t_us: u64,
+    pub replica: u32,
+    /// `ejected`, `returned`, `unhealthy` or `healthy`.
+    pub change: crate::balancer::Change,
 }
 
 /// One committed charge of the ledger, with its run and the service's number for the request.

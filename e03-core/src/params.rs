@@ -120,6 +120,41 @@ pub const PARAMS: &[ParamSpec] = &[
         "priority admission: the share of the workers kept for critical requests (Stripe's 20%)"
     ),
     p!(
+        "E03_REPLICAS",
+        "replicas",
+        "1",
+        "a whole number from 1 to 16",
+        "copies of the dependency, each a process of its own with its own workers, queue and timeline (a [[timeline]] down phase's replica key: 0 is the first); the callers spread their attempts over them with E03_BALANCER"
+    ),
+    p!(
+        "E03_BALANCER",
+        "balancer",
+        "round_robin",
+        "round_robin, least_outstanding or failover",
+        "with E03_REPLICAS above 1, the callers' client-side balancer (Envoy's): round_robin: each replica in rotation in turn; least_outstanding: of two replicas drawn at random, the one with fewer requests in flight (Envoy's LEAST_REQUEST, choice_count 2); failover: the first replica in rotation (active-passive). Below half of the replicas in rotation, every replica is picked from (Envoy's healthy_panic_threshold, 50%). One balancer per caller process (a sidecar's), shared by its clients"
+    ),
+    p!(
+        "E03_OUTLIER_5XX",
+        "outlier-5xx",
+        "0",
+        "a whole number from 0 to 1000 (0: no outlier detection)",
+        "Envoy's consecutive_5xx outlier detection: a replica is taken out of rotation on its Nth failed attempt in a row (a 5xx, a timeout, no answer), as long as it is the only one out or at most 10% are (max_ejection_percent); it comes back at the first sweep (every E03_OUTLIER_INTERVAL_MS) after E03_EJECTION_MS times its number of ejections, at most 300 s (Envoy's defaults: 5, 10 s, 30 s)"
+    ),
+    p!(
+        "E03_EJECTION_MS",
+        "ejection-ms",
+        "30000",
+        "a whole number of milliseconds from 1 to 300000",
+        "outlier detection: base_ejection_time, how long an ejected replica stays out the first time (Envoy: 30 s)"
+    ),
+    p!(
+        "E03_OUTLIER_INTERVAL_MS",
+        "outlier-interval-ms",
+        "10000",
+        "a whole number of milliseconds from 1 to 300000",
+        "outlier detection: the interval between sweeps that bring ejected replicas back (Envoy: 10 s)"
+    ),
+    p!(
         "E03_FREEZE_START_S",
         "freeze-start-s",
         "8.5",
@@ -542,6 +577,9 @@ pub struct ServiceParams {
     /// Priority admission: the share of the workers kept for critical requests.
     #[serde(default = "default_priority_reserve")]
     pub priority_reserve: f64,
+    /// `E03_REPLICAS`: copies of the dependency, each with its own timeline.
+    #[serde(default = "default_replicas")]
+    pub replicas: u32,
     /// `none` or `aimd`.
     #[serde(default = "default_concurrency_limit")]
     pub concurrency_limit: String,
@@ -594,6 +632,10 @@ fn default_queue_interval_ms() -> f64 {
 
 fn default_admission() -> String {
     "all".into()
+}
+
+fn default_replicas() -> u32 {
+    1
 }
 
 fn default_priority_reserve() -> f64 {
@@ -679,6 +721,29 @@ pub struct SwarmParams {
     /// `E03_SHARDS`: the shards the clients are divided into.
     #[serde(default = "default_shards")]
     pub shards: u32,
+    /// `E03_BALANCER`: `round_robin`, `least_outstanding` or `failover`.
+    #[serde(default = "default_balancer")]
+    pub balancer: String,
+    /// `E03_OUTLIER_5XX`: failures in a row that eject a replica (0: no outlier detection).
+    #[serde(default)]
+    pub outlier_5xx: u32,
+    /// `E03_EJECTION_MS`, `E03_OUTLIER_INTERVAL_MS`.
+    #[serde(default = "default_ejection_ms")]
+    pub ejection_ms: u64,
+    #[serde(default = "default_outlier_interval_ms")]
+    pub outlier_interval_ms: u64,
+}
+
+fn default_balancer() -> String {
+    "round_robin".into()
+}
+
+fn default_ejection_ms() -> u64 {
+    30_000
+}
+
+fn default_outlier_interval_ms() -> u64 {
+    10_000
 }
 
 fn default_shards() -> u32 {
@@ -859,6 +924,7 @@ impl Params {
                 _ => return Err(r.invalid("E03_ADMISSION")),
             },
             priority_reserve: r.num("E03_PRIORITY_RESERVE", 0.0, 1.0, false)?,
+            replicas: r.int("E03_REPLICAS", 1, 16)? as u32,
             concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
                 l if crate::limit::LimitKind::parse(l).is_some() => l.to_string(),
                 _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
@@ -921,6 +987,13 @@ impl Params {
             budget_scope: crate::policy::BudgetScope::parse(r.value("E03_BUDGET_SCOPE"))
                 .ok_or_else(|| r.invalid("E03_BUDGET_SCOPE"))?,
             shards: r.int("E03_SHARDS", 1, 100_000)? as u32,
+            balancer: match r.value("E03_BALANCER") {
+                b if crate::balancer::Pick::parse(b).is_some() => b.to_string(),
+                _ => return Err(r.invalid("E03_BALANCER")),
+            },
+            outlier_5xx: r.int("E03_OUTLIER_5XX", 0, 1000)? as u32,
+            ejection_ms: r.int("E03_EJECTION_MS", 1, 300_000)?,
+            outlier_interval_ms: r.int("E03_OUTLIER_INTERVAL_MS", 1, 300_000)?,
         };
         let steps = StepParams {
             step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
@@ -1143,6 +1216,7 @@ impl Params {
             ("E03_QUEUE_INTERVAL_MS", s.queue_interval_ms.to_string()),
             ("E03_ADMISSION", s.admission.clone()),
             ("E03_PRIORITY_RESERVE", s.priority_reserve.to_string()),
+            ("E03_REPLICAS", s.replicas.to_string()),
             ("E03_CONCURRENCY_LIMIT", s.concurrency_limit.clone()),
             ("E03_LIMIT_TIMEOUT_MS", s.limit_timeout_ms.to_string()),
             ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
@@ -1232,6 +1306,10 @@ impl Params {
                 .into(),
             ),
             ("E03_SHARDS", w.shards.to_string()),
+            ("E03_BALANCER", w.balancer.clone()),
+            ("E03_OUTLIER_5XX", w.outlier_5xx.to_string()),
+            ("E03_EJECTION_MS", w.ejection_ms.to_string()),
+            ("E03_OUTLIER_INTERVAL_MS", w.outlier_interval_ms.to_string()),
             ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
@@ -1327,6 +1405,18 @@ impl Params {
         seed: u64,
         strategy: &str,
     ) -> ServiceConfig {
+        self.replica_config_for(scenario, seed, strategy, 0)
+    }
+
+    /// [`Self::service_config_for`] of replica `replica`: its own timeline
+    /// ([`Self::timeline_of`]); the rest is every replica's.
+    pub fn replica_config_for(
+        &self,
+        scenario: &Scenario,
+        seed: u64,
+        strategy: &str,
+        replica: u32,
+    ) -> ServiceConfig {
         // The row's own server side, where its table sets one (a single lookup).
         let server = self
             .strategy(strategy)
@@ -1350,7 +1440,7 @@ impl Params {
                     crate::limit::LimitKind::parse(&s.concurrency_limit).unwrap_or_default()
                 })
                 .limit(ms(s.limit_timeout_ms)),
-            timeline: self.timeline(scenario),
+            timeline: self.timeline_of(scenario, replica),
             faults: if !scenario.def().has_faults
                 || (s.fail_rate == 0.0
                     && s.slow_rate == 0.0
@@ -1384,8 +1474,20 @@ impl Params {
     /// The scenario's timeline with E03's timeline parameters applied: they move its freeze
     /// and the degraded phase that starts where the freeze ends; other phases stay as written.
     pub fn timeline(&self, scenario: &Scenario) -> Timeline {
+        self.timeline_of(scenario, 0)
+    }
+
+    /// [`Self::timeline`] of replica `replica` (`E03_REPLICAS`): the phases of every replica
+    /// and its own (`[[timeline]] replica`).
+    pub fn timeline_of(&self, scenario: &Scenario, replica: u32) -> Timeline {
         let s = &self.service;
-        let phases = &scenario.def().phases;
+        let phases: Vec<_> = scenario
+            .def()
+            .phases
+            .iter()
+            .filter(|p| p.replica.is_none_or(|r| r == replica))
+            .copied()
+            .collect();
         let freeze_at = phases.iter().position(|p| p.phase == PhaseKind::Freeze);
         let mut timeline = Timeline::default();
         for (i, p) in phases.iter().enumerate() {
@@ -1570,6 +1672,29 @@ impl Params {
         crate::policy::Policies::new(strategy, seed, self.swarm.budget_scope, self.swarm.shards)
     }
 
+    /// `E03_REPLICAS`: copies of the dependency.
+    pub fn replicas(&self) -> u32 {
+        self.service.replicas
+    }
+
+    /// The callers' balancer over the replicas (`E03_BALANCER`, `E03_OUTLIER_5XX`,
+    /// `E03_EJECTION_MS`, `E03_OUTLIER_INTERVAL_MS`), with Envoy's other defaults.
+    pub fn balancer(&self) -> crate::balancer::BalancerSpec {
+        let w = &self.swarm;
+        let mut spec = crate::balancer::BalancerSpec::new(
+            crate::balancer::Pick::parse(&w.balancer).unwrap_or(crate::balancer::Pick::RoundRobin),
+        );
+        if w.outlier_5xx > 0 {
+            spec.outlier = Some(crate::balancer::OutlierSpec {
+                consecutive_5xx: w.outlier_5xx,
+                interval: Duration::from_millis(w.outlier_interval_ms),
+                base_ejection_time: Duration::from_millis(w.ejection_ms),
+                ..crate::balancer::OutlierSpec::default()
+            });
+        }
+        spec
+    }
+
     pub fn strategy(&self, id: &str) -> Option<&Strategy> {
         self.strategies.iter().find(|s| s.id == id)
     }
@@ -1655,6 +1780,24 @@ impl Params {
         strategy: &crate::strategy::Strategy,
         seed: u64,
     ) -> Box<dyn crate::workload::Workload + Send> {
+        let inner = self.workload_of_one(strategy, seed);
+        match self.replicas() {
+            1 => inner,
+            n => Box::new(crate::workload::Balanced::new(
+                inner,
+                self.balancer(),
+                n as usize,
+                seed,
+            )),
+        }
+    }
+
+    /// [`Self::workload`] against one replica (no balancer).
+    fn workload_of_one(
+        &self,
+        strategy: &crate::strategy::Strategy,
+        seed: u64,
+    ) -> Box<dyn crate::workload::Workload + Send> {
         use crate::workload::{Arrivals, Clients, FanOut, Steps};
         if self.is_steps() {
             let load = strategy.load.unwrap_or(self.steps().loads[0]);
@@ -1688,6 +1831,13 @@ impl Params {
     pub fn unshardable(&self, count: u32) -> Option<String> {
         if count <= 1 {
             return None;
+        }
+        if self.replicas() > 1 {
+            return Some(format!(
+                "E03_SHARD: a run over replicas (E03_REPLICAS={}) runs in one swarm process: its \
+                 balancer's outlier detection counts every caller's failures, as one sidecar's",
+                self.replicas()
+            ));
         }
         let workload = if self.is_steps() {
             Some("the step workload (E03_WORKLOAD=steps)")

@@ -22,6 +22,8 @@ pub enum Stream {
     Arrivals = 3,
     /// A fault proxy's draws (toxicity, jitter, slice sizes): one stream per connection.
     Wire = 4,
+    /// A caller's balancer draws (least outstanding's choices): one stream per run, client 0.
+    Balancer = 5,
 }
 
 /// SplitMix64 finaliser: a good 64-bit mixer, used to derive stream seeds.

@@ -77,6 +77,11 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../scenarios/reset-storm.toml"),
     ),
     ("shedding.toml", include_str!("../scenarios/shedding.toml")),
+    ("failover.toml", include_str!("../scenarios/failover.toml")),
+    (
+        "failover-45.toml",
+        include_str!("../scenarios/failover-45.toml"),
+    ),
     ("tail.toml", include_str!("../scenarios/tail.toml")),
     ("hedge.toml", include_str!("../scenarios/hedge.toml")),
     (
@@ -107,6 +112,11 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("dependency", "priority_reserve", "E03_PRIORITY_RESERVE"),
     ("dependency", "concurrency_limit", "E03_CONCURRENCY_LIMIT"),
     ("dependency", "limit_timeout_ms", "E03_LIMIT_TIMEOUT_MS"),
+    ("topology", "replicas", "E03_REPLICAS"),
+    ("topology", "balancer", "E03_BALANCER"),
+    ("topology", "outlier_5xx", "E03_OUTLIER_5XX"),
+    ("topology", "ejection_ms", "E03_EJECTION_MS"),
+    ("topology", "outlier_interval_ms", "E03_OUTLIER_INTERVAL_MS"),
     ("faults", "fail_rate", "E03_FAIL_RATE"),
     ("faults", "slow_rate", "E03_SLOW_RATE"),
     ("faults", "slow_ms", "E03_SLOW_MS"),
@@ -226,10 +236,17 @@ impl ScenarioDef {
         if !valid_name(&self.name) {
             return Err(format!("invalid scenario name {:?}", self.name));
         }
-        let mut end = 0.0;
         let (mut freezes, mut degraded) = (0, 0);
-        for p in &self.phases {
-            let ok = p.start_s.is_finite()
+        for (i, p) in self.phases.iter().enumerate() {
+            // Phases of one replica may overlap another replica's, not their own.
+            let end = self.phases[..i]
+                .iter()
+                .rev()
+                .find(|q| q.replica.is_none() || p.replica.is_none() || q.replica == p.replica)
+                .map_or(0.0, |q| q.end_s);
+            let replica_ok = p.replica.is_none() || matches!(p.phase, PhaseKind::Down { .. });
+            let ok = replica_ok
+                && p.start_s.is_finite()
                 && p.end_s.is_finite()
                 && p.start_s >= end
                 && p.start_s < p.end_s
@@ -267,7 +284,6 @@ impl ScenarioDef {
                     self.name
                 ));
             }
-            end = p.end_s;
         }
         Params::from_raw_with(&self.settings, &self.own_strategies())
             .map(|_| ())
@@ -321,6 +337,8 @@ pub struct ScenarioFile {
     #[serde(default)]
     dependency: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
+    topology: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
     timeline: Vec<Spanned<FilePhase>>,
     faults: Option<BTreeMap<String, Spanned<toml::Value>>>,
     #[serde(default)]
@@ -353,6 +371,8 @@ struct FilePhase {
     attributes: Option<BTreeMap<String, f64>>,
     stream: Option<crate::wire::Direction>,
     toxicity: Option<f64>,
+    /// A down phase of one replica only (0 is the first); none: every replica.
+    replica: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -411,6 +431,7 @@ impl ScenarioFile {
         let mut places: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
         let sections = [
             ("dependency", Some(&self.dependency)),
+            ("topology", Some(&self.topology)),
             ("faults", self.faults.as_ref()),
             ("workload", Some(&self.workload)),
             ("policy", Some(&self.policy)),
@@ -471,7 +492,13 @@ impl ScenarioFile {
             }
         }
 
-        let phases = self.phases(text, origin)?;
+        // An invalid `replicas` is named by the parameters' check below; no phase is refused
+        // for it here.
+        let replicas = settings
+            .get("E03_REPLICAS")
+            .map_or(Some(1), |v| v.parse::<u32>().ok())
+            .unwrap_or(u32::MAX);
+        let phases = self.phases(text, origin, replicas)?;
         // The first freeze and the degraded phase right after it carry E03's timeline flags.
         if let Some(i) = phases.iter().position(|p| p.phase == PhaseKind::Freeze) {
             let (start, end) = (phases[i].start_s, phases[i].end_s);
@@ -485,6 +512,7 @@ impl ScenarioFile {
                     phase: PhaseKind::Degraded { capacity_factor },
                     start_s,
                     end_s,
+                    ..
                 }) if *start_s == end => {
                     let offset = self.timeline[i + 1].span().start;
                     settings.insert("E03_RECOVERY_END_S".into(), end_s.to_string());
@@ -615,7 +643,12 @@ impl ScenarioFile {
 
     /// The timeline, checked: edges within a day, each phase of positive length, in order and
     /// not overlapping, and only the keys its kind takes.
-    fn phases(&self, text: &str, origin: &str) -> Result<Vec<PhaseWindow>, ScenarioError> {
+    fn phases(
+        &self,
+        text: &str,
+        origin: &str,
+        replicas: u32,
+    ) -> Result<Vec<PhaseWindow>, ScenarioError> {
         let mut out: Vec<PhaseWindow> = Vec::new();
         for spanned in &self.timeline {
             let p = spanned.get_ref();
@@ -635,7 +668,23 @@ impl ScenarioFile {
                     p.start_s, p.end_s
                 ));
             }
-            if let Some(prev) = out.last() {
+            if let Some(r) = p.replica {
+                if p.phase != PhaseName::Down {
+                    return fail("replica is only for a down phase (one replica's failure)".into());
+                }
+                if r >= replicas {
+                    return fail(format!(
+                        "replica = {r}: expected a replica of [topology] replicas = {replicas}, \
+                         from 0 to {}",
+                        replicas - 1
+                    ));
+                }
+            }
+            // Phases of one replica may overlap another replica's, not their own.
+            let shares = |q: &PhaseWindow| {
+                q.replica.is_none() || p.replica.is_none() || q.replica == p.replica
+            };
+            if let Some(prev) = out.iter().rev().find(|q| shares(q)) {
                 if p.start_s < prev.end_s {
                     return fail(format!(
                         "starts at {} s, before the previous phase ends ({} s): expected phases \
@@ -790,6 +839,7 @@ impl ScenarioFile {
                 phase,
                 start_s: p.start_s,
                 end_s: p.end_s,
+                replica: p.replica,
             });
         }
         Ok(out)
@@ -925,6 +975,15 @@ impl Scenario {
 
     /// This scenario read with a user's policy file: its strategies may name `policies`' ids
     /// (see [`ScenarioDef::policies`]). The name stays the same.
+    /// The same scenario, its name kept, with its timeline's phases replaced (the phase map's
+    /// cells move a phase's end): checked as [`ScenarioDef::check`] checks a definition.
+    pub fn with_phases(&self, phases: Vec<PhaseWindow>) -> Result<Scenario, String> {
+        let mut def = (*self.0).clone();
+        def.phases = phases;
+        def.check()?;
+        Ok(Scenario(Arc::new(def)))
+    }
+
     pub fn with_policies(&self, policies: &[StrategySpec]) -> Scenario {
         if policies.is_empty() && self.0.policies.is_empty() {
             return self.clone();
@@ -1091,6 +1150,8 @@ mod tests {
                 "slow-network",
                 "reset-storm",
                 "shedding",
+                "failover",
+                "failover-45",
                 "tail",
                 "hedge",
                 "hedge-freeze"
@@ -1652,5 +1713,54 @@ mod tests {
         assert_eq!(e.line(), Some(1));
         assert!(valid_name("e03b") && valid_name("my-case_2"));
         assert!(!valid_name("") && !valid_name("E03") && !valid_name("-x"));
+    }
+
+    #[test]
+    fn a_down_phase_of_one_replica_is_that_replica_s_alone() {
+        let file = |topology: &str, phases: &str| {
+            format!("name = \"r\"\ntitle = \"t\"\ndescription = \"d\"\n{topology}\n{phases}")
+        };
+        let two = "[topology]\nreplicas = 2";
+        // Replica 0 down from 1 s to 3 s, replica 1 from 2 s to 4 s: they may overlap.
+        let phases = "[[timeline]]\nphase = \"down\"\nreplica = 0\nstart_s = 1\nend_s = 3\n\
+                      [[timeline]]\nphase = \"down\"\nreplica = 1\nstart_s = 2\nend_s = 4\n";
+        let def = parse(&file(two, phases), "r.toml").unwrap();
+        assert_eq!(def.settings["E03_REPLICAS"], "2");
+        let s = Scenario::from_def(def).unwrap();
+        let p = Params::for_scenario(&s, &BTreeMap::new()).unwrap();
+        assert_eq!(p.replicas(), 2);
+        let down = |r| {
+            p.timeline_of(&s, r)
+                .down
+                .iter()
+                .map(|w| (w.start.as_secs(), w.end.as_secs()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!((down(0), down(1)), (vec![(1, 3)], vec![(2, 4)]));
+        // Not on one replica, nor on a replica the topology does not have, nor on another kind.
+        let own = "[[timeline]]\nphase = \"down\"\nreplica = 0\nstart_s = 1\nend_s = 3\n\
+                   [[timeline]]\nphase = \"down\"\nstart_s = 2\nend_s = 4\n";
+        let e = parse(&file(two, own), "r.toml").unwrap_err();
+        assert!(e.message.contains("before the previous phase ends"), "{e}");
+        let third = "[[timeline]]\nphase = \"down\"\nreplica = 2\nstart_s = 1\nend_s = 3\n";
+        let e = parse(&file(two, third), "r.toml").unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "r.toml:6: [[timeline]] Down phase: replica = 2: expected a replica of \
+                 [topology] replicas = 2, from 0 to 1"
+            ),
+            "{e}"
+        );
+        let freeze = "[[timeline]]\nphase = \"freeze\"\nreplica = 1\nstart_s = 1\nend_s = 3\n";
+        let e = parse(&file(two, freeze), "r.toml").unwrap_err();
+        assert!(
+            e.message.contains("replica is only for a down phase"),
+            "{e}"
+        );
+        let e = parse(&file("[topology]\nbalancer = \"random\"", ""), "r.toml").unwrap_err();
+        assert!(
+            e.to_string().contains("E03_BALANCER") || e.to_string().contains("balancer"),
+            "{e}"
+        );
     }
 }

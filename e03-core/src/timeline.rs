@@ -282,6 +282,10 @@ pub struct PhaseWindow {
     pub phase: PhaseKind,
     pub start_s: f64,
     pub end_s: f64,
+    /// A down phase of one replica only (`[[timeline]] replica`, 0 is the first); `None`:
+    /// every replica's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
 }
 
 #[cfg(test)]

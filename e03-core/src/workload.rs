@@ -51,6 +51,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use crate::arrivals::{Arrival, OpenLoop};
+use crate::balancer::{Balancer, BalancerSpec, HostChange, Outcome};
 use crate::budget::Rejection;
 use crate::chain::ChainVariant;
 use rand::Rng;
@@ -81,6 +82,9 @@ pub struct Outgoing {
     pub step: Option<u32>,
     /// Its operation's class (sent in the priority header when best effort).
     pub class: Priority,
+    /// The replica of the dependency it goes to (`E03_REPLICAS`; 0 when there is one):
+    /// [`Balanced`] picks it.
+    pub replica: u16,
 }
 
 impl Outgoing {
@@ -99,6 +103,7 @@ impl From<SendAttempt> for Outgoing {
             flow: None,
             step: None,
             class: a.class,
+            replica: 0,
         }
     }
 }
@@ -157,6 +162,8 @@ pub struct Next {
     /// Attempts to cancel: still in flight when their hedged operation ended ([`crate::hedge`]).
     /// Their answers no longer go to the workload; log each as cancelled (it counts as sent).
     pub cancels: Vec<AttemptId>,
+    /// Replicas that left or re-entered the balancer's rotation ([`Balanced`]): log each.
+    pub hosts: Vec<HostChange>,
 }
 
 impl Next {
@@ -168,6 +175,7 @@ impl Next {
         self.dropped.clear();
         self.fanouts.clear();
         self.cancels.clear();
+        self.hosts.clear();
     }
 }
 
@@ -797,6 +805,7 @@ impl Steps {
             flow: Some(call.flow),
             step: Some(call.step),
             class: Priority::Critical,
+            replica: 0,
         }
     }
 
@@ -853,6 +862,118 @@ impl Workload for Steps {
     fn stop(&mut self, _now: Duration, _policy: &mut Policies) -> Vec<Ended> {
         let done = self.inner.finish();
         done.into_iter().map(|d| self.ended(d)).collect()
+    }
+}
+
+/// Any workload, its attempts spread over the dependency's replicas by a client-side
+/// [`Balancer`] (`E03_REPLICAS`, `E03_BALANCER`; issue "The server's side", item 3): one
+/// balancer for the whole workload, as one sidecar proxy serves every caller of a process.
+///
+/// Each attempt the inner workload sends gets its replica ([`Outgoing::replica`]) when it is
+/// sent; its answer feeds the balancer's outlier detection (a 5xx, a timeout or a broken
+/// connection is a failure) before the inner workload sees it. The balancer's sweeps are wakes
+/// of their own, taken before the inner workload's at the same instant; the replicas that left
+/// or re-entered rotation are in [`Next::hosts`]. An attempt cancelled by a hedge, or still in
+/// flight at a stop, is counted out of flight with no outcome.
+pub struct Balanced {
+    inner: Box<dyn Workload + Send>,
+    balancer: Balancer,
+    draws: LabRng,
+    /// The replica of each attempt in flight.
+    replica_of: std::collections::HashMap<AttemptId, u16>,
+}
+
+impl Balanced {
+    /// `inner`'s attempts over `replicas` replicas (1 to 65,536); draws from the run's
+    /// balancer stream under `seed`.
+    pub fn new(
+        inner: Box<dyn Workload + Send>,
+        spec: BalancerSpec,
+        replicas: usize,
+        seed: u64,
+    ) -> Balanced {
+        assert!((1..=1 << 16).contains(&replicas), "replicas out of range");
+        Balanced {
+            inner,
+            balancer: Balancer::new(spec, replicas),
+            draws: stream(seed, Stream::Balancer, 0),
+            replica_of: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Picks a replica for each attempt `next` got since `from`, and collects the balancer's
+    /// changes.
+    fn route(&mut self, from: usize, next: &mut Next) {
+        for send in &mut next.sends[from..] {
+            let draws = &mut self.draws;
+            let host = self.balancer.pick(&mut || draws.random::<u64>());
+            send.replica = host as u16;
+            self.replica_of.insert(send.id, host as u16);
+        }
+        for id in &next.cancels {
+            if let Some(host) = self.replica_of.remove(id) {
+                self.balancer.abandoned(host as usize);
+            }
+        }
+        next.hosts.extend(self.balancer.take_changes());
+    }
+}
+
+/// How an attempt counts for outlier detection: any answer below 500 is good.
+fn outcome(result: AttemptResult) -> Outcome {
+    match result {
+        AttemptResult::Status { code, .. } if code < 500 => Outcome::Good,
+        _ => Outcome::Failed,
+    }
+}
+
+impl Workload for Balanced {
+    /// The inner workload's wakes, and the balancer's while the run goes on (the inner
+    /// workload wakes again, or an attempt is in flight): a finished run has no wake.
+    fn next_wake(&self) -> Option<Duration> {
+        let inner = self.inner.next_wake();
+        if inner.is_none() && self.replica_of.is_empty() {
+            return None;
+        }
+        sooner(self.balancer.next_wake(), inner)
+    }
+
+    fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
+        let inner = self.inner.next_wake();
+        let sweep = self.balancer.next_wake();
+        if sweep.is_some_and(|t| t <= now && inner.is_none_or(|i| t <= i)) {
+            // No probes: the balancer's spec has no active health checks here.
+            let mut probes = Vec::new();
+            self.balancer.on_wake(now, &mut probes);
+            next.hosts.extend(self.balancer.take_changes());
+            return;
+        }
+        let from = next.sends.len();
+        self.inner.on_wake(now, policy, next);
+        self.route(from, next);
+    }
+
+    fn on_answer(
+        &mut self,
+        id: AttemptId,
+        result: AttemptResult,
+        now: Duration,
+        policy: &mut Policies,
+        next: &mut Next,
+    ) {
+        if let Some(host) = self.replica_of.remove(&id) {
+            self.balancer.answered(host as usize, now, outcome(result));
+        }
+        let from = next.sends.len();
+        self.inner.on_answer(id, result, now, policy, next);
+        self.route(from, next);
+    }
+
+    fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {
+        for (_, host) in self.replica_of.drain() {
+            self.balancer.abandoned(host as usize);
+        }
+        self.inner.stop(now, policy)
     }
 }
 
@@ -1490,5 +1611,97 @@ mod tests {
                 OpOutcome::Failed(GiveUp::AttemptsExhausted)
             )
         );
+    }
+
+    /// One attempt a millisecond, 0 to `end` - 1 ms, each of a client of its own.
+    struct Ticks {
+        next: u32,
+        end: u32,
+    }
+
+    impl Workload for Ticks {
+        fn next_wake(&self) -> Option<Duration> {
+            (self.next < self.end).then(|| ms(self.next as u64))
+        }
+        fn on_wake(&mut self, now: Duration, _: &mut Policies, next: &mut Next) {
+            next.sends.push(Outgoing {
+                id: AttemptId {
+                    client: self.next,
+                    op: 0,
+                    attempt: 1,
+                },
+                due: now,
+                timeout: ms(1000),
+                flow: None,
+                step: None,
+                class: Priority::Critical,
+                replica: u16::MAX,
+            });
+            self.next += 1;
+        }
+        fn on_answer(
+            &mut self,
+            _: AttemptId,
+            _: AttemptResult,
+            _: Duration,
+            _: &mut Policies,
+            _: &mut Next,
+        ) {
+        }
+        fn stop(&mut self, _: Duration, _: &mut Policies) -> Vec<Ended> {
+            Vec::new()
+        }
+    }
+
+    /// Round robin over 2 replicas, replica 0 answering 503 and replica 1 200, each at once;
+    /// outlier detection at 2 failures in a row, sweeps every 10 ms, ejection 30 ms. By hand:
+    /// 0 ms to replica 0 (fails), 1 ms to 1, 2 ms to 0 (its 2nd failure: ejected at 2 ms); 3
+    /// to 39 ms to 1; the sweep at 30 ms finds it out 28 ms, the one at 40 ms 38 ms, past 30:
+    /// back at 40 ms, taken before the attempt of 40 ms. The turn has counted 40 picks, so 40
+    /// ms goes to 0 (fails), 41 to 1, 42 to 0 (ejected again, for 2 x 30 ms), 43 to 59 to 1.
+    #[test]
+    fn a_balanced_workload_ejects_the_failing_replica_and_takes_it_back() {
+        use crate::balancer::{Change, OutlierSpec, Pick};
+        let a = strategy("A");
+        let mut policy = Policies::fleet(&a, 1);
+        let mut spec = BalancerSpec::new(Pick::RoundRobin);
+        spec.outlier = Some(OutlierSpec {
+            consecutive_5xx: 2,
+            interval: ms(10),
+            base_ejection_time: ms(30),
+            ..OutlierSpec::default()
+        });
+        let mut w = Balanced::new(Box::new(Ticks { next: 0, end: 60 }), spec, 2, 1);
+        let (mut picked, mut hosts) = (Vec::new(), Vec::new());
+        let mut next = Next::default();
+        while let Some(t) = w.next_wake() {
+            w.on_wake(t, &mut policy, &mut next);
+            for send in std::mem::take(&mut next.sends) {
+                picked.push(send.replica);
+                let code = if send.replica == 0 { 503 } else { 200 };
+                w.on_answer(
+                    send.id,
+                    AttemptResult::status(code),
+                    t,
+                    &mut policy,
+                    &mut next,
+                );
+            }
+            hosts.extend(next.hosts.drain(..).map(|h| (h.at, h.host, h.change)));
+        }
+        let mut expected = vec![0, 1, 0];
+        expected.extend([1; 37]);
+        expected.extend([0, 1, 0]);
+        expected.extend([1; 17]);
+        assert_eq!(picked, expected);
+        assert_eq!(
+            hosts,
+            vec![
+                (ms(2), 0, Change::Ejected),
+                (ms(40), 0, Change::Returned),
+                (ms(42), 0, Change::Ejected)
+            ]
+        );
+        assert_eq!(w.balancer.outstanding(1), 0);
     }
 }

@@ -258,6 +258,11 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             Some(o) => o.wasted_share(),
             None => return Err("not an open-loop run".into()),
         },
+        CheckMetric::Recovered => match &mine.open_loop {
+            Some(o) if o.trigger_end_s.is_some() => f64::from(u8::from(o.recovery_s.is_some())),
+            Some(_) => return Err("no trigger in the timeline".into()),
+            None => return Err("not an open-loop run".into()),
+        },
         CheckMetric::CriticalSuccess => mine.critical().success().ok_or("no critical operation")?,
         CheckMetric::BestEffortSuccess => mine
             .best_effort

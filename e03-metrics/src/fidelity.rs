@@ -267,14 +267,25 @@ pub(crate) struct LiveAccumulator {
     cut_by_proxy: u64,
     cancelled: u64,
     /// Saturation spells outside the freeze, merged as they come: start -> end, µs, disjoint
-    /// and not touching.
-    spells: BTreeMap<u64, u64>,
+    /// and not touching; one set per replica of the dependency (`E03_REPLICAS`, by
+    /// [`replica_of`] its requests' sequence numbers), each saturated on its own.
+    spells: Vec<BTreeMap<u64, u64>>,
     /// When each admitted request's work ended (admission + service time), µs. At most
     /// `workers` jobs run at once, so this holds at most `workers x (duration / service time
     /// + 1)` entries: run duration times capacity, whatever the offered load.
-    completions: Vec<u64>,
+    completions: Vec<Vec<u64>>,
     /// Answer time minus the model's scheduled answer time, µs.
     answer_late: Histogram<u64>,
+}
+
+/// Where replica `r`'s request sequence numbers start when a run over replicas
+/// (`E03_REPLICAS`) is read: each replica numbers its requests from 0, so its log's are moved to
+/// `r << 48` on (by the analyzer) to keep them apart.
+pub const REPLICA_SEQ_SHIFT: u32 = 48;
+
+/// The replica of a request's (moved) sequence number ([`REPLICA_SEQ_SHIFT`]).
+fn replica_of(seq: u64) -> usize {
+    (seq >> REPLICA_SEQ_SHIFT) as usize
 }
 
 /// Saturated time (µs) and the completions in it, for one phase.
@@ -326,8 +337,8 @@ impl LiveAccumulator {
             client_attempts: 0,
             cut_by_proxy: 0,
             cancelled: 0,
-            spells: BTreeMap::new(),
-            completions: Vec::new(),
+            spells: vec![BTreeMap::new()],
+            completions: vec![Vec::new()],
             answer_late: histogram(),
         }
     }
@@ -411,6 +422,11 @@ impl LiveAccumulator {
     /// A response: pairs it with its arrival (logged before it by the service), then forgets
     /// the arrival.
     pub(crate) fn response(&mut self, r: &Response) {
+        let replica = replica_of(r.seq);
+        if self.spells.len() <= replica {
+            self.spells.resize_with(replica + 1, BTreeMap::new);
+            self.completions.resize_with(replica + 1, Vec::new);
+        }
         let arrived = self.arrival_us.remove(&r.seq);
         let factor = self.tailed.remove(&r.seq).unwrap_or(1.0);
         let Some(admit) = r.admit_us.filter(|&t| t < MAX_T_US) else {
@@ -419,7 +435,7 @@ impl LiveAccumulator {
         match arrived {
             Some(t) if r.immediate => self.queueing.saturating_record(admit.saturating_sub(t)),
             Some(t) if t < admit && !self.in_freeze(t, admit) => {
-                merge_into(&mut self.spells, t, admit)
+                merge_into(&mut self.spells[replica], t, admit)
             }
             _ => {}
         }
@@ -432,7 +448,7 @@ impl LiveAccumulator {
             )
             .mul_f64(factor);
         let done = admit.saturating_add(service.as_micros() as u64);
-        self.completions.push(done);
+        self.completions[replica].push(done);
         let scheduled = match r.cause {
             Cause::Ok
             | Cause::Fault
@@ -460,7 +476,9 @@ impl LiveAccumulator {
     /// (the sketch and histograms have a fixed size).
     #[cfg(test)]
     pub(crate) fn retained(&self) -> usize {
-        self.arrival_us.len() + self.spells.len() + self.completions.len()
+        self.arrival_us.len()
+            + self.spells.iter().map(BTreeMap::len).sum::<usize>()
+            + self.completions.iter().map(Vec::len).sum::<usize>()
     }
 
     /// Whether `[from, to)` (µs) overlaps the freeze.
@@ -475,9 +493,22 @@ impl LiveAccumulator {
     /// freeze are dropped; the rest are merged and split at the degraded window's edges.
     /// Sorts the completions in place (a copy would double the largest structure at the end).
     fn saturation(&mut self) -> (Spells, Spells) {
-        self.completions.sort_unstable();
-        let done = &self.completions;
-        let merged = self.spells.iter().map(|(&a, &b)| (a, b));
+        let (mut normal, mut slow) = (Spells::default(), Spells::default());
+        for replica in 0..self.spells.len() {
+            let (n, s) = self.saturation_of(replica);
+            normal.saturated_us += n.saturated_us;
+            normal.completions += n.completions;
+            slow.saturated_us += s.saturated_us;
+            slow.completions += s.completions;
+        }
+        (normal, slow)
+    }
+
+    /// [`Self::saturation`] of one replica.
+    fn saturation_of(&mut self, replica: usize) -> (Spells, Spells) {
+        self.completions[replica].sort_unstable();
+        let done = &self.completions[replica];
+        let merged = self.spells[replica].iter().map(|(&a, &b)| (a, b));
         let degraded = self
             .cfg
             .timeline
@@ -663,6 +694,28 @@ mod tests {
             (0.0, None)
         );
         assert!(f.warnings().is_empty());
+    }
+
+    /// Two replicas (`E03_REPLICAS`), each saturated from 2.0 s to 3.0 s and completing its 250
+    /// requests there: read one after the other, with replica 1's sequence numbers moved to
+    /// `1 << 48`, each is measured against its own 250/s. Merged into one set of spells and
+    /// completions, the same run read 500 completions in one second against one replica's
+    /// 250/s: a ratio of 2.
+    #[test]
+    fn each_replica_is_saturated_on_its_own() {
+        let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
+        for replica in 0..2u64 {
+            let base = replica << REPLICA_SEQ_SHIFT;
+            a.arrival_event(&arrival(base, 2_000_000, None));
+            a.response(&response(base, Cause::Ok, Some(3_000_000), false));
+            for i in 1..=250u64 {
+                let admit = 1_960_000 + i * 4_000;
+                a.response(&response(base + i, Cause::Ok, Some(admit), true));
+            }
+        }
+        let f = a.finish().fidelity.unwrap();
+        assert!((f.saturated_s - 2.0 * 0.96).abs() < 1e-9, "{f:?}");
+        assert_eq!(f.ratio, Some(1.0), "{f:?}");
     }
 
     /// Completions of a pool whose `workers` are busy without a break from `from_us` (staggered
@@ -1048,8 +1101,8 @@ mod tests {
             answer(&mut live, seq);
         }
         assert_eq!(live.arrival_us.len(), 0);
-        assert_eq!(live.completions.len(), 10_000);
-        assert_eq!(live.spells.len(), 1_000);
+        assert_eq!(live.completions[0].len(), 10_000);
+        assert_eq!(live.spells[0].len(), 1_000);
         assert!(most <= 11_009, "retained {most} entries");
         let (f, m) = live.finish(&histogram());
         assert_eq!(f.queueing_samples, 9_000);

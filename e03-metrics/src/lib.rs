@@ -153,6 +153,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Attempt(a) => acc.attempt_event(a),
         Event::Operation(o) => acc.operation_record(o),
         Event::Breaker(b) => acc.breaker_change(b.t_us, b.from, b.to),
+        Event::Host(h) => acc.host_change(h.t_us, h.replica, h.change),
         Event::Charge(c) => acc.charge_record(c),
         Event::Dropped(d) => acc.dropped(d.intended_us),
         Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.ok >= f.quorum),

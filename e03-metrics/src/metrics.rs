@@ -91,6 +91,10 @@ pub struct RunMetrics {
     /// The circuit breaker's state changes, in order (empty without a breaker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<BreakerMark>,
+    /// The callers' balancer's changes (a replica out of rotation or back), in order; empty
+    /// with one replica (`E03_REPLICAS`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostMark>,
     pub peak_1s: u64,
     pub peak_100ms: u64,
     pub p95_ms: f64,
@@ -263,6 +267,14 @@ pub struct BreakerMark {
     pub to: e03_core::breaker::BreakerState,
 }
 
+/// A replica left or re-entered the callers' balancer's rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HostMark {
+    pub t_us: u64,
+    pub replica: u32,
+    pub change: e03_core::balancer::Change,
+}
+
 /// Collects one run's facts; see the module docs.
 #[derive(Debug)]
 pub struct RunAccumulator {
@@ -286,6 +298,7 @@ pub struct RunAccumulator {
     /// Attempts cancelled (hedging).
     cancelled: u64,
     breaker: Vec<BreakerMark>,
+    hosts: Vec<HostMark>,
     arrivals: Vec<(u64, u32)>,
     /// False once the log reader asked for no list of arrivals.
     keep_arrivals: bool,
@@ -378,6 +391,7 @@ impl RunAccumulator {
             failed_fast: 0,
             cancelled: 0,
             breaker: Vec::new(),
+            hosts: Vec::new(),
             arrivals: Vec::new(),
             keep_arrivals: true,
             peaks: crate::checks::WindowPeaks::new(&scenario.def().checks),
@@ -399,9 +413,10 @@ impl RunAccumulator {
             recovery_windows: Vec::new(),
             live: None,
             open: params.is_open_loop().then(|| {
+                // Every replica's workers and capacity (`E03_REPLICAS`, each the same).
                 OpenLoopAcc::new(
-                    params.service().workers,
-                    config.capacity_per_s(),
+                    params.service().workers * params.replicas() as usize,
+                    config.capacity_per_s() * params.replicas() as f64,
                     timeline.incident().map(|(_, end)| us(end)),
                     us(params.duration()),
                 )
@@ -474,6 +489,15 @@ impl RunAccumulator {
     /// The strategy's breaker changed state.
     pub fn breaker_change(&mut self, t_us: u64, from: BreakerState, to: BreakerState) {
         self.breaker.push(BreakerMark { t_us, from, to });
+    }
+
+    /// A replica left or re-entered the balancer's rotation.
+    pub fn host_change(&mut self, t_us: u64, replica: u32, change: e03_core::balancer::Change) {
+        self.hosts.push(HostMark {
+            t_us,
+            replica,
+            change,
+        });
     }
 
     /// One attempt for the attempt log (live: from the client log, whole).
@@ -743,6 +767,7 @@ impl RunAccumulator {
             retries_denied: self.retries_denied,
             failed_fast: self.failed_fast,
             breaker: self.breaker,
+            hosts: self.hosts,
             peak_1s: arrivals_1s.iter().copied().max().unwrap_or(0),
             peak_100ms: self.arrivals_100ms.iter().copied().max().unwrap_or(0),
             p95_ms: quantile_ms(&self.latency, 0.95),

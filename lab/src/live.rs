@@ -504,8 +504,10 @@ fn run_batch(plan: &RunPlan, out: &Path, batch: &[Lane], stop: &AtomicBool) -> a
 /// - no answer spin: the dependencies' timers sleep until each due instant (eight spinning
 ///   services on two cores starved the swarms, docs/measurements.md);
 ///
-/// and alone: the swarm's `auto` and the service's default spin.
-fn lane_settings(plan: &RunPlan, beside_others: bool) -> (ProgressMode, Duration) {
+/// and alone: the swarm's `auto` and the service's default spin, unless the lane starts more
+/// than [`MAX_SPINNING`] dependency processes (a strategy's replicas each count): then no
+/// spin either.
+fn lane_settings(plan: &RunPlan, beside_others: bool, services: usize) -> (ProgressMode, Duration) {
     let default_spin = dependency_service::answer_spin_us(dependency_service::ANSWER_SPIN_US)
         .expect("the default is valid");
     let progress = plan.progress.unwrap_or(if beside_others {
@@ -513,13 +515,21 @@ fn lane_settings(plan: &RunPlan, beside_others: bool) -> (ProgressMode, Duration
     } else {
         ProgressMode::Auto
     });
-    let spin = plan.answer_spin.unwrap_or(if beside_others {
-        Duration::ZERO
-    } else {
-        default_spin
-    });
+    let spin = plan
+        .answer_spin
+        .unwrap_or(if beside_others || services > MAX_SPINNING {
+            Duration::ZERO
+        } else {
+            default_spin
+        });
     (progress, spin)
 }
+
+/// The most dependency processes of one lane whose timers spin before each due instant: E03-B's
+/// four, measured. `failover`'s six (three strategies, two replicas each) spinning on this
+/// 2-core machine left a survivor's accept loop without a core for 0.6 s (no arrival logged
+/// from 17.8 s to 18.4 s, in two runs of four), and attempts sent then never arrived.
+const MAX_SPINNING: usize = 4;
 
 /// Numbers the plan files of a run's lanes (`plan-lane<N>-swarm.json`, `-serve.json`).
 static LANES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -582,9 +592,19 @@ fn run_group(
     stop: &AtomicBool,
     beside_others: bool,
 ) -> anyhow::Result<()> {
-    let (progress, answer_spin) = lane_settings(plan, beside_others);
-    let n = LANES.fetch_add(1, Ordering::SeqCst) + 1;
+    // Each dependency as many times as a scenario of the lane has replicas (`E03_REPLICAS`),
+    // each a process of its own.
+    let replicas = lane
+        .scenario_args
+        .iter()
+        .filter_map(|arg| plan.scenario_args.iter().position(|a| a == arg))
+        .map(|i| plan.params[i].replicas())
+        .max()
+        .unwrap_or(1);
     let group = &lane.strategies;
+    let (progress, answer_spin) =
+        lane_settings(plan, beside_others, group.len() * replicas as usize);
+    let n = LANES.fetch_add(1, Ordering::SeqCst) + 1;
     let exe = std::env::current_exe().context("locating the lab binary")?;
     // A fault proxy in front of each dependency when a scenario of the lane has wire phases.
     let wire_front = lane
@@ -598,19 +618,26 @@ fn run_group(
     let mut services = Vec::new();
     let mut targets = Vec::new();
     for strategy in group {
-        let (child, work, control) = start_service(&exe, &serve_file)
-            .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
-        services.push(child);
-        // Where to scrape it (GET /metrics on the work port): Prometheus, curl.
-        eprintln!(
-            "lab: strategy {}'s dependency: work http://{work} (GET /metrics), control http://{control}",
-            strategy.id
-        );
-        targets.push(client_swarm::Target {
-            strategy: strategy.id.clone(),
-            work_url: format!("http://{work}"),
-            control_url: format!("http://{control}"),
-        });
+        for replica in 0..replicas {
+            let (child, work, control) = start_service(&exe, &serve_file)
+                .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
+            services.push(child);
+            let which = match replicas {
+                1 => String::new(),
+                _ => format!(" replica {replica}"),
+            };
+            // Where to scrape it (GET /metrics on the work port): Prometheus, curl.
+            eprintln!(
+                "lab: strategy {}'s dependency{which}: work http://{work} (GET /metrics), control http://{control}",
+                strategy.id
+            );
+            targets.push(client_swarm::Target {
+                strategy: strategy.id.clone(),
+                work_url: format!("http://{work}"),
+                control_url: format!("http://{control}"),
+                replica,
+            });
+        }
     }
     // One swarm process, or one per shard (`--swarm-shards`): the same plan, shard i/N each;
     // the first shows the progress and serves the metrics.
@@ -1022,6 +1049,11 @@ fn clients_ended(dir: &Path, server: &str) -> bool {
     else {
         return false;
     };
+    // A replica's server log (`-replica<r>`) shares its run's client logs.
+    let run = match run.rsplit_once("-replica") {
+        Some((run, r)) if r.parse::<u32>().is_ok() => run,
+        _ => run,
+    };
     if ends_with_run_end(&dir.join(format!("client-{run}.jsonl"))) {
         return true;
     }
@@ -1275,18 +1307,23 @@ mod tests {
     }
 
     #[test]
-    fn lanes_beside_others_print_lines_and_do_not_spin_unless_the_user_chose() {
+    fn lanes_beside_others_or_with_many_dependencies_do_not_spin_unless_the_user_chose() {
         let spin = Duration::from_micros(200);
         let mut p = plan("e03b", "A", false, 2);
-        assert_eq!(lane_settings(&p, false), (ProgressMode::Auto, spin));
+        assert_eq!(lane_settings(&p, false, 4), (ProgressMode::Auto, spin));
         assert_eq!(
-            lane_settings(&p, true),
+            lane_settings(&p, true, 4),
             (ProgressMode::Lines, Duration::ZERO)
+        );
+        // Alone, but six dependency processes (failover's three strategies, two replicas each).
+        assert_eq!(
+            lane_settings(&p, false, 6),
+            (ProgressMode::Auto, Duration::ZERO)
         );
         p.answer_spin = Some(Duration::from_micros(50));
         p.progress = Some(ProgressMode::Off);
         assert_eq!(
-            lane_settings(&p, true),
+            lane_settings(&p, true, 6),
             (ProgressMode::Off, Duration::from_micros(50))
         );
     }

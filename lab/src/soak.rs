@@ -228,6 +228,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
         .unwrap_or_default();
     let swarm_plan = client_swarm::SwarmRunPlan {
         targets: vec![client_swarm::Target {
+            replica: 0,
             strategy: STRATEGY.to_string(),
             work_url: format!("http://{work}"),
             control_url: format!("http://{control}"),

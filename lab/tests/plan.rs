@@ -115,6 +115,7 @@ fn children_run_their_plan_not_the_environment() {
     let params = Params::for_scenario(&Scenario::e03b(), &raw).unwrap();
     let swarm_plan = client_swarm::SwarmRunPlan {
         targets: vec![client_swarm::Target {
+            replica: 0,
             strategy: "B".into(),
             work_url: format!("http://{work}"),
             control_url: format!("http://{control}"),
@@ -209,6 +210,7 @@ fn a_plan_file_is_the_whole_setting_and_is_checked() {
     // A plan whose typed parameters break a rule: refused, naming the parameter.
     let mut p = serde_json::to_value(client_swarm::SwarmRunPlan {
         targets: vec![client_swarm::Target {
+            replica: 0,
             strategy: "A".into(),
             work_url: "http://127.0.0.1:9".into(),
             control_url: "http://127.0.0.1:9".into(),

@@ -87,6 +87,8 @@ fn list_shows_the_builtin_catalogue() {
             "slow-network",
             "reset-storm",
             "shedding",
+            "failover",
+            "failover-45",
             "tail",
             "hedge",
             "hedge-freeze"

@@ -153,6 +153,8 @@ pub trait Observer {
     fn operation(&mut self, ended: &Ended);
     /// A fan-out request ended (`E03_WORKLOAD=fan_out`), after its calls' operations.
     fn fanout(&mut self, _ended: &FanOutEnd) {}
+    /// A replica left or re-entered the balancer's rotation (`E03_REPLICAS`).
+    fn host_change(&mut self, _change: &e03_core::balancer::HostChange) {}
 }
 
 /// A request on its way to the dependency, held by a toxic on the requests.
@@ -232,8 +234,11 @@ pub struct Engine<'a, O: Observer> {
     strategy: &'a Strategy,
     queue: EventQueue,
     /// The dependency: its schedule, ledger and commit rule (the core's [`DependencyNode`], the
-    /// same the live service drives).
-    service: DependencyNode,
+    /// same the live service drives), one per replica (`E03_REPLICAS`), each on its own
+    /// timeline.
+    services: Vec<DependencyNode>,
+    /// The replica each request went to (indexed by request id).
+    host: Vec<u16>,
     /// The callers: every client's operations and attempts.
     workload: Box<dyn Workload + Send>,
     /// What the workload asks, one reused buffer ([`Self::act`] empties it).
@@ -275,7 +280,11 @@ impl<'a, O: Observer> Engine<'a, O> {
     ) -> Self {
         let n = params.swarm().clients;
         let mut queue = EventQueue::with_capacity(4 * n as usize + 64);
-        let service = DependencyNode::new(params.service_config_for(&scenario, seed, &strategy.id));
+        let services = (0..params.replicas())
+            .map(|r| {
+                DependencyNode::new(params.replica_config_for(&scenario, seed, &strategy.id, r))
+            })
+            .collect();
         let workload = params.workload(strategy, seed);
         let clients = Vec::with_capacity(n as usize);
         // Roughly: operations per client x attempts; only a capacity hint.
@@ -293,7 +302,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             timeline,
             strategy,
             queue,
-            service,
+            services,
+            host: Vec::new(),
             next: Next::default(),
             wake_at: workload.next_wake().map(nanos),
             workload,
@@ -323,10 +333,14 @@ impl<'a, O: Observer> Engine<'a, O> {
                 (Some((e, _)), Some(w)) => Some(e.min(w)),
                 (e, w) => e.map(|(t, _)| t).or(w),
             };
-            if let Some(t) = self.service.next_due().map(nanos) {
+            // The replica due first (the first of those due at one instant).
+            let due = (0..self.services.len())
+                .filter_map(|r| self.services[r].next_due().map(|t| (nanos(t), r)))
+                .min();
+            if let Some((t, r)) = due {
                 if client.is_none_or(|c| t <= c) {
                     now = t;
-                    self.service.advance(dur(t), &mut self.answers);
+                    self.services[r].advance(dur(t), &mut self.answers);
                     self.deliver_answers(t);
                     continue;
                 }
@@ -409,6 +423,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         for f in &next.fanouts {
             self.observer.fanout(f);
         }
+        for h in &next.hosts {
+            self.observer.host_change(h);
+        }
         for &id in &next.cancels {
             // The client stops waiting and closes that connection; the dependency still works.
             let client = &mut self.clients[id.client as usize];
@@ -442,6 +459,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             client.in_flight = Some((req, send.id));
         }
         self.owner.push(c);
+        self.host.push(send.replica);
         self.queue
             .push(t + nanos(send.timeout), Event::AttemptTimeout(req));
         if let Some(w) = self.timeline.wire_at(dur(t)) {
@@ -523,7 +541,8 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Request `req` reaches the dependency.
     fn arrive(&mut self, t: Nanos, req: ReqId, r: Transit) {
-        let admission = self.service.arrive(
+        let host = self.host[req as usize] as usize;
+        let admission = self.services[host].arrive(
             dur(t),
             req,
             r.key,
@@ -550,7 +569,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 let c = self.owner[a.req as usize];
                 let given_up = !self.clients[c as usize].waits_for(a.req);
                 self.observer.served(t, a.req, &a, given_up);
-                let settled = self.service.settle(&a);
+                let settled = self.services[self.host[a.req as usize] as usize].settle(&a);
                 if let Some(charge) = &settled.charged {
                     self.observer.charge(
                         t,

@@ -143,6 +143,11 @@ impl Observer for RunAccumulator {
         RunAccumulator::fanout(self, us(f.start), us(f.end), f.success());
     }
 
+    fn host_change(&mut self, h: &e03_core::balancer::HostChange) {
+        let t_us = h.at.as_micros() as u64;
+        RunAccumulator::host_change(self, t_us, h.host as u32, h.change);
+    }
+
     fn breaker(&mut self, t: Nanos, from: BreakerState, to: BreakerState) {
         RunAccumulator::breaker_change(self, t / 1000, from, to);
     }

@@ -110,6 +110,7 @@ pub async fn dependency(strategy: &str, log_dir: &Path) -> client_swarm::Target 
         std::future::pending(),
     ));
     let target = client_swarm::Target {
+        replica: 0,
         strategy: strategy.into(),
         work_url: format!("http://{w}"),
         control_url: format!("http://{c}"),
