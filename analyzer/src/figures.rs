@@ -1112,13 +1112,13 @@ pub fn write_goodput(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
 /// `phase-map.{svg,png}`: one heat map per strategy, offered load (share of capacity) across,
 /// freeze length up; a cell is green when every seed recovered (darker: slower), red when every
 /// seed stayed metastable, orange when the seeds disagree, with its label (median recovery time,
-/// `M`, or seeds recovered). The dashed line is the predicted boundary, capacity / max attempts.
+/// `M`, or seeds recovered). The dashed line is the predicted boundary ([`PhaseMap::boundary_rule`]).
 pub fn write_phase_map(dir: &Path, map: &PhaseMap) -> Result<(), AnalyzeError> {
     let n = map.strategies.len().max(1);
     let cols = n.min(3);
     let rows = n.div_ceil(cols);
     let width = cols as u32 * 560;
-    let legend = phase_map_legend();
+    let legend = phase_map_legend(map);
     let size = (
         width,
         rows as u32 * 430 + 50 + strip_lines(&legend, width) * STRIP_LINE + 6,
@@ -1133,7 +1133,7 @@ pub fn write_phase_map(dir: &Path, map: &PhaseMap) -> Result<(), AnalyzeError> {
 }
 
 /// The phase map's legend: the cell colours, the `M` and number labels, the dashed line.
-fn phase_map_legend() -> Vec<(Swatch, String)> {
+fn phase_map_legend(map: &PhaseMap) -> Vec<(Swatch, String)> {
     vec![
         (
             Swatch::Box(RGBColor(120, 190, 120)),
@@ -1148,7 +1148,7 @@ fn phase_map_legend() -> Vec<(Swatch, String)> {
         (Swatch::Text("4 s"), "median recovery time".into()),
         (
             Swatch::Dashed,
-            "predicted boundary: capacity / max attempts".into(),
+            format!("predicted boundary: {}", map.boundary_rule()),
         ),
     ]
 }
@@ -1231,8 +1231,8 @@ where
             .disable_mesh()
             .x_labels(nl + 1)
             .y_labels(nt + 1)
-            .x_desc("offered load (share of capacity)")
-            .y_desc("freeze (s)")
+            .x_desc(map.axis_names().0)
+            .y_desc(map.axis_names().1)
             .x_label_formatter(&move |v| {
                 let k = v.round();
                 if (v - k).abs() < 0.01 && k >= 0.0 && (k as usize) < loads.len() {

@@ -487,6 +487,10 @@ pub struct PhaseMap {
     pub capacity_per_s: f64,
     /// Attempts per operation at most (the predicted boundary is capacity / this).
     pub max_attempts: u32,
+    /// The axes' names, (load, trigger), when not the freeze map's: a lost replica's map
+    /// (`failover`) says the load is on the survivors and the trigger is the outage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axes: Option<(String, String)>,
     /// Strategy-major, then load, then trigger.
     pub cells: Vec<MapCell>,
 }
@@ -501,8 +505,21 @@ impl PhaseMap {
 
     /// The predicted boundary as a share of capacity: capacity / max attempts. Above it, a
     /// workload whose every operation spends all its attempts offers more than the capacity.
+    /// A lost replica's map ([`PhaseMap::axes`] set): the survivors' capacity itself, seed
+    /// 003's sizing rule (each copy must carry the whole load).
     pub fn predicted_boundary(&self) -> f64 {
-        1.0 / self.max_attempts.max(1) as f64
+        match self.axes {
+            Some(_) => 1.0,
+            None => 1.0 / self.max_attempts.max(1) as f64,
+        }
+    }
+
+    /// How [`Self::predicted_boundary`] is predicted, for the printed map.
+    pub fn boundary_rule(&self) -> &'static str {
+        match self.axes {
+            Some(_) => "the survivors' capacity (seed 003: each copy carries the whole load)",
+            None => "capacity / max attempts",
+        }
     }
 
     /// Cells nearest the boundary: cells whose seeds disagree first, then cells whose verdict
@@ -585,6 +602,14 @@ impl PhaseMap {
         rows
     }
 
+    /// The axes' names: (load, trigger).
+    pub fn axis_names(&self) -> (&str, &str) {
+        match &self.axes {
+            Some((load, trigger)) => (load, trigger),
+            None => ("offered load (share of capacity)", "freeze (s)"),
+        }
+    }
+
     /// One text table per strategy: trigger rows (largest first), load columns.
     pub fn print<W: std::io::Write>(&self, out: &mut W) -> std::io::Result<()> {
         writeln!(
@@ -597,7 +622,11 @@ impl PhaseMap {
         )?;
         for (id, label) in &self.strategies {
             writeln!(out, "\n{label}")?;
-            write!(out, "{:>10}", "freeze \\ load")?;
+            let corner = match &self.axes {
+                None => "freeze \\ load",
+                Some(_) => "outage \\ load",
+            };
+            write!(out, "{corner:>10}")?;
             for l in &self.loads {
                 write!(out, "{:>7}", format!("{:.0}%", l * 100.0))?;
             }
@@ -758,6 +787,7 @@ mod tests {
             horizon_s: 60.0,
             capacity_per_s: 250.0,
             max_attempts: 4,
+            axes: None,
             cells: vec![
                 cell("A", 0.2, 1.0, vec![Some(1.0), Some(3.0)]),
                 cell("A", 0.2, 4.0, vec![Some(5.0), Some(5.0)]),
@@ -774,6 +804,11 @@ mod tests {
         assert_eq!(m.cell("A", 1, 1).unwrap().label(), "M");
         assert_eq!(m.cell("A", 0, 0).unwrap().label(), "3 s");
         assert_eq!(m.predicted_boundary(), 0.25);
+        let survivors = PhaseMap {
+            axes: Some(("load".into(), "outage".into())),
+            ..m.clone()
+        };
+        assert_eq!(survivors.predicted_boundary(), 1.0);
         let b = m.boundary_cells(2);
         // The mixed cell first, then a cell whose neighbour's majority differs (0.2/1 s next
         // to the 1/2 of 0.5/1 s).

@@ -29,13 +29,18 @@ fn cli() -> Clap {
                  of capacity) against freeze length, each cell recovered or metastable, per \
                  strategy; writes phase-map.svg/.png, map.csv and map.json. Each cell sets \
                  E03_WORKLOAD=open_loop, E03_RATE, the freeze's end and E03_DURATION_S itself; \
-                 the other run parameters apply as given",
+                 the other run parameters apply as given. A scenario with replicas and a down \
+                 phase of one of them, and no freeze (failover), is mapped by the load on the \
+                 survivors (a share of their capacity) against that outage's length (--freezes)",
             )
             .arg(
                 Arg::new("scenario")
                     .value_name("SCENARIO")
                     .default_value("metastable")
-                    .help("a scenario with a freeze phase (built-in name or FILE.toml)"),
+                    .help(
+                        "a scenario with a freeze phase, or with replicas and a down phase of \
+                         one of them (built-in name or FILE.toml)",
+                    ),
             )
             .arg(
                 Arg::new("loads")
@@ -49,7 +54,10 @@ fn cli() -> Clap {
                     .long("freezes")
                     .value_name("LIST")
                     .default_value(TRIGGERS)
-                    .help("freeze lengths in seconds, each greater than 0 and at most 600"),
+                    .help(
+                        "freeze lengths (a lost replica's outage lengths) in seconds, each \
+                         greater than 0 and at most 600",
+                    ),
             )
             .arg(
                 Arg::new("horizon-s")
@@ -179,20 +187,18 @@ pub fn main(args: &[OsString]) -> i32 {
         triggers_s: triggers,
         horizon_s: horizon,
     };
-    if !found
-        .scenario
-        .def()
-        .phases
-        .iter()
-        .any(|p| matches!(p.phase, e03_core::timeline::PhaseKind::Freeze))
-    {
+    // Every cell's parameters are checked before anything runs, the scenario's trigger first.
+    let trigger = match spec.trigger() {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    if verify > 0 && trigger != simulator::map::Trigger::Freeze {
         return usage(format!(
-            "scenario {} has no freeze phase: the map varies the freeze's length (expected a \
-             scenario with a [[timeline]] phase = \"freeze\", like metastable)",
+            "invalid --verify {verify} for {}: live verification runs a freeze's cells only; \
+             a lost replica's map is simulated (expected --verify 0)",
             found.scenario.name()
         ));
     }
-    // Every cell's parameters are checked before anything runs.
     if let Err(e) = e03_core::cli::params_for_scenario(&m, &spec.scenario) {
         return usage(e);
     }
@@ -237,7 +243,8 @@ fn run(
     use std::io::Write;
     writeln!(
         stdout,
-        "\nPredicted boundary: capacity / max attempts = {:.0}% of capacity (dashed line).",
+        "\nPredicted boundary: {} = {:.0}% of capacity (dashed line).",
+        map.boundary_rule(),
         map.predicted_boundary() * 100.0
     )?;
     let runs = map.cells.len() * map.seeds.len();
