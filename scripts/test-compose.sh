@@ -13,17 +13,20 @@
 # written by the hop containers.
 # Then slow-network through the fault proxy services wire-a..wire-d: the tables and checks printed,
 # the wire logs written by the proxy containers.
+# Then failover-45 with docker-compose.failover.yml: each strategy's two replicas as services of
+# their own (dep-a/dep-a1, dep-c/dep-c1, dep-d/dep-d1), every attempt matched, its checks PASS.
 # Then it builds the standard Dockerfile with the legacy builder (scripts/build-standard-image.sh)
 # and runs the default topology with that image once. It removes only what it made (its run
 # directories, its file) and puts results/latest back as it was.
 #   scripts/test-compose.sh          # everything above
 #   scripts/test-compose.sh chain    # only the static build and the chain run (about a minute)
 #   scripts/test-compose.sh wire     # only the static build and the slow-network run
+#   scripts/test-compose.sh failover # only the static build and the failover-45 run (about 2 min)
 set -euo pipefail
 only=${1:-all}
 case "$only" in
-    all|chain|wire) ;;
-    *) echo "test-compose: unknown argument '$only': expected nothing (every check), 'chain' or 'wire'" >&2; exit 2 ;;
+    all|chain|wire|failover) ;;
+    *) echo "test-compose: unknown argument '$only': expected nothing (every check), 'chain', 'wire' or 'failover'" >&2; exit 2 ;;
 esac
 cd "$(dirname "$0")/.."
 project=e03test$$
@@ -170,7 +173,49 @@ wire_run() {
     echo "test-compose: slow-network ran through the proxy services: 6 checks PASS, wire logs in results/$run/slow-network"
 }
 
-if [ "$only" = chain ] || [ "$only" = wire ]; then
+# Replicas as services of their own (issue 24): E03_SCENARIOS=failover-45 with the failover
+# override, whose swarm targets each row's two replicas, with the scenario's own settings (the
+# short-run values are not passed; 80 s of traffic). Every container exits 0, each replica's log
+# was written by its container, every attempt of each row matched an arrival at one of its two
+# replicas, and the scenario's four checks PASS.
+failover_run() {
+    local log=/tmp/e03-compose-up-failover-$$.log start run id r file owner passed matched
+    fcompose() { compose -f docker-compose.failover.yml "$@"; }
+    start=$(date +%s)
+    (
+        unset E03_CLIENTS E03_DURATION_S E03_THINK_MIN_MS E03_THINK_MAX_MS \
+            E03_FREEZE_START_S E03_FREEZE_END_S E03_RECOVERY_END_S
+        E03_SCENARIOS=failover-45 fcompose up --no-color 2>&1 | tee "$log"
+    )
+    echo "test-compose: failover compose run (E03_SCENARIOS=failover-45) took $(( $(date +%s) - start )) s"
+    for svc in swarm analyzer dep-a dep-a1 dep-c dep-c1 dep-d dep-d1; do
+        code=$(docker inspect -f '{{.State.ExitCode}}' "$(fcompose ps -q "$svc")")
+        [ "$code" = 0 ] || { echo "test-compose: failover run: $svc exited with $code" >&2; exit 1; }
+    done
+    run=$(latest_run "failover run") || exit 1
+    runs+=("$run")
+    for id in no-retry C D; do
+        for r in 0 1; do
+            file="results/$run/failover-45/server-$id-seed42-replica$r.jsonl"
+            [ -s "$file" ] || { echo "test-compose: the failover run left no $file" >&2; exit 1; }
+            owner=$(stat -c %u "$file")
+            [ "$owner" = "$E03_UID" ] \
+                || { echo "test-compose: $file was written by uid $owner, not the containers' $E03_UID" >&2; exit 1; }
+        done
+    done
+    matched=$(grep -cE "^analyzer[-_]1 +\| \| (no-retry|C|D) seed 42 .*\| +[0-9]+/[0-9]+ ok \|" "$log" || true)
+    [ "$matched" = 3 ] || { echo "test-compose: the failover run matched every attempt in $matched rows of 3" >&2; exit 1; }
+    if grep -E "^analyzer[-_]1 +\|.*\| +FAIL +\|" "$log"; then
+        echo "test-compose: a check of the failover run failed" >&2
+        exit 1
+    fi
+    passed=$(grep -cE "^analyzer[-_]1 +\|.*\| +PASS +\|" "$log" || true)
+    [ "$passed" = 4 ] || { echo "test-compose: the failover run printed $passed checks with PASS, expected 4" >&2; exit 1; }
+    fcompose down --remove-orphans
+    echo "test-compose: failover-45 ran over six replica services: every attempt matched, 4 checks PASS, logs in results/$run/failover-45"
+}
+
+if [ "$only" = chain ] || [ "$only" = wire ] || [ "$only" = failover ]; then
     chmod 0777 results
     compose build
     "${only}_run"
@@ -332,6 +377,7 @@ echo "test-compose: the swarm printed a progress line every second: $(grep -m1 "
 
 chain_run
 wire_run
+failover_run
 
 compose down --remove-orphans
 left=$(docker ps -q --filter "label=com.docker.compose.project=$project")
@@ -386,4 +432,4 @@ for scenario in e03a e03b; do
 done
 echo "test-compose: the standard Dockerfile's image ran the default topology: results/$std_run"
 std_compose down --remove-orphans
-echo "test-compose: 4 passed, 0 failed (offline path, chain as containers, wire proxies as containers, standard Dockerfile)"
+echo "test-compose: 5 passed, 0 failed (offline path, chain as containers, wire proxies as containers, replicas as containers, standard Dockerfile)"
