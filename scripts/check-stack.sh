@@ -102,6 +102,8 @@ for s in A B C D; do
     logs=$(ls "$results/stack/e03b" | grep -c "^client-$s-seed42-shard[0-3]of4.jsonl$" || true)
     [ "$logs" = 4 ] || fail "strategy $s: $logs shard logs sent to the analyzer"
     [ -f "$results/stack/e03b/server-$s-seed42.jsonl" ] || fail "strategy $s: no server log sent to the analyzer"
+    grep -q "\"server-$s-seed42.jsonl\"" "$results/stack/e03b/logs.toml" \
+        || fail "strategy $s: its server log is not in the list of logs the analyzer waits for"
 done
 grep -E "^\| [A-D] seed 42 +\| +[0-3]/4 " "$out"
 echo "check-stack: 4 shards as Swarm mode tasks, 4 strategies, every attempt matched, every log sent over HTTP"

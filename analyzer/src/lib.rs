@@ -83,14 +83,10 @@ impl AnalyzeError {
 
 /// `(strategy, seed)` of a log file name `server-S-seedN.jsonl` or `client-S-seedN.jsonl`.
 fn run_of_file_name(name: &str) -> Option<(String, u64)> {
-    let rest = name
-        .strip_prefix("server-")
-        .or_else(|| name.strip_prefix("client-"))?
-        .strip_suffix(".jsonl")?;
-    // A replica's server log (`E03_REPLICAS`): `server-<s>-seed<n>-replica<r>.jsonl`.
-    let rest = match rest.rsplit_once("-replica") {
-        Some((run, r)) if name.starts_with("server-") && r.parse::<u32>().is_ok() => run,
-        _ => rest,
+    // A replica's server log (`E03_REPLICAS`) names its replica after the run.
+    let rest = match e03_core::control::server_log_run(name) {
+        Some((run, _)) => run,
+        None => name.strip_prefix("client-")?.strip_suffix(".jsonl")?,
     };
     let (strategy, seed) = rest.rsplit_once("-seed")?;
     e03_core::control::valid_strategy_id(strategy)

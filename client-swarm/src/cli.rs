@@ -942,11 +942,27 @@ async fn run_all(setup: Setup) -> i32 {
                 return EXIT_FAILED;
             }
         }
+        // The logs these runs will write, so that an analyzer waits for all of them.
+        let shards = setup.shard.map_or(1, |s| s.count);
+        let logs: Vec<String> = params
+            .strategies()
+            .iter()
+            .flat_map(|s| {
+                params.seeds().iter().flat_map(move |&seed| {
+                    e03_core::control::run_log_names(&s.id, seed, params.replicas(), shards)
+                })
+            })
+            .collect();
+        if let Err(e) = e03_io::scenario_files::keep_run_logs(&dir, &logs) {
+            eprintln!("client-swarm: {e}");
+            return EXIT_FAILED;
+        }
         // Without a shared folder the analyzer gets the kept definitions first.
         if let Some(url) = &setup.send_logs {
             let kept: Vec<PathBuf> = [
                 e03_io::scenario_files::SCENARIO_FILE,
                 e03_io::scenario_files::POLICIES_FILE,
+                e03_core::control::RUN_LOGS_FILE,
             ]
             .iter()
             .map(|f| dir.join(f))

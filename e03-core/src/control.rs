@@ -233,6 +233,80 @@ pub fn replica_log_name(strategy: &str, seed: u64, r: u32) -> String {
     format!("server-{strategy}-seed{seed}-replica{r}.jsonl")
 }
 
+/// The run a server log's file name belongs to (`<strategy>-seed<seed>`) and its replica, if
+/// the name is one of [`server_log_path`]'s (`server-<run>.jsonl`) or [`replica_log_name`]'s
+/// (`server-<run>-replica<r>.jsonl`: a replica's log shares its run's client logs).
+pub fn server_log_run(name: &str) -> Option<(&str, Option<u32>)> {
+    let run = name.strip_prefix("server-")?.strip_suffix(".jsonl")?;
+    Some(match run.rsplit_once("-replica") {
+        Some((run, r)) if r.parse::<u32>().is_ok() => (run, r.parse().ok()),
+        _ => (run, None),
+    })
+}
+
+/// The file, in a scenario folder, that names the logs of the runs the swarm starts there, one
+/// file name a line ([`run_log_names`]). The swarm writes it (and sends it, without a shared
+/// folder) before the runs start, so that an analyzer started beside them (`lab report
+/// --wait-s`) waits for every log, not only for those that have come.
+pub const RUN_LOGS_FILE: &str = "logs.toml";
+
+/// The text of [`RUN_LOGS_FILE`]: `logs = [...]`, the file names in order.
+pub fn run_logs_toml(names: &[String]) -> String {
+    let mut text = String::from(
+        "# The logs of the runs of this folder, listed by the swarm before they started:\n\
+         # `lab report --wait-s` waits for each of them.\nlogs = [\n",
+    );
+    for n in names {
+        text.push_str(&format!("    {},\n", toml::Value::String(n.clone())));
+    }
+    text.push_str("]\n");
+    text
+}
+
+/// The file names a [`RUN_LOGS_FILE`] lists ([`run_logs_toml`]'s inverse); an error names what
+/// is wrong.
+pub fn parse_run_logs(text: &str) -> Result<Vec<String>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RunLogs {
+        logs: Vec<String>,
+    }
+    let list: RunLogs = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    match list
+        .logs
+        .iter()
+        .find(|n| !(n.ends_with(".jsonl") && valid_run_dir(n)))
+    {
+        Some(bad) => Err(format!("logs = {bad:?}: expected a log's file name")),
+        None => Ok(list.logs),
+    }
+}
+
+/// The logs one run of `strategy` and `seed` writes, by file name: the dependency's server log,
+/// or one per replica when there are `replicas` > 1 ([`replica_log_name`]), and the swarm's
+/// client log, or one per shard when it is split over `shards` > 1 processes
+/// ([`shard_log_name`]).
+pub fn run_log_names(strategy: &str, seed: u64, replicas: u32, shards: u32) -> Vec<String> {
+    let mut names: Vec<String> = if replicas > 1 {
+        (0..replicas)
+            .map(|r| replica_log_name(strategy, seed, r))
+            .collect()
+    } else {
+        vec![format!("server-{strategy}-seed{seed}.jsonl")]
+    };
+    match (0..shards)
+        .map(|i| crate::shard::Shard::new(i, shards))
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(all) if shards > 1 => names.extend(
+            all.into_iter()
+                .map(|shard| shard_log_name(strategy, seed, shard)),
+        ),
+        _ => names.push(format!("client-{strategy}-seed{seed}.jsonl")),
+    }
+    names
+}
+
 /// The log of the fault proxy in front of a dependency (issue 27), beside its server log:
 /// `[dir/]server-X.jsonl` gives `[dir/]wire-X.jsonl`. The service writes it, the analyzer reads
 /// it.
@@ -291,6 +365,51 @@ pub fn run_id(scenario: &Scenario, strategy: &str, seed: u64, start_unix_ms: u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_logs_are_named_by_replica_and_shard_and_read_back() {
+        assert_eq!(
+            run_log_names("C", 42, 1, 1),
+            ["server-C-seed42.jsonl", "client-C-seed42.jsonl"]
+        );
+        assert_eq!(
+            run_log_names("no-retry", 7, 2, 3),
+            [
+                "server-no-retry-seed7-replica0.jsonl",
+                "server-no-retry-seed7-replica1.jsonl",
+                "client-no-retry-seed7-shard0of3.jsonl",
+                "client-no-retry-seed7-shard1of3.jsonl",
+                "client-no-retry-seed7-shard2of3.jsonl",
+            ]
+        );
+        assert_eq!(
+            server_log_run("server-no-retry-seed7-replica1.jsonl"),
+            Some(("no-retry-seed7", Some(1)))
+        );
+        assert_eq!(
+            server_log_run("server-C-seed42.jsonl"),
+            Some(("C-seed42", None))
+        );
+        // A strategy id may hold '-replica': only a number after it names a replica.
+        assert_eq!(
+            server_log_run("server-x-replicaB-seed1.jsonl"),
+            Some(("x-replicaB-seed1", None))
+        );
+        assert_eq!(server_log_run("client-C-seed42.jsonl"), None);
+        let names = run_log_names("C", 42, 2, 2);
+        assert_eq!(parse_run_logs(&run_logs_toml(&names)), Ok(names));
+        assert!(parse_run_logs("logs = [\"../x.jsonl\"]")
+            .unwrap_err()
+            .contains("expected a log's file name"));
+        assert!(parse_run_logs("log = []").is_err());
+        assert_eq!(server_log_run("server-C-seed42.json"), None);
+        for name in run_log_names("A", 1, 3, 1)
+            .iter()
+            .filter(|n| n.starts_with("server-"))
+        {
+            assert_eq!(server_log_run(name).map(|r| r.0), Some("A-seed1"));
+        }
+    }
 
     #[test]
     fn the_proxy_log_sits_beside_the_server_log() {

@@ -135,6 +135,24 @@ pub fn keep_policies(dir: &Path, text: &str) -> Result<(), String> {
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// Writes the list of the logs the runs in a scenario folder will write
+/// ([`e03_core::control::RUN_LOGS_FILE`]), whole or not at all: the shards of a run, started
+/// together, each write the same list into a shared folder.
+pub fn keep_run_logs(dir: &Path, names: &[String]) -> Result<(), String> {
+    let path = dir.join(e03_core::control::RUN_LOGS_FILE);
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        e03_core::control::RUN_LOGS_FILE,
+        std::process::id()
+    ));
+    std::fs::write(&tmp, e03_core::control::run_logs_toml(names))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write {}: {e}", path.display())
+        })
+}
+
 /// Keeps a scenario's definition in a scenario folder (`DIR/scenario.toml`), so the folder
 /// explains itself and `lab analyze` knows a user's scenario from a fresh process.
 pub fn keep(dir: &Path, text: &str) -> Result<(), String> {

@@ -931,9 +931,21 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
         let end = Instant::now() + Duration::from_secs(limit);
         while !runs_ended(&out, &names) {
             if Instant::now() >= end {
+                let awaited: Vec<String> = names
+                    .iter()
+                    .flat_map(|n| {
+                        let latest = out.join(outdir::LATEST).join(n);
+                        logs_awaited(&if latest.is_dir() { latest } else { out.join(n) })
+                    })
+                    .collect();
                 eprintln!(
                     "lab report: the runs of {arg} had not all ended after {limit} s; analysing \
-                     what is there"
+                     what is there{}",
+                    if awaited.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (not come or not ended: {})", awaited.join(", "))
+                    }
                 );
                 break;
             }
@@ -1043,16 +1055,9 @@ fn ends_with_run_end(log: &Path) -> bool {
 /// client log `client-S-seedN.jsonl`, or every shard's `client-S-seedN-shard<i>of<M>.jsonl` of
 /// some M, is there and ends with its `run_end`.
 fn clients_ended(dir: &Path, server: &str) -> bool {
-    let Some(run) = server
-        .strip_prefix("server-")
-        .and_then(|r| r.strip_suffix(".jsonl"))
-    else {
+    // A replica's server log shares its run's client logs.
+    let Some((run, _)) = e03_core::control::server_log_run(server) else {
         return false;
-    };
-    // A replica's server log (`-replica<r>`) shares its run's client logs.
-    let run = match run.rsplit_once("-replica") {
-        Some((run, r)) if r.parse::<u32>().is_ok() => run,
-        _ => run,
     };
     if ends_with_run_end(&dir.join(format!("client-{run}.jsonl"))) {
         return true;
@@ -1075,11 +1080,29 @@ fn clients_ended(dir: &Path, server: &str) -> bool {
         .any(|&m| (0..m).all(|i| ends_with_run_end(&dir.join(format!("{prefix}{i}of{m}.jsonl")))))
 }
 
+/// The logs the scenario folder `dir` is still waiting for: of those its
+/// [`RUN_LOGS_FILE`](e03_core::control::RUN_LOGS_FILE) names (the swarm writes it before the
+/// runs start), each one not there or not ended with its `run_end`. Empty when the folder has
+/// no such file.
+fn logs_awaited(dir: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(dir.join(e03_core::control::RUN_LOGS_FILE)) else {
+        return Vec::new();
+    };
+    // The collector took the file whole (its CRC-32 checked); one that does not parse was not
+    // the swarm's, and waits for nothing.
+    e03_core::control::parse_run_logs(&text)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| !ends_with_run_end(&dir.join(l)))
+        .collect()
+}
+
 /// Whether every run of the scenarios `names` under `out` (or the run `out/latest` points at)
 /// has ended: each folder holds a server log, each server log's last record is its `run_end`
 /// (the dependency wrote it when the swarm, or every shard of it, stopped the run), and so is
 /// each of its client logs' ([`clients_ended`]: with logs sent over HTTP, they may come after
-/// the server's).
+/// the server's). With logs sent over HTTP, those of a run that ended late may not have come
+/// at all: every log the folder's list names ([`logs_awaited`]) must be there and ended too.
 fn runs_ended(out: &Path, names: &[&str]) -> bool {
     let ended = |log: &Path| {
         ends_with_run_end(log)
@@ -1091,6 +1114,9 @@ fn runs_ended(out: &Path, names: &[&str]) -> bool {
         [out.join(outdir::LATEST).join(name), out.join(name)]
             .iter()
             .any(|dir| {
+                if !logs_awaited(dir).is_empty() {
+                    return false;
+                }
                 let logs: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
                     .map(|entries| {
                         entries
@@ -1229,6 +1255,26 @@ mod tests {
             "A's log goes on past an early run_end"
         );
         write("server-A-seed42.jsonl", format!("{long}{end}"));
+        assert!(runs_ended(&out, &["e03b"]));
+        // The swarm's list of the runs' logs: C's have not come yet (sent over HTTP, a run's
+        // logs come when it ends), so the runs have not all ended.
+        let list: Vec<String> = ["A", "C"]
+            .iter()
+            .flat_map(|s| e03_core::control::run_log_names(s, 42, 1, 1))
+            .collect();
+        write(
+            e03_core::control::RUN_LOGS_FILE,
+            e03_core::control::run_logs_toml(&list),
+        );
+        assert!(!runs_ended(&out, &["e03b"]), "C's logs have not come");
+        assert_eq!(
+            logs_awaited(&dir),
+            ["server-C-seed42.jsonl", "client-C-seed42.jsonl"]
+        );
+        write("server-C-seed42.jsonl", format!("{arrival}{end}"));
+        assert!(!runs_ended(&out, &["e03b"]), "C's client log has not come");
+        write("client-C-seed42.jsonl", format!("{arrival}{end}"));
+        assert!(logs_awaited(&dir).is_empty());
         assert!(runs_ended(&out, &["e03b"]));
         let _ = std::fs::remove_dir_all(&out);
     }

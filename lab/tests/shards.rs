@@ -324,7 +324,15 @@ fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
     for (i, shard) in outs.iter().enumerate() {
         same(shard, &format!("client-C-seed7-shard{i}of2.jsonl"));
         same(shard, "scenario.toml");
+        // The list of the run's logs the analyzer waited for: the same from each shard.
+        same(shard, e03_core::control::RUN_LOGS_FILE);
     }
+    let listed = std::fs::read_to_string(got.join(e03_core::control::RUN_LOGS_FILE)).unwrap();
+    assert_eq!(
+        e03_core::control::parse_run_logs(&listed).unwrap(),
+        e03_core::control::run_log_names("C", 7, 1, 2),
+        "the swarm lists the logs of its runs"
+    );
     // One run, complete, and the analyzer matched every attempt, per run and per shard.
     let server = records(&got.join("server-C-seed7.jsonl"));
     assert_eq!(server.last().unwrap()["data"]["complete"], true);
@@ -428,6 +436,10 @@ fn a_killed_shard_that_never_sends_its_log_is_named_by_the_collector() {
     let (out, err) = (String::from_utf8_lossy(&o.stdout), rest.join().unwrap());
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
     assert!(err.contains("had not all ended"), "{err}");
+    assert!(
+        err.contains("(not come or not ended: client-C-seed7-shard1of2.jsonl)"),
+        "{err}"
+    );
     assert!(
         err.contains("shard1of2.jsonl: shard 1/2 of the run has no client log"),
         "{err}"
