@@ -21,6 +21,10 @@
 //! counted as sent) and its operations are logged, after their attempts. At a natural end (no wake left, nothing in flight) the workload is stopped too: what it left
 //! unfinished (seed 002's batch items when the steps run out) ends then.
 //!
+//! A balancer with active health checks (`E03_HEALTH_INTERVAL_MS`) asks for probes too: each
+//! is a task of its own (a `GET /ready` to its replica, bounded by the probe's timeout), counted
+//! in flight like an attempt, logged as a `probe` record, its answer handed to the workload.
+//!
 //! Timing fidelity (coordinated omission): every attempt records when it was *due* (its
 //! operation's start, the end of its retry wait, its step's start or the previous call's
 //! answer), when it was actually *sent* and when it ended.
@@ -31,11 +35,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use e03_core::balancer::{HealthCheckSpec, Probe};
 use e03_core::breaker::Transition;
 use e03_core::chain::deadline_header_ms;
 use e03_core::events::{
     us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, FanOutRecord, HostRecord,
-    OperationRecord, Outcome,
+    OperationRecord, Outcome, ProbeRecord,
 };
 use e03_core::workload::{Ended, Next, Outgoing, Workload};
 use e03_core::{AttemptResult, OpOutcome};
@@ -158,7 +163,7 @@ impl Driver {
                 st.workload.on_wake(now, &mut policy, &mut next);
             }
         }
-        st.in_flight += next.sends.len();
+        st.in_flight += next.sends.len() + next.probes.len();
         // Only a hedging strategy's attempts can be cancelled.
         if self.run.strategy.hedge.is_some() {
             for send in &next.sends {
@@ -231,7 +236,7 @@ impl Driver {
                 st.armed = None;
                 self.due(&mut st, now, Next::default())
             };
-            for send in self.act(asked).await {
+            for send in self.act(asked, &stop).await {
                 self.spawn_attempt(send, &stop);
             }
         }
@@ -273,6 +278,70 @@ impl Driver {
         }
     }
 
+    /// A probe task: `GET /ready` to the probe's replica, waiting at most the probe's timeout
+    /// (an answer after it the balancer ignores), logged as a `probe` record; then, as for an
+    /// answer, what is due (its verdict may take the replica out of rotation or back).
+    async fn probe(self: Arc<Self>, probe: Probe, stop: StopSignal) {
+        let run = &self.run;
+        let work = run.work_of(probe.host as u16);
+        let sent_at = Instant::now();
+        let sent = sent_at.saturating_duration_since(run.t0);
+        let limit = HealthCheckSpec::default().timeout;
+        let result = timeout_at(sent_at + limit, work.execute(work.ready_request()))
+            .await
+            .ok();
+        let now = run.now();
+        let status = match result {
+            Some(AttemptResult::Status { code, .. }) => Some(code),
+            _ => None,
+        };
+        let ok = status == Some(200);
+        let _ = self
+            .log
+            .send(Event::Probe(ProbeRecord {
+                tag: run.tag.clone(),
+                sent_us: us(sent),
+                end_us: us(now),
+                replica: probe.host as u32,
+                status,
+                ok,
+            }))
+            .await;
+        let asked = {
+            let mut st = self.lock();
+            let mut next = Next::default();
+            if !st.stopped {
+                st.workload.on_probe(probe, ok, now, &mut next);
+            }
+            self.due(&mut st, now, next)
+        };
+        for send in self.act(asked, &stop).await {
+            self.spawn_attempt(send, &stop);
+        }
+        let wake_timer = Driver::leave_flight(&mut self.lock());
+        if wake_timer {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Under the lock: a task (an attempt or a probe) leaves flight; whether the timer must
+    /// look again (an earlier wake, the run's end, a stop).
+    fn leave_flight(st: &mut State) -> bool {
+        st.in_flight -= 1;
+        let wake = st.workload.next_wake();
+        let earlier = wake.is_some_and(|t| st.armed.is_none_or(|a| t < a));
+        let over = wake.is_none() && st.in_flight == 0;
+        earlier || over || st.stopped
+    }
+
+    /// Starts a probe task for `probe`.
+    fn spawn_probe(self: &Arc<Self>, probe: Probe, stop: &StopSignal) {
+        // Boxed with its type named, as an attempt task: a probe task acts too.
+        let task: Pin<Box<dyn Future<Output = ()> + Send>> =
+            Box::pin(self.clone().probe(probe, stop.clone()));
+        tokio::spawn(task);
+    }
+
     /// Starts an attempt task for `send`.
     fn spawn_attempt(self: &Arc<Self>, send: Outgoing, stop: &StopSignal) {
         // Boxed with its type named: an attempt task starts others.
@@ -310,19 +379,15 @@ impl Driver {
                 }
                 self.due(&mut st, now, next)
             };
-            let mut sends = self.act(asked).await.into_iter();
+            let mut sends = self.act(asked, &stop).await.into_iter();
             let first = sends.next();
             for other in sends {
                 self.spawn_attempt(other, &stop);
             }
             let wake_timer = {
                 let mut st = self.lock();
-                st.in_flight -= 1;
                 guard.armed = false;
-                let wake = st.workload.next_wake();
-                let earlier = wake.is_some_and(|t| st.armed.is_none_or(|a| t < a));
-                let over = wake.is_none() && st.in_flight == 0;
-                earlier || over || st.stopped
+                Driver::leave_flight(&mut st)
             };
             if wake_timer {
                 self.changed.notify_one();
@@ -416,13 +481,16 @@ impl Driver {
 
     /// Logs what the workload asked (breaker changes, refused attempts, ended operations,
     /// dropped arrivals) and returns the attempts to send.
-    async fn act(&self, asked: Asked) -> Vec<Outgoing> {
+    async fn act(self: &Arc<Self>, asked: Asked, stop: &StopSignal) -> Vec<Outgoing> {
         let run = &self.run;
         let Asked {
-            next,
+            mut next,
             transitions,
             tokens,
         } = asked;
+        for probe in next.probes.drain(..) {
+            self.spawn_probe(probe, stop);
+        }
         if let (Some(m), Some(tokens)) = (metrics(), tokens) {
             m.budget_tokens(&run.tag.strategy, tokens);
         }

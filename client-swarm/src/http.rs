@@ -99,6 +99,16 @@ pub(crate) struct WorkEndpoint {
 }
 
 impl WorkEndpoint {
+    /// A readiness probe to this endpoint's host ([`e03_core::control::READY_PATH`]).
+    pub(crate) fn ready_request(&self) -> Request {
+        let mut url = self.url.clone();
+        url.set_path(e03_core::control::READY_PATH);
+        self.http
+            .get(url)
+            .build()
+            .expect("a GET on a parsed URL always builds")
+    }
+
     /// The request of one attempt, fully built so that sending it starts the clock.
     pub(crate) fn request(&self, id: AttemptId) -> Request {
         let builder = self

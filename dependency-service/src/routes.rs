@@ -23,7 +23,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use e03_core::control::{
     valid_run_dir, valid_strategy_id, ClockReading, StartAnswer, StartRun, StopRun, CLOCK_PATH,
-    HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
+    HEALTH_PATH, READY_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
 };
 use tokio::sync::oneshot;
 
@@ -56,6 +56,7 @@ pub fn work_router(svc: Arc<Service>) -> Router {
         // Bodies read by an extractor (a charge's) stop at the same limit as declared ones.
         .layer(DefaultBodyLimit::max(WORK_BODY_LIMIT as usize))
         .route(HEALTH_PATH, get(health))
+        .route(READY_PATH, get(ready))
         .route(METRICS_PATH, get(metrics))
         .layer(middleware::from_fn(limit_work_body))
         .with_state(svc)
@@ -194,6 +195,23 @@ async fn metrics(State(svc): State<Arc<Service>>) -> Response {
         body,
     )
         .into_response()
+}
+
+/// `GET /ready` ([`READY_PATH`]): the current run's readiness, answered when its timeline says
+/// (at once, or when a freeze ends); not an arrival, not logged.
+async fn ready(State(svc): State<Arc<Service>>) -> Response {
+    let Some(run) = svc.current_run() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "no run in progress".into());
+    };
+    let (at, status) = run.readiness();
+    tokio::time::sleep_until(at).await;
+    match status {
+        200 => text(StatusCode::OK, "ready".into()),
+        code => text(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+            "not ready".into(),
+        ),
+    }
 }
 
 /// `GET /work`, counted in the HTTP server metrics (duration by status, requests in flight).
@@ -620,6 +638,12 @@ mod tests {
     async fn work_without_a_run_is_503_and_stop_without_a_run_is_409() {
         let svc = service("norun");
         let (status, body) = call(work_router(svc.clone()), Method::GET, "/work", "").await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, "no run in progress")
+        );
+        // No run: not ready (a probe does not start a standalone run, as a request would).
+        let (status, body) = call(work_router(svc.clone()), Method::GET, READY_PATH, "").await;
         assert_eq!(
             (status, body.as_str()),
             (StatusCode::SERVICE_UNAVAILABLE, "no run in progress")

@@ -480,6 +480,21 @@ impl Run {
         drop(open);
     }
 
+    /// How a readiness probe arriving now is answered
+    /// ([`e03_core::timeline::Timeline::readiness`]): when, and with what status.
+    pub fn readiness(&self) -> (Instant, u16) {
+        let now = self.since_t0(Instant::now());
+        let st = self.lock();
+        let timeline = &st.node.schedule().model().config().timeline;
+        let (at, ready) = timeline.readiness(now);
+        let status = match timeline.down_at(now) {
+            Some(d) if !ready => d.status,
+            _ if ready => 200,
+            _ => 503,
+        };
+        (self.t0 + at, status)
+    }
+
     /// The model's state now, for the gauges of `/metrics`.
     pub fn model_state(&self) -> ModelState {
         let now = self.since_t0(Instant::now());

@@ -99,6 +99,10 @@ pub enum CheckMetric {
     /// Open loop: 1 when the run recovered after its trigger (the recovery verdict,
     /// `e03_metrics::openloop`), 0 when it stayed metastable to the run's end.
     Recovered,
+    /// Over replicas (`E03_REPLICAS`): when a replica first left the callers' balancer's
+    /// rotation (unhealthy by its probes, or ejected), in s from time zero: the switch of an
+    /// active-passive pair.
+    OutOfRotationS,
     /// The share of critical operations that succeeded ([`crate::priority::Priority`]).
     CriticalSuccess,
     /// The share of best-effort operations that succeeded.
@@ -262,6 +266,7 @@ impl CheckSpec {
             CheckMetric::GoodputShare => "goodput / capacity".into(),
             CheckMetric::WastedShare => "wasted work / work done".into(),
             CheckMetric::Recovered => "recovered after the trigger (1) or not (0)".into(),
+            CheckMetric::OutOfRotationS => "first replica out of rotation (s)".into(),
             CheckMetric::CriticalSuccess => "critical operations' success".into(),
             CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
             CheckMetric::FanoutSlowShare => "share of fan-out requests that were slow".into(),
@@ -311,7 +316,7 @@ const METRICS: &str =
                        breaker_transitions, distinct_waits, attempts_ratio, peak_ratio, \
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
-                       permanent_latency_ratio, goodput_share, wasted_share, recovered, critical_success, \
+                       permanent_latency_ratio, goodput_share, wasted_share, recovered, out_of_rotation_s, critical_success, \
                        best_effort_success, fanout_slow_share, p999_ms, p999_reduction, \
                        extra_requests; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
@@ -433,6 +438,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "goodput_share" => CheckMetric::GoodputShare,
         "wasted_share" => CheckMetric::WastedShare,
         "recovered" => CheckMetric::Recovered,
+        "out_of_rotation_s" => CheckMetric::OutOfRotationS,
         "critical_success" => CheckMetric::CriticalSuccess,
         "best_effort_success" => CheckMetric::BestEffortSuccess,
         "fanout_slow_share" => CheckMetric::FanoutSlowShare,
@@ -701,6 +707,7 @@ mod tests {
             ("goodput_share", CheckMetric::GoodputShare),
             ("wasted_share", CheckMetric::WastedShare),
             ("recovered", CheckMetric::Recovered),
+            ("out_of_rotation_s", CheckMetric::OutOfRotationS),
             ("critical_success", CheckMetric::CriticalSuccess),
             ("best_effort_success", CheckMetric::BestEffortSuccess),
             ("fanout_slow_share", CheckMetric::FanoutSlowShare),

@@ -13,6 +13,12 @@ use crate::params::Scenario;
 pub const START_PATH: &str = "/control/start";
 pub const STOP_PATH: &str = "/control/stop";
 pub const HEALTH_PATH: &str = "/health";
+/// The readiness probe of the callers' active health checks (`E03_HEALTH_INTERVAL_MS`), on the
+/// work listener: `200` when the current run's timeline has the dependency serving, the down
+/// phase's status when it is down, held while it is frozen
+/// ([`crate::timeline::Timeline::readiness`]); `503` with no run. A probe is not an arrival:
+/// the server log has no record of it, the client log has one `probe` record each.
+pub const READY_PATH: &str = "/ready";
 /// `POST` here ends the current run (not complete) and shuts the service down, so a compose
 /// run ends when its swarm is done.
 pub const SHUTDOWN_PATH: &str = "/control/shutdown";

@@ -305,6 +305,8 @@ pub enum Event {
     FanOut(FanOutRecord),
     /// A replica left or re-entered the callers' balancer's rotation (`E03_REPLICAS`).
     Host(HostRecord),
+    /// A readiness probe the callers' balancer sent (`E03_HEALTH_INTERVAL_MS`).
+    Probe(ProbeRecord),
     RunEnd(RunEnd),
     /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
     /// [`crate::control::ledger_log_path`]).
@@ -321,6 +323,21 @@ pub struct HostRecord {
     pub replica: u32,
     /// `ejected`, `returned`, `unhealthy` or `healthy`.
     pub change: crate::balancer::Change,
+}
+
+/// A readiness probe (`GET /ready`) of the callers' active health checks, in the client log:
+/// sent to `replica` at `sent_us`, ended at `end_us` with `status` (none: no answer within the
+/// probe's timeout, or no connection), `ok` when the replica said it was ready.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    pub sent_us: u64,
+    pub end_us: u64,
+    pub replica: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub ok: bool,
 }
 
 /// One committed charge of the ledger, with its run and the service's number for the request.

@@ -155,6 +155,20 @@ pub const PARAMS: &[ParamSpec] = &[
         "outlier detection: the interval between sweeps that bring ejected replicas back (Envoy: 10 s)"
     ),
     p!(
+        "E03_HEALTH_INTERVAL_MS",
+        "health-interval-ms",
+        "0",
+        "0 or a whole number of milliseconds from 1 to 300000 (0: no active health checks)",
+        "active health checks (Envoy's health_checks, a Kubernetes readiness probe's defaults): the callers' balancer sends each replica a GET /ready this long after the last probe's answer (or its 1 s timeout); a replica not ready E03_UNHEALTHY_THRESHOLD times in a row leaves the rotation, and comes back at its first ready answer. A replica is ready unless its timeline has it down (held in a freeze)"
+    ),
+    p!(
+        "E03_UNHEALTHY_THRESHOLD",
+        "unhealthy-threshold",
+        "3",
+        "a whole number from 1 to 100",
+        "active health checks: failed probes in a row that take a replica out of rotation (Kubernetes' failureThreshold: 3)"
+    ),
+    p!(
         "E03_FREEZE_START_S",
         "freeze-start-s",
         "8.5",
@@ -732,6 +746,16 @@ pub struct SwarmParams {
     pub ejection_ms: u64,
     #[serde(default = "default_outlier_interval_ms")]
     pub outlier_interval_ms: u64,
+    /// `E03_HEALTH_INTERVAL_MS`: the active health checks' interval (0: none).
+    #[serde(default)]
+    pub health_interval_ms: u64,
+    /// `E03_UNHEALTHY_THRESHOLD`: failed probes in a row that take a replica out.
+    #[serde(default = "default_unhealthy_threshold")]
+    pub unhealthy_threshold: u32,
+}
+
+fn default_unhealthy_threshold() -> u32 {
+    3
 }
 
 fn default_balancer() -> String {
@@ -994,6 +1018,8 @@ impl Params {
             outlier_5xx: r.int("E03_OUTLIER_5XX", 0, 1000)? as u32,
             ejection_ms: r.int("E03_EJECTION_MS", 1, 300_000)?,
             outlier_interval_ms: r.int("E03_OUTLIER_INTERVAL_MS", 1, 300_000)?,
+            health_interval_ms: r.int("E03_HEALTH_INTERVAL_MS", 0, 300_000)?,
+            unhealthy_threshold: r.int("E03_UNHEALTHY_THRESHOLD", 1, 100)? as u32,
         };
         let steps = StepParams {
             step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
@@ -1310,6 +1336,8 @@ impl Params {
             ("E03_OUTLIER_5XX", w.outlier_5xx.to_string()),
             ("E03_EJECTION_MS", w.ejection_ms.to_string()),
             ("E03_OUTLIER_INTERVAL_MS", w.outlier_interval_ms.to_string()),
+            ("E03_HEALTH_INTERVAL_MS", w.health_interval_ms.to_string()),
+            ("E03_UNHEALTHY_THRESHOLD", w.unhealthy_threshold.to_string()),
             ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
@@ -1678,12 +1706,21 @@ impl Params {
     }
 
     /// The callers' balancer over the replicas (`E03_BALANCER`, `E03_OUTLIER_5XX`,
-    /// `E03_EJECTION_MS`, `E03_OUTLIER_INTERVAL_MS`), with Envoy's other defaults.
+    /// `E03_EJECTION_MS`, `E03_OUTLIER_INTERVAL_MS`, `E03_HEALTH_INTERVAL_MS`,
+    /// `E03_UNHEALTHY_THRESHOLD`), with Envoy's other defaults and a readiness probe's (a 1 s
+    /// timeout, back after 1 good probe).
     pub fn balancer(&self) -> crate::balancer::BalancerSpec {
         let w = &self.swarm;
         let mut spec = crate::balancer::BalancerSpec::new(
             crate::balancer::Pick::parse(&w.balancer).unwrap_or(crate::balancer::Pick::RoundRobin),
         );
+        if w.health_interval_ms > 0 {
+            spec.health = Some(crate::balancer::HealthCheckSpec {
+                interval: Duration::from_millis(w.health_interval_ms),
+                unhealthy_threshold: w.unhealthy_threshold,
+                ..crate::balancer::HealthCheckSpec::default()
+            });
+        }
         if w.outlier_5xx > 0 {
             spec.outlier = Some(crate::balancer::OutlierSpec {
                 consecutive_5xx: w.outlier_5xx,

@@ -82,6 +82,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "failover-45.toml",
         include_str!("../scenarios/failover-45.toml"),
     ),
+    (
+        "active-passive.toml",
+        include_str!("../scenarios/active-passive.toml"),
+    ),
     ("tail.toml", include_str!("../scenarios/tail.toml")),
     ("hedge.toml", include_str!("../scenarios/hedge.toml")),
     (
@@ -117,6 +121,8 @@ pub const FILE_KEYS: &[(&str, &str, &str)] = &[
     ("topology", "outlier_5xx", "E03_OUTLIER_5XX"),
     ("topology", "ejection_ms", "E03_EJECTION_MS"),
     ("topology", "outlier_interval_ms", "E03_OUTLIER_INTERVAL_MS"),
+    ("topology", "health_interval_ms", "E03_HEALTH_INTERVAL_MS"),
+    ("topology", "unhealthy_threshold", "E03_UNHEALTHY_THRESHOLD"),
     ("faults", "fail_rate", "E03_FAIL_RATE"),
     ("faults", "slow_rate", "E03_SLOW_RATE"),
     ("faults", "slow_ms", "E03_SLOW_MS"),
@@ -1152,6 +1158,7 @@ mod tests {
                 "shedding",
                 "failover",
                 "failover-45",
+                "active-passive",
                 "tail",
                 "hedge",
                 "hedge-freeze"

@@ -170,6 +170,22 @@ impl Timeline {
         }
     }
 
+    /// How a readiness probe (`GET /ready`: a balancer's active health check) that reaches
+    /// the dependency at `now` is answered: when, and whether ready. At once and ready in a
+    /// normal or degraded phase; not ready (the down phase's status) after the down phase's
+    /// latency; in a freeze, nothing until it ends, then ready (the process runs again). Both
+    /// drivers answer probes from this.
+    pub fn readiness(&self, now: Duration) -> (Duration, bool) {
+        match self.phase(now) {
+            Phase::Down(_) => (
+                now + self.down_at(now).map_or(Duration::ZERO, |d| d.latency),
+                false,
+            ),
+            Phase::Frozen => (self.freeze.map_or(now, |f| f.end), true),
+            Phase::Normal | Phase::Degraded => (now, true),
+        }
+    }
+
     /// The down window `now` falls in, if any.
     pub fn down_at(&self, now: Duration) -> Option<&DownWindow> {
         self.down.iter().find(|d| now >= d.start && now < d.end)
@@ -378,5 +394,41 @@ mod tests {
     fn the_incident_spans_every_window_that_is_not_normal() {
         assert_eq!(outage().incident(), Some((ms(2000), ms(15_000))));
         assert_eq!(Timeline::default().incident(), None);
+    }
+
+    #[test]
+    fn a_readiness_probe_is_answered_from_the_phase_it_reaches() {
+        let ms = Duration::from_millis;
+        let t = Timeline {
+            freeze: Some(FreezeWindow {
+                start: ms(100),
+                end: ms(300),
+            }),
+            degraded: Some(DegradedWindow {
+                start: ms(300),
+                end: ms(500),
+                capacity_factor: 0.5,
+            }),
+            down: vec![DownWindow {
+                start: ms(600),
+                end: ms(700),
+                status: 503,
+                latency: ms(20),
+            }],
+            ..Timeline::default()
+        };
+        assert_eq!(t.readiness(ms(50)), (ms(50), true));
+        assert_eq!(
+            t.readiness(ms(150)),
+            (ms(300), true),
+            "held to the freeze's end"
+        );
+        assert_eq!(t.readiness(ms(400)), (ms(400), true), "degraded is ready");
+        assert_eq!(
+            t.readiness(ms(650)),
+            (ms(670), false),
+            "down, after its latency"
+        );
+        assert_eq!(t.readiness(ms(700)), (ms(700), true));
     }
 }

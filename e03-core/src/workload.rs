@@ -51,7 +51,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use crate::arrivals::{Arrival, OpenLoop};
-use crate::balancer::{Balancer, BalancerSpec, HostChange, Outcome};
+use crate::balancer::{Balancer, BalancerSpec, HostChange, Outcome, Probe};
 use crate::budget::Rejection;
 use crate::chain::ChainVariant;
 use rand::Rng;
@@ -164,6 +164,9 @@ pub struct Next {
     pub cancels: Vec<AttemptId>,
     /// Replicas that left or re-entered the balancer's rotation ([`Balanced`]): log each.
     pub hosts: Vec<HostChange>,
+    /// Health probes to send now ([`Balanced`] with active health checks): a `GET /ready` to
+    /// each one's replica; hand each answer to [`Workload::on_probe`].
+    pub probes: Vec<Probe>,
 }
 
 impl Next {
@@ -176,6 +179,7 @@ impl Next {
         self.fanouts.clear();
         self.cancels.clear();
         self.hosts.clear();
+        self.probes.clear();
     }
 }
 
@@ -204,6 +208,13 @@ pub trait Workload {
     /// The driver stops the run at `now`: every operation in progress ends (an attempt in
     /// flight, whose answer the driver gave up on, counted as sent); nothing more is due.
     fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended>;
+
+    /// The answer to a health probe [`Next::probes`] asked for, at `now`: `ok` when its
+    /// replica said it is ready. Only a workload over replicas with active health checks
+    /// ([`Balanced`]) sends probes; the others have nothing to do with an answer.
+    fn on_probe(&mut self, probe: Probe, ok: bool, now: Duration, next: &mut Next) {
+        let _ = (probe, ok, now, next);
+    }
 }
 
 /// The session of a chain's top caller (`variant`'s layer 0): the top's limits, `requests`
@@ -942,9 +953,8 @@ impl Workload for Balanced {
         let inner = self.inner.next_wake();
         let sweep = self.balancer.next_wake();
         if sweep.is_some_and(|t| t <= now && inner.is_none_or(|i| t <= i)) {
-            // No probes: the balancer's spec has no active health checks here.
-            let mut probes = Vec::new();
-            self.balancer.on_wake(now, &mut probes);
+            // Outlier sweeps, probe timeouts and probes due.
+            self.balancer.on_wake(now, &mut next.probes);
             next.hosts.extend(self.balancer.take_changes());
             return;
         }
@@ -967,6 +977,11 @@ impl Workload for Balanced {
         let from = next.sends.len();
         self.inner.on_answer(id, result, now, policy, next);
         self.route(from, next);
+    }
+
+    fn on_probe(&mut self, probe: Probe, ok: bool, now: Duration, next: &mut Next) {
+        self.balancer.on_probe(probe, now, ok);
+        next.hosts.extend(self.balancer.take_changes());
     }
 
     fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {
@@ -1703,5 +1718,62 @@ mod tests {
             ]
         );
         assert_eq!(w.balancer.outstanding(1), 0);
+    }
+
+    /// Active-passive over 2 replicas with active health checks every 10 ms (timeout 5 ms,
+    /// out after 2 failed probes, back after 1 good one), no outlier detection. Replica 0 is
+    /// not ready, and answers 503, from 10 ms to 35 ms; every probe is answered at once. By
+    /// hand: the probes of 0 ms pass; at 10 ms replica 0's first fails, at 20 ms its second
+    /// (unhealthy at 20 ms, the balancer's wake before the attempt of 20 ms); 30 ms fails
+    /// again, 40 ms passes (healthy at 40 ms). So the attempts of 0 to 19 ms go to replica 0
+    /// (those of 10 to 19 ms fail: the errors until the switch, the interval times the
+    /// threshold at one attempt a ms), 20 to 39 ms to replica 1, 40 to 59 ms to replica 0.
+    #[test]
+    fn active_health_checks_switch_to_the_standby_and_back() {
+        use crate::balancer::{Change, HealthCheckSpec, Pick};
+        let a = strategy("A");
+        let mut policy = Policies::fleet(&a, 1);
+        let mut spec = BalancerSpec::new(Pick::Failover);
+        spec.health = Some(HealthCheckSpec {
+            interval: ms(10),
+            timeout: ms(5),
+            unhealthy_threshold: 2,
+            healthy_threshold: 1,
+        });
+        let mut w = Balanced::new(Box::new(Ticks { next: 0, end: 60 }), spec, 2, 1);
+        let down = |host: u16, t: Duration| host == 0 && t >= ms(10) && t < ms(35);
+        let (mut picked, mut hosts, mut failed, mut probes) = (Vec::new(), Vec::new(), 0, 0);
+        let mut next = Next::default();
+        while let Some(t) = w.next_wake() {
+            w.on_wake(t, &mut policy, &mut next);
+            for probe in std::mem::take(&mut next.probes) {
+                probes += 1;
+                w.on_probe(probe, !down(probe.host as u16, t), t, &mut next);
+            }
+            for send in std::mem::take(&mut next.sends) {
+                picked.push(send.replica);
+                let code = if down(send.replica, t) { 503 } else { 200 };
+                failed += u32::from(code == 503);
+                w.on_answer(
+                    send.id,
+                    AttemptResult::status(code),
+                    t,
+                    &mut policy,
+                    &mut next,
+                );
+            }
+            hosts.extend(next.hosts.drain(..).map(|h| (h.at, h.host, h.change)));
+        }
+        let mut expected = vec![0; 20];
+        expected.extend([1; 20]);
+        expected.extend([0; 20]);
+        assert_eq!(picked, expected);
+        assert_eq!(failed, 10, "the errors until the switch");
+        assert_eq!(
+            hosts,
+            vec![(ms(20), 0, Change::Unhealthy), (ms(40), 0, Change::Healthy)]
+        );
+        // Both replicas probed at 0, 10, 20, 30, 40 and 50 ms; the run then ends.
+        assert_eq!(probes, 12);
     }
 }

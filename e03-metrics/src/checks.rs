@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
+use e03_core::balancer::Change;
 use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published};
 
 use crate::metrics::{AttemptLine, LineEnd, RunMetrics};
@@ -263,6 +264,12 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             Some(_) => return Err("no trigger in the timeline".into()),
             None => return Err("not an open-loop run".into()),
         },
+        CheckMetric::OutOfRotationS => mine
+            .hosts
+            .iter()
+            .find(|h| matches!(h.change, Change::Unhealthy | Change::Ejected))
+            .map(|h| h.t_us as f64 / 1e6)
+            .ok_or("no replica left the rotation")?,
         CheckMetric::CriticalSuccess => mine.critical().success().ok_or("no critical operation")?,
         CheckMetric::BestEffortSuccess => mine
             .best_effort

@@ -157,6 +157,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Charge(c) => acc.charge_record(c),
         Event::Dropped(d) => acc.dropped(d.intended_us),
         Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.ok >= f.quorum),
-        Event::RunStart(_) | Event::RunEnd(_) => {}
+        // A probe is not an attempt: its verdicts are in the `host` records.
+        Event::RunStart(_) | Event::RunEnd(_) | Event::Probe(_) => {}
     }
 }

@@ -29,6 +29,30 @@ fn goodput(r: &serde_json::Value) -> f64 {
     r["open_loop"]["goodput_per_s"].as_f64().unwrap() / 500.0
 }
 
+/// Every record of the one log under `dir` whose name starts with `name`.
+fn records(dir: &std::path::Path, name: &str) -> Vec<serde_json::Value> {
+    let f = files(dir, name, ".jsonl");
+    assert_eq!(f.len(), 1, "{f:?}");
+    std::fs::read_to_string(&f[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `scenario` simulated with its own settings (seed 42), as a live run is checked against:
+/// its summary, and the folder to remove.
+fn simulated(scenario: &str, tag: &str) -> (serde_json::Value, std::path::PathBuf) {
+    let dir = temp("failover", tag);
+    let o = lab()
+        .args(["simulate", scenario, "--run-id", "m", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    (summary(&dir), dir)
+}
+
 /// The balancer's changes of a run: (seconds, replica, change).
 fn hosts(r: &serde_json::Value) -> Vec<(f64, u64, String)> {
     r["hosts"]
@@ -120,16 +144,8 @@ fn live_failover_runs_a_process_per_replica_and_agrees_with_its_simulation() {
         }
     }
     // Replica 0 ran its own timeline (503s from 10 s to 20 s), replica 1 none.
-    let records = |name: &str| -> Vec<serde_json::Value> {
-        let f = files(&dir, name, ".jsonl");
-        std::fs::read_to_string(&f[0])
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
     let down = |name: &str| {
-        records(name)
+        records(&dir, name)
             .iter()
             .filter(|r| r["type"] == "response" && r["data"]["cause"] == "down")
             .count()
@@ -137,18 +153,11 @@ fn live_failover_runs_a_process_per_replica_and_agrees_with_its_simulation() {
     assert!(down("server-no-retry-seed42-replica0") >= 5);
     assert_eq!(down("server-no-retry-seed42-replica1"), 0);
     // The swarm logged its balancer's changes; every attempt matched an arrival.
-    let client = records("client-no-retry-seed42");
+    let client = records(&dir, "client-no-retry-seed42");
     let changes: Vec<&serde_json::Value> = client.iter().filter(|r| r["type"] == "host").collect();
     assert_eq!(changes.len(), 2, "{changes:?}");
     let live = summary(&dir);
-    let sim_dir = temp("failover", "model");
-    let o = lab()
-        .args(["simulate", "failover-45", "--run-id", "m", "--out"])
-        .arg(&sim_dir)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0));
-    let sim = summary(&sim_dir);
+    let (sim, sim_dir) = simulated("failover-45", "model");
     for id in ["no-retry", "C", "D"] {
         let (l, s) = (run(&live, id), run(&sim, id));
         assert_eq!(l["matched"]["unmatched_client"], 0, "{id}");
@@ -171,6 +180,130 @@ fn live_failover_runs_a_process_per_replica_and_agrees_with_its_simulation() {
         if let Some(ratio) = l["fidelity"]["ratio"].as_f64() {
             assert!((0.97..=1.03).contains(&ratio), "{id}: {ratio}");
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&sim_dir);
+}
+
+/// `active-passive` simulated with its readiness probes every 250 ms, 1 s and 2 s (seeds
+/// 1-3): everything goes to replica 0 until its third failed probe, so it leaves the rotation
+/// at 10 s + 2 intervals (the probes go about whole intervals from time zero, one at 10 s),
+/// comes back with the first good probe from 30 s, and the operations that fail without
+/// retries are those sent to it until the switch: about 100/s times 2 intervals.
+#[test]
+fn active_passive_switches_after_its_health_checks_and_the_interval_sets_the_errors() {
+    let dir = temp("failover", "active-passive");
+    for (interval_ms, switch_s) in [(250, 10.5), (1000, 12.0), (2000, 14.0)] {
+        let id = format!("i{interval_ms}");
+        let o = lab()
+            .args([
+                "simulate",
+                "active-passive",
+                "--seeds",
+                "1-3",
+                "--run-id",
+                &id,
+            ])
+            .args(["--health-interval-ms", &interval_ms.to_string(), "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&o);
+        // The scenario's checks are for its own interval (1 s): at another they fail (exit 3).
+        let code = if interval_ms == 1000 { 0 } else { 3 };
+        assert_eq!(o.status.code(), Some(code), "{stdout}\n{stderr}");
+        let s = summary(&dir.join(&id));
+        for r in s["runs"].as_array().unwrap() {
+            let h = hosts(r);
+            assert_eq!(h.len(), 2, "{h:?}");
+            assert_eq!((h[0].1, h[0].2.as_str()), (0, "unhealthy"), "{h:?}");
+            // Each probe goes an interval after the last one's answer, and a down replica
+            // answers after the phase's 1 ms: 3 ms later by the third.
+            assert!((0.0..0.01).contains(&(h[0].0 - switch_s)), "{h:?}");
+            assert_eq!((h[1].1, h[1].2.as_str()), (0, "healthy"), "{h:?}");
+            assert!(
+                (30.0..30.0 + interval_ms as f64 / 1000.0).contains(&h[1].0),
+                "{h:?}"
+            );
+            if r["strategy"] == "no-retry" {
+                let failed = r["operations"].as_f64().unwrap() - r["succeeded"].as_f64().unwrap();
+                let expected = 100.0 * (switch_s - 10.0);
+                assert!(
+                    (failed - expected).abs() <= 0.25 * expected,
+                    "{interval_ms} ms: {failed} failed, about {expected} expected"
+                );
+            }
+        }
+        if interval_ms == 1000 {
+            // Its checks (the switch at 12 s to 13 s, the recovery) pass at its own interval.
+            assert_eq!(stdout.matches("PASS").count(), 3 * 3, "{stdout}");
+            assert!(!stdout.contains("FAIL"), "{stdout}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `active-passive` live: the swarm probes each replica process (`GET /ready`, answered from
+/// its timeline), logs each probe, switches when replica 0 fails three in a row, and agrees
+/// with the simulation of the same seed.
+#[test]
+fn live_active_passive_probes_each_replica_and_agrees_with_its_simulation() {
+    let dir = temp("failover", "ap-live");
+    let o = lab()
+        .args(["run", "active-passive", "--run-id", "l", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout.matches("PASS").count(), 3, "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    let records = records(&dir, "client-no-retry-seed42");
+    let probes: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["type"] == "probe")
+        .map(|r| &r["data"])
+        .collect();
+    // About one a second to each replica for 40 s; replica 0's fail while it is down.
+    assert!((70..=90).contains(&probes.len()), "{}", probes.len());
+    let failed: Vec<f64> = probes
+        .iter()
+        .filter(|p| p["ok"] == false)
+        .map(|p| {
+            assert_eq!(p["replica"], 0, "{p}");
+            assert_eq!(p["status"], 503, "{p}");
+            p["sent_us"].as_f64().unwrap() / 1e6
+        })
+        .collect();
+    assert!(
+        failed.iter().all(|t| (10.0..30.0).contains(t)),
+        "{failed:?}"
+    );
+    assert!((19..=21).contains(&failed.len()), "{failed:?}");
+    let live = summary(&dir);
+    let (sim, sim_dir) = simulated("active-passive", "ap-model");
+    for id in ["no-retry", "C", "D"] {
+        let (l, s) = (run(&live, id), run(&sim, id));
+        assert_eq!(l["matched"]["unmatched_client"], 0, "{id}");
+        assert_eq!(l["matched"]["unmatched_server"], 0, "{id}");
+        let (lh, sh) = (hosts(l), hosts(s));
+        assert_eq!(lh.len(), 2, "{lh:?}");
+        for (a, b) in lh.iter().zip(&sh) {
+            assert_eq!((a.1, &a.2), (b.1, &b.2));
+            // The live probes go each interval after the last answer: a little later.
+            assert!(
+                (0.0..0.1).contains(&(a.0 - b.0)),
+                "{id}: live {a:?} simulated {b:?}"
+            );
+        }
+        let success = |r: &serde_json::Value| {
+            r["succeeded"].as_f64().unwrap() / r["operations"].as_f64().unwrap()
+        };
+        let (a, b) = (success(l), success(s));
+        assert!(
+            (a - b).abs() <= 0.05,
+            "{id} success: live {a} simulated {b}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&sim_dir);
@@ -199,6 +332,15 @@ fn bad_topology_values_exit_2_naming_the_file_and_key() {
             "[[timeline]]\nphase = \"freeze\"\nreplica = 0\nstart_s = 1\nend_s = 2\n",
             "replica is only for a down phase",
         ),
+        (
+            "[topology]\nreplicas = 2\nhealth_interval_ms = -1\n",
+            "x.toml:6: [topology] health_interval_ms = -1: expected 0 or a whole number of \
+             milliseconds from 1 to 300000",
+        ),
+        (
+            "[topology]\nreplicas = 2\nunhealthy_threshold = 0\n",
+            "x.toml:6: [topology] unhealthy_threshold = 0: expected a whole number from 1 to 100",
+        ),
     ] {
         let file = dir.join("x.toml");
         std::fs::write(&file, format!("{head}{body}")).unwrap();
@@ -223,7 +365,7 @@ fn bad_topology_values_exit_2_naming_the_file_and_key() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `docker-compose.failover.yml` gives every row of both failover scenarios a target per
+/// `docker-compose.failover.yml` gives every row of the failover scenarios a target per
 /// replica, each a service of its own, defined in it or in the default file (not run here: the
 /// compose step of `./test-e03.sh` runs the default topology).
 #[test]
@@ -247,7 +389,7 @@ fn the_compose_file_for_failover_names_a_service_per_replica() {
             .any(|l| l.starts_with(&key))
     };
     let mut services = std::collections::BTreeSet::new();
-    for scenario in ["failover", "failover-45"] {
+    for scenario in ["failover", "failover-45", "active-passive"] {
         let s = e03_core::Scenario::named(scenario).unwrap();
         let p = e03_core::Params::for_scenario(&s, &Default::default()).unwrap();
         for strategy in p.strategies() {

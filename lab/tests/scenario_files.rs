@@ -89,6 +89,7 @@ fn list_shows_the_builtin_catalogue() {
             "shedding",
             "failover",
             "failover-45",
+            "active-passive",
             "tail",
             "hedge",
             "hedge-freeze"

@@ -73,6 +73,7 @@
 //!   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
 
 use e03_core::attempt::Broken;
+use e03_core::balancer::Probe;
 use e03_core::breaker::BreakerState;
 use e03_core::chain::{deadline_header_ms, deadline_on_arrival};
 use e03_core::dependency::Caller;
@@ -268,6 +269,9 @@ pub struct Engine<'a, O: Observer> {
     /// Whether attempts carry the deadline header (the dependency admits by deadline), as the
     /// swarm sends it.
     deadline_header: bool,
+    /// The health probes sent (active health checks), each with its answer, by
+    /// [`Event::ProbeAnswer`] number.
+    probes: Vec<(Probe, bool)>,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -317,6 +321,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             in_transit: std::collections::HashMap::new(),
             wire_rng: stream(seed, Stream::Wire, u32::MAX),
             deadline_header: params.admits_by_deadline_for(&strategy.id),
+            probes: Vec::new(),
         }
     }
 
@@ -382,6 +387,11 @@ impl<'a, O: Observer> Engine<'a, O> {
                         self.attempt_ends(t, req, result);
                     }
                 }
+                Event::ProbeAnswer(i) => {
+                    let (probe, ok) = self.probes[i as usize];
+                    self.workload.on_probe(probe, ok, dur(t), &mut self.next);
+                    self.act(t);
+                }
                 Event::Arrive(req) => {
                     if let Some(r) = self.in_transit.remove(&req) {
                         self.observer.arrived(t, req, r.client, r.op, r.attempt);
@@ -436,6 +446,19 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
                 self.observer.cancelled(t, req);
             }
+        }
+        for &probe in &next.probes {
+            // A `GET /ready` to the replica, answered from its timeline (the same rule the
+            // live service answers it by); no network time, as for the attempts.
+            let (at, ok) = self.services[probe.host]
+                .schedule()
+                .model()
+                .config()
+                .timeline
+                .readiness(dur(t));
+            self.queue
+                .push(nanos(at), Event::ProbeAnswer(self.probes.len() as u32));
+            self.probes.push((probe, ok));
         }
         for &send in &next.sends {
             self.send(t, send);

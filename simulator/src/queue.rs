@@ -40,13 +40,15 @@ pub enum Event {
     WireStart(usize),
     /// Connection `n` of client `c` reaches wire phase `i`'s `reset_peer` delay.
     ConnReset(u32, u32, u32),
+    /// The answer to health probe `i` (the engine keeps the probes) reaches its caller.
+    ProbeAnswer(u32),
 }
 
 impl Event {
     /// Order within an instant (see the module docs).
     fn rank(self) -> u8 {
         match self {
-            Event::Deliver(_) | Event::Arrive(_) => 0,
+            Event::Deliver(_) | Event::Arrive(_) | Event::ProbeAnswer(_) => 0,
             Event::AttemptTimeout(_)
             | Event::Refused(_)
             | Event::Reset(_)
