@@ -94,7 +94,7 @@ struct State {
     totals: ClientTotals,
 }
 
-/// An attempt task's hold on its attempt in flight, for the one way the task can end without
+/// An attempt (or probe) task's hold on its attempt in flight, for the one way the task can end without
 /// taking it out of flight itself: unwinding from a panic (a bug). Dropped while still armed,
 /// it takes the attempt out of flight, stops the run (answers no longer go to the workload;
 /// the timer then ends it as the stop signal would, so the run ends instead of waiting for the
@@ -117,7 +117,7 @@ impl Drop for Unwinding<'_> {
         }
         tracing::error!(
             strategy = %self.driver.run.tag.strategy,
-            "an attempt task panicked; the run stops here and is marked incomplete"
+            "an attempt or probe task panicked; the run stops here and is marked incomplete"
         );
         self.driver.changed.notify_one();
     }
@@ -282,6 +282,12 @@ impl Driver {
     /// (an answer after it the balancer ignores), logged as a `probe` record; then, as for an
     /// answer, what is due (its verdict may take the replica out of rotation or back).
     async fn probe(self: Arc<Self>, probe: Probe, stop: StopSignal) {
+        // Takes the probe out of flight and stops the run if this task unwinds, as for an
+        // attempt.
+        let mut guard = Unwinding {
+            driver: &self,
+            armed: true,
+        };
         let run = &self.run;
         let work = run.work_of(probe.host as u16);
         let sent_at = Instant::now();
@@ -318,7 +324,11 @@ impl Driver {
         for send in self.act(asked, &stop).await {
             self.spawn_attempt(send, &stop);
         }
-        let wake_timer = Driver::leave_flight(&mut self.lock());
+        let wake_timer = {
+            let mut st = self.lock();
+            guard.armed = false;
+            Driver::leave_flight(&mut st)
+        };
         if wake_timer {
             self.changed.notify_one();
         }
