@@ -486,12 +486,7 @@ impl Run {
         let now = self.since_t0(Instant::now());
         let st = self.lock();
         let timeline = &st.node.schedule().model().config().timeline;
-        let (at, ready) = timeline.readiness(now);
-        let status = match timeline.down_at(now) {
-            Some(d) if !ready => d.status,
-            _ if ready => 200,
-            _ => 503,
-        };
+        let (at, status) = timeline.readiness(now);
         (self.t0 + at, status)
     }
 

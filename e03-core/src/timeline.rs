@@ -171,18 +171,18 @@ impl Timeline {
     }
 
     /// How a readiness probe (`GET /ready`: a balancer's active health check) that reaches
-    /// the dependency at `now` is answered: when, and whether ready. At once and ready in a
-    /// normal or degraded phase; not ready (the down phase's status) after the down phase's
-    /// latency; in a freeze, nothing until it ends, then ready (the process runs again). Both
-    /// drivers answer probes from this.
-    pub fn readiness(&self, now: Duration) -> (Duration, bool) {
+    /// the dependency at `now` is answered: when, and with what status (200: ready). At once
+    /// and 200 in a normal or degraded phase; the down phase's status after its latency; in a
+    /// freeze, nothing until it ends, then 200 (the process runs again). Both drivers answer
+    /// probes from this.
+    pub fn readiness(&self, now: Duration) -> (Duration, u16) {
         match self.phase(now) {
-            Phase::Down(_) => (
+            Phase::Down(status) => (
                 now + self.down_at(now).map_or(Duration::ZERO, |d| d.latency),
-                false,
+                status,
             ),
-            Phase::Frozen => (self.freeze.map_or(now, |f| f.end), true),
-            Phase::Normal | Phase::Degraded => (now, true),
+            Phase::Frozen => (self.freeze.map_or(now, |f| f.end), 200),
+            Phase::Normal | Phase::Degraded => (now, 200),
         }
     }
 
@@ -417,18 +417,18 @@ mod tests {
             }],
             ..Timeline::default()
         };
-        assert_eq!(t.readiness(ms(50)), (ms(50), true));
+        assert_eq!(t.readiness(ms(50)), (ms(50), 200));
         assert_eq!(
             t.readiness(ms(150)),
-            (ms(300), true),
+            (ms(300), 200),
             "held to the freeze's end"
         );
-        assert_eq!(t.readiness(ms(400)), (ms(400), true), "degraded is ready");
+        assert_eq!(t.readiness(ms(400)), (ms(400), 200), "degraded is ready");
         assert_eq!(
             t.readiness(ms(650)),
-            (ms(670), false),
+            (ms(670), 503),
             "down, after its latency"
         );
-        assert_eq!(t.readiness(ms(700)), (ms(700), true));
+        assert_eq!(t.readiness(ms(700)), (ms(700), 200));
     }
 }

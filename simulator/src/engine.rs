@@ -450,7 +450,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         for &probe in &next.probes {
             // A `GET /ready` to the replica, answered from its timeline (the same rule the
             // live service answers it by); no network time, as for the attempts.
-            let (at, ok) = self.services[probe.host]
+            let (at, status) = self.services[probe.host]
                 .schedule()
                 .model()
                 .config()
@@ -458,7 +458,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .readiness(dur(t));
             self.queue
                 .push(nanos(at), Event::ProbeAnswer(self.probes.len() as u32));
-            self.probes.push((probe, ok));
+            self.probes.push((probe, status == 200));
         }
         for &send in &next.sends {
             self.send(t, send);
