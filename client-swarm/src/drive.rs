@@ -94,14 +94,34 @@ struct State {
     totals: ClientTotals,
 }
 
-/// An attempt (or probe) task's hold on its attempt in flight, for the one way the task can end without
-/// taking it out of flight itself: unwinding from a panic (a bug). Dropped while still armed,
+/// An attempt (or probe) task's hold on its place in flight. The task ends by
+/// [`Unwinding::leave`]; the guard is for the one way it can end without that: unwinding from
+/// a panic (a bug). Dropped while still armed,
 /// it takes the attempt out of flight, stops the run (answers no longer go to the workload;
 /// the timer then ends it as the stop signal would, so the run ends instead of waiting for the
 /// attempt forever) and marks it cut short: its logs say it is incomplete.
 struct Unwinding<'a> {
     driver: &'a Driver,
     armed: bool,
+}
+
+impl Unwinding<'_> {
+    /// The task (an attempt or a probe) ends as it should: it leaves flight, and the timer
+    /// looks again if it must (an earlier wake, the run's end, a stop).
+    fn leave(mut self) {
+        self.armed = false;
+        let wake_timer = {
+            let mut st = self.driver.lock();
+            st.in_flight -= 1;
+            let wake = st.workload.next_wake();
+            let earlier = wake.is_some_and(|t| st.armed.is_none_or(|a| t < a));
+            let over = wake.is_none() && st.in_flight == 0;
+            earlier || over || st.stopped
+        };
+        if wake_timer {
+            self.driver.changed.notify_one();
+        }
+    }
 }
 
 impl Drop for Unwinding<'_> {
@@ -284,7 +304,7 @@ impl Driver {
     async fn probe(self: Arc<Self>, probe: Probe, stop: StopSignal) {
         // Takes the probe out of flight and stops the run if this task unwinds, as for an
         // attempt.
-        let mut guard = Unwinding {
+        let guard = Unwinding {
             driver: &self,
             armed: true,
         };
@@ -324,24 +344,7 @@ impl Driver {
         for send in self.act(asked, &stop).await {
             self.spawn_attempt(send, &stop);
         }
-        let wake_timer = {
-            let mut st = self.lock();
-            guard.armed = false;
-            Driver::leave_flight(&mut st)
-        };
-        if wake_timer {
-            self.changed.notify_one();
-        }
-    }
-
-    /// Under the lock: a task (an attempt or a probe) leaves flight; whether the timer must
-    /// look again (an earlier wake, the run's end, a stop).
-    fn leave_flight(st: &mut State) -> bool {
-        st.in_flight -= 1;
-        let wake = st.workload.next_wake();
-        let earlier = wake.is_some_and(|t| st.armed.is_none_or(|a| t < a));
-        let over = wake.is_none() && st.in_flight == 0;
-        earlier || over || st.stopped
+        guard.leave();
     }
 
     /// Starts a probe task for `probe`.
@@ -366,7 +369,7 @@ impl Driver {
     async fn attempt(self: Arc<Self>, mut send: Outgoing, mut stop: StopSignal) {
         loop {
             // Takes the attempt out of flight and stops the run if this task unwinds.
-            let mut guard = Unwinding {
+            let guard = Unwinding {
                 driver: &self,
                 armed: true,
             };
@@ -394,14 +397,7 @@ impl Driver {
             for other in sends {
                 self.spawn_attempt(other, &stop);
             }
-            let wake_timer = {
-                let mut st = self.lock();
-                guard.armed = false;
-                Driver::leave_flight(&mut st)
-            };
-            if wake_timer {
-                self.changed.notify_one();
-            }
+            guard.leave();
             match first {
                 Some(next) => send = next,
                 None => return,
