@@ -300,15 +300,14 @@ pub fn run_log_names(strategy: &str, seed: u64, replicas: u32, shards: u32) -> V
     } else {
         vec![format!("server-{strategy}-seed{seed}.jsonl")]
     };
-    match (0..shards)
-        .map(|i| crate::shard::Shard::new(i, shards))
-        .collect::<Option<Vec<_>>>()
-    {
-        Some(all) if shards > 1 => names.extend(
-            all.into_iter()
+    if shards > 1 {
+        names.extend(
+            (0..shards)
+                .filter_map(|i| crate::shard::Shard::new(i, shards))
                 .map(|shard| shard_log_name(strategy, seed, shard)),
-        ),
-        _ => names.push(format!("client-{strategy}-seed{seed}.jsonl")),
+        );
+    } else {
+        names.push(format!("client-{strategy}-seed{seed}.jsonl"));
     }
     names
 }
