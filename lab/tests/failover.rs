@@ -258,8 +258,8 @@ fn live_active_passive_probes_each_replica_and_agrees_with_its_simulation() {
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
     assert_eq!(stdout.matches("PASS").count(), 3, "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
-    let records = records(&dir, "client-no-retry-seed42");
-    let probes: Vec<&serde_json::Value> = records
+    let no_retry = records(&dir, "client-no-retry-seed42");
+    let probes: Vec<&serde_json::Value> = no_retry
         .iter()
         .filter(|r| r["type"] == "probe")
         .map(|r| &r["data"])
@@ -288,13 +288,35 @@ fn live_active_passive_probes_each_replica_and_agrees_with_its_simulation() {
         assert_eq!(l["matched"]["unmatched_server"], 0, "{id}");
         let (lh, sh) = (hosts(l), hosts(s));
         assert_eq!(lh.len(), 2, "{lh:?}");
+        // This strategy's probes to replica 0, in order: (sent, answered, ready).
+        let probes: Vec<(f64, f64, bool)> = records(&dir, &format!("client-{id}-seed42"))
+            .iter()
+            .filter(|r| r["type"] == "probe" && r["data"]["replica"] == 0)
+            .map(|r| {
+                let t = |k: &str| r["data"][k].as_f64().unwrap() / 1e6;
+                (t("sent_us"), t("end_us"), r["data"]["ok"] == true)
+            })
+            .collect();
         for (a, b) in lh.iter().zip(&sh) {
             assert_eq!((a.1, &a.2), (b.1, &b.2));
-            // The live probes go each interval after the last answer: a little later.
-            assert!(
-                (0.0..0.1).contains(&(a.0 - b.0)),
-                "{id}: live {a:?} simulated {b:?}"
-            );
+            // The live change comes with the answer of the probe that made it: the third
+            // not ready in a row, or the first ready after them.
+            let k = probes
+                .iter()
+                .position(|p| (p.1 - a.0).abs() < 1e-5)
+                .unwrap_or_else(|| panic!("{id}: no probe answered at {a:?}: {probes:?}"));
+            let unhealthy = a.2 == "unhealthy";
+            assert_eq!(probes[k].2, !unhealthy, "{id}: {a:?} {:?}", probes[k]);
+            if unhealthy {
+                assert!(probes[k - 2..k].iter().all(|p| !p.2), "{id}: {probes:?}");
+            } else {
+                assert!(!probes[k - 1].2, "{id}: {probes:?}");
+            }
+            // It is the same probe as in the simulation: the k-th, one a second from time
+            // zero. (Not the same instant: each live probe goes an interval after the last
+            // one's answer, and those answers take a few ms over the network, which add up
+            // to 0.1 s by the 30th; the simulated ones take none but a down phase's 1 ms.)
+            assert_eq!(k, b.0.floor() as usize, "{id}: live {a:?} simulated {b:?}");
         }
         let success = |r: &serde_json::Value| {
             r["succeeded"].as_f64().unwrap() / r["operations"].as_f64().unwrap()
