@@ -567,6 +567,7 @@ impl Driver {
                     quorum: f.quorum,
                     ok: f.ok,
                     failed: f.failed,
+                    fallbacks: f.fallbacks,
                     attempts: f.attempts,
                 }))
                 .await;

@@ -43,16 +43,22 @@ pub enum Pick {
     LeastOutstanding { choices: u32 },
     /// The first in list order (active-passive).
     Failover,
+    /// The replica the operation's client names, client mod replicas, in rotation or not: the
+    /// replicas are then different dependencies, not copies, and none stands in for another
+    /// (seed 003's product page: a fan-out request's call `i` calls dependency `i` when
+    /// `E03_FANOUT` equals `E03_REPLICAS`).
+    Partition,
 }
 
 impl Pick {
     /// What `E03_BALANCER` accepts: `round_robin`, `least_outstanding` (two choices, Envoy's
-    /// default) or `failover`.
+    /// default), `failover` or `partition`.
     pub fn parse(value: &str) -> Option<Pick> {
         match value {
             "round_robin" => Some(Pick::RoundRobin),
             "least_outstanding" => Some(Pick::LeastOutstanding { choices: 2 }),
             "failover" => Some(Pick::Failover),
+            "partition" => Some(Pick::Partition),
             _ => None,
         }
     }
@@ -220,10 +226,16 @@ impl Balancer {
         self.hosts[host].outstanding
     }
 
-    /// The replica for the next attempt, counted in flight until [`Balancer::answered`].
-    /// `draw` gives uniform random numbers (least outstanding uses `choices` of them).
-    pub fn pick(&mut self, draw: &mut impl FnMut() -> u64) -> usize {
+    /// The replica for the next attempt of `client`'s operation, counted in flight until
+    /// [`Balancer::answered`]. `draw` gives uniform random numbers (least outstanding uses
+    /// `choices` of them); a partition takes the client's own replica.
+    pub fn pick(&mut self, client: u32, draw: &mut impl FnMut() -> u64) -> usize {
         let n = self.hosts.len();
+        if self.spec.pick == Pick::Partition {
+            let host = client as usize % n;
+            self.hosts[host].outstanding += 1;
+            return host;
+        }
         let mut candidates: Vec<usize> = (0..n).filter(|&h| self.in_rotation(h)).collect();
         if candidates.is_empty() || candidates.len() * 100 < self.spec.panic_percent as usize * n {
             candidates = (0..n).collect();
@@ -245,6 +257,7 @@ impl Balancer {
                 best.expect("at least one choice")
             }
             Pick::Failover => candidates[0],
+            Pick::Partition => unreachable!("picked above"),
         };
         self.hosts[host].outstanding += 1;
         host
@@ -415,7 +428,7 @@ mod tests {
     }
 
     fn no_draw() -> impl FnMut() -> u64 {
-        || unreachable!("round robin and failover draw nothing")
+        || unreachable!("round robin, failover and a partition draw nothing")
     }
 
     fn change(at: u64, host: usize, change: Change) -> HostChange {
@@ -429,11 +442,28 @@ mod tests {
     #[test]
     fn round_robin_goes_around_the_replicas_in_rotation() {
         let mut b = Balancer::new(BalancerSpec::new(Pick::RoundRobin), 3);
-        let picks: Vec<usize> = (0..4).map(|_| b.pick(&mut no_draw())).collect();
+        let picks: Vec<usize> = (0..4).map(|_| b.pick(0, &mut no_draw())).collect();
         assert_eq!(picks, [0, 1, 2, 0]);
         assert_eq!(b.outstanding(0), 2);
         b.answered(0, s(1), Outcome::Good);
         assert_eq!(b.outstanding(0), 1);
+    }
+
+    #[test]
+    fn a_partition_sends_each_client_to_its_own_replica_in_rotation_or_not() {
+        let mut spec = BalancerSpec::new(Pick::Partition);
+        spec.outlier = Some(OutlierSpec::default());
+        let mut b = Balancer::new(spec, 5);
+        // Clients 0 to 11 of a fan-out of 5: caller u's call i is client 5u + i, replica i.
+        let picks: Vec<usize> = (0..12).map(|c| b.pick(c, &mut no_draw())).collect();
+        assert_eq!(picks, [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]);
+        assert_eq!((b.outstanding(0), b.outstanding(4)), (3, 2));
+        // Out of rotation, replica 4 still takes its clients' calls: nothing stands in for it.
+        for _ in 0..5 {
+            b.answered(4, s(1), Outcome::Failed);
+        }
+        assert!(!b.in_rotation(4));
+        assert_eq!(b.pick(9, &mut no_draw()), 4);
     }
 
     #[test]
@@ -454,7 +484,7 @@ mod tests {
         // The fifth in a row, at 1 s: out at once.
         b.answered(1, s(1), Outcome::Failed);
         assert!(!b.in_rotation(1));
-        let picks: Vec<usize> = (0..3).map(|_| b.pick(&mut no_draw())).collect();
+        let picks: Vec<usize> = (0..3).map(|_| b.pick(0, &mut no_draw())).collect();
         assert_eq!(picks, [0, 0, 0]);
         // Replica 0 fails five in a row too, but 2 of 2 out is over 10%: it stays.
         for _ in 0..5 {
@@ -502,13 +532,13 @@ mod tests {
             b.answered(0, s(1), Outcome::Failed);
         }
         // 2 of 3 in rotation (67% >= 50%): only they are picked.
-        let picks: Vec<usize> = (0..4).map(|_| b.pick(&mut no_draw())).collect();
+        let picks: Vec<usize> = (0..4).map(|_| b.pick(0, &mut no_draw())).collect();
         assert_eq!(picks, [1, 2, 1, 2]);
         for _ in 0..5 {
             b.answered(1, s(1), Outcome::Failed);
         }
         // 1 of 3 (33% < 50%): panic, all three; the turn goes on from 4.
-        let picks: Vec<usize> = (0..3).map(|_| b.pick(&mut no_draw())).collect();
+        let picks: Vec<usize> = (0..3).map(|_| b.pick(0, &mut no_draw())).collect();
         assert_eq!(picks, [1, 2, 0]);
     }
 
@@ -518,15 +548,15 @@ mod tests {
         let mut draws = [0u64, 1, 0, 2, 3, 4, 5, 5, 7, 8].into_iter();
         let mut draw = || draws.next().unwrap();
         // [0,0,0]: 0 and 1 tie, the first drawn wins -> 0.
-        assert_eq!(b.pick(&mut draw), 0);
+        assert_eq!(b.pick(0, &mut draw), 0);
         // [1,0,0]: 0 (1) against 2 (0) -> 2.
-        assert_eq!(b.pick(&mut draw), 2);
+        assert_eq!(b.pick(0, &mut draw), 2);
         // [1,0,1]: 3%3=0 (1) against 4%3=1 (0) -> 1.
-        assert_eq!(b.pick(&mut draw), 1);
+        assert_eq!(b.pick(0, &mut draw), 1);
         // [1,1,1]: 5%3=2 twice -> 2.
-        assert_eq!(b.pick(&mut draw), 2);
+        assert_eq!(b.pick(0, &mut draw), 2);
         // [1,1,2]: 7%3=1 (1) against 8%3=2 (2) -> 1.
-        assert_eq!(b.pick(&mut draw), 1);
+        assert_eq!(b.pick(0, &mut draw), 1);
         assert_eq!(
             (b.outstanding(0), b.outstanding(1), b.outstanding(2)),
             (1, 2, 2)
@@ -560,14 +590,14 @@ mod tests {
         // Probes at 0, 2, 4 answer; the one at 6 times out at 7 (1 failed), the next goes at
         // 9 (out at 10: 2), then 12 (out at 13: 3): out of rotation at 13 s.
         drive(&mut b, s(12), alive);
-        assert_eq!(b.pick(&mut no_draw()), 0);
+        assert_eq!(b.pick(0, &mut no_draw()), 0);
         drive(&mut b, s(13), alive);
-        assert_eq!(b.pick(&mut no_draw()), 1);
+        assert_eq!(b.pick(0, &mut no_draw()), 1);
         // The next probe goes at 15, the primary is back: one good probe returns it.
         drive(&mut b, s(14), alive);
-        assert_eq!(b.pick(&mut no_draw()), 1);
+        assert_eq!(b.pick(0, &mut no_draw()), 1);
         drive(&mut b, s(15), alive);
-        assert_eq!(b.pick(&mut no_draw()), 0);
+        assert_eq!(b.pick(0, &mut no_draw()), 0);
         assert_eq!(
             b.take_changes(),
             [change(13, 0, Unhealthy), change(15, 0, Healthy)]

@@ -110,6 +110,10 @@ pub enum CheckMetric {
     /// Fan-out (`E03_WORKLOAD=fan_out`): the share of requests slower than
     /// `E03_FANOUT_SLOW_MS`.
     FanoutSlowShare,
+    /// Fan-out: the share of requests that succeeded (a fallback's answer counts).
+    FanoutSuccess,
+    /// Fan-out: the share of requests served degraded (a fallback's answer in them).
+    FanoutDegradedShare,
     /// The 99.9th percentile of the operations' latency, in ms.
     P999Ms,
     /// `versus`'s p99.9 divided by this strategy's: how many times lower this one's tail is
@@ -270,6 +274,8 @@ impl CheckSpec {
             CheckMetric::CriticalSuccess => "critical operations' success".into(),
             CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
             CheckMetric::FanoutSlowShare => "share of fan-out requests that were slow".into(),
+            CheckMetric::FanoutSuccess => "share of fan-out requests that succeeded".into(),
+            CheckMetric::FanoutDegradedShare => "share of fan-out requests served degraded".into(),
             CheckMetric::P999Ms => "p99.9 (ms)".into(),
             CheckMetric::P999Reduction { versus } => format!("{versus}'s p99.9 / this p99.9"),
             CheckMetric::ExtraRequests => "extra requests (% of operations)".into(),
@@ -317,7 +323,8 @@ const METRICS: &str =
                        duplicate_charges, retried_lost, duplicates_minus_retried_lost, \
                        retries_after_permanent, wasted_per_permanent_op, \
                        permanent_latency_ratio, goodput_share, wasted_share, recovered, out_of_rotation_s, critical_success, \
-                       best_effort_success, fanout_slow_share, p999_ms, p999_reduction, \
+                       best_effort_success, fanout_slow_share, fanout_success, \
+                       fanout_degraded_share, p999_ms, p999_reduction, \
                        extra_requests; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
@@ -442,6 +449,8 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "critical_success" => CheckMetric::CriticalSuccess,
         "best_effort_success" => CheckMetric::BestEffortSuccess,
         "fanout_slow_share" => CheckMetric::FanoutSlowShare,
+        "fanout_success" => CheckMetric::FanoutSuccess,
+        "fanout_degraded_share" => CheckMetric::FanoutDegradedShare,
         "p999_ms" => CheckMetric::P999Ms,
         "extra_requests" => CheckMetric::ExtraRequests,
         "p999_reduction" => CheckMetric::P999Reduction { versus: versus()? },
@@ -711,6 +720,8 @@ mod tests {
             ("critical_success", CheckMetric::CriticalSuccess),
             ("best_effort_success", CheckMetric::BestEffortSuccess),
             ("fanout_slow_share", CheckMetric::FanoutSlowShare),
+            ("fanout_success", CheckMetric::FanoutSuccess),
+            ("fanout_degraded_share", CheckMetric::FanoutDegradedShare),
             ("p999_ms", CheckMetric::P999Ms),
             ("extra_requests", CheckMetric::ExtraRequests),
         ] {

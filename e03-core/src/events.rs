@@ -274,6 +274,10 @@ pub struct FanOutRecord {
     /// Calls that had succeeded and failed when it ended.
     pub ok: u32,
     pub failed: u32,
+    /// Failed calls its fallbacks served by then (a strategy's `fallbacks`): they count as
+    /// successes towards the quorum, and the request was served degraded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallbacks: u32,
     /// Attempts its calls that had ended by then sent.
     pub attempts: u32,
 }

@@ -124,14 +124,14 @@ pub const PARAMS: &[ParamSpec] = &[
         "replicas",
         "1",
         "a whole number from 1 to 16",
-        "copies of the dependency, each a process of its own with its own workers, queue and timeline (a [[timeline]] down phase's replica key: 0 is the first); the callers spread their attempts over them with E03_BALANCER"
+        "copies of the dependency, each a process of its own with its own workers, queue and timeline (a [[timeline]] down phase's replica key: 0 is the first); the callers spread their attempts over them with E03_BALANCER (or, with E03_BALANCER=partition, each replica stands for a dependency of its own)"
     ),
     p!(
         "E03_BALANCER",
         "balancer",
         "round_robin",
-        "round_robin, least_outstanding or failover",
-        "with E03_REPLICAS above 1, the callers' client-side balancer (Envoy's): round_robin: each replica in rotation in turn; least_outstanding: of two replicas drawn at random, the one with fewer requests in flight (Envoy's LEAST_REQUEST, choice_count 2); failover: the first replica in rotation (active-passive). Below half of the replicas in rotation, every replica is picked from (Envoy's healthy_panic_threshold, 50%). One balancer per caller process (a sidecar's), shared by its clients"
+        "round_robin, least_outstanding, failover or partition",
+        "with E03_REPLICAS above 1, the callers' client-side balancer (Envoy's): round_robin: each replica in rotation in turn; least_outstanding: of two replicas drawn at random, the one with fewer requests in flight (Envoy's LEAST_REQUEST, choice_count 2); failover: the first replica in rotation (active-passive); partition: the replicas are different dependencies, each operation calls the one its client names (client mod E03_REPLICAS; a fan-out call i calls replica i), with no health checks or outlier detection (nothing stands in for a dependency). Below half of the replicas in rotation, every replica is picked from (Envoy's healthy_panic_threshold, 50%). One balancer per caller process (a sidecar's), shared by its clients"
     ),
     p!(
         "E03_OUTLIER_5XX",
@@ -735,7 +735,7 @@ pub struct SwarmParams {
     /// `E03_SHARDS`: the shards the clients are divided into.
     #[serde(default = "default_shards")]
     pub shards: u32,
-    /// `E03_BALANCER`: `round_robin`, `least_outstanding` or `failover`.
+    /// `E03_BALANCER`: `round_robin`, `least_outstanding`, `failover` or `partition`.
     #[serde(default = "default_balancer")]
     pub balancer: String,
     /// `E03_OUTLIER_5XX`: failures in a row that eject a replica (0: no outlier detection).
@@ -752,6 +752,24 @@ pub struct SwarmParams {
     /// `E03_UNHEALTHY_THRESHOLD`: failed probes in a row that take a replica out.
     #[serde(default = "default_unhealthy_threshold")]
     pub unhealthy_threshold: u32,
+}
+
+impl SwarmParams {
+    /// A partition (`E03_BALANCER=partition`) with health checks or outlier detection: refused,
+    /// as none of its replicas stands in for another.
+    fn partition_ejects(&self) -> bool {
+        self.balancer == "partition" && (self.outlier_5xx > 0 || self.health_interval_ms > 0)
+    }
+
+    /// The most fallbacks a strategy may have ([`Strategy::fallbacks`]): a fan-out's calls,
+    /// none with another workload.
+    fn most_fallbacks(&self) -> u32 {
+        if self.workload == "fan_out" {
+            self.fanout
+        } else {
+            0
+        }
+    }
 }
 
 fn default_unhealthy_threshold() -> u32 {
@@ -824,6 +842,15 @@ impl TryFrom<ParamsFields> for Params {
         let seeds = f.seeds.clone();
         if let Some(name) = broken_rule(&f.service, &f.swarm) {
             return Err(format!("parameters break the rule on {name}"));
+        }
+        if f.swarm.partition_ejects() {
+            return Err("E03_BALANCER=partition with health checks or outlier detection".into());
+        }
+        if let Some(s) = (f.strategies.iter()).find(|s| s.fallbacks > f.swarm.most_fallbacks()) {
+            return Err(format!(
+                "strategy {:?} has more fallbacks than calls per request",
+                s.id
+            ));
         }
         if let Some(s) = f
             .strategies
@@ -1060,6 +1087,17 @@ impl Params {
         if let Some(name) = broken_rule(&service, &swarm) {
             return Err(r.invalid(name));
         }
+        if swarm.partition_ejects() {
+            return Err(ParamError::Invalid {
+                name: "E03_BALANCER".into(),
+                value: swarm.balancer.clone(),
+                accepts: "round_robin, least_outstanding or failover with E03_OUTLIER_5XX or \
+                          E03_HEALTH_INTERVAL_MS above 0 (a partition's replicas are different \
+                          dependencies: none stands in for another, so none leaves a rotation; \
+                          set both to 0)"
+                    .into(),
+            });
+        }
         let seeds = match r.value("E03_SEEDS") {
             "" => vec![r.int("E03_SEED", 0, u64::MAX)?],
             list => parse_seeds(list).ok_or_else(|| match reversed_range(list) {
@@ -1109,6 +1147,15 @@ impl Params {
                 return Err(bad_strategies(format!("{:?} is repeated", s.id)));
             }
             strategies.push(s);
+        }
+        let calls = swarm.most_fallbacks();
+        if let Some(s) = strategies.iter().find(|s| s.fallbacks > calls) {
+            return Err(bad_strategies(format!(
+                "strategy {:?} has fallbacks = {}: a fallback serves a call of a fan-out \
+                 request, so fallbacks is at most E03_FANOUT ({calls} here) with \
+                 E03_WORKLOAD=fan_out, and 0 with any other workload",
+                s.id, s.fallbacks
+            )));
         }
         if swarm.workload == "steps" && strategies.iter().all(|s| s.load.is_none()) {
             // Each strategy runs once per load level, as its own run (`<id>-L<load>`).
@@ -2046,6 +2093,16 @@ mod tests {
         assert!(twice.contains("listed twice"), "{twice}");
         let rule = broken(&|j| j["swarm"]["think_max_ms"] = serde_json::json!(1.0));
         assert!(rule.contains("E03_THINK_MAX_MS"), "{rule}");
+        let partition = broken(&|j| {
+            j["swarm"]["balancer"] = serde_json::json!("partition");
+            j["swarm"]["outlier_5xx"] = serde_json::json!(5);
+        });
+        assert!(partition.contains("E03_BALANCER=partition"), "{partition}");
+        let fallbacks = broken(&|j| j["strategies"][0]["fallbacks"] = serde_json::json!(1));
+        assert!(
+            fallbacks.contains("more fallbacks than calls"),
+            "{fallbacks}"
+        );
     }
 
     #[test]

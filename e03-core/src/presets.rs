@@ -155,6 +155,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         server: Default::default(),
         client_limit: None,
         adaptive_rate: false,
+        fallbacks: 0,
         hedge: None,
     }
 }
@@ -254,6 +255,7 @@ pub fn aws_adaptive(base: Duration) -> Strategy {
         id: "aws-adaptive".into(),
         name: "AWS SDK adaptive mode".into(),
         adaptive_rate: true,
+        fallbacks: 0,
         ..aws_standard(base)
     }
 }

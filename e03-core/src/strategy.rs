@@ -141,6 +141,19 @@ pub struct Strategy {
     /// A hedging policy ([`crate::hedge`]) in place of retries, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge: Option<crate::hedge::HedgeSpec>,
+    /// Fan-out (`E03_WORKLOAD=fan_out`): the last this many calls of each request have a
+    /// fallback (0: none). A call of them that fails, after its retries, is served by its
+    /// fallback, and the request is served degraded instead of failing (seed 003, "Load
+    /// Shedding ve Graceful Degradation": the product page without its recommendations box, or
+    /// with yesterday's list). Polly v8's fallback strategy (`AddFallback`,
+    /// `FallbackStrategyOptions`): on a handled outcome, the substitute result instead; it has
+    /// no default substitute (`FallbackAction` is required), so none is on unless set.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallbacks: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// The server's side of one row of a table: the queue policy and admission rule of the
@@ -240,6 +253,7 @@ impl Strategy {
             server: ServerSide::default(),
             client_limit: None,
             adaptive_rate: false,
+            fallbacks: 0,
             hedge: None,
         })
     }

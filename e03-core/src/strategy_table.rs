@@ -105,6 +105,10 @@ pub struct StrategySpec {
     /// percentile = 95 }`: hedging in place of retries ([`crate::hedge`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedge: Option<crate::hedge::HedgeSpec>,
+    /// `fallbacks = 2`: the last two calls of each fan-out request have a fallback
+    /// ([`crate::strategy::Strategy::fallbacks`]; default 0).
+    #[serde(default)]
+    pub fallbacks: u32,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -140,6 +144,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "client_limit",
     "client_rate",
     "hedge",
+    "fallbacks",
 ];
 
 const HEDGE_KEYS: &[&str] = &["max_attempts", "delay_ms", "percentile"];
@@ -466,6 +471,8 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         }
     };
 
+    let fallbacks = whole("fallbacks", 0, MAX_FALLBACKS)?.unwrap_or(0) as u32;
+
     Ok(StrategySpec {
         id,
         name,
@@ -486,8 +493,12 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         client_limit,
         adaptive_rate,
         hedge,
+        fallbacks,
     })
 }
+
+/// The most calls of a fan-out request a strategy may give fallbacks (`E03_FANOUT`'s most).
+const MAX_FALLBACKS: i64 = 1000;
 
 /// A `hedge = { ... }` value, every key checked: `max_attempts` (2 to 11) and one of
 /// `delay_ms` (0 to 3600000) or `percentile` (over 0, under 100).
@@ -627,6 +638,7 @@ impl StrategySpec {
                 .and_then(|k| k.limit(crate::limit::AimdLimit::default().timeout)),
             adaptive_rate: self.adaptive_rate,
             hedge: self.hedge,
+            fallbacks: self.fallbacks,
         }
     }
 }

@@ -564,14 +564,22 @@ pub struct FanOutEnd {
     /// Calls that had succeeded and failed by then.
     pub ok: u32,
     pub failed: u32,
+    /// Calls that had failed by then and were served by their fallback
+    /// ([`Strategy::fallbacks`]): they count towards the quorum, and make the request degraded.
+    pub fallbacks: u32,
     /// Attempts its calls that had ended by then sent.
     pub attempts: u32,
 }
 
 impl FanOutEnd {
-    /// Whether its quorum succeeded.
+    /// Whether its quorum succeeded (a fallback's answer counts).
     pub fn success(&self) -> bool {
-        self.ok >= self.quorum
+        self.ok + self.fallbacks >= self.quorum
+    }
+
+    /// Whether it succeeded with a fallback's answer in it (served degraded).
+    pub fn degraded(&self) -> bool {
+        self.success() && self.fallbacks > 0
     }
 }
 
@@ -583,6 +591,7 @@ struct Request {
     left: u32,
     ok: u32,
     failed: u32,
+    fallbacks: u32,
     attempts: u32,
     /// The latest end of its calls counted so far (live, answers handed over by parallel tasks
     /// may come out of time order: the request ends with its slowest call, whichever was
@@ -619,6 +628,8 @@ pub struct FanOut {
     calls: Clients,
     fan: u32,
     quorum: u32,
+    /// The last this many calls of a request have a fallback ([`Strategy::fallbacks`]).
+    fallbacks: u32,
     config: SessionConfig,
     seed: u64,
     callers: Vec<Caller>,
@@ -652,6 +663,7 @@ impl FanOut {
             calls,
             fan,
             quorum,
+            fallbacks: strategy.fallbacks.min(fan),
             config,
             seed,
             callers: Vec::new(),
@@ -688,6 +700,8 @@ impl FanOut {
             let e = next.ended[i];
             let u = e.client / self.fan;
             let (fan, quorum) = (self.fan, self.quorum);
+            // Call `i` of a request is client `u x fan + i`; the last `fallbacks` have one.
+            let has_fallback = e.client % fan >= fan - self.fallbacks;
             let caller = &mut self.callers[u as usize];
             let Some(r) = caller.current.as_mut() else {
                 continue;
@@ -695,12 +709,14 @@ impl FanOut {
             r.left -= 1;
             if e.outcome == OpOutcome::Success {
                 r.ok += 1;
+            } else if has_fallback {
+                r.fallbacks += 1;
             } else {
                 r.failed += 1;
             }
             r.attempts += e.attempts;
             r.latest = r.latest.max(e.end);
-            let decided = r.ok >= quorum || fan - r.failed < quorum || r.left == 0;
+            let decided = r.ok + r.fallbacks >= quorum || fan - r.failed < quorum || r.left == 0;
             if decided && !r.reported {
                 r.reported = true;
                 next.fanouts.push(FanOutEnd {
@@ -712,6 +728,7 @@ impl FanOut {
                     quorum,
                     ok: r.ok,
                     failed: r.failed,
+                    fallbacks: r.fallbacks,
                     attempts: r.attempts,
                 });
             }
@@ -752,6 +769,7 @@ impl Workload for FanOut {
                     left: self.fan,
                     ok: 0,
                     failed: 0,
+                    fallbacks: 0,
                     attempts: 0,
                     latest: s.0,
                     reported: false,
@@ -917,7 +935,9 @@ impl Balanced {
     fn route(&mut self, from: usize, next: &mut Next) {
         for send in &mut next.sends[from..] {
             let draws = &mut self.draws;
-            let host = self.balancer.pick(&mut || draws.random::<u64>());
+            let host = self
+                .balancer
+                .pick(send.id.client, &mut || draws.random::<u64>());
             send.replica = host as u16;
             self.replica_of.insert(send.id, host as u16);
         }
@@ -1150,6 +1170,7 @@ mod tests {
     fn a_rate_limited_retry_waits_for_its_token() {
         let a = Strategy {
             adaptive_rate: true,
+            fallbacks: 0,
             ..strategy("A")
         };
         let mut policy = Policies::fleet(&a, 1);
@@ -1228,6 +1249,7 @@ mod tests {
             quorum: 3,
             ok: 3,
             failed: 0,
+            fallbacks: 0,
             attempts: 4,
         };
         assert_eq!(n.fanouts, [first]);
@@ -1316,6 +1338,48 @@ mod tests {
         let f = n.fanouts[0];
         assert_eq!((f.end, f.ok, f.failed), (at(620), 0, 2));
         assert!(!f.success());
+    }
+
+    /// Three calls, the last with a fallback (`fallbacks = 1`), by hand: a request whose third
+    /// call fails (404, not retried) is served degraded when its other two succeed (it ends
+    /// with its last call, at 30 ms); the next fails at once when its first call fails (no
+    /// fallback), whatever its third does.
+    #[test]
+    fn a_failed_call_with_a_fallback_serves_the_request_degraded() {
+        let mut a = strategy("A");
+        a.fallbacks = 1;
+        let mut policy = Policies::fleet(&a, 1);
+        let mut w = FanOut::new(1, 1, 3, 0, config(Starts::ClosedLoop, 100), &a);
+        let t0 = w.next_wake().unwrap();
+        let at = |d: u64| t0 + ms(d);
+        let id = |client, op| AttemptId {
+            client,
+            op,
+            attempt: 1,
+        };
+        let not_found = AttemptResult::Status {
+            code: 404,
+            retry_after: None,
+        };
+        assert_eq!(wake(&mut w, t0, &mut policy).sends.len(), 3);
+        assert!(answer(&mut w, id(2, 0), not_found, at(10), &mut policy)
+            .fanouts
+            .is_empty());
+        answer(&mut w, id(0, 0), ok(), at(20), &mut policy);
+        let n = answer(&mut w, id(1, 0), ok(), at(30), &mut policy);
+        let f = n.fanouts[0];
+        assert_eq!(
+            (f.end, f.quorum, f.ok, f.failed, f.fallbacks),
+            (at(30), 3, 2, 0, 1)
+        );
+        assert!(f.success() && f.degraded());
+        assert_eq!(w.next_wake(), Some(at(130)));
+        assert_eq!(wake(&mut w, at(130), &mut policy).sends.len(), 3);
+        answer(&mut w, id(2, 1), ok(), at(140), &mut policy);
+        let n = answer(&mut w, id(0, 1), not_found, at(150), &mut policy);
+        let f = n.fanouts[0];
+        assert_eq!((f.end, f.ok, f.failed, f.fallbacks), (at(150), 1, 1, 0));
+        assert!(!f.success() && !f.degraded());
     }
 
     /// Two clients starting at zero, thinking 50 ms, two operations each, strategy A

@@ -280,6 +280,16 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             .as_ref()
             .and_then(|f| f.slow_share())
             .ok_or("no fan-out request")?,
+        CheckMetric::FanoutSuccess => mine
+            .fanout
+            .as_ref()
+            .and_then(|f| f.success())
+            .ok_or("no fan-out request")?,
+        CheckMetric::FanoutDegradedShare => mine
+            .fanout
+            .as_ref()
+            .and_then(|f| f.degraded_share())
+            .ok_or("no fan-out request")?,
         CheckMetric::P999Ms => mine.p999_ms,
         CheckMetric::P999Reduction { versus } => {
             let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;

@@ -156,7 +156,10 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Host(h) => acc.host_change(h.t_us, h.replica, h.change),
         Event::Charge(c) => acc.charge_record(c),
         Event::Dropped(d) => acc.dropped(d.intended_us),
-        Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.ok >= f.quorum),
+        Event::FanOut(f) => {
+            let success = f.ok + f.fallbacks >= f.quorum;
+            acc.fanout(f.start_us, f.end_us, success, success && f.fallbacks > 0)
+        }
         // A probe is not an attempt: its verdicts are in the `host` records.
         Event::RunStart(_) | Event::RunEnd(_) | Event::Probe(_) => {}
     }

@@ -589,10 +589,11 @@ impl RunAccumulator {
     }
 
     /// Fan-out: a request that started at `start_us` ended at `end_us` (client log's `fan_out`
-    /// record, or the simulator); `success`: every call succeeded.
-    pub fn fanout(&mut self, start_us: u64, end_us: u64, success: bool) {
+    /// record, or the simulator); `success`: its quorum succeeded, `degraded`: with a
+    /// fallback's answer.
+    pub fn fanout(&mut self, start_us: u64, end_us: u64, success: bool, degraded: bool) {
         if let Some(f) = self.fanout.as_mut() {
-            f.request(start_us, end_us, success);
+            f.request(start_us, end_us, success, degraded);
         }
     }
 

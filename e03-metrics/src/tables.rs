@@ -1184,8 +1184,9 @@ pub fn hedge_table(s: &ScenarioSummary) -> Option<Table> {
 }
 
 /// The fan-out workload's requests, one row per strategy and seed: how many ended, how many
-/// succeeded (every call, or `E03_FANOUT_QUORUM` of them), the share slower than `E03_FANOUT_SLOW_MS`, p50 and p99; `None`
-/// without a fan-out run.
+/// succeeded (every call, or `E03_FANOUT_QUORUM` of them; a fallback's answer counts), the
+/// share served degraded (with a fallback's answer), the share slower than
+/// `E03_FANOUT_SLOW_MS`, p50 and p99; `None` without a fan-out run.
 pub fn fanout_table(s: &ScenarioSummary) -> Option<Table> {
     let runs: Vec<_> = s
         .runs
@@ -1202,6 +1203,7 @@ pub fn fanout_table(s: &ScenarioSummary) -> Option<Table> {
                 r.seed.to_string(),
                 f.requests.to_string(),
                 pct(f.success()),
+                pct(f.degraded_share()),
                 pct(f.slow_share()),
                 format!("{:.0}", f.p50_ms),
                 format!("{:.0}", f.p99_ms),
@@ -1213,6 +1215,7 @@ pub fn fanout_table(s: &ScenarioSummary) -> Option<Table> {
         "seed".to_string(),
         "requests".to_string(),
         "succeeded".to_string(),
+        "served degraded".to_string(),
         format!("slower than {slow_ms} ms"),
         "p50 ms".to_string(),
         "p99 ms".to_string(),

@@ -7,22 +7,7 @@
 
 mod common;
 
-use common::{files, lab, temp, text};
-
-fn summary(dir: &std::path::Path) -> serde_json::Value {
-    let s = files(dir, "summary", ".json");
-    assert_eq!(s.len(), 1, "{s:?}");
-    serde_json::from_str(&std::fs::read_to_string(&s[0]).unwrap()).unwrap()
-}
-
-fn run<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    s["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["strategy"] == id)
-        .unwrap_or_else(|| panic!("no run of {id}"))
-}
+use common::{files, lab, run_of as run, summary, temp, text};
 
 /// Goodput over the pair's capacity (500/s).
 fn goodput(r: &serde_json::Value) -> f64 {
@@ -339,8 +324,8 @@ fn bad_topology_values_exit_2_naming_the_file_and_key() {
     for (body, says) in [
         (
             "[topology]\nreplicas = 2\nbalancer = \"random\"\n",
-            "x.toml:6: [topology] balancer = random: expected round_robin, least_outstanding or \
-             failover",
+            "x.toml:6: [topology] balancer = random: expected round_robin, least_outstanding, \
+             failover or partition",
         ),
         (
             "[topology]\nreplicas = 17\n",

@@ -140,7 +140,7 @@ impl Observer for RunAccumulator {
 
     fn fanout(&mut self, f: &e03_core::workload::FanOutEnd) {
         let us = |d: std::time::Duration| d.as_micros() as u64;
-        RunAccumulator::fanout(self, us(f.start), us(f.end), f.success());
+        RunAccumulator::fanout(self, us(f.start), us(f.end), f.success(), f.degraded());
     }
 
     fn host_change(&mut self, h: &e03_core::balancer::HostChange) {

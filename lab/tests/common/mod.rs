@@ -210,3 +210,22 @@ pub fn exit_within(child: &mut std::process::Child, limit: std::time::Duration) 
     let _ = child.wait();
     None
 }
+
+/// The one `summary.json` under `dir`, parsed.
+#[allow(dead_code)]
+pub fn summary(dir: &Path) -> serde_json::Value {
+    let s = files(dir, "summary", ".json");
+    assert_eq!(s.len(), 1, "{s:?}");
+    serde_json::from_str(&std::fs::read_to_string(&s[0]).unwrap()).unwrap()
+}
+
+/// The run of strategy `id` in a parsed summary.
+#[allow(dead_code)]
+pub fn run_of<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["strategy"] == id)
+        .unwrap_or_else(|| panic!("no run of {id}"))
+}
