@@ -86,6 +86,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "active-passive.toml",
         include_str!("../scenarios/active-passive.toml"),
     ),
+    (
+        "degradation.toml",
+        include_str!("../scenarios/degradation.toml"),
+    ),
     ("tail.toml", include_str!("../scenarios/tail.toml")),
     ("hedge.toml", include_str!("../scenarios/hedge.toml")),
     (
@@ -1159,6 +1163,7 @@ mod tests {
                 "failover",
                 "failover-45",
                 "active-passive",
+                "degradation",
                 "tail",
                 "hedge",
                 "hedge-freeze"

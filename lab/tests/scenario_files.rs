@@ -90,6 +90,7 @@ fn list_shows_the_builtin_catalogue() {
             "failover",
             "failover-45",
             "active-passive",
+            "degradation",
             "tail",
             "hedge",
             "hedge-freeze"
