@@ -263,6 +263,14 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         ));
         b.push(Table(t));
     }
+    if let Some(t) = e03_metrics::tables::dependency_table(s) {
+        b.push(Heading(2, "By dependency".into()));
+        b.push(para(
+            "Over a partition (E03_BALANCER=partition), client c calls dependency c mod \
+             E03_REPLICAS: each dependency's operations.",
+        ));
+        b.push(Table(t));
+    }
     if let Some(t) = e03_metrics::tables::fanout_table(s) {
         b.push(Heading(2, "Fan-out requests".into()));
         b.push(para(

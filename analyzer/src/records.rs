@@ -404,6 +404,7 @@ mod tests {
                 Rejection::BreakerOpen,
                 Rejection::Throttled,
                 Rejection::ConcurrencyLimited,
+                Rejection::BulkheadFull,
             ])),
             proptest::option::of(select(flows.clone())),
             (any::<Option<u32>>(), any::<Option<u64>>()),

@@ -123,6 +123,7 @@ fn rejection_name(why: Rejection) -> &'static str {
         Rejection::BreakerOpen => "breaker_open",
         Rejection::Throttled => "throttled",
         Rejection::ConcurrencyLimited => "concurrency_limited",
+        Rejection::BulkheadFull => "bulkhead_full",
     }
 }
 

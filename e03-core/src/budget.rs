@@ -40,6 +40,8 @@ pub enum Rejection {
     Throttled,
     /// The client's adaptive concurrency limit was reached ([`crate::limit::ClientLimiter`]).
     ConcurrencyLimited,
+    /// The caller's bulkhead had no slot for the call's dependency ([`crate::bulkhead`]).
+    BulkheadFull,
 }
 
 /// The policy layers between a client's retry loop and the wire, shared by every client of a
@@ -61,6 +63,14 @@ pub trait RetryBudget {
     fn admit(&mut self, _now: Duration, _attempt: u32) -> Result<(), Rejection> {
         Ok(())
     }
+    /// [`RetryBudget::admit`] for an attempt of `client`'s operation, when a layer needs to
+    /// know whose call it is (a bulkhead's pool is its dependency's); hand its slot back with
+    /// [`RetryBudget::call_ended`] once a sent attempt ends.
+    fn admit_call(&mut self, now: Duration, attempt: u32, _client: u32) -> Result<(), Rejection> {
+        self.admit(now, attempt)
+    }
+    /// A sent attempt of `client`'s operation ended (right after its [`RetryBudget::record`]).
+    fn call_ended(&mut self, _client: u32) {}
     /// A sent attempt ended at `now`.
     fn record(&mut self, _now: Duration, _attempt: u32, _class: AttemptClass) {}
     /// Attempts in flight just after [`RetryBudget::admit`] let one go (itself included), when

@@ -138,6 +138,24 @@ impl Bulkhead {
         }
     }
 
+    /// A caller's bulkhead from a strategy's `bulkhead` permits (no queue, Polly's default):
+    /// one number is one pool every dependency shares; several are a pool per dependency, in
+    /// order. `None` for none.
+    pub fn from_permits(permits: &[u32]) -> Option<Bulkhead> {
+        match permits {
+            [] => None,
+            [one] => Some(Bulkhead::shared(PoolSpec::new(*one), 1)),
+            many => Some(Bulkhead::per_dependency(
+                many.iter().map(|&p| PoolSpec::new(p)).collect(),
+            )),
+        }
+    }
+
+    /// The dependencies it routes (1 for a pool they all share, see [`Self::from_permits`]).
+    pub fn dependencies(&self) -> usize {
+        self.route.len()
+    }
+
     /// Permits in use in `dependency`'s pool.
     pub fn in_use(&self, dependency: usize) -> u32 {
         self.pools[self.route[dependency]].in_use

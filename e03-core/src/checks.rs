@@ -112,6 +112,11 @@ pub enum CheckMetric {
     FanoutSlowShare,
     /// Fan-out: the share of requests that succeeded (a fallback's answer counts).
     FanoutSuccess,
+    /// Over a partition (`E03_BALANCER=partition`): the share of the operations that called
+    /// `dependency` that succeeded.
+    DependencySuccess { dependency: u32 },
+    /// Over a partition: the p99 of those operations' latency, in ms.
+    DependencyP99Ms { dependency: u32 },
     /// Fan-out: the share of requests served degraded (a fallback's answer in them).
     FanoutDegradedShare,
     /// The 99.9th percentile of the operations' latency, in ms.
@@ -275,6 +280,12 @@ impl CheckSpec {
             CheckMetric::BestEffortSuccess => "best-effort operations' success".into(),
             CheckMetric::FanoutSlowShare => "share of fan-out requests that were slow".into(),
             CheckMetric::FanoutSuccess => "share of fan-out requests that succeeded".into(),
+            CheckMetric::DependencySuccess { dependency } => {
+                format!("dependency {dependency}'s operations' success")
+            }
+            CheckMetric::DependencyP99Ms { dependency } => {
+                format!("dependency {dependency}'s operations' p99 (ms)")
+            }
             CheckMetric::FanoutDegradedShare => "share of fan-out requests served degraded".into(),
             CheckMetric::P999Ms => "p99.9 (ms)".into(),
             CheckMetric::P999Reduction { versus } => format!("{versus}'s p99.9 / this p99.9"),
@@ -310,6 +321,7 @@ pub const CHECK_KEYS: &[&str] = &[
     "window_ms",
     "retries_only",
     "versus",
+    "dependency",
     "tolerance_ms",
     "mode",
     "tolerance",
@@ -324,7 +336,7 @@ const METRICS: &str =
                        retries_after_permanent, wasted_per_permanent_op, \
                        permanent_latency_ratio, goodput_share, wasted_share, recovered, out_of_rotation_s, critical_success, \
                        best_effort_success, fanout_slow_share, fanout_success, \
-                       fanout_degraded_share, p999_ms, p999_reduction, \
+                       fanout_degraded_share, dependency_success, dependency_p99_ms, p999_ms, p999_reduction, \
                        extra_requests; for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
@@ -411,6 +423,19 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
             ),
         }
     };
+    let dependency = || -> Result<u32, TableError> {
+        match get("dependency") {
+            Some(toml::Value::Integer(i)) if (0..16).contains(i) => Ok(*i as u32),
+            Some(v) => fail!(
+                "dependency",
+                format!("dependency = {v}: expected a replica of the partition, 0 to 15"),
+            ),
+            None => fail!(
+                "metric",
+                "this metric needs dependency: the partition's replica, 0 is the first".into()
+            ),
+        }
+    };
     let Some(name) = string("metric")? else {
         return fail!("metric", format!("a [[check]] needs metric: {METRICS}"));
     };
@@ -430,6 +455,9 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
     }
     if name != "breaker_transitions" {
         only("tolerance_ms", "breaker_transitions")?;
+    }
+    if !matches!(name.as_str(), "dependency_success" | "dependency_p99_ms") {
+        only("dependency", "dependency_success and dependency_p99_ms")?;
     }
     let metric = match name.as_str() {
         "attempts" => CheckMetric::Attempts,
@@ -451,6 +479,12 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         "fanout_slow_share" => CheckMetric::FanoutSlowShare,
         "fanout_success" => CheckMetric::FanoutSuccess,
         "fanout_degraded_share" => CheckMetric::FanoutDegradedShare,
+        "dependency_success" => CheckMetric::DependencySuccess {
+            dependency: dependency()?,
+        },
+        "dependency_p99_ms" => CheckMetric::DependencyP99Ms {
+            dependency: dependency()?,
+        },
         "p999_ms" => CheckMetric::P999Ms,
         "extra_requests" => CheckMetric::ExtraRequests,
         "p999_reduction" => CheckMetric::P999Reduction { versus: versus()? },

@@ -124,7 +124,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "replicas",
         "1",
         "a whole number from 1 to 16",
-        "copies of the dependency, each a process of its own with its own workers, queue and timeline (a [[timeline]] down phase's replica key: 0 is the first); the callers spread their attempts over them with E03_BALANCER (or, with E03_BALANCER=partition, each replica stands for a dependency of its own)"
+        "copies of the dependency, each a process of its own with its own workers, queue and timeline (a [[timeline]] down or degraded phase's replica key: 0 is the first); the callers spread their attempts over them with E03_BALANCER (or, with E03_BALANCER=partition, each replica stands for a dependency of its own)"
     ),
     p!(
         "E03_BALANCER",
@@ -1147,6 +1147,18 @@ impl Params {
                 return Err(bad_strategies(format!("{:?} is repeated", s.id)));
             }
             strategies.push(s);
+        }
+        let replicas = service.replicas;
+        if let Some(s) = strategies.iter().find(|s| {
+            s.bulkhead.len() > 1
+                && (swarm.balancer != "partition" || s.bulkhead.len() != replicas as usize)
+        }) {
+            return Err(bad_strategies(format!(
+                "strategy {:?} has bulkhead = {:?}: a pool per dependency needs \
+                 E03_BALANCER=partition and one pool per replica (E03_REPLICAS={replicas}, \
+                 E03_BALANCER={}); one number is a pool every call shares",
+                s.id, s.bulkhead, swarm.balancer
+            )));
         }
         let calls = swarm.most_fallbacks();
         if let Some(s) = strategies.iter().find(|s| s.fallbacks > calls) {

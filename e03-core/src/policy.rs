@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::adaptive::ClientRateLimiter;
 use crate::breaker::{Breaker, BreakerState, Transition};
 use crate::budget::{AnyBudget, AttemptClass, Rejection, RetryBudget, RetryCause};
+use crate::bulkhead::{Acquire, Bulkhead};
 use crate::hedge::{HedgeDelay, HedgeSpec, LatencyRecord};
 use crate::limit::{ClientLimiter, ClientSample};
 use crate::strategy::Strategy;
@@ -21,6 +22,8 @@ pub struct ClientPolicy {
     rate: Option<ClientRateLimiter>,
     /// The good answers' round trips, for a hedging percentile delay.
     latencies: Option<LatencyRecord>,
+    /// The caller's slots for its calls in flight ([`Strategy::bulkhead`]).
+    bulkhead: Option<Bulkhead>,
 }
 
 impl ClientPolicy {
@@ -39,7 +42,14 @@ impl ClientPolicy {
                 .hedge
                 .filter(|h| matches!(h.delay, HedgeDelay::Percentile { .. }))
                 .map(|_| LatencyRecord::new()),
+            bulkhead: Bulkhead::from_permits(&strategy.bulkhead),
         }
+    }
+
+    /// The dependency of `client`'s calls in the bulkhead's pools: client mod dependencies,
+    /// the partition balancer's rule (`E03_BALANCER=partition`).
+    fn dependency(b: &Bulkhead, client: u32) -> usize {
+        client as usize % b.dependencies()
     }
 
     /// The client-side concurrency limit now, if the strategy has one.
@@ -73,6 +83,7 @@ pub fn holds_state(strategy: &Strategy) -> bool {
         || strategy.breaker.is_some()
         || strategy.client_limit.is_some()
         || strategy.adaptive_rate
+        || !strategy.bulkhead.is_empty()
         || strategy
             .hedge
             .is_some_and(|h| matches!(h.delay, HedgeDelay::Percentile { .. }))
@@ -102,6 +113,32 @@ impl RetryBudget for ClientPolicy {
             l.acquire();
         }
         Ok(())
+    }
+
+    /// The bulkhead first (a call it refuses reaches neither the concurrency limit, the
+    /// breaker nor the budget, as the seed's bulkhead sits around each dependency's client),
+    /// then [`Self::admit`]; a call they refuse gives its slot back at once.
+    fn admit_call(&mut self, now: Duration, attempt: u32, client: u32) -> Result<(), Rejection> {
+        let Some(b) = &mut self.bulkhead else {
+            return self.admit(now, attempt);
+        };
+        let dependency = ClientPolicy::dependency(b, client);
+        // No queue (Polly's default): a full pool rejects.
+        if b.acquire(dependency, 0) != Acquire::Granted {
+            return Err(Rejection::BulkheadFull);
+        }
+        let admitted = self.admit(now, attempt);
+        if admitted.is_err() {
+            self.call_ended(client);
+        }
+        admitted
+    }
+
+    fn call_ended(&mut self, client: u32) {
+        if let Some(b) = &mut self.bulkhead {
+            let dependency = ClientPolicy::dependency(b, client);
+            b.release(dependency);
+        }
     }
 
     fn in_flight(&self) -> Option<u32> {
@@ -266,6 +303,54 @@ impl Policies {
 mod tests {
     use super::*;
     use crate::budget::{BudgetSpec, RetryCause};
+
+    /// The seed's bulkhead by hand: two dependencies (client c calls c mod 2), first with a
+    /// pool each (2 slots for dependency 0, 1 for dependency 1), then with one pool of 2 they
+    /// share, which one dependency's calls can fill.
+    #[test]
+    fn a_bulkhead_gives_each_call_a_slot_of_its_dependency_s_pool() {
+        let ms = Duration::from_millis;
+        let mut s = Strategy::standard("A", ms(100), ms(1000), BudgetSpec::ratio(0.1)).unwrap();
+        s.bulkhead = vec![2, 1];
+        let mut p = ClientPolicy::new(&s, 1);
+        let t = Duration::ZERO;
+        let full = Err(Rejection::BulkheadFull);
+        assert_eq!(p.admit_call(t, 1, 1), Ok(()));
+        assert_eq!(
+            p.admit_call(t, 1, 3),
+            full,
+            "dependency 1's one slot is taken"
+        );
+        assert_eq!(p.admit_call(t, 1, 0), Ok(()));
+        assert_eq!(p.admit_call(t, 1, 2), Ok(()));
+        assert_eq!(p.admit_call(t, 1, 4), full, "dependency 0's two are taken");
+        p.call_ended(1);
+        assert_eq!(
+            p.admit_call(t, 2, 3),
+            Ok(()),
+            "dependency 1's slot came back"
+        );
+        // One pool of 2 every dependency shares: two calls to dependency 1 fill it.
+        s.bulkhead = vec![2];
+        let mut p = ClientPolicy::new(&s, 1);
+        assert_eq!(p.admit_call(t, 1, 1), Ok(()));
+        assert_eq!(p.admit_call(t, 1, 3), Ok(()));
+        assert_eq!(p.admit_call(t, 1, 0), full);
+        p.call_ended(3);
+        assert_eq!(p.admit_call(t, 1, 0), Ok(()));
+        // A call the breaker then refuses gives its slot back at once.
+        s.bulkhead = vec![1];
+        s.breaker = Some(crate::breaker::BreakerSpec {
+            failure_ratio: 0.5,
+            min_throughput: 1,
+            sampling_window_ms: 10_000,
+            break_duration_ms: 10_000,
+        });
+        let mut p = ClientPolicy::new(&s, 1);
+        p.record(t, 1, AttemptClass::Failure(RetryCause::Error));
+        assert_eq!(p.admit_call(t, 1, 0), Err(Rejection::BreakerOpen));
+        assert_eq!(p.bulkhead.as_ref().unwrap().in_use(0), 0);
+    }
 
     #[test]
     fn a_scope_maps_clients_to_holders() {

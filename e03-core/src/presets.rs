@@ -156,6 +156,7 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
         client_limit: None,
         adaptive_rate: false,
         fallbacks: 0,
+        bulkhead: Vec::new(),
         hedge: None,
     }
 }
@@ -256,6 +257,7 @@ pub fn aws_adaptive(base: Duration) -> Strategy {
         name: "AWS SDK adaptive mode".into(),
         adaptive_rate: true,
         fallbacks: 0,
+        bulkhead: Vec::new(),
         ..aws_standard(base)
     }
 }

@@ -90,6 +90,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "degradation.toml",
         include_str!("../scenarios/degradation.toml"),
     ),
+    ("bulkhead.toml", include_str!("../scenarios/bulkhead.toml")),
     ("tail.toml", include_str!("../scenarios/tail.toml")),
     ("hedge.toml", include_str!("../scenarios/hedge.toml")),
     (
@@ -254,7 +255,8 @@ impl ScenarioDef {
                 .rev()
                 .find(|q| q.replica.is_none() || p.replica.is_none() || q.replica == p.replica)
                 .map_or(0.0, |q| q.end_s);
-            let replica_ok = p.replica.is_none() || matches!(p.phase, PhaseKind::Down { .. });
+            let replica_ok = p.replica.is_none()
+                || matches!(p.phase, PhaseKind::Down { .. } | PhaseKind::Degraded { .. });
             let ok = replica_ok
                 && p.start_s.is_finite()
                 && p.end_s.is_finite()
@@ -679,8 +681,12 @@ impl ScenarioFile {
                 ));
             }
             if let Some(r) = p.replica {
-                if p.phase != PhaseName::Down {
-                    return fail("replica is only for a down phase (one replica's failure)".into());
+                if !matches!(p.phase, PhaseName::Down | PhaseName::Degraded) {
+                    return fail(
+                        "replica is only for a down or a degraded phase (one replica's failure \
+                         or slowness)"
+                            .into(),
+                    );
                 }
                 if r >= replicas {
                     return fail(format!(
@@ -1164,6 +1170,7 @@ mod tests {
                 "failover-45",
                 "active-passive",
                 "degradation",
+                "bulkhead",
                 "tail",
                 "hedge",
                 "hedge-freeze"
@@ -1749,6 +1756,14 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!((down(0), down(1)), (vec![(1, 3)], vec![(2, 4)]));
+        // A degraded phase of one replica: that replica's slowness alone.
+        let slow = "[[timeline]]\nphase = \"degraded\"\nreplica = 1\nstart_s = 1\nend_s = 3\n\
+                    capacity_factor = 0.5\n";
+        let slow = Scenario::from_def(parse(&file(two, slow), "r.toml").unwrap()).unwrap();
+        let sp = Params::for_scenario(&slow, &BTreeMap::new()).unwrap();
+        assert!(sp.timeline_of(&slow, 0).degraded.is_none());
+        let d = sp.timeline_of(&slow, 1).degraded.unwrap();
+        assert_eq!((d.start.as_secs(), d.capacity_factor), (1, 0.5));
         // Not on one replica, nor on a replica the topology does not have, nor on another kind.
         let own = "[[timeline]]\nphase = \"down\"\nreplica = 0\nstart_s = 1\nend_s = 3\n\
                    [[timeline]]\nphase = \"down\"\nstart_s = 2\nend_s = 4\n";
@@ -1766,7 +1781,8 @@ mod tests {
         let freeze = "[[timeline]]\nphase = \"freeze\"\nreplica = 1\nstart_s = 1\nend_s = 3\n";
         let e = parse(&file(two, freeze), "r.toml").unwrap_err();
         assert!(
-            e.message.contains("replica is only for a down phase"),
+            e.message
+                .contains("replica is only for a down or a degraded phase"),
             "{e}"
         );
         let e = parse(&file("[topology]\nbalancer = \"random\"", ""), "r.toml").unwrap_err();

@@ -359,7 +359,7 @@ impl ClientSession {
             };
             return Wake::Wait;
         }
-        if let Err(why) = budget.admit(now, op.attempt()) {
+        if let Err(why) = budget.admit_call(now, op.attempt(), self.client) {
             if op.attempt() > 1 {
                 budget.release(now);
             }
@@ -499,6 +499,7 @@ impl ClientSession {
         let f = flying.remove(i);
         let class = strategy.classify(&result);
         budget.record(now, attempt, class);
+        budget.call_ended(self.client);
         if let Some(n) = f.inflight {
             budget.round_trip(now.saturating_sub(f.sent), n, class);
         }
@@ -592,6 +593,7 @@ impl ClientSession {
         let attempts = op.attempt();
         let class = strategy.classify(&result);
         budget.record(now, attempts, class);
+        budget.call_ended(self.client);
         if let Some(n) = inflight {
             budget.round_trip(now.saturating_sub(sent), n, class);
         }

@@ -150,6 +150,15 @@ pub struct Strategy {
     /// no default substitute (`FallbackAction` is required), so none is on unless set.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fallbacks: u32,
+    /// A bulkhead: the caller's slots for its calls in flight, shared by the strategy's
+    /// clients (seed 003, "Circuit Breaker ve Bulkhead": payments limited to 20 concurrent
+    /// slots, the catalogue keeps working). One number: one pool every dependency shares;
+    /// several: a pool per dependency (`E03_BALANCER=partition`'s replicas, in order). A call
+    /// that finds its pool full fails fast (`bulkhead_full`), with no queue: .NET's
+    /// `ConcurrencyLimiter` per dependency, as Polly v8's `AddConcurrencyLimiter(permitLimit,
+    /// queueLimit = 0)` builds it ([`crate::bulkhead`]). Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bulkhead: Vec<u32>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -254,6 +263,7 @@ impl Strategy {
             client_limit: None,
             adaptive_rate: false,
             fallbacks: 0,
+            bulkhead: Vec::new(),
             hedge: None,
         })
     }

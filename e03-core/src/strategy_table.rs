@@ -109,6 +109,10 @@ pub struct StrategySpec {
     /// ([`crate::strategy::Strategy::fallbacks`]; default 0).
     #[serde(default)]
     pub fallbacks: u32,
+    /// `bulkhead = [50]` (one pool shared by every dependency) or `bulkhead = [30, 20]` (a
+    /// pool per dependency): [`crate::strategy::Strategy::bulkhead`]; default none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bulkhead: Vec<u32>,
 }
 
 /// What is wrong with a strategy table: the key (empty for the table as a whole), where its
@@ -145,6 +149,7 @@ pub const STRATEGY_KEYS: &[&str] = &[
     "client_rate",
     "hedge",
     "fallbacks",
+    "bulkhead",
 ];
 
 const HEDGE_KEYS: &[&str] = &["max_attempts", "delay_ms", "percentile"];
@@ -259,6 +264,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
             ("client_limit", "no client_limit"),
             ("client_rate", "no client_rate"),
             ("idempotency", "plain GET /work (no idempotency)"),
+            ("bulkhead", "no bulkhead"),
         ] {
             if table.contains_key(key) {
                 return fail!(
@@ -472,6 +478,30 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     };
 
     let fallbacks = whole("fallbacks", 0, MAX_FALLBACKS)?.unwrap_or(0) as u32;
+    const BULKHEAD: &str = "a list of 1 to 16 whole numbers from 1 to 100000: [50] is one pool \
+                            of 50 slots every dependency shares, [30, 20] a pool per dependency \
+                            (E03_BALANCER=partition's replicas, in order)";
+    let bulkhead = match get("bulkhead") {
+        None => Vec::new(),
+        Some(toml::Value::Array(items))
+            if (1..=16).contains(&items.len())
+                && items
+                    .iter()
+                    .all(|v| v.as_integer().is_some_and(|i| (1..=100_000).contains(&i))) =>
+        {
+            items
+                .iter()
+                .filter_map(|v| v.as_integer())
+                .map(|i| i as u32)
+                .collect()
+        }
+        Some(other) => {
+            return fail!(
+                "bulkhead",
+                format!("bulkhead = {other}: expected {BULKHEAD}")
+            )
+        }
+    };
 
     Ok(StrategySpec {
         id,
@@ -494,6 +524,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         adaptive_rate,
         hedge,
         fallbacks,
+        bulkhead,
     })
 }
 
@@ -639,6 +670,7 @@ impl StrategySpec {
             adaptive_rate: self.adaptive_rate,
             hedge: self.hedge,
             fallbacks: self.fallbacks,
+            bulkhead: self.bulkhead.clone(),
         }
     }
 }

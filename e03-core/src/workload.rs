@@ -1171,6 +1171,7 @@ mod tests {
         let a = Strategy {
             adaptive_rate: true,
             fallbacks: 0,
+            bulkhead: Vec::new(),
             ..strategy("A")
         };
         let mut policy = Policies::fleet(&a, 1);

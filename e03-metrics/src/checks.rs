@@ -285,6 +285,18 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             .as_ref()
             .and_then(|f| f.success())
             .ok_or("no fan-out request")?,
+        CheckMetric::DependencySuccess { dependency } => mine
+            .dependencies
+            .get(*dependency as usize)
+            .and_then(|d| d.success())
+            .ok_or("no operation to that dependency (E03_BALANCER=partition)")?,
+        CheckMetric::DependencyP99Ms { dependency } => {
+            mine.dependencies
+                .get(*dependency as usize)
+                .filter(|d| d.operations > 0)
+                .ok_or("no operation to that dependency (E03_BALANCER=partition)")?
+                .p99_ms
+        }
         CheckMetric::FanoutDegradedShare => mine
             .fanout
             .as_ref()

@@ -246,6 +246,9 @@ impl Matched {
 #[derive(Debug)]
 pub(crate) struct LiveAccumulator {
     cfg: ServiceConfig,
+    /// Each replica's timeline (`E03_REPLICAS`: a `[[timeline]]` phase may be one replica's);
+    /// empty: `cfg`'s for every replica.
+    timelines: Vec<e03_core::timeline::Timeline>,
     /// Arrival time by sequence number of requests not answered yet: taken out by their
     /// response.
     arrival_us: HashMap<u64, u64>,
@@ -326,6 +329,7 @@ impl LiveAccumulator {
     pub(crate) fn new(cfg: ServiceConfig) -> Self {
         LiveAccumulator {
             cfg,
+            timelines: Vec::new(),
             arrival_us: HashMap::new(),
             tailed: HashMap::new(),
             latest_us: 0,
@@ -347,15 +351,30 @@ impl LiveAccumulator {
     /// slow answer's delay and a full queue's wait at degraded speed, twice over, plus 10 s
     /// of slop. Arrivals older than that are never answered (a malformed request is answered
     /// 400 unlogged) and are dropped.
+    /// Each replica's own timeline, when they differ (see [`Self::timeline`]).
+    pub(crate) fn with_timelines(mut self, timelines: Vec<e03_core::timeline::Timeline>) -> Self {
+        self.timelines = timelines;
+        self
+    }
+
+    /// The timeline of `replica`.
+    fn timeline(&self, replica: usize) -> &e03_core::timeline::Timeline {
+        self.timelines.get(replica).unwrap_or(&self.cfg.timeline)
+    }
+
     fn horizon_us(&self) -> u64 {
         let t = &self.cfg.timeline;
         let freeze = t
             .freeze
             .map(|f| f.end.saturating_sub(f.start))
             .unwrap_or_default();
-        let slowest = t
-            .degraded
-            .map(|d| t.service_time(d.start, self.cfg.service_time))
+        let slowest = std::iter::once(t)
+            .chain(&self.timelines)
+            .filter_map(|t| {
+                t.degraded
+                    .map(|d| t.service_time(d.start, self.cfg.service_time))
+            })
+            .max()
             .unwrap_or_default()
             .max(self.cfg.service_time)
             .mul_f64(if self.cfg.faults.tail_rate > 0.0 {
@@ -440,8 +459,7 @@ impl LiveAccumulator {
             _ => {}
         }
         let service = self
-            .cfg
-            .timeline
+            .timeline(replica)
             .service_time(
                 std::time::Duration::from_micros(admit),
                 self.cfg.service_time,

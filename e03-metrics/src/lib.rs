@@ -29,6 +29,7 @@ use e03_core::{Params, Scenario};
 
 pub mod chain;
 pub mod checks;
+pub mod dependencies;
 pub mod fanout;
 pub mod fidelity;
 pub mod ledger;

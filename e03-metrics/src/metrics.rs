@@ -161,6 +161,9 @@ pub struct RunMetrics {
     /// The fan-out workload's requests (`E03_WORKLOAD=fan_out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fanout: Option<crate::fanout::FanOutMetrics>,
+    /// Each dependency's operations, over a partition (`E03_BALANCER=partition`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<crate::dependencies::DependencyMetrics>,
     /// Each shard's figures, for a live run split over swarm processes (docs/shards.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<crate::shards::ShardFigures>,
@@ -333,6 +336,9 @@ pub struct RunAccumulator {
     wire: Option<crate::wire::WireTally>,
     /// The fan-out requests (fan-out runs only).
     fanout: Option<crate::fanout::FanOutAcc>,
+    /// Each dependency's operations, over a partition (`E03_BALANCER=partition`); empty
+    /// otherwise.
+    dependencies: Vec<crate::dependencies::DependencyAcc>,
     /// Kept to build the live accumulator lazily.
     params: Params,
     scenario: Scenario,
@@ -407,6 +413,11 @@ impl RunAccumulator {
             fanout: params
                 .fanout()
                 .map(|_| crate::fanout::FanOutAcc::new(params.fanout_slow())),
+            dependencies: if params.balancer().pick == e03_core::balancer::Pick::Partition {
+                vec![Default::default(); params.replicas() as usize]
+            } else {
+                Vec::new()
+            },
             in_flight: std::collections::HashMap::new(),
             latency: histogram(),
             lateness: histogram(),
@@ -544,6 +555,7 @@ impl RunAccumulator {
     /// An operation ended (client log).
     pub fn operation(
         &mut self,
+        client: u32,
         start_us: u64,
         end_us: u64,
         success: bool,
@@ -552,6 +564,11 @@ impl RunAccumulator {
     ) {
         self.operations += 1;
         self.succeeded += u64::from(success);
+        let n = self.dependencies.len();
+        if n > 0 {
+            self.dependencies[client as usize % n]
+                .operation(end_us.saturating_sub(start_us), success);
+        }
         if class == Priority::BestEffort {
             self.best_effort.operations += 1;
             self.best_effort.succeeded += u64::from(success);
@@ -727,6 +744,7 @@ impl RunAccumulator {
             l.operation(o.client, o.op, o.end_us.saturating_sub(o.start_us));
         }
         self.operation(
+            o.client,
             o.start_us,
             o.end_us,
             o.outcome == Outcome::Success,
@@ -738,7 +756,11 @@ impl RunAccumulator {
     fn live_mut(&mut self) -> &mut LiveAccumulator {
         let (scenario, seed, params) = (self.scenario.clone(), self.seed, &self.params);
         self.live.get_or_insert_with(|| {
+            let timelines = (0..params.replicas())
+                .map(|r| params.timeline_of(&scenario, r))
+                .collect();
             LiveAccumulator::new(params.service_config_for(&scenario, seed, &self.strategy))
+                .with_timelines(timelines)
         })
     }
 
@@ -799,6 +821,9 @@ impl RunAccumulator {
             steps: self.steps.map(crate::steps::StepTally::finish),
             wire: self.wire.map(crate::wire::WireTally::finish),
             fanout: self.fanout.map(crate::fanout::FanOutAcc::finish),
+            dependencies: (self.dependencies.iter().enumerate())
+                .map(|(d, a)| a.finish(d as u32))
+                .collect(),
             shards: Vec::new(),
         }
     }
@@ -882,6 +907,7 @@ mod tests {
         for i in 1..=100u64 {
             a.operation(
                 0,
+                0,
                 i * 1000,
                 i <= 95,
                 (i > 95).then_some(GiveUp::Deadline),
@@ -898,6 +924,7 @@ mod tests {
     fn e03b_success_counts_only_operations_started_in_the_affected_window() {
         let mut a = acc(Scenario::e03b()); // affected: [8.5 s, 15.0 s)
         a.operation(
+            0,
             1_000_000,
             1_100_000,
             false,
@@ -905,22 +932,25 @@ mod tests {
             Priority::Critical,
         ); // before: ignored
         a.operation(
+            0,
             8_499_999,
             9_000_000,
             false,
             Some(GiveUp::Deadline),
             Priority::Critical,
         ); // just before
-        a.operation(8_500_000, 10_500_000, true, None, Priority::Critical); // first affected
+        a.operation(0, 8_500_000, 10_500_000, true, None, Priority::Critical); // first affected
         a.operation(
+            0,
             12_000_000,
             12_100_000,
             false,
             Some(GiveUp::AttemptsExhausted),
             Priority::Critical,
         );
-        a.operation(14_999_999, 15_100_000, true, None, Priority::Critical);
+        a.operation(0, 14_999_999, 15_100_000, true, None, Priority::Critical);
         a.operation(
+            0,
             15_000_000,
             15_100_000,
             false,
@@ -935,16 +965,17 @@ mod tests {
     #[test]
     fn e03a_success_is_over_all_operations_and_has_no_recovery() {
         let mut a = acc(Scenario::e03a());
-        a.operation(0, 10, true, None, Priority::Critical);
+        a.operation(0, 0, 10, true, None, Priority::Critical);
         a.operation(
+            0,
             20_000_000,
             20_000_010,
             false,
             Some(GiveUp::NotRetryable),
             Priority::Critical,
         );
-        a.operation(29_000_000, 29_000_010, true, None, Priority::Critical);
-        a.operation(29_000_000, 29_000_010, true, None, Priority::Critical);
+        a.operation(0, 29_000_000, 29_000_010, true, None, Priority::Critical);
+        a.operation(0, 29_000_000, 29_000_010, true, None, Priority::Critical);
         let m = a.finish();
         assert_eq!(m.success_affected, 0.75);
         assert_eq!(m.recovery_s, None);
@@ -959,12 +990,13 @@ mod tests {
         a.attempt(3, 200, 250);
         a.operation(
             0,
+            0,
             300,
             false,
             Some(GiveUp::BudgetDenied),
             Priority::Critical,
         );
-        a.operation(0, 300, false, Some(GiveUp::Deadline), Priority::Critical);
+        a.operation(0, 0, 300, false, Some(GiveUp::Deadline), Priority::Critical);
         let m = a.finish();
         assert_eq!((m.retries_sent, m.retries_denied), (2, 1));
         assert_eq!(
@@ -979,6 +1011,7 @@ mod tests {
         let mut a = acc(Scenario::e03b());
         for &(end_us, ok) in ops {
             a.operation(
+                0,
                 end_us.saturating_sub(1000),
                 end_us,
                 ok,
@@ -1029,9 +1062,9 @@ mod tests {
         let mut a = RunAccumulator::new(scenario, &params, "breaker", 42);
         // Failures until 7.5 s (window 1 after the end), successes from 8 s (window 2).
         for (end_us, ok) in [(5_000_000, false), (6_200_000, false), (7_500_000, false)] {
-            a.operation(end_us - 1000, end_us, ok, None, Priority::Critical);
+            a.operation(0, end_us - 1000, end_us, ok, None, Priority::Critical);
         }
-        a.operation(7_999_000, 8_000_000, true, None, Priority::Critical);
+        a.operation(0, 7_999_000, 8_000_000, true, None, Priority::Critical);
         assert_eq!(a.finish().recovery_s, Some(2));
     }
 
@@ -1048,7 +1081,7 @@ mod tests {
     fn far_times_do_not_grow_series() {
         let mut a = acc(Scenario::e03b());
         a.arrival(u64::MAX, Some(2));
-        a.operation(0, u64::MAX, true, None, Priority::Critical);
+        a.operation(0, 0, u64::MAX, true, None, Priority::Critical);
         let m = a.finish();
         assert_eq!((m.total_requests, m.arrivals_100ms.len()), (1, 0));
     }
@@ -1065,7 +1098,7 @@ mod tests {
             (true, Priority::Critical),
             (true, Priority::Critical),
         ] {
-            a.operation(0, 1000, ok, None, class);
+            a.operation(0, 0, 1000, ok, None, class);
         }
         let m = a.finish();
         assert_eq!((m.best_effort.operations, m.best_effort.succeeded), (2, 1));

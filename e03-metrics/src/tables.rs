@@ -1113,6 +1113,14 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         )?;
         write!(w, "{}", t.markdown())?;
     }
+    if let Some(t) = dependency_table(s) {
+        writeln!(
+            w,
+            "\nBy dependency (E03_BALANCER=partition: client c calls dependency c mod \
+             E03_REPLICAS):"
+        )?;
+        write!(w, "{}", t.markdown())?;
+    }
     if let Some(t) = hedge_table(s) {
         writeln!(w, "\n{HEDGE_CAPTION}")?;
         write!(w, "{}", t.markdown())?;
@@ -1222,6 +1230,45 @@ pub fn fanout_table(s: &ScenarioSummary) -> Option<Table> {
     ];
     Some(Table {
         headers: headers.to_vec(),
+        rows,
+    })
+}
+
+/// Each dependency's operations over a partition, one row per strategy, seed and dependency:
+/// how many, their success, p50 and p99; `None` without a partition.
+pub fn dependency_table(s: &ScenarioSummary) -> Option<Table> {
+    let rows: Vec<Vec<String>> = s
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.dependencies.iter().map(|d| {
+                vec![
+                    r.strategy.clone(),
+                    r.seed.to_string(),
+                    d.dependency.to_string(),
+                    d.operations.to_string(),
+                    d.success()
+                        .map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v)),
+                    format!("{:.0}", d.p50_ms),
+                    format!("{:.0}", d.p99_ms),
+                ]
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let headers = [
+        "strategy",
+        "seed",
+        "dependency",
+        "operations",
+        "succeeded",
+        "p50 ms",
+        "p99 ms",
+    ];
+    Some(Table {
+        headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,
     })
 }
@@ -1517,8 +1564,8 @@ mod terminal_tests {
         // Issue 28's new user: SIGINT 5 s into `lab run e03b`, before the freeze (8.5 s): no
         // operation started in the incident, none ended after it.
         let mut acc = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 42);
-        acc.operation(1_000_000, 1_050_000, true, None, Default::default());
-        acc.operation(4_000_000, 4_050_000, true, None, Default::default());
+        acc.operation(0, 1_000_000, 1_050_000, true, None, Default::default());
+        acc.operation(0, 4_000_000, 4_050_000, true, None, Default::default());
         let mut m = acc.finish();
         m.complete = false;
         let mut s = summary("C", vec![m]);

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{files, lab, log_records, run_of as run, summary, temp, text};
+use common::{
+    files, lab, log_records, run_live, run_of as run, simulate_model, summary, temp, text,
+};
 
 /// A run's fan-out figures: requests, the share that succeeded, the share served degraded.
 fn pages(r: &serde_json::Value) -> (f64, f64, f64) {
@@ -21,14 +23,7 @@ fn pages(r: &serde_json::Value) -> (f64, f64, f64) {
 
 #[test]
 fn live_pages_fall_back_per_dependency_and_agree_with_their_simulation() {
-    let dir = temp("degradation", "live");
-    let o = lab()
-        .args(["run", "degradation", "--run-id", "l", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (dir, stdout) = run_live("degradation");
     assert_eq!(stdout.matches("PASS").count(), 4, "{stdout}");
     assert!(!stdout.contains("FAIL"), "{stdout}");
     assert!(stdout.contains("served degraded"), "{stdout}");
@@ -41,7 +36,7 @@ fn live_pages_fall_back_per_dependency_and_agree_with_their_simulation() {
             .filter(|x| x["type"] == "arrival")
             .map(|x| x["data"]["client"].as_u64().unwrap())
             .collect();
-        assert!(arrivals.len() > 4000, "replica {r}: {}", arrivals.len());
+        assert!(arrivals.len() > 2000, "replica {r}: {}", arrivals.len());
         assert!(arrivals.iter().all(|c| c % 5 == r), "replica {r}");
     }
 
@@ -56,7 +51,7 @@ fn live_pages_fall_back_per_dependency_and_agree_with_their_simulation() {
             .collect()
     };
     let degraded = starts("fallback", &|f| f["fallbacks"].as_u64().unwrap_or(0) > 0);
-    assert!(degraded.len() > 1500, "{}", degraded.len());
+    assert!(degraded.len() > 1000, "{}", degraded.len());
     assert!(
         degraded.iter().all(|t| (9.9..30.0).contains(t)),
         "{degraded:?}"
@@ -64,20 +59,14 @@ fn live_pages_fall_back_per_dependency_and_agree_with_their_simulation() {
     let failed = starts("fallback", &|f| f["failed"].as_u64().unwrap() > 0);
     assert!(failed.is_empty(), "{failed:?}");
     let failed = starts("no-fallback", &|f| f["failed"].as_u64().unwrap() > 0);
-    assert!(failed.len() > 1500, "{}", failed.len());
+    assert!(failed.len() > 1000, "{}", failed.len());
     assert!(failed.iter().all(|t| (9.9..30.0).contains(t)), "{failed:?}");
     assert!(starts("no-fallback", &|f| f.get("fallbacks").is_some()).is_empty());
 
     // Live against the model, seed 42: pages within 5%, success and degraded share within 5
     // points.
-    let sim_dir = temp("degradation", "model");
-    let o = lab()
-        .args(["simulate", "degradation", "--run-id", "m", "--out"])
-        .arg(&sim_dir)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let (live, sim) = (summary(&dir), summary(&sim_dir));
+    let (sim_dir, sim) = simulate_model("degradation");
+    let live = summary(&dir);
     for id in ["no-fallback", "fallback", "retry-fallback"] {
         let (l, s) = (run(&live, id), run(&sim, id));
         assert_eq!(l["matched"]["unmatched_client"], 0, "{id}");

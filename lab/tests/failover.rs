@@ -337,7 +337,7 @@ fn bad_topology_values_exit_2_naming_the_file_and_key() {
         ),
         (
             "[[timeline]]\nphase = \"freeze\"\nreplica = 0\nstart_s = 1\nend_s = 2\n",
-            "replica is only for a down phase",
+            "replica is only for a down or a degraded phase",
         ),
         (
             "[topology]\nreplicas = 2\nhealth_interval_ms = -1\n",

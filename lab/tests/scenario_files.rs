@@ -91,6 +91,7 @@ fn list_shows_the_builtin_catalogue() {
             "failover-45",
             "active-passive",
             "degradation",
+            "bulkhead",
             "tail",
             "hedge",
             "hedge-freeze"

@@ -171,6 +171,7 @@ impl Observer for RunAccumulator {
         };
         RunAccumulator::operation(
             self,
+            client,
             start / 1000,
             end / 1000,
             outcome == OpOutcome::Success,

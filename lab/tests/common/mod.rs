@@ -229,3 +229,33 @@ pub fn run_of<'a>(s: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .find(|r| r["strategy"] == id)
         .unwrap_or_else(|| panic!("no run of {id}"))
 }
+
+/// `lab run SCENARIO` (seed 42, its own settings) into a fresh folder, which must exit 0:
+/// the folder and the run's stdout.
+#[allow(dead_code)]
+pub fn run_live(scenario: &str) -> (PathBuf, String) {
+    let dir = temp(scenario, "live");
+    let o = lab()
+        .args(["run", scenario, "--run-id", "l", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    (dir, stdout)
+}
+
+/// `lab simulate SCENARIO` (seed 42) into a fresh folder, which must exit 0: the folder and
+/// its summary, for a live run to be checked against.
+#[allow(dead_code)]
+pub fn simulate_model(scenario: &str) -> (PathBuf, serde_json::Value) {
+    let dir = temp(scenario, "model");
+    let o = lab()
+        .args(["simulate", scenario, "--run-id", "m", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let s = summary(&dir);
+    (dir, s)
+}
