@@ -180,6 +180,21 @@ fn phase_shades(t: &e03_core::timeline::Timeline) -> Vec<(f64, f64, PhaseShade)>
     v
 }
 
+/// The phases of every replica's timeline (`E03_REPLICAS`: a `[[timeline]]` phase may be one
+/// replica's), each once: a phase of every replica is in each replica's timeline.
+fn every_replica_s_phases(s: &ScenarioSummary) -> Vec<(f64, f64, PhaseShade)> {
+    let mut v: Vec<(f64, f64, PhaseShade)> = Vec::new();
+    for r in 0..s.params.replicas() {
+        for p in phase_shades(&s.params.timeline_of(&s.scenario, r)) {
+            if !v.contains(&p) {
+                v.push(p);
+            }
+        }
+    }
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
 /// Window `k` of `width_s` seconds overlaps `[from_s, to_s)`.
 fn in_view(k: usize, width_s: f64, from_s: f64, to_s: f64) -> bool {
     let t = k as f64 * width_s;
@@ -347,7 +362,7 @@ fn arrivals(dir: &Path, s: &ScenarioSummary, any_client: bool) -> Result<(), Ana
     };
     let runs: Vec<&RunMetrics> = s.runs.iter().filter(|r| r.seed == seed).collect();
     let timeline = s.params.timeline(&s.scenario);
-    let phases = phase_shades(&timeline);
+    let phases = every_replica_s_phases(s);
     let (from_s, to_s) = match timeline.incident() {
         Some((start, end)) => (
             (start.as_secs_f64() - 2.5).max(0.0),
