@@ -10,7 +10,12 @@
 # cargo's default bin folder). Without a nightly toolchain, or when that install fails, it says
 # "SKIPPED: fuzzing: <reason>" and exits 0. A crash leaves its input in fuzz/artifacts/<target>/
 # (ignored by git) and prints the command that replays it.
-# Env: E03_FUZZ_TARGETS="a b" runs only those targets.
+# The build goes to a cache outside the clone, keyed by fuzz/Cargo.lock and the nightly
+# toolchain's version ($E03_CACHE_DIR/fuzz-target/<key>, default ~/.cache/e03-lab), as CI systems
+# keep a build keyed by its lock file: another clone or a later run builds only the lab's own
+# crates again. The test suite does not run this script; it replays every seed through the same
+# checks (lab/tests/fuzz_corpus.rs).
+# Env: E03_FUZZ_TARGETS="a b" runs only those targets; E03_CACHE_DIR moves the cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,10 +43,17 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     fi
 fi
 
+cache_root=${E03_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/e03-lab}
+key=$( { cat fuzz/Cargo.lock; rustc +nightly -vV; } | sha256sum | cut -c1-16)
+target_dir="$cache_root/fuzz-target/$key"
+if ! mkdir -p "$target_dir" 2>/dev/null; then
+    target_dir="$PWD/fuzz/target"
+fi
+echo "check-fuzz: building into $target_dir"
 cd fuzz
 # Optimized, with debug assertions and overflow checks, and AddressSanitizer (cargo fuzz's
 # defaults). A target that does not build is a failure, not a skip.
-cargo +nightly fuzz build
+cargo +nightly fuzz build --target-dir "$target_dir"
 
 targets=${E03_FUZZ_TARGETS:-$(cargo +nightly fuzz list)}
 work=$(mktemp -d /tmp/e03-fuzz.XXXXXX)
@@ -57,7 +69,7 @@ for t in $targets; do
     cp -R "corpus/$t/." "$work/$t/"
     log="$work/$t.log"
     # -timeout: one input taking 30 s is a hang, reported as a crash.
-    if cargo +nightly fuzz run "$t" "$work/$t" -- \
+    if cargo +nightly fuzz run --target-dir "$target_dir" "$t" "$work/$t" -- \
         -max_total_time="$secs" -timeout=30 -print_final_stats=1 >"$log" 2>&1; then
         status=ok
     else
@@ -73,7 +85,7 @@ for t in $targets; do
     if [ "$status" = CRASH ]; then
         echo "--- $t: the end of libFuzzer's output:" >&2
         tail -40 "$log" >&2
-        echo "--- replay: cd fuzz && cargo +nightly fuzz run $t artifacts/$t/<the file above>" >&2
+        echo "--- replay: cd fuzz && cargo +nightly fuzz run --target-dir $target_dir $t artifacts/$t/<the file above>" >&2
     fi
 done
 if [ ${#failed[@]} -gt 0 ]; then

@@ -1,26 +1,8 @@
-//! Log lines, as the analyzer reads a run's logs (`analyzer::reader::read_events`), and the
-//! run's parameters read back from its `run_start` record (`analyzer::reader::params_of`).
-//! Invariants: every record read survives the JSON trip, and the count adds up.
+//! The cargo fuzz target `log_line`. Its check lives in `fuzz/checks/log_line.rs`, which the lab's own
+//! test suite also runs on every file of `fuzz/corpus/log_line/` (`lab/tests/fuzz_corpus.rs`).
 #![no_main]
 
-use analyzer::reader::{params_of, read_events};
-use e03_core::events::Event;
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/log_line.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let mut seen = 0u64;
-    let status = read_events(data, "fuzz.jsonl", |event| {
-        seen += 1;
-        let json = serde_json::to_string(event).expect("a record serializes");
-        let back: Event = serde_json::from_str(&json)
-            .unwrap_or_else(|e| panic!("a record does not read back: {e}\n{json}"));
-        assert_eq!(&back, event, "the JSON trip changed a record");
-    });
-    if let Ok(status) = status {
-        assert_eq!(status.records, seen);
-        if let Some(start) = &status.run_start {
-            let mut warnings = Vec::new();
-            let _ = params_of(start, "fuzz.jsonl", &mut warnings, None);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

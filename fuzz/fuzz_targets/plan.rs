@@ -1,27 +1,8 @@
-//! A run plan, as `lab swarm --plan FILE` (`client_swarm::check_plan_text`) and
-//! `lab serve --plan FILE` (`dependency_service::ServePlan`) read it.
-//! Invariants: a plan that is accepted reads back to itself after the trip through JSON.
+//! The cargo fuzz target `plan`. Its check lives in `fuzz/checks/plan.rs`, which the lab's own
+//! test suite also runs on every file of `fuzz/corpus/plan/` (`lab/tests/fuzz_corpus.rs`).
 #![no_main]
 
-use client_swarm::check_plan_text;
-use dependency_service::ServePlan;
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/plan.rs"]
+mod check;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    if let Ok(plan) = check_plan_text(text) {
-        let json = serde_json::to_string(&plan).expect("a plan serializes");
-        match check_plan_text(&json) {
-            Ok(back) => assert_eq!(back, plan, "the JSON trip changed the swarm's plan"),
-            Err(e) => panic!("an accepted plan is refused once written: {e}\n{json}"),
-        }
-    }
-    if let Ok(plan) = serde_json::from_str::<ServePlan>(text) {
-        let json = serde_json::to_string(&plan).expect("a serve plan serializes");
-        let back: ServePlan = serde_json::from_str(&json)
-            .unwrap_or_else(|e| panic!("a serve plan does not read back: {e}\n{json}"));
-        assert_eq!(serde_json::to_string(&back).unwrap(), json);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));
