@@ -4,7 +4,7 @@
 #
 #   scripts/check-audit.sh
 #
-# The clients: requests with urllib3's Retry (PyPI, installed into target/e03-audit-python when
+# The clients: requests with urllib3's Retry (PyPI, installed by scripts/pydeps.sh into a cache when
 # missing), curl --retry, curl --fail --retry-all-errors, a hand-written loop on Node's fetch, and
 # the lab's own strategy C (`lab client`). They run at once (each audit is mostly waiting), in
 # about 80 s. Needs python3, curl and node (Node 18 or later, for fetch): say which is missing.
@@ -14,11 +14,7 @@ cd "$(dirname "$0")/.."
 for tool in python3 curl node; do
     command -v "$tool" >/dev/null 2>&1 || { echo "check-audit: $tool is not installed (docs/audit.md)" >&2; exit 1; }
 done
-pydeps=target/e03-audit-python
-if ! PYTHONPATH="$pydeps" python3 -c 'import requests, urllib3' 2>/dev/null; then
-    python3 -m pip install --quiet --disable-pip-version-check --target "$pydeps" \
-        'requests==2.32.3' 'urllib3==2.2.3'
-fi
+pydeps=$(scripts/pydeps.sh 'requests==2.32.3' 'urllib3==2.2.3')
 cargo build -p lab --locked --quiet
 lab=$PWD/target/debug/lab
 out=$(mktemp -d /tmp/e03-audit.XXXXXX)
@@ -29,7 +25,7 @@ audit() { # NAME COMMAND...: one audit in the background, its scorecard in $out/
     shift
     (
         rc=0 # an audit with a FAIL exits 1: recorded, not fatal here
-        PYTHONPATH="$PWD/$pydeps" "$lab" audit --attempts 4 --out "$out/$name" -- "$@" \
+        PYTHONPATH="$pydeps" "$lab" audit --attempts 4 --out "$out/$name" -- "$@" \
             >"$out/$name.txt" 2>&1 || rc=$?
         echo "$rc" >"$out/$name.exit"
     ) &

@@ -2,7 +2,7 @@
 # The Kubernetes manifests (deploy/k8s, docs/kubernetes.md), offline: no cluster runs here.
 # Renders the kustomization with `kubectl kustomize`, validates every object against the
 # Kubernetes 1.32 schemas with `kubernetes-validate --strict` (PyPI, pinned, installed into
-# target/e03-k8s-python when missing; it carries the schemas, so nothing is fetched), checks
+# a cache by scripts/pydeps.sh when missing; it carries the schemas, so nothing is fetched), checks
 # that the validator refuses a broken object, then checks what no schema says
 # (scripts/check-k8s.py): hardening and requests on every container, the swarm's targets are
 # the Services, every E03_* key is a parameter of the lab. A few seconds.
@@ -12,11 +12,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
     echo "SKIPPED: check-k8s: kubectl is not installed (it renders deploy/k8s: kubectl kustomize)"
     exit 0
 fi
-pydeps=target/e03-k8s-python
-if ! PYTHONPATH="$pydeps" python3 -c 'import kubernetes_validate, yaml' 2>/dev/null; then
-    python3 -m pip install --quiet --disable-pip-version-check --target "$pydeps" \
-        'kubernetes-validate==1.37.0'
-fi
+pydeps=$(scripts/pydeps.sh 'kubernetes-validate==1.37.0')
 work=$(mktemp -d /tmp/e03-k8s.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 kubectl kustomize deploy/k8s > "$work/rendered.yaml"

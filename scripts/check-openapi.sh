@@ -9,11 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 examples=${1:-100}
-pydeps=target/e03-schemathesis
-if ! PYTHONPATH="$pydeps" python3 -c 'import schemathesis' 2>/dev/null; then
-    python3 -m pip install --quiet --disable-pip-version-check --target "$pydeps" \
-        'schemathesis==3.39.16' 'hypothesis==6.123.2'
-fi
+pydeps=$(scripts/pydeps.sh 'schemathesis==3.39.16' 'hypothesis==6.123.2')
 cargo build --quiet --locked -p lab
 lab=target/debug/lab
 tmp=$(mktemp -d /tmp/e03-openapi.XXXXXX)
