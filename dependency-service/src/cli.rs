@@ -110,9 +110,12 @@ pub fn command() -> Command {
             Arg::new("listen")
                 .long("listen")
                 .env("E03_LISTEN")
-                .default_value("0.0.0.0:8080")
+                .default_value("127.0.0.1:8080")
                 .value_name("ADDR")
-                .help("Work endpoint address (GET /work)"),
+                .help(
+                    "Work endpoint address (GET /work); loopback unless asked: a fault injector \
+                     is not reachable from the network by default (compose passes 0.0.0.0:8080)",
+                ),
         )
         .arg(
             Arg::new("control-listen")
@@ -738,7 +741,9 @@ mod tests {
     #[test]
     fn defaults_follow_the_spec() {
         let p = plan(&[], &[]).unwrap();
-        assert_eq!(p.listen.to_string(), "0.0.0.0:8080");
+        // Loopback by default (issue 54): a fault injector is reachable from the network only
+        // when asked.
+        assert_eq!(p.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(p.control_listen.to_string(), "127.0.0.1:8081");
         assert_eq!(p.log_dir, PathBuf::from("logs"));
         assert_eq!(p.scenario, Some(Scenario::e03b()));

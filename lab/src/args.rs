@@ -118,6 +118,8 @@ fn out_arg() -> Arg {
         .env("E03_OUT")
         .value_name("DIR")
         .default_value("results")
+        // `--out ''` is refused (exit 2) rather than writing into the current directory.
+        .value_parser(clap::builder::NonEmptyStringValueParser::new())
         .help(
             "output directory; each run writes OUT/<run id>/<scenario>/ and points OUT/latest at it \
              (nothing already in OUT is deleted)",

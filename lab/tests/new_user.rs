@@ -371,3 +371,26 @@ fn a_served_scenario_is_the_one_lab_analyze_titles() {
     let _ = std::fs::remove_dir_all(logs);
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// Issue 54: `--out ''` wrote a run folder and `latest` into the current directory, exit 0,
+/// although docs/inputs.md says an empty value exits 2. It exits 2 naming `--out`, and the
+/// folder it ran in stays empty.
+#[test]
+fn an_empty_out_exits_2_naming_out_and_writes_nothing() {
+    let cwd = temp("newuser", "empty-out");
+    std::fs::create_dir_all(&cwd).unwrap();
+    for sub in [
+        &["run", "e03b", "--seed", "1"][..],
+        &["simulate", "e03b", "--seeds", "1"][..],
+    ] {
+        let (code, stderr) = run(lab().current_dir(&cwd).args(sub).args(["--out", ""]));
+        assert_eq!(code, Some(2), "{sub:?} --out '': {stderr}");
+        assert!(stderr.contains("--out"), "{sub:?}: {stderr}");
+        assert_eq!(
+            listing(&cwd),
+            (vec![], None),
+            "{sub:?}: something was written"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&cwd);
+}
