@@ -71,7 +71,7 @@ impl AuditServer {
         let (stop, stop_rx) = watch::channel(false);
         let task = tokio::spawn(async move {
             let graceful = GracefulShutdown::new();
-            crate::server::accept_loop(listener, app, &graceful, MAX_CONNECTIONS, stop_rx).await;
+            crate::listen::accept_loop(listener, app, &graceful, MAX_CONNECTIONS, stop_rx).await;
             // Held requests are answered or dropped at once: the audit is over.
             drop(graceful);
         });

@@ -22,7 +22,9 @@ use e03_core::strategy_table::StrategySpec;
 use e03_core::{ParamError, Params, Scenario};
 use e03_io::scenario_files::Policies;
 
-use crate::server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
+use crate::listen::shutdown_signal;
+use crate::server::{serve, ServiceOptions};
+use crate::service::StandaloneRun;
 
 pub const DEFAULT_HEALTH_URL: &str = "http://127.0.0.1:8081/health";
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);

@@ -33,7 +33,7 @@
 //! any is a `400` naming the header.
 //!
 //! A hop has the service's limits against hostile or broken peers, from the same code
-//! (`crate::server`'s accept loop, `crate::routes`' body limits): `431` for a head over 16 KiB,
+//! (`crate::listen`'s accept loop, `crate::routes`' body limits): `431` for a head over 16 KiB,
 //! a connection closed when its head has not come within 10 s (slowloris, idle connections), at
 //! most 20,000 connections at once, `413` for a body over the limit of `/work` (1 KiB, declared)
 //! or of the configuration (64 KiB, declared or sent), `408` for a configuration whose body has
@@ -596,28 +596,28 @@ async fn bind_with(
 
 impl BoundHop {
     /// Serves until `stop` resolves or `POST /control/shutdown` comes, with the service's
-    /// connection limits (`crate::server`'s accept loop: 431 for headers over its limit, slow
+    /// connection limits (`crate::listen`'s accept loop: 431 for headers over its limit, slow
     /// or idle connections closed after its header timeout, at most
-    /// [`crate::server::MAX_WORK_CONNECTIONS`] open at once); then gives open connections the
+    /// [`crate::listen::MAX_WORK_CONNECTIONS`] open at once); then gives open connections the
     /// service's drain time to finish.
     pub async fn serve(self, stop: impl std::future::Future<Output = ()> + Send + 'static) {
         let hop = Arc::clone(&self.hop);
-        let stop_rx = crate::server::stop_channel(async move {
+        let stop_rx = crate::listen::stop_channel(async move {
             tokio::select! {
                 () = stop => {}
                 () = hop.stop.notified() => {}
             }
         });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        crate::server::accept_loop(
+        crate::listen::accept_loop(
             self.listener,
             self.router,
             &graceful,
-            crate::server::MAX_WORK_CONNECTIONS,
+            crate::listen::MAX_WORK_CONNECTIONS,
             stop_rx,
         )
         .await;
-        crate::server::drain(graceful, "hop").await;
+        crate::listen::drain(graceful, "hop").await;
     }
 }
 

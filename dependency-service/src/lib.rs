@@ -5,9 +5,11 @@
 //! Map of the modules:
 //!
 //! - `server`: [`serve`] two listeners (work, control) with hyper connection limits and
-//!   graceful shutdown; [`ServiceOptions`]; [`shutdown_signal`].
+//!   graceful shutdown; [`ServiceOptions`].
+//! - `listen`: the listener plumbing every server of the crate shares: the accept loop with its
+//!   limits, its stop and drain; [`shutdown_signal`].
 //! - `routes`: the axum routers (`GET /work`, `GET /health`, `POST /control/start|stop`).
-//! - `service`: the current run and starting/stopping runs.
+//! - `service`: the current run and starting/stopping runs; [`StandaloneRun`].
 //! - `run`: one live run: a thin driver of the core's `DependencySchedule` (the model and its
 //!   due instants in logical time), woken by the precise timer; its answers and log records.
 //!   The server log is written by the lab's one writer, `e03_io::sink::LogSink` (a thread of
@@ -20,6 +22,7 @@ pub mod audit;
 mod cli;
 pub mod hop;
 mod identity;
+mod listen;
 mod metrics;
 pub mod proxy;
 mod routes;
@@ -30,6 +33,7 @@ pub mod wire_front;
 
 pub use cli::{answer_spin_us, main_entry, Plan as ServePlan, ANSWER_SPIN_US, DEFAULT_HEALTH_URL};
 pub use identity::Identity;
+pub use listen::shutdown_signal;
 pub use routes::{charge_request, validate_start, MAX_AMOUNT};
-pub use server::{serve, shutdown_signal, ServiceOptions, StandaloneRun};
-pub use service::RunSpec;
+pub use server::{serve, ServiceOptions};
+pub use service::{RunSpec, StandaloneRun};

@@ -924,22 +924,22 @@ impl BoundProxy {
     /// A `POST /lab/shutdown` call stops it too.
     pub async fn serve(self, until: impl std::future::Future<Output = ()> + Send + 'static) {
         let asked = Arc::clone(&self.proxies);
-        let stop_rx = crate::server::stop_channel(async move {
+        let stop_rx = crate::listen::stop_channel(async move {
             tokio::select! {
                 () = until => {}
                 () = asked.shutdown.notified() => {}
             }
         });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        crate::server::accept_loop(
+        crate::listen::accept_loop(
             self.listener,
             api(Arc::clone(&self.proxies)),
             &graceful,
-            crate::server::MAX_CONTROL_CONNECTIONS,
+            crate::listen::MAX_CONTROL_CONNECTIONS,
             stop_rx,
         )
         .await;
-        crate::server::drain(graceful, "proxy").await;
+        crate::listen::drain(graceful, "proxy").await;
         let mut proxies = self.proxies.proxies.lock().await;
         for proxy in proxies.values_mut() {
             stop(proxy).await;
@@ -1055,7 +1055,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         println!("listening api={}", bound.api);
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        bound.serve(crate::server::shutdown_signal()).await;
+        bound.serve(crate::listen::shutdown_signal()).await;
         0
     })
 }

@@ -113,7 +113,7 @@ pub(crate) async fn limit_work_body(req: Request, next: Next) -> Response {
 }
 
 /// Longest a client may take to send a request's body once its head has arrived (the head
-/// has `crate::server::HEADER_READ_TIMEOUT`): a body sent byte by byte cannot hold a
+/// has `crate::listen::HEADER_READ_TIMEOUT`): a body sent byte by byte cannot hold a
 /// connection for ever.
 pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 

@@ -79,6 +79,27 @@ impl RunSpec {
     }
 }
 
+/// The run of a service started alone: its timeline runs from the process's start, with seed
+/// `params.seeds[0]`, strategy "standalone", logged to `<log_dir>/standalone/server-standalone.jsonl`.
+#[derive(Debug, Clone)]
+pub struct StandaloneRun {
+    pub scenario: e03_core::Scenario,
+    pub params: e03_core::Params,
+    /// A scenario file's text, kept as `<log_dir>/standalone/scenario.toml` beside the log.
+    pub text: Option<String>,
+    /// The user's policy file it was read with, kept as `policies.toml` beside it.
+    pub policies_text: Option<String>,
+    /// Its timeline starts at the first request, not at the process's start.
+    pub at_first_request: bool,
+}
+
+impl StandaloneRun {
+    /// The run to start now: time zero is this instant.
+    pub fn spec(&self) -> RunSpec {
+        RunSpec::standalone(self.scenario.clone(), self.params.clone())
+    }
+}
+
 /// The shards of the current run (a run split over swarm processes): which registered, which
 /// stopped it, which came late.
 #[derive(Debug)]
@@ -153,7 +174,7 @@ pub struct Service {
     /// How long its runs' timer spins before each due instant.
     answer_spin: std::time::Duration,
     /// A standalone run waiting for its first request (`--timeline-start first-request`).
-    pending: Mutex<Option<crate::server::StandaloneRun>>,
+    pending: Mutex<Option<StandaloneRun>>,
     /// The fault proxy in front of the work listener, if any: it applies a run's wire phases.
     wire_front: Option<Arc<crate::wire_front::WireFront>>,
     /// `--send-logs URL`: the analyzer's collector, to which each run's logs go when it ends.
@@ -255,7 +276,7 @@ impl Service {
 
     /// Holds `run` until the first request arrives: its timeline starts then
     /// ([`Self::run_for_request`]). A control call that starts a run drops it.
-    pub fn start_at_first_request(&self, run: crate::server::StandaloneRun) {
+    pub fn start_at_first_request(&self, run: StandaloneRun) {
         *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
     }
 
@@ -534,7 +555,7 @@ mod tests {
     #[tokio::test]
     async fn a_run_held_for_the_first_request_starts_then_or_gives_way_to_a_control_call() {
         let dir = std::env::temp_dir().join(format!("e03-held-{}", std::process::id()));
-        let standalone = || crate::server::StandaloneRun {
+        let standalone = || StandaloneRun {
             scenario: Scenario::e03a(),
             params: Params::default(),
             text: None,
