@@ -20,7 +20,8 @@ use e03_metrics::checks::CheckRow;
 use e03_metrics::tables::Table;
 use serde::de::DeserializeOwned;
 
-use crate::outputs::{blocks_markdown, write_atomic, write_csv_rows, Block};
+use crate::blocks::Block;
+use crate::outputs::{blocks_markdown, write_atomic, write_csv_rows};
 use crate::AnalyzeError;
 
 pub use e03_io::logs::{layer_log_name, STOPPED_MARKER, TOP_LOG};
@@ -111,9 +112,7 @@ pub fn checks_of(checks: &[CheckSpec], runs: &[ChainRun], live: bool) -> Vec<Che
     chain_checks(checks, runs, live)
 }
 
-/// The name of a chain run's JSON summary (beside `chain.md`): what its report's tables show,
-/// unrounded ([`e03_metrics::chain::chain_json`]).
-pub const CHAIN_JSON: &str = "chain.json";
+pub use crate::names::CHAIN_JSON;
 
 /// The policy of every layer of every variant: what the variants' labels say, in numbers.
 pub fn layers_table(runs: &[ChainRun]) -> Table {

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::outputs::{report_blocks, Block};
+use crate::blocks::{report_blocks, Block};
 use crate::tables::{seed_ranges, Table};
 use crate::ScenarioSummary;
 
@@ -352,7 +352,7 @@ fn entry_of(dir: &Path) -> Option<IndexEntry> {
 
 /// Scenario and verdicts from a chain run's chain.json (a chain run has no seeds: "-").
 fn chain_entry_of(dir: &Path) -> Option<IndexEntry> {
-    let text = std::fs::read_to_string(dir.join(crate::chain::CHAIN_JSON)).ok()?;
+    let text = std::fs::read_to_string(dir.join(crate::names::CHAIN_JSON)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let scenario = v.get("scenario")?.as_str()?.to_string();
     let simulated = v.get("simulated")?.as_bool()?;

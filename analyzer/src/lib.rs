@@ -9,9 +9,12 @@
 //!   error with file:line, missing `run_end` = incomplete).
 //! - `records`: the reader's fast path for the four frequent records, read in place from the
 //!   bytes the lab writes (serde parses any other line, as before).
+//! - `blocks`: the report's blocks ([`outputs::Block`], [`outputs::report_blocks`]), the one
+//!   report that `report.md` and `report.html` both render.
 //! - [`outputs`]: `summary.json` (atomic), the arrival CSVs, `report.md` and `report.html`.
 //! - [`figures`]: SVG and PNG figures (plotters).
 //! - [`html`]: `report.html` (the report's blocks, figures inlined) and `OUT/index.html`.
+//! - `names`: the names of the files one module writes and another reads back (`chain.json`).
 //! - [`cli`]: the whole command line, [`main_entry`].
 //!
 //! [`analyze_dir`] reads a scenario directory `OUT/<scenario>/` holding one server and one client
@@ -28,11 +31,13 @@ use e03_core::{ParamError, Params, Scenario};
 use e03_metrics::fidelity::REPLICA_SEQ_SHIFT;
 
 pub mod audit;
+mod blocks;
 pub mod chain;
 pub mod cli;
 pub mod figures;
 pub mod html;
 pub mod kept;
+mod names;
 pub mod outputs;
 pub mod reader;
 mod records;
