@@ -77,7 +77,7 @@ pub fn run_scenario(
         }
     }
     let passed = report_dir(&dir, scenario.clone(), live)?;
-    crate::live::index_beside(run_dir);
+    outdir::index_beside(run_dir);
     Ok(Some(passed))
 }
 
@@ -126,7 +126,7 @@ fn stopped(dir: &Path, tops: &[e03_core::chain::TopRecord], requests: u32) -> an
 
 /// Analyses a chain scenario's directory (live or simulated logs, the same files), prints its
 /// tables and writes its outputs (`chain.md`, `report.html`, ...); whether every check passed.
-/// The caller rewrites `OUT/index.html` ([`crate::live::index_beside`]).
+/// The caller rewrites `OUT/index.html` ([`crate::outdir::index_beside`]).
 pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<bool> {
     let def = scenario.def();
     let chain = def.chain.as_ref().expect("a chain scenario");
@@ -199,7 +199,7 @@ impl Drop for Hops {
 /// Starts `lab hop` with `config`; its address (from its first stdout line).
 fn start_hop(hops: &mut Hops, config: &HopConfig) -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("finding the lab's own executable")?;
-    let mut cmd = crate::live::child_command(&exe, "hop");
+    let mut cmd = crate::child::child_command(&exe, "hop");
     cmd.arg("--config")
         .arg(serde_json::to_string(config)?)
         .stdout(Stdio::piped());
@@ -350,7 +350,7 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
             Ok(true) => 0,
             Ok(false) => crate::EXIT_STOPPED,
             Err(e) => {
-                eprintln!("client-swarm: {}", crate::live::chain(&e));
+                eprintln!("client-swarm: {}", crate::errors::chain(&e));
                 1
             }
         },

@@ -10,7 +10,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ use nix::unistd::Pid;
 use e03_io::progress::ProgressMode;
 
 use crate::args::RunPlan;
+use crate::child::child_command;
+use crate::errors::chain;
 use crate::outdir::{self, RunDir};
 
 use crate::EXIT_STOPPED;
@@ -49,11 +51,6 @@ pub fn run_in(plan: &RunPlan, run: &RunDir) -> i32 {
             1
         }
     }
-}
-
-/// An error and its causes, each cause once.
-pub fn chain(e: &anyhow::Error) -> String {
-    e03_core::cli::error_chain(AsRef::<dyn std::error::Error + 'static>::as_ref(e))
 }
 
 /// Runs the live experiment and the analysis; the exit code says whether it is trustworthy.
@@ -335,7 +332,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             if !crate::chain::report_dir(&dir, scenario.clone(), true)? && code == 0 {
                 code = CHECK_FAILED;
             }
-            index_beside(out);
+            outdir::index_beside(out);
             continue;
         }
         let summary = analyzer::analyze_dir(&dir, scenario.clone())
@@ -348,7 +345,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             step_check(&dir, scenario.clone(), &summary)?;
         }
         println!("results: {}", outdir::shown(&dir));
-        index_beside(out);
+        outdir::index_beside(out);
         if !summary.complete {
             eprintln!("lab: the run in {} is incomplete", dir.display());
             code = 1;
@@ -690,32 +687,6 @@ fn run_group(
     Ok(())
 }
 
-/// glibc's malloc arenas a child may use (`MALLOC_ARENA_MAX`), unless the user set it.
-///
-/// glibc gives each thread that allocates an arena of its own, up to 8 per core; the swarm
-/// allocates on 11 threads on 2 cores (its tokio workers, 4 per core, the precise timer, the
-/// blocking pool that writes its log). Each arena keeps its own high-water mark of freed,
-/// fragmented memory, so the RSS of a long run crept up with every new burst of connections
-/// although the live heap stayed flat (heaptrack: 1.3 MiB for 5 minutes): +2.6% and +2.8% in
-/// the swarm from the first minute to the fourth, +0.7% and +0.8% with two arenas
-/// (docs/measurements-soak.md), its send lateness unchanged. musl and other allocators ignore
-/// the variable.
-pub(crate) const MALLOC_ARENAS: &str = "2";
-
-/// `lab <sub>`; its settings come in its plan file, not from the environment (but for
-/// `RUST_LOG` and [`MALLOC_ARENAS`], when the user has not set them).
-pub(crate) fn child_command(exe: &Path, sub: &str) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.arg(sub);
-    if std::env::var_os("RUST_LOG").is_none() {
-        cmd.env("RUST_LOG", "warn");
-    }
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        cmd.env("MALLOC_ARENA_MAX", MALLOC_ARENAS);
-    }
-    cmd
-}
-
 /// The plan of a `lab serve` child of a loopback run: both listeners on port 0, logs into
 /// `log_dir`, no scenario of its own (each run's comes in its start call); `wire_front`: a fault
 /// proxy in front of it, for runs with wire phases.
@@ -808,30 +779,6 @@ pub(crate) fn wait_bounded(child: &mut Child, limit: Duration) {
     }
     let _ = child.kill();
     let _ = child.wait();
-}
-
-/// Rewrites the index of the output folder holding the run directory `run` (`OUT/index.html`,
-/// where OUT holds the `latest` link), when the lab wrote the one there (or there is none). Its failure is a warning: the results
-/// themselves are written.
-pub fn index_beside(run: &Path) {
-    let Some(out) = run.parent().filter(|p| !p.as_os_str().is_empty()) else {
-        return;
-    };
-    // Only an output folder the lab runs into (it holds the `latest` link), never any parent.
-    if std::fs::symlink_metadata(out.join(outdir::LATEST)).is_err() {
-        return;
-    }
-    match analyzer::html::write_index(out) {
-        Ok(true) => {}
-        Ok(false) => eprintln!(
-            "lab: {} was not written by the lab; left alone",
-            out.join("index.html").display()
-        ),
-        Err(e) => eprintln!(
-            "lab: warning: could not write {}: {e}",
-            out.join("index.html").display()
-        ),
-    }
 }
 
 /// `lab report [--out DIR] [SCENARIO]`: the analysis step alone (compose's analyzer container).

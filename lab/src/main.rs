@@ -16,6 +16,8 @@
 mod args;
 mod audit;
 mod chain;
+mod child;
+mod errors;
 mod live;
 mod map;
 mod outdir;

@@ -4,7 +4,8 @@
 //! its run directory under `/results` itself) and `lab run`/`simulate`/`compare` share one
 //! implementation. Here: an `--out` that cannot hold a run folder is the user's input (exit 2,
 //! naming `--out` and the cause), and a run that fails before it wrote anything leaves no empty
-//! run folder behind and `OUT/latest` where it was ([`Claim::abandon_if_empty`]).
+//! run folder behind and `OUT/latest` where it was ([`Claim::abandon_if_empty`]). The output
+//! folder's index, `OUT/index.html`, is rewritten beside each run ([`index_beside`]).
 
 use std::path::{Path, PathBuf};
 
@@ -39,7 +40,7 @@ pub fn fail(prefix: &str, e: &anyhow::Error) -> i32 {
     if is_broken_pipe(e) {
         return EXIT_BROKEN_PIPE;
     }
-    eprintln!("{prefix}: {}", crate::live::chain(e));
+    eprintln!("{prefix}: {}", crate::errors::chain(e));
     if e.is::<BadOut>() {
         crate::EXIT_USAGE
     } else {
@@ -85,7 +86,7 @@ pub fn claim_undoable(out: &Path, choice: &RunChoice) -> anyhow::Result<Claim> {
             let cause = if out.exists() && !out.is_dir() {
                 "it is a file, not a folder".to_string()
             } else {
-                crate::live::chain(&e)
+                crate::errors::chain(&e)
             };
             Err(anyhow::Error::new(BadOut {
                 out: out.to_path_buf(),
@@ -172,4 +173,28 @@ fn remove_empty_tree(dir: &Path) -> std::io::Result<()> {
         }
     }
     std::fs::remove_dir(dir)
+}
+
+/// Rewrites the index of the output folder holding the run directory `run` (`OUT/index.html`,
+/// where OUT holds the `latest` link), when the lab wrote the one there (or there is none). Its failure is a warning: the results
+/// themselves are written.
+pub fn index_beside(run: &Path) {
+    let Some(out) = run.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return;
+    };
+    // Only an output folder the lab runs into (it holds the `latest` link), never any parent.
+    if std::fs::symlink_metadata(out.join(LATEST)).is_err() {
+        return;
+    }
+    match analyzer::html::write_index(out) {
+        Ok(true) => {}
+        Ok(false) => eprintln!(
+            "lab: {} was not written by the lab; left alone",
+            out.join("index.html").display()
+        ),
+        Err(e) => eprintln!(
+            "lab: warning: could not write {}: {e}",
+            out.join("index.html").display()
+        ),
+    }
 }

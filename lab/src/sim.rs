@@ -49,7 +49,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             });
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
-            crate::live::index_beside(&run.dir);
+            outdir::index_beside(&run.dir);
             if e03_metrics::checks::any_failed(&summary) {
                 for line in e03_metrics::checks::fail_lines(&summary) {
                     eprintln!("lab: {}: {line}", scenario.name());

@@ -26,9 +26,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use e03_core::Scenario;
 
-use crate::live::{
-    child_command, loopback_serve_plan, start_service, terminate, wait_bounded, write_plan,
-};
+use crate::child::child_command;
+use crate::live::{loopback_serve_plan, start_service, terminate, wait_bounded, write_plan};
 use crate::outdir::{self, RunChoice};
 use crate::{EXIT_STOPPED, EXIT_USAGE};
 
