@@ -9,10 +9,18 @@
 # context that adds a `config.toml` and a `vendor/` directory there (scripts/build-standard-image.sh
 # does, for machines whose containers cannot reach crates.io) builds from vendored crates.
 #
+# The binary is linked statically (glibc's static libraries, from libc6-dev; names are resolved by
+# the lab's own DNS client), so the one build serves this image and the FROM scratch images of
+# the offline path too (docker/Dockerfile.offline; scripts/test-compose.sh copies it out of this
+# image instead of compiling the lab a second time).
+#
 # Offline / air-gapped machines without any base image: see docker/Dockerfile.offline and
 # docker-compose.offline.yml.
 FROM rust:1-bookworm AS build
 WORKDIR /src
+# As scripts/build-static.sh: static, no debug info. The target is named so that the flags reach
+# the lab and not the build scripts and proc macros, which run on the build machine.
+ENV RUSTFLAGS="-C target-feature=+crt-static -C strip=debuginfo"
 COPY docker/cargo-home/ /usr/local/cargo/
 # 1. The dependencies, from the manifests only: every workspace crate gets an empty stub.
 COPY Cargo.toml Cargo.lock ./
@@ -36,15 +44,16 @@ RUN set -eu; \
             mkdir -p "$c/$(dirname "$p")"; [ -e "$c/$p" ] || echo 'fn main() {}' >"$c/$p"; \
         done; \
     done; \
-    cargo build --release --locked -p lab; \
+    cargo build --release --locked -p lab --target "$(rustc -vV | sed -n 's/^host: //p')"; \
     rm -rf e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab
 # 2. The lab's own crates. Their stubs' build results are dropped, so nothing stale survives
 #    whatever the sources' timestamps.
 COPY . .
-RUN cargo clean --release -p e03-core -p e03-io -p e03-metrics -p precise-timer -p dependency-service \
-        -p client-swarm -p analyzer -p simulator -p lab \
-    && cargo build --release --locked -p lab \
-    && cp target/release/lab /usr/local/bin/lab
+RUN host=$(rustc -vV | sed -n 's/^host: //p') \
+    && cargo clean --release --target "$host" -p e03-core -p e03-io -p e03-metrics -p precise-timer \
+        -p dependency-service -p client-swarm -p analyzer -p simulator -p lab \
+    && cargo build --release --locked -p lab --target "$host" \
+    && cp "target/$host/release/lab" /usr/local/bin/lab
 
 FROM debian:bookworm-slim
 RUN useradd --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin lab

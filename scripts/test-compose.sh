@@ -15,13 +15,15 @@
 # the wire logs written by the proxy containers.
 # Then failover-45 with docker-compose.failover.yml: each strategy's two replicas as services of
 # their own (dep-a/dep-a1, dep-c/dep-c1, dep-d/dep-d1), every attempt matched, its checks PASS.
-# Then it builds the standard Dockerfile with the legacy builder (scripts/build-standard-image.sh)
-# and runs the default topology with that image once. It removes only what it made (its run
-# directories, its file) and puts results/latest back as it was.
+# It starts with the standard Dockerfile, built with the legacy builder
+# (scripts/build-standard-image.sh), and runs the default topology with that image once; the
+# offline images then take that image's static binary (docker/offline/lab), so the lab is
+# compiled once for both. It removes only what it made (its run directories, its file) and puts
+# results/latest back as it was.
 #   scripts/test-compose.sh          # everything above
-#   scripts/test-compose.sh chain    # only the static build and the chain run (about a minute)
-#   scripts/test-compose.sh wire     # only the static build and the slow-network run
-#   scripts/test-compose.sh failover # only the static build and the failover-45 run (about 2 min)
+#   scripts/test-compose.sh chain    # only a static build on the host and the chain run (about a minute)
+#   scripts/test-compose.sh wire     # only a static build on the host and the slow-network run
+#   scripts/test-compose.sh failover # only a static build on the host and the failover-45 run (about 2 min)
 set -euo pipefail
 only=${1:-all}
 case "$only" in
@@ -43,7 +45,6 @@ plain_compose() {
 cleanup() { compose down --remove-orphans >/dev/null 2>&1 || true; }
 trap 'cleanup' EXIT
 
-scripts/build-static.sh
 mkdir -p results
 mode=$(stat -c '%a' results)
 # The containers run as E03_UID (non-root), which does not own results/ here.
@@ -216,6 +217,7 @@ failover_run() {
 }
 
 if [ "$only" = chain ] || [ "$only" = wire ] || [ "$only" = failover ]; then
+    scripts/build-static.sh
     chmod 0777 results
     compose build
     "${only}_run"
@@ -256,6 +258,65 @@ chmod 0777 results
 # A short run: 6 s of traffic per scenario with a 1 s freeze, 60 clients.
 export E03_CLIENTS=60 E03_DURATION_S=6 E03_THINK_MIN_MS=300 E03_THINK_MAX_MS=600 \
     E03_FREEZE_START_S=2.5 E03_FREEZE_END_S=3.5 E03_RECOVERY_END_S=4.5
+
+# The standard Dockerfile, as a user's `docker compose up --build` builds it, but with the legacy
+# builder (this machine has no BuildKit) from local stand-ins of its base images and vendored
+# crates (scripts/build-standard-image.sh says which). Then the default topology,
+# docker-compose.yml alone, runs once with that image.
+scripts/build-standard-image.sh
+std_project=e03std$$
+std_compose() { docker-compose -p "$std_project" -f docker-compose.yml "$@"; }
+cleanup_std() { std_compose down --remove-orphans >/dev/null 2>&1 || true; cleanup; }
+trap 'cleanup_std' EXIT
+std_log=/tmp/e03-compose-up-standard-$$.log
+start=$(date +%s)
+std_compose up --no-color 2>&1 | tee "$std_log"
+echo "test-compose: standard-image compose run took $(( $(date +%s) - start )) s"
+for svc in swarm analyzer; do
+    code=$(docker inspect -f '{{.State.ExitCode}}' "$(std_compose ps -q "$svc")")
+    if [ "$code" != 0 ]; then
+        echo "test-compose: standard image: $svc exited with $code" >&2
+        exit 1
+    fi
+done
+for c in $(std_compose ps -q); do
+    image=$(docker inspect -f '{{.Config.Image}}' "$c")
+    if [ "$image" != e03-lab:latest ]; then
+        echo "test-compose: standard run: container $c ran $image" >&2
+        exit 1
+    fi
+done
+if [ "$(docker image inspect -f '{{.Id}}' e03-lab:latest)" != "$(docker image inspect -f '{{.Id}}' e03-lab:standard)" ]; then
+    echo "test-compose: e03-lab:latest is not the image the standard Dockerfile built" >&2
+    exit 1
+fi
+std_run=$(readlink results/latest || true)
+case "$std_run" in
+    ""|*/*|.*) echo "test-compose: standard run: results/latest is not a run id: '$std_run'" >&2; exit 1 ;;
+esac
+runs+=("$std_run")
+for id in A B C D; do
+    grep -qE "^analyzer[-_]1 +\| \| $id[ |]" "$std_log" \
+        || { echo "test-compose: the standard-image compose output has no table row for $id" >&2; exit 1; }
+done
+for scenario in e03a e03b; do
+    [ -s "results/$std_run/$scenario/summary.json" ] \
+        || { echo "test-compose: the standard run wrote no results/$std_run/$scenario/summary.json" >&2; exit 1; }
+done
+echo "test-compose: the standard Dockerfile's image ran the default topology: results/$std_run"
+std_compose down --remove-orphans
+
+# The offline path: FROM scratch images around the standard image's static binary (the one
+# compile serves both; scripts/build-static.sh builds one on the host for a user without it).
+mkdir -p docker/offline
+std_container=$(docker create e03-lab:standard)
+docker cp "$std_container:/lab" docker/offline/lab
+docker rm "$std_container" >/dev/null
+if ! ldd docker/offline/lab 2>&1 | grep -Eq 'statically linked|not a dynamic executable'; then
+    echo "test-compose: the standard image's /lab is dynamically linked; a FROM scratch image cannot run it" >&2
+    exit 1
+fi
+echo "test-compose: docker/offline/lab is the standard image's static binary ($(du -h docker/offline/lab | cut -f1))"
 compose build
 
 # One run; $1 is how it is started ("script" or "plain"). Sets run_id to the directory it made.
@@ -386,50 +447,4 @@ if [ -n "$left" ]; then
     exit 1
 fi
 
-# The standard Dockerfile, as a user's `docker compose up --build` builds it, but with the legacy
-# builder (this machine has no BuildKit) from local stand-ins of its base images and vendored
-# crates (scripts/build-standard-image.sh says which). Then the default topology,
-# docker-compose.yml alone, runs once with that image.
-scripts/build-standard-image.sh
-std_project=e03std$$
-std_compose() { docker-compose -p "$std_project" -f docker-compose.yml "$@"; }
-cleanup_std() { std_compose down --remove-orphans >/dev/null 2>&1 || true; cleanup; }
-trap 'cleanup_std' EXIT
-std_log=/tmp/e03-compose-up-standard-$$.log
-start=$(date +%s)
-std_compose up --no-color 2>&1 | tee "$std_log"
-echo "test-compose: standard-image compose run took $(( $(date +%s) - start )) s"
-for svc in swarm analyzer; do
-    code=$(docker inspect -f '{{.State.ExitCode}}' "$(std_compose ps -q "$svc")")
-    if [ "$code" != 0 ]; then
-        echo "test-compose: standard image: $svc exited with $code" >&2
-        exit 1
-    fi
-done
-for c in $(std_compose ps -q); do
-    image=$(docker inspect -f '{{.Config.Image}}' "$c")
-    if [ "$image" != e03-lab:latest ]; then
-        echo "test-compose: standard run: container $c ran $image" >&2
-        exit 1
-    fi
-done
-if [ "$(docker image inspect -f '{{.Id}}' e03-lab:latest)" != "$(docker image inspect -f '{{.Id}}' e03-lab:standard)" ]; then
-    echo "test-compose: e03-lab:latest is not the image the standard Dockerfile built" >&2
-    exit 1
-fi
-std_run=$(readlink results/latest || true)
-case "$std_run" in
-    ""|*/*|.*) echo "test-compose: standard run: results/latest is not a run id: '$std_run'" >&2; exit 1 ;;
-esac
-runs+=("$std_run")
-for id in A B C D; do
-    grep -qE "^analyzer[-_]1 +\| \| $id[ |]" "$std_log" \
-        || { echo "test-compose: the standard-image compose output has no table row for $id" >&2; exit 1; }
-done
-for scenario in e03a e03b; do
-    [ -s "results/$std_run/$scenario/summary.json" ] \
-        || { echo "test-compose: the standard run wrote no results/$std_run/$scenario/summary.json" >&2; exit 1; }
-done
-echo "test-compose: the standard Dockerfile's image ran the default topology: results/$std_run"
-std_compose down --remove-orphans
 echo "test-compose: 5 passed, 0 failed (offline path, chain as containers, wire proxies as containers, replicas as containers, standard Dockerfile)"
