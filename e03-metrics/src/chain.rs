@@ -7,7 +7,7 @@ use e03_core::chain::{CallRecord, ChainVariant, TopRecord};
 use e03_core::checks::{CheckMetric, CheckSpec, Published};
 
 use crate::checks::CheckRow;
-use crate::tables::Table;
+use crate::table::Table;
 
 /// The figures of one variant's run.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{histogram, quantile_ms};
+use crate::quantiles::{histogram, quantile_ms};
 
 /// The tally of one dependency's operations.
 #[derive(Debug, Clone)]

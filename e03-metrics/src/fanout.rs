@@ -10,7 +10,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{histogram, quantile_ms};
+use crate::quantiles::{histogram, quantile_ms};
 
 /// The tally of one run's fan-out requests.
 #[derive(Debug, Clone)]

@@ -64,7 +64,7 @@ use e03_core::dependency::ServiceConfig;
 use e03_core::events::{Arrival, Attempt, AttemptEnd, Cause, Response};
 
 use crate::matching::IdentitySketch;
-use crate::metrics::{histogram, quantile_ms, MAX_T_US};
+use crate::quantiles::{histogram, quantile_ms, MAX_T_US};
 
 /// Largest send lateness (p99) before the table warns, in ms.
 pub const LATENESS_WARN_MS: f64 = 2.0;

@@ -153,7 +153,7 @@ impl LedgerTally {
 
 /// Seed 004's table: one row per strategy and seed with its ledger and classification
 /// figures; `None` when no run has them.
-pub fn ledger_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Table> {
+pub fn ledger_table(s: &crate::ScenarioSummary) -> Option<crate::table::Table> {
     let runs: Vec<_> = s
         .runs
         .iter()
@@ -193,7 +193,7 @@ pub fn ledger_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Table> 
             ]
         })
         .collect();
-    let table = crate::tables::Table {
+    let table = crate::table::Table {
         headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,
     };

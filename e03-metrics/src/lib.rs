@@ -2,6 +2,11 @@
 //!
 //! Map of the modules:
 //!
+//! - `quantiles`: the window widths, the cap on times and the HDR histogram with its quantile
+//!   read in ms, which the accumulator and every figure module read.
+//! - `table`: the one [`tables::Table`] renderer, and [`tables::Spread`] over seeds with its
+//!   [`tables::Verdict`]; the table builders read it.
+//! - `peaks`: the busiest window of arrivals per width, counted as they come for the checks.
 //! - [`metrics`]: [`RunAccumulator`], the per-run accumulator of spec section 6, fed one fact at a
 //!   time by the analyzer's log reader or directly by the simulator, and [`RunMetrics`], its
 //!   result.
@@ -36,9 +41,12 @@ pub mod ledger;
 mod matching;
 pub mod metrics;
 pub mod openloop;
+mod peaks;
+mod quantiles;
 pub mod shards;
 pub mod stats;
 pub mod steps;
+mod table;
 pub mod tables;
 pub mod wire;
 

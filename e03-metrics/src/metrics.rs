@@ -29,14 +29,10 @@ use crate::fidelity::LiveAccumulator;
 pub use crate::fidelity::{Fidelity, Matched};
 use crate::ledger::{LedgerFigures, LedgerTally};
 use crate::openloop::{OpenLoopAcc, OpenLoopMetrics};
+use crate::quantiles::{histogram, quantile_ms};
+// The window widths and the cap on times, at the paths they always had.
+pub use crate::quantiles::{MAX_T_US, WINDOW_100MS_US, WINDOW_1S_US};
 
-/// Width of the short window, in microseconds.
-pub const WINDOW_100MS_US: u64 = 100_000;
-/// Width of the long window, in microseconds.
-pub const WINDOW_1S_US: u64 = 1_000_000;
-/// Times at or beyond this (two days) are not placed in window series: a run is at most one
-/// day long, and a bogus time must not make a series allocate without bound.
-pub const MAX_T_US: u64 = 2 * 86_400 * WINDOW_1S_US;
 /// Share of successes a 1 s window needs to count as recovered.
 const RECOVERED: f64 = 0.99;
 
@@ -306,7 +302,7 @@ pub struct RunAccumulator {
     /// False once the log reader asked for no list of arrivals.
     keep_arrivals: bool,
     /// Arrivals per window of the checks' widths.
-    peaks: crate::checks::WindowPeaks,
+    peaks: crate::peaks::WindowPeaks,
     operations: u64,
     affected_ops: u64,
     affected_ok: u64,
@@ -344,26 +340,11 @@ pub struct RunAccumulator {
     scenario: Scenario,
 }
 
-/// A histogram of µs from 1 µs to [`MAX_T_US`] at 3 significant digits; larger values are
-/// clamped to its top (`saturating_record`), which a fixed range makes well defined.
-pub(crate) fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_T_US, 3).expect("valid bounds and precision")
-}
-
 fn bump(series: &mut Vec<u64>, k: usize) {
     if series.len() <= k {
         series.resize(k + 1, 0);
     }
     series[k] += 1;
-}
-
-/// Value at quantile `q` in ms, 0 for an empty histogram.
-pub(crate) fn quantile_ms(h: &Histogram<u64>, q: f64) -> f64 {
-    if h.is_empty() {
-        0.0
-    } else {
-        h.value_at_quantile(q) as f64 / 1000.0
-    }
 }
 
 impl RunAccumulator {
@@ -400,7 +381,7 @@ impl RunAccumulator {
             hosts: Vec::new(),
             arrivals: Vec::new(),
             keep_arrivals: true,
-            peaks: crate::checks::WindowPeaks::new(&scenario.def().checks),
+            peaks: crate::peaks::WindowPeaks::new(&scenario.def().checks),
             operations: 0,
             affected_ops: 0,
             affected_ok: 0,

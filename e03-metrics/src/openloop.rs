@@ -28,7 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{MAX_T_US, WINDOW_1S_US};
+use crate::quantiles::{MAX_T_US, WINDOW_1S_US};
 
 /// A first attempt sent this long (µs) after its intended start is a late start.
 pub const LATE_START_US: u64 = 10_000;
@@ -269,7 +269,7 @@ impl OpenLoopAcc {
         bump(&mut self.goodput, end_us);
         bump(&mut self.ok_by_start, start_us);
         self.ok_latency
-            .get_or_insert_with(crate::metrics::histogram)
+            .get_or_insert_with(crate::quantiles::histogram)
             .saturating_record(end_us.saturating_sub(start_us));
     }
 
@@ -366,7 +366,7 @@ impl OpenLoopAcc {
             ok_p99_ms: self
                 .ok_latency
                 .as_ref()
-                .map_or(0.0, |h| crate::metrics::quantile_ms(h, 0.99)),
+                .map_or(0.0, |h| crate::quantiles::quantile_ms(h, 0.99)),
             worked_1s: self.worked,
             useful_1s: self.useful,
             offered,
@@ -647,7 +647,7 @@ impl PhaseMap {
 /// The open-loop table of a summary (one row per strategy and seed), `None` when no run is
 /// open-loop: offered, dropped and late starts, p99 latency from the intended start,
 /// amplification, wasted work and the recovery verdict.
-pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Table> {
+pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::table::Table> {
     let rows: Vec<Vec<String>> = s
         .runs
         .iter()
@@ -686,7 +686,7 @@ pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::tables::Tabl
         "p99 ms of successes",
         "after the trigger",
     ];
-    Some(crate::tables::Table {
+    Some(crate::table::Table {
         headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,
     })

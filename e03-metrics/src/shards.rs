@@ -10,7 +10,7 @@ use e03_core::events::{Arrival, Attempt, AttemptEnd};
 use e03_core::shard::Shard;
 
 use crate::matching::IdentitySketch;
-use crate::metrics::{histogram, quantile_ms};
+use crate::quantiles::{histogram, quantile_ms};
 
 /// One shard's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -83,7 +83,7 @@ pub const METRICS: &[Metric] = &[
 
 /// Mean, least and greatest of a figure over runs: the analyzer's own type, so simulated and
 /// live tables spread their seeds the same way.
-pub use crate::tables::Spread;
+pub use crate::table::Spread;
 
 /// The spread of `metric` over the runs that have it; `None` if none has it.
 pub fn spread_of<'a>(

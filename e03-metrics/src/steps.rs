@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use e03_core::events::Cause;
 use e03_core::steps::Flow;
 
-use crate::tables::Table;
+use crate::table::Table;
 use crate::ScenarioSummary;
 
 /// The facts of one run, as they come.
