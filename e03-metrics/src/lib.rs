@@ -6,6 +6,9 @@
 //!   read in ms, which the accumulator and every figure module read.
 //! - `table`: the one [`tables::Table`] renderer, and [`tables::Spread`] over seeds with its
 //!   [`tables::Verdict`]; the table builders read it.
+//! - `records`: the plain records a run's figures are made of (a class's tally, the attempt
+//!   log's lines and how each ended, the unanswered attempts by class, the breaker's and the
+//!   balancer's changes), re-exported from [`metrics`].
 //! - `peaks`: the busiest window of arrivals per width, counted as they come for the checks.
 //! - [`metrics`]: [`RunAccumulator`], the per-run accumulator of spec section 6, fed one fact at a
 //!   time by the analyzer's log reader or directly by the simulator, and [`RunMetrics`], its
@@ -43,6 +46,7 @@ pub mod metrics;
 pub mod openloop;
 mod peaks;
 mod quantiles;
+mod records;
 pub mod shards;
 pub mod stats;
 pub mod steps;

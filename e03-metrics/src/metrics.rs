@@ -17,7 +17,6 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use e03_core::attempt::Broken;
 use e03_core::breaker::BreakerState;
 use e03_core::events::{
     Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
@@ -32,23 +31,11 @@ use crate::openloop::{OpenLoopAcc, OpenLoopMetrics};
 use crate::quantiles::{histogram, quantile_ms};
 // The window widths and the cap on times, at the paths they always had.
 pub use crate::quantiles::{MAX_T_US, WINDOW_100MS_US, WINDOW_1S_US};
+// The records a run's figures are made of, at the paths they always had.
+pub use crate::records::{AttemptLine, BreakerMark, ClassTally, HostMark, LineEnd, NoAnswer};
 
 /// Share of successes a 1 s window needs to count as recovered.
 const RECOVERED: f64 = 0.99;
-
-/// Operations of one class, and how many of them succeeded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassTally {
-    pub operations: u64,
-    pub succeeded: u64,
-}
-
-impl ClassTally {
-    /// The share that succeeded; `None` without operations.
-    pub fn success(&self) -> Option<f64> {
-        (self.operations > 0).then(|| self.succeeded as f64 / self.operations as f64)
-    }
-}
 
 impl RunMetrics {
     /// The critical operations: every operation that is not best effort.
@@ -167,112 +154,6 @@ pub struct RunMetrics {
 
 /// Most attempts a run keeps in its [`RunMetrics::attempt_log`]; a run with more keeps none.
 pub const ATTEMPT_LOG_MAX: usize = 2000;
-
-/// How one attempt ended, for the attempt log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineEnd {
-    Status(u16),
-    Timeout,
-    /// No HTTP answer: the connection failed, and how.
-    Broken(Broken),
-    /// Refused by a policy layer before sending.
-    FailedFast,
-    /// Not answered before the run ended.
-    Unanswered,
-    /// Cancelled: its hedged operation ended without it ([`AttemptEnd::Cancelled`]).
-    Cancelled,
-}
-
-/// Sent attempts without an HTTP answer, by how they ended (issue 27's outcome classes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NoAnswer {
-    /// No complete answer within the attempt's timeout.
-    #[serde(default)]
-    pub timeout: u64,
-    #[serde(default)]
-    pub connect_refused: u64,
-    #[serde(default)]
-    pub connect_timeout: u64,
-    #[serde(default)]
-    pub reset_before_answer: u64,
-    #[serde(default)]
-    pub reset_mid_body: u64,
-    /// Connection failures of no other class.
-    #[serde(default)]
-    pub connection_error: u64,
-}
-
-impl NoAnswer {
-    /// Counts one attempt's end (answers and unsent attempts count nothing).
-    pub fn add(&mut self, end: LineEnd) {
-        match end {
-            LineEnd::Timeout => self.timeout += 1,
-            LineEnd::Broken(b) => *self.of_mut(b) += 1,
-            LineEnd::Status(_) | LineEnd::FailedFast | LineEnd::Unanswered | LineEnd::Cancelled => {
-            }
-        }
-    }
-
-    /// The count of one connection failure class.
-    pub fn of(&self, b: Broken) -> u64 {
-        match b {
-            Broken::ConnectRefused => self.connect_refused,
-            Broken::ConnectTimeout => self.connect_timeout,
-            Broken::ResetBeforeAnswer => self.reset_before_answer,
-            Broken::ResetMidBody => self.reset_mid_body,
-            Broken::Other => self.connection_error,
-        }
-    }
-
-    fn of_mut(&mut self, b: Broken) -> &mut u64 {
-        match b {
-            Broken::ConnectRefused => &mut self.connect_refused,
-            Broken::ConnectTimeout => &mut self.connect_timeout,
-            Broken::ResetBeforeAnswer => &mut self.reset_before_answer,
-            Broken::ResetMidBody => &mut self.reset_mid_body,
-            Broken::Other => &mut self.connection_error,
-        }
-    }
-
-    /// Attempts whose connection failed, every class.
-    pub fn broken(&self) -> u64 {
-        Broken::ALL.iter().map(|&b| self.of(b)).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.timeout == 0 && self.broken() == 0
-    }
-}
-
-/// One attempt of a small run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttemptLine {
-    pub client: u32,
-    pub op: u32,
-    /// 1 for the first attempt.
-    pub attempt: u32,
-    /// When it left (or was refused), µs after time zero.
-    pub sent_us: u64,
-    /// When its answer came, µs after time zero.
-    pub end_us: u64,
-    pub end: LineEnd,
-}
-
-/// One state change of a strategy's circuit breaker.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BreakerMark {
-    pub t_us: u64,
-    pub from: e03_core::breaker::BreakerState,
-    pub to: e03_core::breaker::BreakerState,
-}
-
-/// A replica left or re-entered the callers' balancer's rotation.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct HostMark {
-    pub t_us: u64,
-    pub replica: u32,
-    pub change: e03_core::balancer::Change,
-}
 
 /// Collects one run's facts; see the module docs.
 #[derive(Debug)]
