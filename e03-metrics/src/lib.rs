@@ -1,30 +1,59 @@
 //! The lab's metrics as pure computation: no files, no network, no plotting, no command line.
 //!
-//! Map of the modules:
+//! Map of the modules, bottom-up: each reads only modules listed before it (and the
+//! [`ScenarioSummary`] of this file), so the crate's files form no circle of imports.
+//!
+//! Leaves, which read nothing of the crate:
 //!
 //! - `quantiles`: the window widths, the cap on times and the HDR histogram with its quantile
 //!   read in ms, which the accumulator and every figure module read.
-//! - `table`: the one [`tables::Table`] renderer, and [`tables::Spread`] over seeds with its
-//!   [`tables::Verdict`]; the table builders read it.
 //! - `records`: the plain records a run's figures are made of (a class's tally, the attempt
 //!   log's lines and how each ended, the unanswered attempts by class, the breaker's and the
 //!   balancer's changes), re-exported from [`metrics`].
 //! - `peaks`: the busiest window of arrivals per width, counted as they come for the checks.
+//! - `table`: the one [`tables::Table`] renderer, and [`tables::Spread`] over seeds with its
+//!   [`tables::Verdict`]; every table builder reads it.
+//! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
+//!   client's and the server's identities without keeping them.
+//! - [`wire`]: a wire fault's figures: timeouts only the network caused, work done twice.
+//!
+//! The figure modules, each a tally the accumulator feeds, its figures, and (for some) its
+//! table:
+//!
+//! - [`fidelity`]: live-only figures: send lateness, queueing outside the model, throughput
+//!   while saturated, and client/server identity matching.
+//! - [`openloop`]: the open loop's figures (offered, dropped, late starts, wasted work,
+//!   amplification over time) and the recovery verdict (recovered in N s, or metastable).
+//! - [`ledger`]: seed 004's figures: duplicate charges, lost responses retried, permanent errors.
+//! - [`steps`]: the step workload's figures (seed 002): who pays for a retry.
+//! - [`fanout`]: the fan-out workload's requests, their success and their tail.
+//! - [`dependencies`]: each dependency's operations over a partition.
+//! - [`shards`]: each shard's figures, for a live run split over swarm processes.
+//!
+//! The accumulator:
+//!
 //! - [`metrics`]: [`RunAccumulator`], the per-run accumulator of spec section 6, fed one fact at a
 //!   time by the analyzer's log reader or directly by the simulator, and [`RunMetrics`], its
 //!   result.
-//! - [`fidelity`]: live-only figures: send lateness, queueing outside the model, throughput
-//!   while saturated, and client/server identity matching.
-//! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
-//!   client's and the server's identities without keeping them.
-//! - [`openloop`]: the open loop's figures (offered, dropped, late starts, wasted work,
-//!   amplification over time) and the recovery verdict (recovered in N s, or metastable).
+//!
+//! What reads a run's figures:
+//!
 //! - [`checks`]: a scenario's `[[check]]` tables evaluated on its runs (ours beside the published
 //!   figure, PASS or FAIL), and the per-caller attempt log of a small run.
-//! - [`wire`]: a wire fault's figures: timeouts only the network caused, work done twice.
 //! - [`stats`]: the figures of a run as a list of named accessors with their units.
-//! - [`tables`]: spreads over seeds, verdicts, the one [`tables::Table`] renderer, every table
-//!   of the lab and the plain-language conclusion under them; printers take any `W: Write`.
+//! - [`chain`]: the figures of a chain run: calls per layer, wasted work, its checks.
+//! - `measures`: the four measures the comparison tables and the conclusion both read, and a
+//!   strategy's spread of one over its seeds.
+//! - `live_tables`: live runs only: the fidelity table and lines, matching, shards.
+//! - `conclusion`: the plain-language conclusion under the comparison.
+//!
+//! The top:
+//!
+//! - [`tables`]: the comparison tables (one row per strategy, the series around the outage, the
+//!   seed-to-seed verdicts), the hedge and class tables, and [`print_tables`], which prints every
+//!   table of the lab and the plain-language conclusion under them; printers take any
+//!   `W: Write`. It re-exports the renderer, spreads and verdicts (`table`), the conclusion and
+//!   the live tables at their old paths.
 //!
 //! [`ScenarioSummary`] is everything measured for one scenario, live or simulated.
 
@@ -37,11 +66,14 @@ use e03_core::{Params, Scenario};
 
 pub mod chain;
 pub mod checks;
+mod conclusion;
 pub mod dependencies;
 pub mod fanout;
 pub mod fidelity;
 pub mod ledger;
+mod live_tables;
 mod matching;
+mod measures;
 pub mod metrics;
 pub mod openloop;
 mod peaks;
@@ -52,6 +84,8 @@ pub mod stats;
 pub mod steps;
 mod table;
 pub mod tables;
+#[cfg(test)]
+mod test_summaries;
 pub mod wire;
 
 pub use metrics::{RunAccumulator, RunMetrics};
