@@ -71,7 +71,7 @@ impl FileChain {
         }
         let mut seen: Vec<&str> = Vec::new();
         for v in &self.variant {
-            if !crate::scenario::valid_name(&v.id) {
+            if !crate::names::valid_name(&v.id) {
                 return Err(format!(
                     "[[chain.variant]] id = {:?}: expected 1 to 32 characters from a-z, 0-9, '-' \
                      and '_'",

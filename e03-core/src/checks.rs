@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::strategy_table::{fail_at, TableError};
+use crate::toml_table::{fail_at, TableError};
 
 /// What a check measures in one run of one strategy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

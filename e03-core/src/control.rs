@@ -8,7 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::params::Scenario;
+pub use crate::names::{valid_run_dir, valid_strategy_id};
+use crate::scenario::Scenario;
 
 pub const START_PATH: &str = "/control/start";
 pub const STOP_PATH: &str = "/control/stop";
@@ -189,26 +190,6 @@ pub struct RunCounts {
 /// File name of the scenario definition a run keeps beside its logs, `<scenario>/scenario.toml`,
 /// so that a run folder explains itself and can be analysed without the user's file.
 pub const SCENARIO_FILE: &str = "scenario.toml";
-
-/// Whether a strategy id is safe to put in a file name: 1 to 32 ASCII letters, digits or '-'
-/// (a scenario's own strategies are like `immediate-20ms`), not starting with '-'.
-pub fn valid_strategy_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 32
-        && !id.starts_with('-')
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-}
-
-/// Whether a run directory name is one safe path component: 1 to 255 ASCII letters, digits,
-/// '-', '_' or '.', not starting with '.' (so never `.`, `..` or hidden).
-pub fn valid_run_dir(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 255
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
 
 /// `<scenario>/server-<strategy>-seed<seed>.jsonl`, relative to a log directory.
 pub fn server_log_path(scenario: &Scenario, strategy: &str, seed: u64) -> String {

@@ -24,6 +24,10 @@
 //! - [`strategy_table`]: a strategy written as a `[[strategy]]` table, and how a run's strategy
 //!   ids are resolved (A to F, the presets, then a scenario's own).
 //! - [`scenario`]: scenarios as data (TOML files: timeline, faults, workload, policies, checks).
+//! - [`scenario_config`]: a run's parameters read against its scenario: the timeline and the
+//!   dependency's configuration per strategy and replica.
+//! - [`toml_table`]: reading a table of a user's TOML file, errors that say `file:line`.
+//! - [`names`]: which strings may name a scenario, a strategy and a run folder.
 //! - [`checks`]: a scenario's `[[check]]` tables: which figure, the published value, the band.
 //! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets
 //!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
@@ -76,6 +80,7 @@ pub mod faults;
 pub mod hedge;
 pub mod ledger;
 pub mod limit;
+pub mod names;
 pub mod node;
 pub mod operation;
 pub mod params;
@@ -84,6 +89,7 @@ pub mod presets;
 pub mod priority;
 pub mod rng;
 pub mod scenario;
+pub mod scenario_config;
 pub mod schedule;
 pub mod session;
 pub mod shard;
@@ -91,6 +97,7 @@ pub mod steps;
 pub mod strategy;
 pub mod strategy_table;
 pub mod timeline;
+pub mod toml_table;
 pub mod wire;
 pub mod workload;
 
@@ -98,7 +105,8 @@ pub use budget::{RetryBudget, TokenBucket, Unlimited};
 pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};
 pub use node::DependencyNode;
 pub use operation::{AttemptResult, GiveUp, Next, OpOutcome, Operation};
-pub use params::{ParamError, Params, Scenario};
+pub use params::{ParamError, Params};
+pub use scenario::Scenario;
 pub use schedule::DependencySchedule;
 pub use strategy::{Backoff, Jitter, Strategy};
 pub use timeline::Timeline;

@@ -10,17 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::budget::BudgetSpec;
-use crate::dependency::ServiceConfig;
-use crate::faults::FaultModel;
 use crate::operation::Limits;
 use crate::strategy::Strategy;
 use crate::strategy_table::{accepted_ids, resolve_id, StrategySpec};
-use crate::timeline::{
-    DegradedWindow, DownWindow, FreezeWindow, PhaseKind, RateLimitWindow, Timeline, WireFault,
-    WireWindow,
-};
-
-pub use crate::scenario::Scenario;
 
 /// One parameter of the lab.
 #[derive(Debug, Clone, Copy)]
@@ -565,11 +557,9 @@ pub enum ParamError {
     },
     #[error("unknown parameter {name:?}: expected one of the E03_* parameter names (see --help)")]
     Unknown { name: String },
-    #[error(
-        "unknown scenario {value:?}: expected {}, all, or a scenario file (NAME.toml)",
-        crate::scenario::Scenario::known_names().join(", ")
-    )]
-    UnknownScenario { value: String },
+    /// `known`: the built-in scenarios' names, as the message lists them.
+    #[error("unknown scenario {value:?}: expected {known}, all, or a scenario file (NAME.toml)")]
+    UnknownScenario { value: String, known: String },
 }
 
 /// The dependency's parameters.
@@ -875,7 +865,7 @@ impl TryFrom<ParamsFields> for Params {
         if let Some(s) = f
             .strategies
             .iter()
-            .find(|s| !crate::control::valid_strategy_id(&s.id))
+            .find(|s| !crate::names::valid_strategy_id(&s.id))
         {
             return Err(format!(
                 "invalid strategy id {:?}: expected 1 to 32 ASCII letters, digits or '-'",
@@ -926,11 +916,11 @@ fn broken_rule(service: &ServiceParams, swarm: &SwarmParams) -> Option<&'static 
 /// Most seeds in one run (as `E03_SEEDS` accepts).
 const MAX_SEEDS: usize = 10_000;
 
-fn ms(v: f64) -> Duration {
+pub(crate) fn ms(v: f64) -> Duration {
     Duration::from_secs_f64(v / 1000.0)
 }
 
-fn secs(v: f64) -> Duration {
+pub(crate) fn secs(v: f64) -> Duration {
     Duration::from_secs_f64(v)
 }
 
@@ -1418,18 +1408,6 @@ impl Params {
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
-    /// The parameters of one scenario: its file's settings, overridden by `raw` (the user's
-    /// env vars and flags, keyed by env name). Validated like [`Params::from_raw`].
-    pub fn for_scenario(
-        scenario: &Scenario,
-        raw: &BTreeMap<String, String>,
-    ) -> Result<Params, ParamError> {
-        let def = scenario.def();
-        let mut all = def.settings.clone();
-        all.extend(raw.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Params::from_raw_with(&all, &def.own_strategies())
-    }
-
     /// Which requests the dependency admits (`E03_ADMISSION`).
     pub fn admission(&self) -> crate::dependency::AdmissionRule {
         crate::dependency::AdmissionRule::parse(&self.service.admission).unwrap_or_default()
@@ -1459,15 +1437,6 @@ impl Params {
         }
     }
 
-    /// The dependency's configuration for one scenario and seed: the scenario's timeline of
-    /// phases, with its first freeze and the degraded phase after it moved to these parameters
-    /// (`E03_FREEZE_*`, `E03_RECOVERY_*`), and, for a scenario with a `[faults]` table, the
-    /// transient faults of these parameters. The E03 parameters move what a scenario has; they
-    /// do not add what it lacks (E03-B has no transient faults whatever `E03_FAIL_RATE` says).
-    pub fn service_config(&self, scenario: &Scenario, seed: u64) -> ServiceConfig {
-        self.service_config_for(scenario, seed, "")
-    }
-
     /// Whether the dependency that `strategy`'s runs face admits by deadline: the strategy
     /// table's `admission` where it sets one, `E03_ADMISSION` otherwise. The swarm sends the
     /// deadline header exactly then.
@@ -1481,179 +1450,6 @@ impl Params {
         self.strategy(strategy)
             .and_then(|s| s.server.admission)
             .unwrap_or_else(|| self.admission())
-    }
-
-    /// [`Self::service_config`] for the dependency that `strategy`'s runs face: with the
-    /// strategy table's own queue policy and admission ([`crate::strategy::ServerSide`]) where
-    /// it sets them. An id the run does not have (a standalone run's) takes the run's.
-    pub fn service_config_for(
-        &self,
-        scenario: &Scenario,
-        seed: u64,
-        strategy: &str,
-    ) -> ServiceConfig {
-        self.replica_config_for(scenario, seed, strategy, 0)
-    }
-
-    /// [`Self::service_config_for`] of replica `replica`: its own timeline
-    /// ([`Self::timeline_of`]); the rest is every replica's.
-    pub fn replica_config_for(
-        &self,
-        scenario: &Scenario,
-        seed: u64,
-        strategy: &str,
-        replica: u32,
-    ) -> ServiceConfig {
-        // The row's own server side, where its table sets one (a single lookup).
-        let server = self
-            .strategy(strategy)
-            .map(|s| s.server)
-            .unwrap_or_default();
-        let mut queue_policy = self.queue_policy();
-        if let Some(d) = server.queue_policy {
-            queue_policy.discipline = d;
-        }
-        let s = &self.service;
-        ServiceConfig {
-            workers: s.workers,
-            queue: s.queue,
-            service_time: ms(s.service_ms),
-            queue_policy,
-            admission: server.admission.unwrap_or_else(|| self.admission()),
-            priority_reserve: s.priority_reserve,
-            concurrency_limit: server
-                .concurrency_limit
-                .unwrap_or_else(|| {
-                    crate::limit::LimitKind::parse(&s.concurrency_limit).unwrap_or_default()
-                })
-                .limit(ms(s.limit_timeout_ms)),
-            timeline: self.timeline_of(scenario, replica),
-            faults: if !scenario.def().has_faults
-                || (s.fail_rate == 0.0
-                    && s.slow_rate == 0.0
-                    && s.lost_rate == 0.0
-                    && s.permanent_rate == 0.0
-                    && s.timeout_rate == 0.0
-                    && s.cutoff_rate == 0.0
-                    && s.tail_rate == 0.0
-                    && s.input_tokens == 0)
-            {
-                FaultModel::default()
-            } else {
-                FaultModel {
-                    fail_rate: s.fail_rate,
-                    slow_rate: s.slow_rate,
-                    slow_delay: ms(s.slow_ms),
-                    lost_rate: s.lost_rate,
-                    permanent_rate: s.permanent_rate,
-                    timeout_rate: s.timeout_rate,
-                    cutoff_rate: s.cutoff_rate,
-                    input_tokens: s.input_tokens,
-                    output_tokens: s.output_tokens,
-                    tail_rate: s.tail_rate,
-                    tail_factor: s.tail_factor,
-                }
-            },
-            seed,
-        }
-    }
-
-    /// The scenario's timeline with E03's timeline parameters applied: they move its freeze
-    /// and the degraded phase that starts where the freeze ends; other phases stay as written.
-    pub fn timeline(&self, scenario: &Scenario) -> Timeline {
-        self.timeline_of(scenario, 0)
-    }
-
-    /// [`Self::timeline`] of replica `replica` (`E03_REPLICAS`): the phases of every replica
-    /// and its own (`[[timeline]] replica`).
-    pub fn timeline_of(&self, scenario: &Scenario, replica: u32) -> Timeline {
-        let s = &self.service;
-        let phases: Vec<_> = scenario
-            .def()
-            .phases
-            .iter()
-            .filter(|p| p.replica.is_none_or(|r| r == replica))
-            .copied()
-            .collect();
-        let freeze_at = phases.iter().position(|p| p.phase == PhaseKind::Freeze);
-        let mut timeline = Timeline::default();
-        for (i, p) in phases.iter().enumerate() {
-            let (start, end) = (secs(p.start_s), secs(p.end_s));
-            let after_freeze =
-                freeze_at.is_some_and(|f| f + 1 == i && phases[f].end_s == p.start_s);
-            match p.phase {
-                PhaseKind::Up => {}
-                PhaseKind::Down { status, latency_ms } => timeline.down.push(DownWindow {
-                    start,
-                    end,
-                    status,
-                    latency: s
-                        .down_latency_ms
-                        .map_or(Duration::from_millis(latency_ms), ms),
-                }),
-                PhaseKind::RateLimited {
-                    calls,
-                    window_ms,
-                    count_rejected,
-                    retry_after_ms,
-                } => timeline.rate_limited.push(RateLimitWindow {
-                    start,
-                    end,
-                    calls,
-                    window: Duration::from_millis(window_ms),
-                    count_rejected,
-                    retry_after: retry_after_ms.map(Duration::from_millis),
-                }),
-                PhaseKind::Freeze => {
-                    timeline.freeze = Some(FreezeWindow {
-                        start: secs(s.freeze_start_s),
-                        end: secs(s.freeze_end_s),
-                    })
-                }
-                PhaseKind::Degraded { .. } if after_freeze => {
-                    timeline.degraded = Some(DegradedWindow {
-                        start: secs(s.freeze_end_s),
-                        end: secs(s.recovery_end_s),
-                        capacity_factor: s.recovery_factor,
-                    })
-                }
-                PhaseKind::Degraded { capacity_factor } => {
-                    timeline.degraded = Some(DegradedWindow {
-                        start,
-                        end,
-                        capacity_factor,
-                    })
-                }
-                PhaseKind::Refused { latency_ms } => timeline.wire.push(WireWindow {
-                    start,
-                    end,
-                    fault: WireFault::Refused,
-                    latency: s
-                        .down_latency_ms
-                        .map_or(Duration::from_millis(latency_ms), ms),
-                }),
-                PhaseKind::Toxic {
-                    toxic,
-                    stream,
-                    toxicity,
-                } => timeline.wire.push(WireWindow {
-                    start,
-                    end,
-                    fault: WireFault::Toxic {
-                        toxic,
-                        stream,
-                        toxicity,
-                    },
-                    latency: Duration::ZERO,
-                }),
-            }
-        }
-        timeline
-    }
-
-    /// E03-B's timeline under these parameters.
-    pub fn outage_timeline(&self) -> Timeline {
-        self.timeline(&Scenario::e03b())
     }
 
     pub fn limits(&self) -> Limits {
@@ -2024,6 +1820,9 @@ impl crate::session::SessionConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::faults::FaultModel;
+    use crate::scenario::Scenario;
+    use crate::timeline::{DownWindow, Timeline};
 
     #[test]
     fn typed_edits_are_checked_by_the_rules_of_typed_values() {

@@ -30,9 +30,11 @@ use toml::Spanned;
 use crate::chain::ChainDef;
 use crate::chain_file::FileChain;
 use crate::checks::{parse_check_table, CheckSpec};
+use crate::names::valid_name;
 use crate::params::{ParamError, Params};
 use crate::strategy_table::{parse_strategy_tables, StrategySpec};
 use crate::timeline::{PhaseKind, PhaseWindow};
+use crate::toml_table::line_of;
 
 /// The built-in scenarios: file name and text, compiled in.
 pub const BUILTIN_FILES: &[(&str, &str)] = &[
@@ -330,11 +332,6 @@ impl ScenarioError {
     pub fn line(&self) -> Option<usize> {
         self.line.trim_start_matches(':').parse().ok()
     }
-}
-
-/// The 1-based line of byte `offset` in `text`.
-pub(crate) fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 /// The raw form of a scenario file, with the position of every value.
@@ -886,15 +883,6 @@ fn accepts(env: &str) -> String {
         .unwrap_or_default()
 }
 
-pub(crate) fn valid_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    (1..=32).contains(&name.len())
-        && chars
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-}
-
 /// The built-in scenarios, parsed (they are checked by this crate's tests).
 pub fn builtins() -> Vec<ScenarioDef> {
     BUILTIN_FILES
@@ -1025,6 +1013,7 @@ impl Scenario {
         Scenario::named(alias)
             .map(|s| vec![s])
             .ok_or_else(|| ParamError::UnknownScenario {
+                known: Scenario::known_names().join(", "),
                 value: value.to_string(),
             })
     }

@@ -35,6 +35,8 @@ use toml::Spanned;
 use crate::breaker::BreakerSpec;
 use crate::budget::BudgetSpec;
 use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
+use crate::toml_table::fail_at;
+pub use crate::toml_table::TableError;
 
 /// The backoff of a strategy table; `None` base or cap take the run's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -113,15 +115,6 @@ pub struct StrategySpec {
     /// pool per dependency): [`crate::strategy::Strategy::bulkhead`]; default none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bulkhead: Vec<u32>,
-}
-
-/// What is wrong with a strategy table: the key (empty for the table as a whole), where its
-/// value starts in the file's text (if known) and what is expected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableError {
-    pub key: String,
-    pub offset: Option<usize>,
-    pub message: String,
 }
 
 /// The keys a `[[strategy]]` table takes.
@@ -709,7 +702,7 @@ pub struct PolicyFileError {
 impl PolicyFileError {
     fn at(origin: &str, text: &str, offset: Option<usize>, message: String) -> Self {
         let line = offset
-            .map(|o| format!(":{}", crate::scenario::line_of(text, o)))
+            .map(|o| format!(":{}", crate::toml_table::line_of(text, o)))
             .unwrap_or_default();
         Self {
             origin: origin.to_string(),
@@ -791,20 +784,6 @@ pub fn accepted_ids(own: &[StrategySpec]) -> String {
         "a comma-separated list of strategy ids from {} without repeats",
         ids.join(",")
     )
-}
-
-/// An error about `key` of a table that starts at `at`, placed at the key's value if present.
-pub(crate) fn fail_at<T>(
-    table: &BTreeMap<String, Spanned<toml::Value>>,
-    at: usize,
-    key: &str,
-    message: String,
-) -> Result<T, TableError> {
-    Err(TableError {
-        key: key.to_string(),
-        offset: Some(table.get(key).map_or(at, |v| v.span().start)),
-        message,
-    })
 }
 
 #[cfg(test)]

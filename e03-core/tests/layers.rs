@@ -52,6 +52,9 @@ const CONFIG: &[&str] = &[
     "cli",
     "control",
     "chain_file",
+    "scenario_config",
+    "toml_table",
+    "names",
 ];
 
 /// Crate-root re-exports that are config types.
