@@ -32,7 +32,22 @@ use e03_io::exit::{STOPPED as EXIT_STOPPED, USAGE as EXIT_USAGE};
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
-    let code = match args.get(1).and_then(|a| a.to_str()) {
+    std::process::exit(dispatch(args));
+}
+
+/// Runs the command `args` names (`args[0]` is the program) and returns its exit code.
+fn dispatch(args: Vec<OsString>) -> i32 {
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("--version" | "-V") => {
+            println!("lab {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        // `lab help CMD` is `lab CMD --help`, for every command.
+        Some("help") if args.len() == 3 => dispatch(vec![
+            args[0].clone(),
+            args[2].clone(),
+            OsString::from("--help"),
+        ]),
         Some("serve") => dependency_service::main_entry(child_args("lab serve", &args)),
         Some("hop") => dependency_service::hop::main_entry(child_args("lab hop", &args)),
         Some("proxy") => dependency_service::proxy::main_entry(child_args("lab proxy", &args)),
@@ -62,8 +77,7 @@ fn main() {
             Ok(args::Command::Compare(plan)) => sim::compare(&plan),
             Err(code) => code,
         },
-    };
-    std::process::exit(code);
+    }
 }
 
 /// Exit code of `lab replica` when a published cell is not reproduced.

@@ -394,3 +394,31 @@ fn an_empty_out_exits_2_naming_out_and_writes_nothing() {
     }
     let _ = std::fs::remove_dir_all(&cwd);
 }
+
+/// Issue 54: there was no `--version`, and `lab help serve` listed no options while `lab serve
+/// --help` did. `lab --version` names the lab and its version; `lab help CMD` prints exactly
+/// what `lab CMD --help` prints, for every command.
+#[test]
+fn version_and_help_for_every_command() {
+    let o = lab().arg("--version").output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("lab {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    for cmd in [
+        "run", "simulate", "compare", "list", "report", "map", "replica", "soak", "audit", "serve",
+        "hop", "proxy", "swarm", "analyze", "client",
+    ] {
+        let help = lab().args(["help", cmd]).output().unwrap();
+        let flag = lab().args([cmd, "--help"]).output().unwrap();
+        assert_eq!(flag.status.code(), Some(0), "lab {cmd} --help");
+        assert_eq!(help.status.code(), Some(0), "lab help {cmd}");
+        assert!(!flag.stdout.is_empty(), "lab {cmd} --help printed nothing");
+        assert_eq!(
+            String::from_utf8_lossy(&help.stdout),
+            String::from_utf8_lossy(&flag.stdout),
+            "lab help {cmd} and lab {cmd} --help differ"
+        );
+    }
+}
