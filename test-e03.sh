@@ -34,7 +34,9 @@
 #
 # It ends with a table of its steps and their wall times, and the slowest test binaries (also
 # written to target/e03-test-times.md); docs/measurements.md keeps dated copies.
-# Python packages come from scripts/pydeps.sh, a cache outside the clone (E03_CACHE_DIR).
+# The crates.io dependencies' build (scripts/cargo-deps.sh) and the Python packages
+# (scripts/pydeps.sh) come from caches outside the clone (E03_CACHE_DIR), keyed by their locked
+# inputs; a machine without them builds them once.
 # Env: E03_TEST_DOCKER=0 skips step 7 on purpose.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -148,6 +150,11 @@ trap report_times EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "the dependencies' build, from a cache outside the clone (scripts/cargo-deps.sh)"
+# A fresh clone's target/ is seeded with the crates.io dependencies compiled once per
+# Cargo.lock, manifests and toolchain; cargo then compiles only the lab's own crates.
+scripts/cargo-deps.sh
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
