@@ -108,8 +108,13 @@ fn seconds(list: &[f64]) -> String {
 }
 
 /// The checks of the summary's scenario that apply to it (live or simulated), one row per
-/// check and seed, in the file's order.
+/// check and seed, in the file's order; none for a run that cannot be trusted
+/// ([`crate::trust::Trust`]).
 pub fn evaluate(s: &ScenarioSummary) -> Vec<CheckRow> {
+    // An incomplete or unmatched run is judged by nothing (its banner says why).
+    if !crate::trust::Trust::of(s).judges() {
+        return Vec::new();
+    }
     evaluate_with_specs(s).into_iter().map(|(_, r)| r).collect()
 }
 

@@ -162,6 +162,10 @@ fn verdict_words(a: &Spread, b: &Spread) -> &'static str {
 /// verdicts: what C's jitter does to B's synchronised peak and at what total, what D's budget
 /// saves in retries and costs in success. A single-seed run says its verdicts need more seeds.
 pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
+    // No conclusion from a run that cannot be trusted (its banner says why).
+    if !crate::trust::Trust::of(s).judges() {
+        return Vec::new();
+    }
     let ids = s.strategies();
     let has = |id: &str| ids.iter().any(|x| x == id);
     let sp = |id: &str, m: &Metric| spread_of(s, id, m.2);

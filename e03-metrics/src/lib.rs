@@ -38,6 +38,8 @@
 //!
 //! What reads a run's figures:
 //!
+//! - [`trust`]: how far a scenario's figures can be trusted (whole, incomplete, unmatched), and
+//!   the banner of an untrusted one; every reader below that judges asks it first.
 //! - [`checks`]: a scenario's `[[check]]` tables evaluated on its runs (ours beside the published
 //!   figure, PASS or FAIL), and the per-caller attempt log of a small run.
 //! - [`stats`]: the figures of a run as a list of named accessors with their units.
@@ -86,6 +88,7 @@ mod table;
 pub mod tables;
 #[cfg(test)]
 mod test_summaries;
+pub mod trust;
 pub mod wire;
 
 pub use metrics::{RunAccumulator, RunMetrics};
@@ -175,6 +178,9 @@ struct SummaryFile<'a> {
     scenario: Scenario,
     simulated: bool,
     complete: bool,
+    /// `whole`, `incomplete` or `unmatched` ([`trust::Trust`]): whether verdicts, checks and
+    /// conclusions were drawn from these figures.
+    trust: trust::Trust,
     params: BTreeMap<String, String>,
     runs: &'a [RunMetrics],
 }
@@ -186,6 +192,7 @@ pub fn summary_json(s: &ScenarioSummary) -> String {
         scenario: s.scenario.clone(),
         simulated: s.simulated,
         complete: s.complete,
+        trust: trust::Trust::of(s),
         params: s.params.to_raw(),
         runs: &s.runs,
     };

@@ -648,6 +648,8 @@ impl PhaseMap {
 /// open-loop: offered, dropped and late starts, p99 latency from the intended start,
 /// amplification, wasted work and the recovery verdict.
 pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::table::Table> {
+    // A stopped or unmatched run gives no recovery verdict (its banner says why).
+    let judges = crate::trust::Trust::of(s).judges();
     let rows: Vec<Vec<String>> = s
         .runs
         .iter()
@@ -665,7 +667,11 @@ pub fn open_loop_table(s: &crate::ScenarioSummary) -> Option<crate::table::Table
                 format!("{:.0} ({:.0}%)", o.goodput_per_s, 100.0 * o.goodput_share()),
                 format!("{} ({:.0}%)", o.wasted_work(), 100.0 * o.wasted_share()),
                 format!("{:.0}", o.ok_p99_ms),
-                o.verdict_text(),
+                if judges {
+                    o.verdict_text()
+                } else {
+                    "not judged (see above)".into()
+                },
             ])
         })
         .collect();

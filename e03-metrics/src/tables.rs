@@ -61,9 +61,12 @@ pub fn seed_ranges(seeds: &[u64]) -> String {
     parts.join(",")
 }
 
-/// The lines above the tables: scenario, seeds, live or simulated, completeness.
+/// The lines above the tables: the banner of a run that cannot be trusted (first), then the
+/// scenario, its seeds, live or simulated.
 pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
-    let mut lines = vec![format!(
+    // An untrusted run says so first, before anything that looks like a result.
+    let mut lines: Vec<String> = crate::trust::Trust::of(s).banner().into_iter().collect();
+    lines.push(format!(
         "{} ({}): seeds {}, {}",
         s.scenario.title(),
         s.scenario.name(),
@@ -73,10 +76,7 @@ pub fn header_lines(s: &ScenarioSummary) -> Vec<String> {
         } else {
             "live HTTP run"
         }
-    )];
-    if !s.complete {
-        lines.push("INCOMPLETE RUN: at least one run was stopped early or its logs are cut; figures cover what was logged".into());
-    }
+    ));
     lines
 }
 
@@ -117,7 +117,10 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
             if let Some(n) = s.strategy_name(id).filter(|n| !n.is_empty()) {
                 name = format!("{name} {n}");
             }
-            let recovery = if runs.iter().all(|r| r.recovery_s.is_some()) {
+            let recovery = if !crate::trust::Trust::of(s).judges() && outage_edges(s).is_some() {
+                // A stopped or unmatched run: no recovery verdict (see the banner).
+                "n/a".into()
+            } else if runs.iter().all(|r| r.recovery_s.is_some()) {
                 // The unit is in the header.
                 cell(&sp(|r| r.recovery_s.unwrap_or(0) as f64), Unit::Seconds).replacen(" s", "", 1)
             } else if outage_edges(s).is_some() {
@@ -334,6 +337,9 @@ pub fn series_table(s: &ScenarioSummary) -> Option<Table> {
 
 /// With two seeds or more: B vs C (total, peak 100 ms) and C vs D (success, total, peak 100 ms).
 pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
+    if !crate::trust::Trust::of(s).judges() {
+        return None;
+    }
     if s.seeds().len() < 2 {
         return None;
     }
@@ -837,7 +843,7 @@ mod terminal_tests {
         assert_eq!(t.rows[0][0], "C (incomplete) backoff + full jitter");
         assert_eq!(t.rows[0][1], "n/a", "success (affected): {:?}", t.rows[0]);
         assert_eq!(t.rows[0][9], "n/a", "recovery (s): {:?}", t.rows[0]);
-        assert!(header_lines(&s)[1].starts_with("INCOMPLETE RUN"));
+        assert!(header_lines(&s)[0].starts_with("INCOMPLETE RUN, NO VERDICTS"));
     }
 
     #[test]
@@ -860,19 +866,38 @@ mod terminal_tests {
                 line.chars().count()
             );
         }
-        // Everything is there: both halves of the comparison, names, verdicts, fidelity.
+        // Everything is there: the banner first, both halves of the comparison, names,
+        // fidelity; no verdict (the run is incomplete and its counts do not match).
+        assert!(text.starts_with("INCOMPLETE RUN, NO VERDICTS"), "{text}");
         for needle in [
             "| A (incomplete) immediate retry",
             "F (incomplete) decorrelated jitter",
-            "| C vs D | success_affected |",
             "MISMATCH",
             "WARNING A seed 1",
-            " pts",
         ] {
             assert!(text.contains(needle), "{needle} missing in\n{text}");
         }
+        assert!(!text.contains("| C vs D | success_affected |"), "{text}");
+        // The same runs whole and matched: the verdicts are there, and fit too.
+        let mut whole = s.clone();
+        whole.complete = true;
+        for r in &mut whole.runs {
+            r.complete = true;
+            if let Some(m) = r.matched.as_mut() {
+                m.unmatched_client = 0;
+                m.client_attempts = m.matched;
+            }
+        }
+        let mut out = Vec::new();
+        print_tables(&mut out, &whole).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().all(|l| l.chars().count() <= TERMINAL_COLUMNS));
+        for needle in ["| C vs D | success_affected |", " pts"] {
+            assert!(text.contains(needle), "{needle} missing in\n{text}");
+        }
+        assert!(!text.contains("NO VERDICTS"), "{text}");
         // One seed only: the same tables, no verdicts.
-        let mut one = s.clone();
+        let mut one = whole.clone();
         one.runs.retain(|r| r.seed == 1);
         let mut out = Vec::new();
         print_tables(&mut out, &one).unwrap();

@@ -353,3 +353,94 @@ fn a_chain_run_stopped_mid_variant_is_marked_incomplete_and_leaves_no_hop_runnin
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Issue 54: Ctrl-C on `lab run failover` before its outage (replica 0 down from 10 s) printed
+/// `recovered in 1 s` and a check FAIL, and wrote them into report.html and summary.json. A run
+/// stopped before its outage now says first that it is incomplete and gives no verdict: no
+/// check, no recovery verdict, no conclusion, in the terminal, report.md, report.html and
+/// summary.json (`complete: false`, `trust: "incomplete"`); exit 130.
+#[test]
+fn a_failover_run_stopped_before_its_outage_gives_no_verdict_and_says_so_first() {
+    let out = std::env::temp_dir().join(format!("e03-lab-stop-failover-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let child = lab()
+        .args(["run", "failover", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lab starts");
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    let done = Arc::new(AtomicBool::new(false));
+    let signaller = {
+        let done = Arc::clone(&done);
+        let dir = out.join("latest/failover");
+        std::thread::spawn(move || {
+            // Three strategies, each a client log and two replicas' server logs.
+            let started = Instant::now();
+            while log_count(&dir) < 9 && started.elapsed() < START_LIMIT {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // Some 2 s of traffic, far from the outage at 10 s.
+            std::thread::sleep(TRAFFIC_BEFORE_STOP + Duration::from_secs(1));
+            kill(pid, Signal::SIGINT).expect("SIGINT sent");
+            let deadline = Instant::now() + WATCHDOG;
+            while !done.load(Ordering::SeqCst) {
+                if Instant::now() > deadline {
+                    let _ = kill(pid, Signal::SIGKILL);
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            true
+        })
+    };
+    let output = child.wait_with_output().expect("lab ends");
+    done.store(true, Ordering::SeqCst);
+    let in_time = signaller.join().expect("signaller");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(in_time, "the lab did not stop\n{context}");
+    assert_eq!(output.status.code(), Some(130), "{context}");
+    // The first thing the tables say is the banner.
+    let first = stdout.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    assert!(
+        first.starts_with("INCOMPLETE RUN, NO VERDICTS"),
+        "first line: {first}\n{context}"
+    );
+    let dir = out.join("latest/failover");
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    for (what, text) in [
+        ("stdout", &stdout),
+        ("report.md", &report),
+        ("report.html", &html),
+    ] {
+        // (report.html lists the parameters, E03_FAIL_RATE among them.)
+        let words = text.replace("E03_FAIL_RATE", "");
+        for verdict in ["PASS", "FAIL", "recovered in", "metastable (not recovered"] {
+            assert!(
+                !words.contains(verdict),
+                "{what} gives a verdict ({verdict}):\n{text}"
+            );
+        }
+        assert!(
+            text.contains("INCOMPLETE RUN, NO VERDICTS"),
+            "{what} has no banner"
+        );
+    }
+    // In report.md the banner comes right under the title.
+    let after_title: Vec<&str> = report.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        after_title[1].starts_with("INCOMPLETE RUN, NO VERDICTS"),
+        "{report}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], false);
+    assert_eq!(summary["trust"], "incomplete");
+    let _ = std::fs::remove_dir_all(&out);
+}
