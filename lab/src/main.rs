@@ -23,6 +23,7 @@ mod map;
 mod outdir;
 mod progress;
 mod sim;
+mod sim_stop;
 mod soak;
 
 use std::ffi::OsString;

@@ -97,6 +97,11 @@ pub fn claim_undoable(out: &Path, choice: &RunChoice) -> anyhow::Result<Claim> {
 }
 
 impl Claim {
+    /// Whether this run made its folder (not an `--overwrite` of an existing one).
+    pub fn made(&self) -> bool {
+        self.made
+    }
+
     /// After a run that failed before it wrote anything: removes the run folder it made if it
     /// holds no file (only the empty folders the lab made), and points `OUT/latest` back where
     /// it pointed (or removes it if there was none). Anything holding a file is left alone.

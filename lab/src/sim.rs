@@ -22,15 +22,19 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
     let mut passed = true;
     // Checked in main before anything ran.
     let progress = crate::progress::mode_from_env().unwrap_or(ProgressMode::Auto);
-    let run = outdir::claim(&plan.out, &plan.choice)?;
+    let claim = outdir::claim_undoable(&plan.out, &plan.choice)?;
+    let run = claim.run.clone();
     eprintln!(
         "lab: run {} writes into {}",
         run.id,
         outdir::shown(&run.dir)
     );
+    // Ctrl-C or SIGTERM: nothing half-written stays behind (see `on_stop`).
+    let writing = crate::sim_stop::watch(claim, plan.out.clone())?;
     let mut out = std::io::stdout().lock();
     for (i, (scenario, params)) in plan.scenarios.iter().zip(&plan.params).enumerate() {
         let dir = run.dir.join("simulated").join(scenario.name());
+        writing.begin(&dir);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         e03_io::scenario_files::keep(&dir, &plan.definitions[i]).map_err(anyhow::Error::msg)?;
         if let Some((_, text)) = &plan.policies {
@@ -39,14 +43,19 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
         if crate::chain::is_chain(scenario) {
             // Its variants on the simulator's chain model; it prints its own results line.
             let never = std::sync::atomic::AtomicBool::new(false);
+            let whole = writing.hold();
             passed &= crate::chain::run_scenario(&run.dir, scenario, &never, false)?
                 .expect("a simulation is never stopped");
+            drop(whole);
+            writing.done(&dir);
             continue;
         }
         if plan.sweeps.is_empty() {
             let summary = crate::progress::watch(progress, scenario.name(), || {
                 simulator::simulate(scenario.clone(), params)
             });
+            // From here to the scenario's end a stop waits: the outputs are written whole.
+            let _whole = writing.hold();
             analyzer::print_tables(&mut out, &summary)?;
             analyzer::write_outputs(&dir, &summary)?;
             outdir::index_beside(&run.dir);
@@ -61,6 +70,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             let result = crate::progress::watch(progress, &label, || {
                 simulator::sweep(scenario.clone(), &plan.raw, &plan.sweeps)
             })?;
+            let _whole = writing.hold();
             simulator::print_sweep(&mut out, &result)?;
             analyzer::outputs::write_csv_rows(
                 &dir.join("sweep.csv"),
@@ -69,6 +79,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
         }
         use std::io::Write;
         writeln!(out, "results: {}", outdir::shown(&dir))?;
+        writing.done(&dir);
     }
     Ok(passed)
 }

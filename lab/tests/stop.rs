@@ -444,3 +444,52 @@ fn a_failover_run_stopped_before_its_outage_gives_no_verdict_and_says_so_first()
     assert_eq!(summary["trust"], "incomplete");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Issue 54: Ctrl-C on `lab simulate` of a large run was not handled: it left a run folder
+/// holding only `scenario.toml`, and `latest` pointed at it. Stopped before its scenario is
+/// simulated whole, it exits 130, says so, and leaves OUT as it found it (the earlier run and
+/// `latest` pointing at it).
+#[test]
+fn a_simulation_stopped_before_its_end_leaves_nothing_behind() {
+    let out = std::env::temp_dir().join(format!("e03-lab-stop-sim-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.join("old/e03b")).unwrap();
+    std::fs::write(out.join("old/e03b/summary.json"), "{}").unwrap();
+    std::os::unix::fs::symlink("old", out.join("latest")).unwrap();
+    let child = lab()
+        .args(["simulate", "e03b", "--seeds", "1-2000", "--out"])
+        .arg(&out)
+        .env("E03_PROGRESS", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lab starts");
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    // The run folder is claimed (latest moves to it) before the simulation starts.
+    let started = Instant::now();
+    while std::fs::read_link(out.join("latest")).is_ok_and(|l| l == Path::new("old"))
+        && started.elapsed() < START_LIMIT
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    kill(pid, Signal::SIGINT).expect("SIGINT sent");
+    let output = child.wait_with_output().expect("lab ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("stopped before any scenario was simulated whole"),
+        "{stderr}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["latest", "old"], "{stderr}");
+    assert_eq!(
+        std::fs::read_link(out.join("latest")).unwrap(),
+        Path::new("old")
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
