@@ -97,6 +97,10 @@ async fn a_short_run_exits_0_with_one_progress_line_per_run_and_its_logs() {
             ("E03_SEEDS", "3,4"),
             ("E03_CLIENTS", "4"),
             ("E03_DURATION_S", "0.5"),
+            // A run must reach its scenario's phases: E03-B's freeze moves inside the 0.5 s.
+            ("E03_FREEZE_START_S", "0.1"),
+            ("E03_FREEZE_END_S", "0.2"),
+            ("E03_RECOVERY_END_S", "0.3"),
             ("E03_THINK_MIN_MS", "100"),
             ("E03_THINK_MAX_MS", "100"),
             ("RUST_LOG", "warn"),

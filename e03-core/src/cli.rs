@@ -115,8 +115,13 @@ pub fn params_for_scenario(
     empty_flag(m)?;
     let def = scenario.def();
     let source = format!("{}'s setting", scenario.name());
-    Params::for_scenario(scenario, &raw_params(m))
-        .map_err(|e| blame_given(m, e, &def.settings, &source))
+    let params = Params::for_scenario(scenario, &raw_params(m))
+        .map_err(|e| blame_given(m, e, &def.settings, &source))?;
+    // A run that would end before a phase of its scenario is refused, naming what was typed.
+    params
+        .check_reaches(scenario)
+        .map_err(|e| typed_name(m, e))?;
+    Ok(params)
 }
 
 /// A parameter flag typed with an empty value (`--seeds ""`) is refused: it would silently run

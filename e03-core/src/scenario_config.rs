@@ -210,4 +210,43 @@ impl Params {
     pub fn outage_timeline(&self) -> Timeline {
         self.timeline(&Scenario::e03b())
     }
+
+    /// Whether a run of these parameters meets its scenario: every phase of its timeline (E03's
+    /// timeline parameters applied, every replica's) starts before the run ends. A run that
+    /// ended first would show tables of `n/a` for what it never saw, and exit 0 (issue "Outputs
+    /// that never overstate"); it is refused instead, naming `E03_DURATION_S` (the driver names
+    /// the flag when the user typed it) and the phase. The step workload and the chains set
+    /// their own length and are not checked here.
+    pub fn check_reaches(&self, scenario: &Scenario) -> Result<(), ParamError> {
+        if self.is_steps() || scenario.def().chain.is_some() {
+            return Ok(());
+        }
+        let end = self.duration();
+        let mut starts: Vec<(Duration, &'static str)> = Vec::new();
+        for replica in 0..self.service().replicas.max(1) {
+            let t = self.timeline_of(scenario, replica);
+            starts.extend(t.freeze.map(|f| (f.start, "freeze")));
+            starts.extend(t.degraded.map(|d| (d.start, "degraded phase")));
+            starts.extend(t.down.iter().map(|d| (d.start, "down phase")));
+            starts.extend(
+                t.rate_limited
+                    .iter()
+                    .map(|r| (r.start, "rate-limited phase")),
+            );
+            starts.extend(t.wire.iter().map(|w| (w.start, "wire fault")));
+        }
+        let Some(&(start, what)) = starts.iter().filter(|(s, _)| *s >= end).min() else {
+            return Ok(());
+        };
+        Err(ParamError::Invalid {
+            name: "E03_DURATION_S".into(),
+            value: self.swarm().duration_s.to_string(),
+            accepts: format!(
+                "more than {start} s: the run must reach every phase of {name}, and its {what} \
+                 starts at {start} s (a run that ends first never sees it)",
+                start = start.as_secs_f64(),
+                name = scenario.name(),
+            ),
+        })
+    }
 }

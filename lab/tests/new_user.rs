@@ -422,3 +422,38 @@ fn version_and_help_for_every_command() {
         );
     }
 }
+
+/// Issue 54: a run that never met its scenario exited 0 with tables of `n/a`: `lab run e03b
+/// --duration-s 0.5` ends before the freeze at 8.5 s, and a file with a down phase at 50-60 s
+/// in a 10 s run. Each is refused, exit 2, before anything is written, naming the duration as
+/// the user gave it and the phase it would never reach.
+#[test]
+fn a_run_that_ends_before_a_phase_of_its_scenario_exits_2_naming_the_phase() {
+    let out = out_with_an_earlier_run("never-met");
+    let before = listing(&out);
+    for sub in [
+        &["run", "e03b", "--duration-s", "0.5"][..],
+        &["simulate", "e03b", "--duration-s", "0.5"][..],
+    ] {
+        let (code, stderr) = run(lab().args(sub).arg("--out").arg(&out));
+        assert_eq!(code, Some(2), "{sub:?}: {stderr}");
+        assert!(stderr.contains("invalid --duration-s=\"0.5\""), "{sub:?}: {stderr}");
+        assert!(stderr.contains("its freeze starts at 8.5 s"), "{sub:?}: {stderr}");
+        assert_eq!(listing(&out), before, "{sub:?}: something was written");
+    }
+    let file = out.join("late.toml");
+    std::fs::write(
+        &file,
+        "name = \"late\"\ntitle = \"Late\"\ndescription = \"A down phase after the run.\"\n\n\
+         [[timeline]]\nphase = \"down\"\nstart_s = 50.0\nend_s = 60.0\n\n\
+         [workload]\nclients = 10\nduration_s = 10\n",
+    )
+    .unwrap();
+    let before = listing(&out);
+    let (code, stderr) = run(lab().args(["simulate"]).arg(&file).arg("--out").arg(&out));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("E03_DURATION_S=\"10\""), "{stderr}");
+    assert!(stderr.contains("its down phase starts at 50 s"), "{stderr}");
+    assert_eq!(listing(&out), before, "something was written");
+    let _ = std::fs::remove_dir_all(&out);
+}
