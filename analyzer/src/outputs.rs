@@ -108,6 +108,35 @@ pub fn blocks_markdown(blocks: Vec<Block>) -> String {
 /// Writes summary.json, the CSVs, the figures and report.md into `dir`.
 pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
     fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
+    // Written into a folder of their own, then moved into place: a failure (a full disk)
+    // leaves no truncated figure and no half of the outputs that would look like a result.
+    let stage = dir.join(STAGE);
+    let _ = fs::remove_dir_all(&stage);
+    fs::create_dir_all(&stage).map_err(|e| out_err(&stage, e))?;
+    if let Err(e) = write_each(&stage, s) {
+        let _ = fs::remove_dir_all(&stage);
+        return Err(match e {
+            AnalyzeError::Output { path, message } => AnalyzeError::Output {
+                path: dir.join(path.strip_prefix(&stage).unwrap_or(&path)),
+                message,
+            },
+            other => other,
+        });
+    }
+    for entry in fs::read_dir(&stage).map_err(|e| out_err(&stage, e))? {
+        let entry = entry.map_err(|e| out_err(&stage, e))?;
+        let to = dir.join(entry.file_name());
+        fs::rename(entry.path(), &to).map_err(|e| out_err(&to, e))?;
+    }
+    fs::remove_dir(&stage).map_err(|e| out_err(&stage, e))
+}
+
+/// The folder inside a scenario's folder where its outputs are written before they are moved
+/// into place.
+const STAGE: &str = ".outputs.tmp";
+
+/// Every output of [`write_outputs`], written into `dir`.
+fn write_each(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {
     write_atomic(&dir.join("summary.json"), summary_json(s).as_bytes())?;
     write_series_csv(&dir.join("arrivals_100ms.csv"), s, false)?;
     write_series_csv(&dir.join("arrivals_1s.csv"), s, true)?;

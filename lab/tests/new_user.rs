@@ -437,8 +437,14 @@ fn a_run_that_ends_before_a_phase_of_its_scenario_exits_2_naming_the_phase() {
     ] {
         let (code, stderr) = run(lab().args(sub).arg("--out").arg(&out));
         assert_eq!(code, Some(2), "{sub:?}: {stderr}");
-        assert!(stderr.contains("invalid --duration-s=\"0.5\""), "{sub:?}: {stderr}");
-        assert!(stderr.contains("its freeze starts at 8.5 s"), "{sub:?}: {stderr}");
+        assert!(
+            stderr.contains("invalid --duration-s=\"0.5\""),
+            "{sub:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("its freeze starts at 8.5 s"),
+            "{sub:?}: {stderr}"
+        );
         assert_eq!(listing(&out), before, "{sub:?}: something was written");
     }
     let file = out.join("late.toml");
@@ -456,4 +462,71 @@ fn a_run_that_ends_before_a_phase_of_its_scenario_exits_2_naming_the_phase() {
     assert!(stderr.contains("its down phase starts at 50 s"), "{stderr}");
     assert_eq!(listing(&out), before, "something was written");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Issue 54: a full disk (`--out` on a 64 KB tmpfs) exited 1 with a Rust debug dump
+/// (`BackendError(DrawingError(ImageError(IoError(Custom { ...`), and left a truncated PNG and a
+/// summary.json that looked like results. Now the message names the file and the cause, and
+/// the outputs are written whole or not at all: none of them is left in the scenario's folder.
+/// Mounts a tmpfs of its own, so it needs root (CI runs as root); elsewhere it says so and
+/// checks nothing.
+#[test]
+fn a_full_disk_is_a_message_and_leaves_no_half_written_outputs() {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        eprintln!("not checked: mounting a small tmpfs needs root");
+        return;
+    }
+    let disk = temp("newuser", "full-disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&disk)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount -t tmpfs failed as root");
+    let out = lab()
+        .args(["simulate", "e03b", "--seeds", "1", "--out"])
+        .arg(disk.join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut left: Vec<String> = Vec::new();
+    for entry in walk(&disk.join("out")) {
+        left.push(entry.strip_prefix(&disk).unwrap().display().to_string());
+    }
+    let _ = Command::new("umount").arg(&disk).status();
+    let _ = std::fs::remove_dir_all(&disk);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(
+        !stderr.contains("Custom {") && !stderr.contains("Error("),
+        "{stderr}"
+    );
+    // Only the scenario file the run keeps as its input, and the links and folders.
+    let outputs: Vec<&String> = left
+        .iter()
+        .filter(|p| !p.ends_with("scenario.toml") && !p.ends_with("latest"))
+        .collect();
+    assert!(
+        outputs.is_empty(),
+        "half-written outputs left: {outputs:?}\n{stderr}"
+    );
+}
+
+/// Every file and link under `dir` (not the folders).
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            found.extend(walk(&e.path()));
+        } else {
+            found.push(e.path());
+        }
+    }
+    found
 }
