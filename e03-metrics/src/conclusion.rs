@@ -235,18 +235,29 @@ pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
         ));
     }
     if let Some(a) = ids.iter().find(|x| *x == "A") {
-        let worst = ids.iter().map(|id| (id, sp(id, &PEAK_100MS).mean)).fold(
-            None,
-            |best: Option<(&String, f64)>, (id, v)| match best {
-                Some((_, b)) if b >= v => best,
-                _ => Some((id, v)),
-            },
-        );
-        if let Some((id, peak)) = worst.filter(|(id, _)| *id == a) {
-            lines.push(format!(
-                "{id}'s immediate retries give the highest 100 ms peak ({}).",
-                format_value(Unit::Count, peak, true)
-            ));
+        // The highest 100 ms peak, as shown (rounded): when A's is it, alone or tied.
+        let shown = |id: &String| format_value(Unit::Count, sp(id, &PEAK_100MS).mean, true);
+        let peak = |id: &String| sp(id, &PEAK_100MS).mean.round();
+        let top = ids.iter().map(peak).fold(f64::MIN, f64::max);
+        let highest: Vec<&String> = ids.iter().filter(|id| peak(id) == top).collect();
+        if highest.contains(&a) {
+            let others: Vec<&str> = highest
+                .iter()
+                .filter(|id| **id != a)
+                .map(|id| id.as_str())
+                .collect();
+            lines.push(if others.is_empty() {
+                format!(
+                    "{a}'s immediate retries give the highest 100 ms peak ({}).",
+                    shown(a)
+                )
+            } else {
+                format!(
+                    "{a}'s immediate retries tie {} for the highest 100 ms peak ({}).",
+                    others.join(" and "),
+                    shown(a)
+                )
+            });
         }
     }
     lines.extend(best_line(s));
@@ -267,6 +278,37 @@ pub fn conclusion(s: &ScenarioSummary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 54: `slow-network` said "A's immediate retries give the highest 100 ms peak (7)"
+    /// when C's was 7 too: a tie is named as a tie.
+    #[test]
+    fn a_tie_for_the_highest_peak_is_named_as_a_tie() {
+        let tie = summary(
+            "A,B,C",
+            vec![
+                run("A", 42, 0.9, 3100, 250, 7),
+                run("B", 42, 1.0, 3000, 220, 5),
+                run("C", 42, 1.0, 3300, 220, 7),
+            ],
+        );
+        let c = conclusion(&tie);
+        assert!(
+            c.iter()
+                .any(|l| l == "A's immediate retries tie C for the highest 100 ms peak (7)."),
+            "{c:?}"
+        );
+        assert!(!c.iter().any(|l| l.contains("give the highest")), "{c:?}");
+        let alone = summary(
+            "A,C",
+            vec![
+                run("A", 42, 0.9, 3100, 250, 9),
+                run("C", 42, 1.0, 3300, 220, 7),
+            ],
+        );
+        assert!(conclusion(&alone)
+            .iter()
+            .any(|l| l == "A's immediate retries give the highest 100 ms peak (9)."));
+    }
     use crate::test_summaries::{run, summary};
 
     #[test]
