@@ -90,9 +90,14 @@ pub struct RunMetrics {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cancelled: u64,
     /// Whole seconds after the outage's end (the freeze's, else the last down phase's) until
-    /// operations succeed at >= 99% again. None without an outage (E03-A), or when no operation
-    /// ended after it (nothing measured).
+    /// operations succeed at >= 99% again. None without an outage (E03-A), when no operation
+    /// ended after it (nothing measured), or when success never came back before the run's end
+    /// (`recovered` then says so; no number stands for "not recovered").
     pub recovery_s: Option<u64>,
+    /// Whether success came back after the outage: `None` when nothing was measured (no
+    /// outage, or no operation ended after it), `Some(false)` when it never did before the
+    /// run's end.
+    pub recovered: Option<bool>,
     /// Set by the log reader; true from the simulator.
     pub complete: bool,
     #[serde(skip)]
@@ -641,6 +646,12 @@ impl RunAccumulator {
             }
             None => (None, None),
         };
+        // Nothing measured (no operation ended after the outage: a run stopped before it,
+        // or an outage that lasts to the end): no figure rather than a 0.
+        let measured = self
+            .freeze_end_us
+            .filter(|_| self.recovery_windows.iter().any(|w| w.1 > 0))
+            .map(|_| ());
         RunMetrics {
             strategy: self.strategy,
             seed: self.seed,
@@ -659,12 +670,8 @@ impl RunAccumulator {
             p99_ms: quantile_ms(&self.latency, 0.99),
             p999_ms: quantile_ms(&self.latency, 0.999),
             cancelled: self.cancelled,
-            // Nothing measured (no operation ended after the outage: a run stopped before it,
-            // or an outage that lasts to the end): no figure rather than a 0.
-            recovery_s: self
-                .freeze_end_us
-                .filter(|_| self.recovery_windows.iter().any(|w| w.1 > 0))
-                .map(|_| recovery_s(&self.recovery_windows)),
+            recovery_s: measured.and_then(|()| recovery_s(&self.recovery_windows)),
+            recovered: measured.map(|()| recovery_s(&self.recovery_windows).is_some()),
             complete: true,
             arrivals_100ms: self.arrivals_100ms,
             retries_100ms: self.retries_100ms,
@@ -700,19 +707,19 @@ pub fn sum_windows(series_100ms: &[u64]) -> Vec<u64> {
 /// >= 99% again, from `(successes, operations)` per window.
 ///
 /// Windows with no finishing operation are skipped. 0 if no window is below 99%; otherwise the
-/// first recovered window after the first bad one; if none recovers, the number of windows
-/// observed (recovery lies beyond the data).
-pub fn recovery_s(windows: &[(u64, u64)]) -> u64 {
+/// first recovered window after the first bad one; `None` if none recovers (not recovered by
+/// the run's end: no number stands for it).
+pub fn recovery_s(windows: &[(u64, u64)]) -> Option<u64> {
     let good = |&(ok, n): &(u64, u64)| ok as f64 >= RECOVERED * n as f64;
     let Some(first_bad) = windows.iter().position(|w| w.1 > 0 && !good(w)) else {
-        return 0;
+        return Some(0);
     };
     windows
         .iter()
         .enumerate()
         .skip(first_bad + 1)
         .find(|(_, w)| w.1 > 0 && good(w))
-        .map_or(windows.len() as u64, |(k, _)| k as u64)
+        .map(|(k, _)| k as u64)
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -909,10 +916,10 @@ mod tests {
             recovery_of(&[(10_500_000, false), (12_000_000, true)]),
             Some(2)
         );
-        // Never recovers: the number of windows observed.
+        // Never recovers: no figure, and `recovered` says so.
         assert_eq!(
             recovery_of(&[(10_500_000, false), (11_500_000, false)]),
-            Some(2)
+            None
         );
     }
 
@@ -934,9 +941,9 @@ mod tests {
     fn recovery_threshold_is_99_percent() {
         let mut w = vec![(0, 1)];
         w.push((99, 100));
-        assert_eq!(recovery_s(&w), 1);
+        assert_eq!(recovery_s(&w), Some(1));
         w[1] = (98, 100);
-        assert_eq!(recovery_s(&w), 2);
+        assert_eq!(recovery_s(&w), None);
     }
 
     #[test]

@@ -120,6 +120,14 @@ pub fn main_table(s: &ScenarioSummary) -> Table {
             let recovery = if !crate::trust::Trust::of(s).judges() && outage_edges(s).is_some() {
                 // A stopped or unmatched run: no recovery verdict (see the banner).
                 "n/a".into()
+            } else if runs.iter().any(|r| r.recovered == Some(false)) {
+                // Success never came back before the run's end: said, not shown as a number.
+                let never = runs.iter().filter(|r| r.recovered == Some(false)).count();
+                if never == runs.len() {
+                    "not recovered".into()
+                } else {
+                    format!("not in {never} of {}", runs.len())
+                }
             } else if runs.iter().all(|r| r.recovery_s.is_some()) {
                 // The unit is in the header.
                 cell(&sp(|r| r.recovery_s.unwrap_or(0) as f64), Unit::Seconds).replacen(" s", "", 1)
