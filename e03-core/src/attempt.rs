@@ -1,6 +1,9 @@
 //! How one attempt ended, as the client saw it: what every policy classifies and every
 //! operation reacts to (model layer; a leaf, so [`crate::strategy`] and [`crate::operation`]
-//! both use it without using each other in a circle).
+//! both use it without using each other in a circle). Also the words the policy layers use of
+//! an attempt: why a retry is wanted ([`RetryCause`]), how a sent attempt ended for them
+//! ([`AttemptClass`]) and why one was not sent ([`Rejection`]); [`crate::budget`] re-exports
+//! them, so `crate::budget::RetryCause` still names them.
 
 use std::time::Duration;
 
@@ -151,6 +154,44 @@ impl AttemptResult {
             AttemptResult::Timeout | AttemptResult::ConnectionError(_) => true,
         }
     }
+}
+
+/// Why a retry is wanted: some budgets charge a timeout or a throttle differently from an error
+/// (the AWS SDKs do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryCause {
+    /// An error status (5xx, 408) or a broken connection.
+    Error,
+    /// No answer within the attempt's timeout.
+    Timeout,
+    /// The dependency said "slow down" (429, or 503 with Retry-After).
+    Throttled,
+}
+
+/// How a sent attempt ended, as a policy layer sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptClass {
+    /// A 2xx answer.
+    Success,
+    /// A failure the strategy would retry.
+    Failure(RetryCause),
+    /// A failure no retry can fix (400, 404, 409, 422, ...).
+    Permanent,
+}
+
+/// Why a policy layer refused to send an attempt at all ("failed fast").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rejection {
+    /// The circuit breaker is open (or half-open with its probe already out).
+    BreakerOpen,
+    /// Client-side throttling (Google SRE adaptive throttling) rejected it locally.
+    Throttled,
+    /// The client's adaptive concurrency limit was reached ([`crate::limit::ClientLimiter`]).
+    ConcurrencyLimited,
+    /// The caller's bulkhead had no slot for the call's dependency ([`crate::bulkhead`]).
+    BulkheadFull,
 }
 
 #[cfg(test)]

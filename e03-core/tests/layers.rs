@@ -4,9 +4,10 @@
 //! command line and the control protocol). The config layer builds the model's configs.
 //!
 //! Read from the sources: every `crate::<module>` a model module names outside its tests and
-//! comments, and the crate-root names that are config types.
+//! comments, and the crate-root names that are config types. A module is a file
+//! (`src/<module>.rs`) or a folder (`src/<module>/mod.rs` and its files, read as one).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The model layer: no parameters, no files, no presets.
 const MODEL: &[&str] = &[
@@ -60,17 +61,39 @@ const CONFIG: &[&str] = &[
 /// Crate-root re-exports that are config types.
 const CONFIG_ROOT_NAMES: &[&str] = &["Params", "Scenario", "ParamError"];
 
-/// The code of a module: before its `#[cfg(test)]`, without comment lines.
+/// The files of a module: `src/<module>.rs`, or every `.rs` file of the folder `src/<module>/`
+/// (its `mod.rs` and its children), in name order.
+fn files_of(module: &str) -> Vec<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let file = src.join(format!("{module}.rs"));
+    if file.is_file() {
+        return vec![file];
+    }
+    let dir = src.join(module);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir:?}: {e}"))
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{dir:?} holds no .rs file");
+    files
+}
+
+/// The code of a module, every file of it: before its `#[cfg(test)]`, without comment lines.
 fn code_of(module: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src")
-        .join(format!("{module}.rs"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let code = text.split("#[cfg(test)]").next().unwrap();
-    code.lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut code = Vec::new();
+    for path in files_of(module) {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let before_tests = text.split("#[cfg(test)]").next().unwrap();
+        code.extend(
+            before_tests
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .map(str::to_string),
+        );
+    }
+    code.join("\n")
 }
 
 /// The names that follow `crate::` in `code` (including inside `use crate::{a, b::c}`).
@@ -101,8 +124,14 @@ fn crate_names(code: &str) -> Vec<String> {
 fn every_module_of_the_core_is_in_one_layer() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     for entry in std::fs::read_dir(dir).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        let Some(module) = name.strip_suffix(".rs") else {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // A module is a file `<module>.rs` or a folder `<module>/`.
+        let module = if entry.path().is_dir() {
+            name.as_str()
+        } else if let Some(module) = name.strip_suffix(".rs") {
+            module
+        } else {
             continue;
         };
         if module == "lib" {
@@ -115,17 +144,40 @@ fn every_module_of_the_core_is_in_one_layer() {
     }
 }
 
+/// How a module is named in a message: its file, or its folder.
+fn shown(module: &str) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    if src.join(format!("{module}.rs")).is_file() {
+        format!("{module}.rs")
+    } else {
+        format!("{module}/")
+    }
+}
+
 #[test]
 fn the_model_layer_imports_nothing_from_the_config_layer() {
     let mut found = Vec::new();
     for module in MODEL {
         for name in crate_names(&code_of(module)) {
             if CONFIG.contains(&name.as_str()) || CONFIG_ROOT_NAMES.contains(&name.as_str()) {
-                found.push(format!("{module}.rs uses crate::{name}"));
+                found.push(format!("{} uses crate::{name}", shown(module)));
             }
         }
     }
     assert!(found.is_empty(), "model -> config: {found:#?}");
+}
+
+#[test]
+fn a_module_that_is_a_folder_is_read_whole() {
+    // `budget/`: the trait in its `mod.rs`, each kind in a file of its own; the code of every
+    // file is read, and none of their tests.
+    let code = code_of("budget");
+    assert!(code.contains("pub trait RetryBudget"));
+    assert!(code.contains("pub struct TpsBudget"));
+    assert!(code.contains("pub enum AnyBudget"));
+    assert!(!code.contains("fn tps_budget_replays_towers_tests"));
+    assert_eq!(shown("budget"), "budget/");
+    assert_eq!(shown("params"), "params.rs");
 }
 
 #[test]

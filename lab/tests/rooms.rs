@@ -20,7 +20,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("client-swarm/src/cli.rs", 1080),
     ("dependency-service/src/proxy.rs", 1061),
     ("e03-core/src/workload.rs", 1014),
-    ("e03-core/src/budget.rs", 964),
     ("simulator/src/engine.rs", 915),
 ];
 
