@@ -19,7 +19,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("e03-core/src/scenario.rs", 1083),
     ("client-swarm/src/cli.rs", 1080),
     ("dependency-service/src/proxy.rs", 1061),
-    ("e03-core/src/workload.rs", 1014),
     ("simulator/src/engine.rs", 915),
 ];
 
