@@ -13,6 +13,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle};
 
+use crate::draw_error::err;
 use crate::metrics::RunMetrics;
 use crate::tables::Spread;
 use crate::{AnalyzeError, ScenarioSummary};
@@ -54,22 +55,6 @@ fn colour(id: &str, i: usize) -> RGBColor {
 }
 
 type DrawResult = Result<(), String>;
-
-/// A drawing error as a sentence, not a debug dump. Plotters' errors nest the cause five types
-/// deep (`Drawing backend error: ImageError(IoError(Custom { .., error: "No space left on
-/// device (os error 28)" }))`): an operating system's error inside is the cause, said alone.
-fn err<E: std::fmt::Display>(e: E) -> String {
-    let text = e.to_string();
-    os_cause(&text).unwrap_or(text)
-}
-
-/// The quoted operating-system error inside a nested error's text (`"... (os error 28)"`).
-fn os_cause(text: &str) -> Option<String> {
-    let at = text.find(" (os error ")?;
-    let start = text[..at].rfind('"').map_or(0, |q| q + 1);
-    let end = at + text[at..].find(')')? + 1;
-    Some(text[start..end].to_string())
-}
 
 /// Draws into an SVG and a PNG named `<stem>.svg` / `<stem>.png` in `dir`.
 fn both(
@@ -1326,14 +1311,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_os_error_inside_a_drawing_error_is_said_alone() {
-        let nested = "Drawing backend error: ImageError(IoError(Custom { kind: Other, error: \
-                      \"No space left on device (os error 28)\" }))";
-        assert_eq!(err(nested), "No space left on device (os error 28)");
-        assert_eq!(err("a font is missing"), "a font is missing");
-    }
 
     #[test]
     fn up_to_ten_strategies_beside_a_to_d_get_colours_of_their_own() {

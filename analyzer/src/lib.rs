@@ -34,6 +34,7 @@ pub mod audit;
 mod blocks;
 pub mod chain;
 pub mod cli;
+mod draw_error;
 pub mod figures;
 pub mod html;
 pub mod kept;
