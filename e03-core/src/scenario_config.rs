@@ -1,6 +1,6 @@
 //! The model's configuration for one scenario: a run's [`Params`] read against its
 //! [`Scenario`] (the scenario's timeline with E03's timeline parameters applied, the
-//! dependency's configuration per strategy and replica). Apart from `params.rs` so that the
+//! dependency's configuration per strategy and replica). Apart from `params/` so that the
 //! parameters do not name the scenarios, which are built on them: the arrows run
 //! `scenario_config -> scenario -> params`.
 
@@ -248,5 +248,195 @@ impl Params {
                 name = scenario.name(),
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn err(pairs: &[(&str, &str)]) -> String {
+        Params::from_raw(&raw(pairs)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn down_latency_overrides_every_down_phase_and_defaults_to_the_scenarios_own() {
+        let gateway = Scenario::named("gateway4").unwrap();
+        let own = Params::for_scenario(&gateway, &BTreeMap::new()).unwrap();
+        // The file's own latency_ms (26 ms) by default.
+        assert_eq!(
+            own.timeline(&gateway).down[0].latency,
+            Duration::from_millis(26)
+        );
+        let set = Params::for_scenario(&gateway, &raw(&[("E03_DOWN_LATENCY_MS", "0.5")])).unwrap();
+        assert_eq!(
+            set.timeline(&gateway).down[0].latency,
+            Duration::from_micros(500)
+        );
+        let model = own.clone().with_down_latency(Duration::from_micros(1250));
+        assert_eq!(
+            model.timeline(&gateway).down[0].latency,
+            Duration::from_micros(1250)
+        );
+        // Carried through the raw map a child receives.
+        let back = Params::for_scenario(&gateway, &model.to_raw()).unwrap();
+        assert_eq!(back.service().down_latency_ms, Some(1.25));
+        for bad in ["-1", "600001", "x", ""] {
+            let e = err(&[("E03_DOWN_LATENCY_MS", bad)]);
+            assert!(
+                e.contains("E03_DOWN_LATENCY_MS") && e.contains("or scenario"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_row_s_own_server_policy_overrides_the_run_s_and_only_for_its_dependency() {
+        use crate::dependency::QueueDiscipline;
+        let shed = Scenario::named("shedding").unwrap();
+        let raw = BTreeMap::from([("E03_QUEUE_POLICY".to_string(), "codel".to_string())]);
+        let p = Params::for_scenario(&shed, &raw).unwrap();
+        let c = |id: &str| p.service_config_for(&shed, 1, id);
+        // The table's own policy wins over the run's codel; the run's target stays.
+        assert_eq!(c("fifo").queue_policy.discipline, QueueDiscipline::Fifo);
+        assert_eq!(
+            c("adaptive-lifo").queue_policy.discipline,
+            QueueDiscipline::AdaptiveLifo
+        );
+        assert_eq!(c("fifo").queue_policy.target, Duration::from_millis(5));
+        use crate::dependency::AdmissionRule;
+        assert_eq!(c("by-deadline").admission, AdmissionRule::Deadline);
+        assert_eq!(c("codel").admission, AdmissionRule::All);
+        assert!(p.admits_by_deadline_for("by-deadline") && !p.admits_by_deadline_for("fifo"));
+        use crate::limit::{AimdLimit, ConcurrencyLimit, Gradient2Limit};
+        assert_eq!(
+            c("aimd").concurrency_limit,
+            Some(ConcurrencyLimit::Aimd(AimdLimit::default()))
+        );
+        assert_eq!(
+            c("gradient2").concurrency_limit,
+            Some(ConcurrencyLimit::Gradient2(Gradient2Limit::default()))
+        );
+        assert_eq!(c("fifo").concurrency_limit, None);
+        // The run's limit and its timeout reach every row that does not set its own.
+        let raw = BTreeMap::from([
+            ("E03_CONCURRENCY_LIMIT".to_string(), "aimd".to_string()),
+            ("E03_LIMIT_TIMEOUT_MS".to_string(), "100".to_string()),
+        ]);
+        let q = Params::for_scenario(&shed, &raw).unwrap();
+        let Some(ConcurrencyLimit::Aimd(limit)) = q
+            .service_config_for(&shed, 1, "standalone")
+            .concurrency_limit
+        else {
+            panic!("an AIMD limit")
+        };
+        assert_eq!(
+            (limit.timeout, limit.max),
+            (Duration::from_millis(100), 200)
+        );
+        assert_eq!(
+            q.service_config_for(&shed, 1, "fifo").concurrency_limit,
+            None
+        );
+        for (env, bad) in [
+            ("E03_CONCURRENCY_LIMIT", "vegas"),
+            ("E03_LIMIT_TIMEOUT_MS", "0"),
+            ("E03_ADMISSION", "low"),
+            ("E03_PRIORITY_RESERVE", "1.5"),
+            ("E03_BEST_EFFORT_SHARE", "-0.1"),
+        ] {
+            let raw = BTreeMap::from([(env.to_string(), bad.to_string())]);
+            let e = Params::for_scenario(&shed, &raw).unwrap_err().to_string();
+            assert!(e.contains(env), "{e}");
+        }
+        // An id the run does not have (a standalone run's) takes the run's own.
+        assert_eq!(
+            c("standalone").queue_policy.discipline,
+            QueueDiscipline::Codel
+        );
+        assert_eq!(p.service_config(&shed, 1), c("standalone"));
+    }
+
+    #[test]
+    fn user_values_override_the_scenario_file() {
+        let p = Params::for_scenario(
+            &Scenario::e03a(),
+            &raw(&[("E03_FAIL_RATE", "0.2"), ("E03_WORKERS", "3")]),
+        )
+        .unwrap();
+        assert_eq!(p.service().fail_rate, 0.2);
+        assert_eq!(p.service().slow_rate, 0.01, "the file's value stays");
+        assert_eq!(p.service().workers, 3);
+        let b = Params::for_scenario(&Scenario::e03b(), &raw(&[("E03_FREEZE_START_S", "5")]))
+            .unwrap()
+            .service_config(&Scenario::e03b(), 1);
+        assert_eq!(b.timeline.freeze.unwrap().start, Duration::from_secs(5));
+        assert_eq!(b.timeline.freeze.unwrap().end, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_scenario_file_gives_its_timeline_to_the_model() {
+        let text = "name = \"params-timeline\"\ntitle = \"t\"\ndescription = \"d\"\n\
+            [[timeline]]\nphase = \"down\"\nstart_s = 1\nend_s = 2\nstatus = 500\nlatency_ms = 26\n\
+            [[timeline]]\nphase = \"degraded\"\nstart_s = 4\nend_s = 6\ncapacity_factor = 0.25\n";
+        let def = crate::scenario::parse(text, "t.toml").unwrap();
+        let sc = Scenario::from_def(def).unwrap();
+        let p = Params::for_scenario(&sc, &raw(&[("E03_FREEZE_START_S", "0.5")])).unwrap();
+        let t = p.timeline(&sc);
+        assert_eq!(
+            t.freeze, None,
+            "E03_FREEZE_* add no freeze to a scenario without one"
+        );
+        assert_eq!(
+            t.down,
+            [DownWindow {
+                start: Duration::from_secs(1),
+                end: Duration::from_secs(2),
+                status: 500,
+                latency: Duration::from_millis(26),
+            }]
+        );
+        let d = t.degraded.unwrap();
+        assert_eq!(
+            (d.start, d.end),
+            (Duration::from_secs(4), Duration::from_secs(6))
+        );
+        assert_eq!(d.capacity_factor, 0.25);
+        assert_eq!(
+            t.incident(),
+            Some((Duration::from_secs(1), Duration::from_secs(6)))
+        );
+    }
+
+    #[test]
+    fn scenarios_pick_their_own_model() {
+        let none = BTreeMap::new();
+        let a = Params::for_scenario(&Scenario::e03a(), &none)
+            .unwrap()
+            .service_config(&Scenario::e03a(), 1);
+        assert_eq!(a, Params::default().service_config(&Scenario::e03a(), 1));
+        let b = Params::default().service_config(&Scenario::e03b(), 1);
+        assert_eq!(
+            b.faults,
+            FaultModel::default(),
+            "E03_FAIL_RATE adds no faults to e03b"
+        );
+        assert_eq!(a.timeline, Timeline::default());
+        assert_eq!(a.faults.fail_rate, 0.05);
+        assert_eq!(a.faults.slow_rate, 0.01);
+        let p = Params::for_scenario(&Scenario::e03b(), &none).unwrap();
+        let b = p.service_config(&Scenario::e03b(), 1);
+        assert_eq!(b.faults, FaultModel::default());
+        assert_eq!(
+            b.timeline.freeze.unwrap().start,
+            Duration::from_millis(8500)
+        );
     }
 }

@@ -4,10 +4,10 @@
 //! command line and the control protocol). The config layer builds the model's configs.
 //!
 //! Read from the sources: every `crate::<module>` a model module names outside its tests and
-//! comments, and the crate-root names that are config types. A module is a file
-//! (`src/<module>.rs`) or a folder (`src/<module>/mod.rs` and its files, read as one).
+//! comments, and the crate-root names that are config types. A module is `src/<module>.rs`, or
+//! a folder `src/<module>/` whose files (`mod.rs` and its children) are read as one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The model layer: no parameters, no files, no presets.
 const MODEL: &[&str] = &[
@@ -61,39 +61,50 @@ const CONFIG: &[&str] = &[
 /// Crate-root re-exports that are config types.
 const CONFIG_ROOT_NAMES: &[&str] = &["Params", "Scenario", "ParamError"];
 
-/// The files of a module: `src/<module>.rs`, or every `.rs` file of the folder `src/<module>/`
-/// (its `mod.rs` and its children), in name order.
-fn files_of(module: &str) -> Vec<PathBuf> {
+/// The code of a module: before its `#[cfg(test)]`, without comment lines. A folder module's
+/// code is that of each of its files, in name order.
+fn code_of(module: &str) -> String {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let file = src.join(format!("{module}.rs"));
-    if file.is_file() {
-        return vec![file];
-    }
-    let dir = src.join(module);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{dir:?}: {e}"))
-        .map(|entry| entry.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{dir:?} holds no .rs file");
+    let files = if file.is_file() {
+        vec![file]
+    } else {
+        let mut files = Vec::new();
+        files_under(&src.join(module), &mut files);
+        assert!(
+            !files.is_empty(),
+            "no src/{module}.rs nor src/{module}/*.rs"
+        );
+        files
+    };
     files
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            code.lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-/// The code of a module, every file of it: before its `#[cfg(test)]`, without comment lines.
-fn code_of(module: &str) -> String {
-    let mut code = Vec::new();
-    for path in files_of(module) {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-        let before_tests = text.split("#[cfg(test)]").next().unwrap();
-        code.extend(
-            before_tests
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("//"))
-                .map(str::to_string),
-        );
+/// The `.rs` files under `dir`, recursively, sorted by path.
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir:?}: {e}"))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files_under(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
     }
-    code.join("\n")
 }
 
 /// The names that follow `crate::` in `code` (including inside `use crate::{a, b::c}`).
@@ -177,7 +188,26 @@ fn a_module_that_is_a_folder_is_read_whole() {
     assert!(code.contains("pub enum AnyBudget"));
     assert!(!code.contains("fn tps_budget_replays_towers_tests"));
     assert_eq!(shown("budget"), "budget/");
-    assert_eq!(shown("params"), "params.rs");
+    assert_eq!(shown("rng"), "rng.rs");
+}
+
+#[test]
+fn a_folder_module_is_read_whole() {
+    // `params/` and `scenario/` are folders: their `mod.rs` and every child count.
+    let params = code_of("params");
+    assert!(params.contains("pub struct Params"), "params/mod.rs");
+    assert!(params.contains("pub const PARAMS"), "params/table.rs");
+    let scenario = code_of("scenario");
+    assert!(
+        scenario.contains("pub struct Scenario("),
+        "scenario/value.rs"
+    );
+    assert!(
+        scenario.contains("pub const BUILTIN_FILES"),
+        "scenario/catalogue.rs"
+    );
+    // Their tests are not code.
+    assert!(!params.contains("fn raw_round_trip"));
 }
 
 #[test]

@@ -86,8 +86,8 @@ fn parameters_md_is_the_parameter_table_of_the_code() {
     }
     assert!(
         expected == text,
-        "docs/parameters.md is out of date with the parameter table in e03-core/src/params.rs: \
-         regenerate it with `E03_BLESS=1 cargo test -p lab --test docs`"
+        "docs/parameters.md is out of date with the parameter table in \
+         e03-core/src/params/table.rs: regenerate it with `E03_BLESS=1 cargo test -p lab --test docs`"
     );
     // The settings that are not run parameters are described by hand, beside the table: each
     // one the lab accepts is there.

@@ -1,0 +1,437 @@
+//! Raw values (strings keyed by env var name, from the environment, flags or a control call)
+//! read into typed [`Params`], once: each value against its row of the table, then the rules
+//! between parameters, the seeds and the strategies. Every error names the parameter, the value
+//! given and what it accepts. The `Reader` reads and checks one value.
+
+use std::collections::BTreeMap;
+
+use crate::budget::BudgetSpec;
+use crate::strategy::Strategy;
+use crate::strategy_table::{accepted_ids, resolve_id, StrategySpec};
+
+use super::error::ParamError;
+use super::rules::broken_rule;
+use super::seeds::{parse_seeds, reversed_range};
+use super::table::{spec, PARAMS};
+use super::values::{ms, ServiceParams, StepParams, SwarmParams};
+use super::Params;
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::from_raw(&BTreeMap::new()).expect("defaults are valid")
+    }
+}
+
+impl Params {
+    /// Validates raw values keyed by env var name; missing keys take their default. Keys that
+    /// are not parameters are an error (a typo must not silently run the defaults).
+    pub fn from_raw(raw: &BTreeMap<String, String>) -> Result<Params, ParamError> {
+        Params::from_raw_with(raw, &[])
+    }
+
+    /// [`Params::from_raw`] where `E03_STRATEGIES` may also name the strategies `own` defines
+    /// (a scenario's `[[strategy]]` tables; see [`crate::strategy_table::resolve_id`]).
+    pub fn from_raw_with(
+        raw: &BTreeMap<String, String>,
+        own: &[StrategySpec],
+    ) -> Result<Params, ParamError> {
+        if let Some(bad) = raw
+            .keys()
+            .find(|k| !PARAMS.iter().any(|p| p.env == k.as_str()))
+        {
+            return Err(ParamError::Unknown { name: bad.clone() });
+        }
+        let r = Reader { raw };
+        let service = ServiceParams {
+            workers: r.int("E03_WORKERS", 1, 10_000)? as usize,
+            service_ms: r.num("E03_SERVICE_MS", 0.1, 60_000.0, false)?,
+            queue: r.int("E03_QUEUE", 0, 1_000_000)? as usize,
+            queue_policy: match r.value("E03_QUEUE_POLICY") {
+                p if crate::dependency::QueueDiscipline::parse(p).is_some() => p.to_string(),
+                _ => return Err(r.invalid("E03_QUEUE_POLICY")),
+            },
+            queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
+            queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS", 0.0, 60_000.0, true)?,
+            admission: match r.value("E03_ADMISSION") {
+                a if crate::dependency::AdmissionRule::parse(a).is_some() => a.to_string(),
+                _ => return Err(r.invalid("E03_ADMISSION")),
+            },
+            priority_reserve: r.num("E03_PRIORITY_RESERVE", 0.0, 1.0, false)?,
+            replicas: r.int("E03_REPLICAS", 1, 16)? as u32,
+            concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
+                l if crate::limit::LimitKind::parse(l).is_some() => l.to_string(),
+                _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
+            },
+            limit_timeout_ms: r.num("E03_LIMIT_TIMEOUT_MS", 0.0, 600_000.0, true)?,
+            freeze_start_s: r.num("E03_FREEZE_START_S", 0.0, 86_400.0, false)?,
+            freeze_end_s: r.num("E03_FREEZE_END_S", 0.0, 86_400.0, false)?,
+            recovery_end_s: r.num("E03_RECOVERY_END_S", 0.0, 86_400.0, false)?,
+            recovery_factor: r.num("E03_RECOVERY_FACTOR", 0.0, 1.0, true)?,
+            fail_rate: r.num("E03_FAIL_RATE", 0.0, 1.0, false)?,
+            slow_rate: r.num("E03_SLOW_RATE", 0.0, 1.0, false)?,
+            slow_ms: r.num("E03_SLOW_MS", 0.0, 600_000.0, false)?,
+            lost_rate: r.num("E03_LOST_RATE", 0.0, 1.0, false)?,
+            permanent_rate: r.num("E03_PERMANENT_RATE", 0.0, 1.0, false)?,
+            tail_rate: r.num("E03_TAIL_RATE", 0.0, 1.0, false)?,
+            tail_factor: r.num("E03_TAIL_FACTOR", 1.0, 10_000.0, false)?,
+            timeout_rate: r.num("E03_TIMEOUT_RATE", 0.0, 1.0, false)?,
+            cutoff_rate: r.num("E03_CUTOFF_RATE", 0.0, 1.0, false)?,
+            input_tokens: r.int("E03_INPUT_TOKENS", 0, 1_000_000)? as u32,
+            output_tokens: r.int("E03_OUTPUT_TOKENS", 0, 1_000_000)? as u32,
+            down_latency_ms: match r.value("E03_DOWN_LATENCY_MS") {
+                "scenario" => None,
+                _ => Some(r.num("E03_DOWN_LATENCY_MS", 0.0, 600_000.0, false)?),
+            },
+        };
+        let swarm = SwarmParams {
+            clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
+            workload: match r.value("E03_WORKLOAD") {
+                w @ ("closed_loop" | "group" | "ramp" | "fixed_rate" | "open_loop" | "steps"
+                | "fan_out") => w.to_string(),
+                _ => return Err(r.invalid("E03_WORKLOAD")),
+            },
+            period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
+            rate: r.num("E03_RATE", 0.0, 100_000.0, true)?,
+            rate_peak: r.num("E03_RATE_PEAK", 0.0, 100_000.0, false)?,
+            best_effort_share: r.num("E03_BEST_EFFORT_SHARE", 0.0, 1.0, false)?,
+            fanout: r.int("E03_FANOUT", 1, 1000)? as u32,
+            fanout_quorum: r.int("E03_FANOUT_QUORUM", 0, 1000)? as u32,
+            fanout_slow_ms: r.num("E03_FANOUT_SLOW_MS", 0.0, 3_600_000.0, true)?,
+            max_in_flight: r.int("E03_MAX_IN_FLIGHT", 1, 1_000_000)? as u32,
+            ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
+            duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
+            think_min_ms: r.num("E03_THINK_MIN_MS", 0.0, 3_600_000.0, false)?,
+            think_max_ms: r.num("E03_THINK_MAX_MS", 0.0, 3_600_000.0, false)?,
+            max_attempts: r.int("E03_MAX_ATTEMPTS", 1, 100)? as u32,
+            attempt_timeout_ms: r.num("E03_ATTEMPT_TIMEOUT_MS", 1.0, 600_000.0, false)?,
+            deadline_ms: r.num("E03_DEADLINE_MS", 1.0, 3_600_000.0, false)?,
+            backoff_base_ms: r.num("E03_BACKOFF_BASE_MS", 0.0, 600_000.0, false)?,
+            backoff_cap_ms: r.num("E03_BACKOFF_CAP_MS", 0.0, 3_600_000.0, false)?,
+            budget_cap: r.num("E03_BUDGET_CAP", 1.0, 1_000_000.0, false)?,
+            budget_ratio: r.num("E03_BUDGET_RATIO", 0.0, 1000.0, false)?,
+            break_ms: match r.value("E03_BREAK_MS") {
+                "strategy" => None,
+                _ => Some(r.int("E03_BREAK_MS", 1, 3_600_000)?),
+            },
+            connect_timeout_ms: match r.value("E03_CONNECT_TIMEOUT_MS") {
+                "none" => None,
+                _ => Some(r.num("E03_CONNECT_TIMEOUT_MS", 1.0, 600_000.0, false)?),
+            },
+            budget_scope: crate::policy::BudgetScope::parse(r.value("E03_BUDGET_SCOPE"))
+                .ok_or_else(|| r.invalid("E03_BUDGET_SCOPE"))?,
+            shards: r.int("E03_SHARDS", 1, 100_000)? as u32,
+            balancer: match r.value("E03_BALANCER") {
+                b if crate::balancer::Pick::parse(b).is_some() => b.to_string(),
+                _ => return Err(r.invalid("E03_BALANCER")),
+            },
+            outlier_5xx: r.int("E03_OUTLIER_5XX", 0, 1000)? as u32,
+            ejection_ms: r.int("E03_EJECTION_MS", 1, 300_000)?,
+            outlier_interval_ms: r.int("E03_OUTLIER_INTERVAL_MS", 1, 300_000)?,
+            health_interval_ms: r.int("E03_HEALTH_INTERVAL_MS", 0, 300_000)?,
+            unhealthy_threshold: r.int("E03_UNHEALTHY_THRESHOLD", 1, 100)? as u32,
+        };
+        let steps = StepParams {
+            step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
+            steps: r.int("E03_STEPS", 1, 100_000)? as u32,
+            batch_items: r.int("E03_BATCH_ITEMS", 0, 1_000_000)? as u32,
+            burst_start: r.int("E03_BURST_START", 0, 100_000)? as u32,
+            burst_items: r.int("E03_BURST_ITEMS", 0, 1_000_000)? as u32,
+            loads: {
+                let list: Option<Vec<u32>> = r
+                    .value("E03_STEP_LOADS")
+                    .split(',')
+                    .map(|v| {
+                        v.trim()
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|n| (1..=10_000).contains(n))
+                    })
+                    .collect();
+                match list {
+                    Some(l)
+                        if (1..=8).contains(&l.len())
+                            && l.iter().enumerate().all(|(i, x)| !l[..i].contains(x)) =>
+                    {
+                        l
+                    }
+                    _ => return Err(r.invalid("E03_STEP_LOADS")),
+                }
+            },
+            step_calls: r.int("E03_STEP_CALLS", 1, 100_000)? as u32,
+            interactive_every: r.int("E03_INTERACTIVE_EVERY", 0, 100_000)? as u32,
+            interactive_until: r.int("E03_INTERACTIVE_UNTIL", 0, 100_000)? as u32,
+            interactive_budget: r.int("E03_INTERACTIVE_BUDGET", 0, 100_000)? as u32,
+        };
+        if steps.burst_items > steps.batch_items {
+            return Err(r.invalid("E03_BURST_ITEMS"));
+        }
+        // Cross-parameter rules, one error each, naming the later parameter.
+        if let Some(name) = broken_rule(&service, &swarm) {
+            return Err(r.invalid(name));
+        }
+        if swarm.partition_ejects() {
+            return Err(ParamError::Invalid {
+                name: "E03_BALANCER".into(),
+                value: swarm.balancer.clone(),
+                accepts: "round_robin, least_outstanding or failover with E03_OUTLIER_5XX or \
+                          E03_HEALTH_INTERVAL_MS above 0 (a partition's replicas are different \
+                          dependencies: none stands in for another, so none leaves a rotation; \
+                          set both to 0)"
+                    .into(),
+            });
+        }
+        let seeds = match r.value("E03_SEEDS") {
+            "" => vec![r.int("E03_SEED", 0, u64::MAX)?],
+            list => parse_seeds(list).ok_or_else(|| match reversed_range(list) {
+                Some((a, b)) => ParamError::Invalid {
+                    name: "E03_SEEDS".into(),
+                    value: list.into(),
+                    accepts: format!("ranges from low to high: {a}-{b} is reversed ({b}-{a}?)"),
+                },
+                None => r.invalid("E03_SEEDS"),
+            })?,
+        };
+        let budget = BudgetSpec::token_bucket(swarm.budget_cap, swarm.budget_ratio);
+        let (base, cap) = (ms(swarm.backoff_base_ms), ms(swarm.backoff_cap_ms));
+        let mut strategies: Vec<Strategy> = Vec::new();
+        // The error names the entry at fault: `"Z" is not one`, `"A" is repeated`.
+        let bad_strategies = |why: String| ParamError::Invalid {
+            name: "E03_STRATEGIES".into(),
+            value: r.value("E03_STRATEGIES").to_string(),
+            accepts: format!("{} ({why})", accepted_ids(own)),
+        };
+        for id in r.value("E03_STRATEGIES").split(',').map(str::trim) {
+            // A step run's own id, `<id>-L<load>` (see below), as a driver passes it on.
+            let (base_id, load) = match id.rsplit_once("-L") {
+                Some((b, l)) if swarm.workload == "steps" => (
+                    b,
+                    Some(l.parse::<u32>().map_err(|_| {
+                        bad_strategies(format!("{id:?}: the load after -L is not a whole number"))
+                    })?),
+                ),
+                _ => (id, None),
+            };
+            let s = resolve_id(base_id, base, cap, budget, own).ok_or_else(|| {
+                bad_strategies(if id.is_empty() {
+                    "an empty entry".to_string()
+                } else {
+                    format!("{id:?} is not one")
+                })
+            })?;
+            let mut s = match load {
+                Some(load) => s.at_load(load),
+                None => s,
+            };
+            if let (Some(b), Some(breaker)) = (swarm.break_ms, s.breaker.as_mut()) {
+                breaker.break_duration_ms = b;
+            }
+            if strategies.iter().any(|x| x.id == s.id) {
+                return Err(bad_strategies(format!("{:?} is repeated", s.id)));
+            }
+            strategies.push(s);
+        }
+        let replicas = service.replicas;
+        if let Some(s) = strategies.iter().find(|s| {
+            s.bulkhead.len() > 1
+                && (swarm.balancer != "partition" || s.bulkhead.len() != replicas as usize)
+        }) {
+            return Err(bad_strategies(format!(
+                "strategy {:?} has bulkhead = {:?}: a pool per dependency needs \
+                 E03_BALANCER=partition and one pool per replica (E03_REPLICAS={replicas}, \
+                 E03_BALANCER={}); one number is a pool every call shares",
+                s.id, s.bulkhead, swarm.balancer
+            )));
+        }
+        let calls = swarm.most_fallbacks();
+        if let Some(s) = strategies.iter().find(|s| s.fallbacks > calls) {
+            return Err(bad_strategies(format!(
+                "strategy {:?} has fallbacks = {}: a fallback serves a call of a fan-out \
+                 request, so fallbacks is at most E03_FANOUT ({calls} here) with \
+                 E03_WORKLOAD=fan_out, and 0 with any other workload",
+                s.id, s.fallbacks
+            )));
+        }
+        if swarm.workload == "steps" && strategies.iter().all(|s| s.load.is_none()) {
+            // Each strategy runs once per load level, as its own run (`<id>-L<load>`).
+            strategies = steps
+                .loads
+                .iter()
+                .flat_map(|&load| strategies.iter().map(move |s| s.at_load(load)))
+                .collect();
+        }
+        Ok(Params {
+            service,
+            swarm,
+            seeds,
+            strategies,
+            steps,
+        })
+    }
+}
+
+/// Reads and checks single values.
+struct Reader<'a> {
+    raw: &'a BTreeMap<String, String>,
+}
+
+impl Reader<'_> {
+    fn value(&self, name: &'static str) -> &str {
+        self.raw
+            .get(name)
+            .map(|v| v.trim())
+            .unwrap_or_else(|| spec(name).expect("known parameter").default)
+    }
+
+    fn invalid(&self, name: &'static str) -> ParamError {
+        ParamError::Invalid {
+            name: name.to_string(),
+            value: self.value(name).to_string(),
+            accepts: spec(name).expect("known parameter").accepts.to_string(),
+        }
+    }
+
+    fn int(&self, name: &'static str, lo: u64, hi: u64) -> Result<u64, ParamError> {
+        match self.value(name).parse::<u64>() {
+            Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+            _ => Err(self.invalid(name)),
+        }
+    }
+
+    /// A finite number in `[lo, hi]`, or `(lo, hi]` when `lo_open`.
+    fn num(&self, name: &'static str, lo: f64, hi: f64, lo_open: bool) -> Result<f64, ParamError> {
+        match self.value(name).parse::<f64>() {
+            Ok(v) if v.is_finite() && v <= hi && (v > lo || (!lo_open && v == lo)) => Ok(v),
+            _ => Err(self.invalid(name)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn err(pairs: &[(&str, &str)]) -> String {
+        Params::from_raw(&raw(pairs)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn break_ms_overrides_every_breakers_break_and_leaves_other_strategies_alone() {
+        let breaker = Scenario::named("breaker").unwrap();
+        let own = Params::for_scenario(&breaker, &BTreeMap::new()).unwrap();
+        let spec = |p: &Params| p.strategies()[0].breaker.unwrap().break_duration_ms;
+        assert_eq!(spec(&own), 2000);
+        let set = Params::for_scenario(&breaker, &raw(&[("E03_BREAK_MS", "1950")])).unwrap();
+        assert_eq!(spec(&set), 1950);
+        let back = Params::for_scenario(&breaker, &set.to_raw()).unwrap();
+        assert_eq!(back.swarm().break_ms, Some(1950));
+        let plain = Params::from_raw(&raw(&[("E03_BREAK_MS", "5")])).unwrap();
+        assert!(plain.strategies().iter().all(|s| s.breaker.is_none()));
+        for bad in ["0", "1.5", "3600001", "none"] {
+            let e = err(&[("E03_BREAK_MS", bad)]);
+            assert!(
+                e.contains("E03_BREAK_MS") && e.contains("or strategy"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_specs() {
+        let p = Params::default();
+        assert_eq!(p.service.workers, 10);
+        assert_eq!(p.service.queue, 100);
+        assert_eq!(p.swarm.clients, 200);
+        assert_eq!(p.seeds, vec![42]);
+        let ids: Vec<_> = p.strategies.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["A", "B", "C", "D"]);
+        let c = p.service_config(&Scenario::e03b(), 42);
+        assert_eq!(c.capacity_per_s(), 250.0);
+        assert_eq!(p.limits().max_attempts, 4);
+        assert!(p.strategy("D").unwrap().budget.is_some());
+    }
+
+    #[test]
+    fn non_numbers_negatives_and_zero_workers_are_rejected_by_name() {
+        assert_eq!(
+            err(&[("E03_WORKERS", "abc")]),
+            "invalid E03_WORKERS=\"abc\": expected a whole number from 1 to 10000"
+        );
+        assert!(err(&[("E03_WORKERS", "0")]).starts_with("invalid E03_WORKERS=\"0\""));
+        assert!(err(&[("E03_SERVICE_MS", "-5")]).starts_with("invalid E03_SERVICE_MS"));
+        assert!(err(&[("E03_FAIL_RATE", "1.5")]).starts_with("invalid E03_FAIL_RATE"));
+        assert!(err(&[("E03_DURATION_S", "0")]).starts_with("invalid E03_DURATION_S"));
+        assert!(err(&[("E03_DURATION_S", "NaN")]).starts_with("invalid E03_DURATION_S"));
+        assert!(err(&[("E03_SEED", "-1")]).starts_with("invalid E03_SEED"));
+        let e = err(&[("E03_QUEUE_POLICY", "lifo")]);
+        assert!(e.starts_with("invalid E03_QUEUE_POLICY=\"lifo\""), "{e}");
+        assert!(e.contains("fifo, codel or adaptive_lifo"), "{e}");
+        assert!(err(&[("E03_QUEUE_TARGET_MS", "0")]).starts_with("invalid E03_QUEUE_TARGET_MS"));
+        let e = err(&[("E03_ADMISSION", "late")]);
+        assert!(e.starts_with("invalid E03_ADMISSION=\"late\""), "{e}");
+        assert!(e.contains("all, deadline or priority"), "{e}");
+    }
+
+    #[test]
+    fn inconsistent_pairs_are_rejected() {
+        assert!(
+            err(&[("E03_FREEZE_START_S", "10"), ("E03_FREEZE_END_S", "9")])
+                .starts_with("invalid E03_FREEZE_END_S=\"9\"")
+        );
+        assert!(err(&[("E03_RECOVERY_END_S", "9")]).starts_with("invalid E03_RECOVERY_END_S"));
+        assert!(err(&[("E03_THINK_MIN_MS", "3000")]).starts_with("invalid E03_THINK_MAX_MS"));
+        assert!(err(&[("E03_DEADLINE_MS", "1000")]).starts_with("invalid E03_DEADLINE_MS"));
+        assert!(err(&[("E03_QUEUE_TARGET_MS", "200")]).starts_with("invalid E03_QUEUE_INTERVAL_MS"));
+        assert!(err(&[("E03_FAIL_RATE", "0.6"), ("E03_SLOW_RATE", "0.6")])
+            .starts_with("invalid E03_SLOW_RATE"));
+    }
+
+    #[test]
+    fn strategies_and_seeds_lists() {
+        let p = Params::from_raw(&raw(&[
+            ("E03_STRATEGIES", "c, a"),
+            ("E03_SEEDS", "42,7,1-3"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            p.strategies
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>(),
+            ["C", "A"]
+        );
+        assert_eq!(p.seeds, vec![42, 7, 1, 2, 3]);
+        assert!(err(&[("E03_STRATEGIES", "A,Q")]).starts_with("invalid E03_STRATEGIES=\"A,Q\""));
+        assert!(err(&[("E03_STRATEGIES", "A,A")]).starts_with("invalid E03_STRATEGIES"));
+        assert!(err(&[("E03_SEEDS", "5-1")]).starts_with("invalid E03_SEEDS"));
+        assert!(err(&[("E03_SEEDS", "1,x")]).starts_with("invalid E03_SEEDS"));
+        assert!(err(&[("E03_SEEDS", "1,1")]).starts_with("invalid E03_SEEDS"));
+    }
+
+    #[test]
+    fn unknown_parameters_and_scenarios_are_rejected() {
+        assert_eq!(
+            err(&[("E03_WORKER", "5")]),
+            "unknown parameter \"E03_WORKER\": expected one of the E03_* parameter names (see --help)"
+        );
+        // Keys are env names; a flag name is not silently ignored.
+        assert!(err(&[("workers", "abc")]).starts_with("unknown parameter \"workers\""));
+        let e = Scenario::parse_list("e03c").unwrap_err().to_string();
+        assert!(
+            e.starts_with("unknown scenario \"e03c\": expected e03a, e03b, "),
+            "{e}"
+        );
+        assert!(e.ends_with("all, or a scenario file (NAME.toml)"), "{e}");
+        assert_eq!(
+            Scenario::parse_list("all").unwrap()[..2],
+            [Scenario::e03a(), Scenario::e03b()]
+        );
+    }
+}
