@@ -19,37 +19,52 @@
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
 //! - `progress`: the once-a-second progress line (or bar) on stderr (`--progress`).
 //! - `stop`: the stop signal every client watches.
-//! - `cli`: the `client-swarm` command line ([`main_entry`]).
+//! - `cli`: the `client-swarm` command line ([`main_entry`]), and what the lab's `swarm`
+//!   wrapper reads of one; its parts below.
+//! - `flags`: the flags (clap's command) and the readers of the values clap cannot check.
+//! - `setup`: the plan a command line resolves to, from flags and env vars or a plan.
+//! - `plan_file`: `--plan FILE`, a plan that is the whole setting ([`check_plan_text`]).
+//! - `run_dir`: where a swarm writes, checked and claimed (`--claim-run-dir`) before traffic.
+//! - `run_all`: running the plan: health checks, then every scenario x seed.
+//! - `chain_args`: a command line of chain scenarios, which the lab runs through the hops.
+//! - `signal`: Ctrl-C or SIGTERM ([`shutdown_signal`]).
 //!
 //! The run directory, scenario files and the progress setting are the `e03-io` crate's,
 //! shared with `lab` and its simulated path.
 
+mod chain_args;
 mod cli;
 mod client;
 mod drive;
 mod error;
+mod flags;
 mod http;
 mod log;
 mod metrics;
 mod plan;
+mod plan_file;
 pub mod progress;
 mod run;
+mod run_all;
+mod run_dir;
+mod setup;
+mod signal;
 mod single;
 mod stop;
 mod top;
 
-pub use cli::{
-    chain_args, check_plan_text, claim_chain_run, main_entry, metrics_listen, out_and_scenarios,
-    report_when_stopped, resolve_plan, scenarios_value, shutdown_hops, shutdown_signal, ChainArgs,
-    ScenarioArgs,
-};
+pub use chain_args::{chain_args, claim_chain_run, shutdown_hops, ChainArgs, ScenarioArgs};
+pub use cli::{main_entry, out_and_scenarios, report_when_stopped, resolve_plan, scenarios_value};
 pub use error::SwarmError;
+pub use flags::metrics_listen;
 pub use http::{shutdown_target, wait_healthy};
 pub use metrics::{serve_metrics, METRICS_PATH};
 pub use plan::{
     parse_targets, HostSettings, PlannedScenario, StrategyReport, SwarmPlan, SwarmReport,
     SwarmRunPlan, Target, TargetsError, DEFAULT_START_DELAY,
 };
+pub use plan_file::check_plan_text;
 pub use run::run_swarm;
+pub use signal::shutdown_signal;
 pub use single::client_entry;
 pub use top::drive_top_caller;

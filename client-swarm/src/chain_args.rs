@@ -1,0 +1,116 @@
+//! A swarm command line whose scenarios are chain scenarios (amplification, deadline): the lab
+//! runs them through the hop services (`lab swarm` in compose), from the same flags and env vars
+//! as the swarm's own runs. [`chain_args`] reads them, [`claim_chain_run`] claims the run
+//! directory as the swarm claims its own, [`shutdown_hops`] stops the hops at the end.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use e03_core::cli::unknown_env;
+use e03_core::Scenario;
+use e03_io::rundir as outdir;
+
+use crate::flags::{chain_hops, command};
+use crate::plan::{parse_targets, HostSettings};
+use crate::run_dir::{claim_run_dir, preflight, refuse_root, CLAIMED};
+
+/// Asks every hop to shut down (`POST /control/shutdown`); one that is gone already is said.
+pub async fn shutdown_hops(hops: &[String]) {
+    for hop in hops {
+        if let Err(e) = crate::http::shutdown_target(hop).await {
+            eprintln!("client-swarm: hop {hop}: {e}");
+        }
+    }
+}
+
+/// A swarm command line whose scenarios are chain scenarios: the lab runs them through the hop
+/// services (`lab swarm` in compose), from the same flags and env vars as the swarm's.
+#[derive(Debug, Clone)]
+pub struct ChainArgs {
+    /// `--out`: with `--claim-run-dir` the results root, else the run directory.
+    pub out: PathBuf,
+    pub scenarios: Vec<ScenarioArgs>,
+    /// `--claim-run-dir` (and the run id asked for).
+    pub claim: Option<Option<String>>,
+    /// `--chain-hops`.
+    pub hops: Vec<String>,
+    /// `--shutdown-targets`: every target's control URL (the hops are in `hops`).
+    pub shutdown: Option<Vec<String>>,
+    /// `E03_OVERWRITE=1`.
+    pub overwrite: bool,
+    /// `E03_UID`, `E03_GID`, `E03_ALLOW_ROOT`, `E03_OVERWRITE`, `E03_HOST_RESULTS`, read once.
+    pub host: HostSettings,
+}
+
+/// One scenario of [`ChainArgs`] and its definition's text (kept beside its logs).
+#[derive(Debug, Clone)]
+pub struct ScenarioArgs {
+    pub scenario: Scenario,
+    pub text: String,
+}
+
+/// Reads a swarm command line for chain scenarios; `Err` is the one-line message (exit 2).
+pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
+    let m = command()
+        .try_get_matches_from(args)
+        .map_err(|e| e.to_string())?;
+    let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+    if let Some(name) = unknown_env(env_names).into_iter().next() {
+        return Err(e03_core::cli::unknown_env_message(&name));
+    }
+    let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
+    let scenarios = e03_io::scenario_files::resolve(&value("scenarios"))
+        .map_err(|e| {
+            format!(
+                "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
+                value("scenarios")
+            )
+        })?
+        .into_iter()
+        .map(|a| ScenarioArgs {
+            scenario: a.scenario,
+            text: a.text,
+        })
+        .collect();
+    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
+    let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
+    let claim = m.get_flag("claim-run-dir");
+    let host = HostSettings::from_env(&|k| std::env::var(k).ok());
+    Ok(ChainArgs {
+        out: PathBuf::from(value("out")),
+        scenarios,
+        claim: claim.then(|| run_id.cloned()),
+        hops: chain_hops(&m)?,
+        shutdown: m
+            .get_flag("shutdown-targets")
+            .then(|| targets.into_iter().map(|t| t.control_url).collect()),
+        overwrite: host.overwrite,
+        host,
+    })
+}
+
+/// Claims the run directory of [`ChainArgs`] as the swarm claims its own (`--claim-run-dir`:
+/// `OUT/<run id>/`, `OUT/latest`; uid 0 refused) and checks it can be written; the run
+/// directory. `Err` is the one-line message (exit 2).
+pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
+    let env = |k: &str| a.host.var(k);
+    let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario.clone()).collect();
+    let dir = match &a.claim {
+        Some(id) => {
+            let run = claim_run_dir(&a.out, id.clone(), &scenarios, &env)?;
+            eprintln!(
+                "client-swarm: run {} writes into {}",
+                run.id,
+                outdir::shown_under(&run.dir, a.host.host_results.as_deref())
+            );
+            let _ = CLAIMED.set(run.dir.clone());
+            run.dir
+        }
+        None => {
+            refuse_root(&env)?;
+            a.out.clone()
+        }
+    };
+    preflight(&dir, &scenarios, &env)?;
+    Ok(dir)
+}
