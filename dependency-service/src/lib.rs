@@ -17,6 +17,9 @@
 //! - `identity`: the `x-e03-*` headers of an attempt.
 //! - `metrics`: the Prometheus metrics served at `GET /metrics` on the work listener.
 //! - `cli`: [`main_entry`], the whole command line (also the lab's `serve` subcommand).
+//! - `proxy`: `lab proxy`, the TCP fault proxy with Toxiproxy's API (its command line and the
+//!   API served); its parts: `proxies` (the proxies and what they share), `proxy_api` (the HTTP
+//!   API's handlers), `proxy_link` (one proxy's listener and its connections' links).
 
 pub mod audit;
 mod cli;
@@ -24,7 +27,10 @@ pub mod hop;
 mod identity;
 mod listen;
 mod metrics;
+mod proxies;
 pub mod proxy;
+mod proxy_api;
+mod proxy_link;
 mod routes;
 mod run;
 mod server;
