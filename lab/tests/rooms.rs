@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 const LONG_FILES: &[(&str, usize)] = &[
     ("analyzer/src/figures.rs", 1313),
     ("lab/src/live.rs", 1134),
-    ("simulator/src/engine.rs", 915),
 ];
 
 const MAX_LINES: usize = 800;

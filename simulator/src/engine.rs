@@ -14,9 +14,10 @@
 //!   zero) with request id = arrival sequence and the attempt's fault key;
 //! - the attempt ends at `min(answer, send + timeout)` and its result goes back to the workload
 //!   ([`Workload::on_answer`]) with the run's one budget;
-//! - a wire phase changes that (below, "The wire"): nothing listens, a blackhole drops, a
-//!   latency, a bandwidth or a slicer holds the answer (a `Deliver` event) or the request (an
-//!   `Arrive` event), a reset or a limit ends the attempt.
+//! - a wire phase changes that (the connection model's doc, `engine/connections.rs`, "The
+//!   wire"): nothing listens, a blackhole drops, a latency, a bandwidth or a slicer holds the
+//!   answer (a `Deliver` event) or the request (an `Arrive` event), a reset or a limit ends the
+//!   attempt.
 //!
 //! Everything observable is reported to an [`Observer`]; the analyzer's accumulator is one, a
 //! test's trace is another. The dependency is the core's [`DependencyNode`]: whenever it has
@@ -24,53 +25,12 @@
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
 //!
-//! # The wire
-//!
-//! Every wire fault of a timeline (issue 27) is modelled:
-//! - a `refused` phase;
-//! - Toxiproxy's `timeout` toxic, at any toxicity (drawn once per connection and phase, as
-//!   `reset_peer` below): on the connections it applies to nothing passes that way until the
-//!   phase ends (timeout 0, a blackhole), or until the proxy closes the connection `timeout`
-//!   after the toxic applied to it, as `reset_peer` times its reset; the attempt then in
-//!   flight ends as `reset_before_answer` (its client's error for a connection closed before
-//!   the answer), and the close is not counted as a reset. A client whose attempt timed out
-//!   closes that connection (an HTTP/1.1 client cannot reuse it) and opens a new one, which
-//!   draws again;
-//! - a `latency`, `bandwidth` or `slicer` toxic on the answers (downstream, Toxiproxy's
-//!   default), at any toxicity: each answer that leaves the dependency during the phase reaches
-//!   its client as late as the core's [`Link::pass`] (the live proxy's rule) writes its last
-//!   byte, the answer passed as one chunk of [`ANSWER_BYTES`]: latency +/- jitter, the bytes at
-//!   the bandwidth's rate, or the slicer's pieces `delay` apart; on the connections the
-//!   toxicity draws ([`Link::of_one`]: one draw per client and phase, as a client keeps its
-//!   connection);
-//! - a `latency`, `bandwidth` or `slicer` toxic on the requests (upstream): each request sent
-//!   during the phase reaches the dependency as late as [`Link::pass`] writes its last byte
-//!   (an `Arrive` event), the request passed as one chunk of [`REQUEST_BYTES`], on the same
-//!   draws; its attempt's timeout still runs from its sending;
-//! - `reset_peer`, either stream, at any toxicity: each connection open when the phase starts,
-//!   and each opened during it, is reset with probability `toxicity` ([`Link::of_one`], one
-//!   draw per connection and phase). At once (timeout 0): an attempt on a connection reset at
-//!   the phase's start ends as `reset_before_answer` then (its request had arrived, its answer
-//!   is lost); one that opens a connection the draw resets ends so at once and never arrives.
-//!   With a timeout, the reset comes that long after the toxic applied (the phase's start, or
-//!   the connection's opening), as the live proxy times it from the link's draw: the attempt
-//!   then in flight on the connection ends as `reset_before_answer`, a reusing client's idle
-//!   connection is gone, a connection its client already closed is not reset, and a reset due
-//!   after the phase's end does not come. A client that reuses its connection
-//!   ([`Connections::Reuse`]) opens a new one only after a reset; one that does not opens one
-//!   per attempt.
-//! - `limit_data`, either stream, at any toxicity: each connection the toxicity draws (one
-//!   draw per connection and phase) passes at most `bytes` that way from the phase's start or
-//!   its opening, each answer one chunk of [`ANSWER_BYTES`], each request one of
-//!   [`REQUEST_BYTES`]; then the proxy closes it. An answer cut in its head ends as
-//!   `reset_before_answer`, one cut in its body as `reset_mid_body`; an answer that ends
-//!   exactly at the limit is whole. A request cut never arrives, and its attempt ends as
-//!   `reset_before_answer` at once; one that ends exactly at the limit arrives and is worked
-//!   on, and its attempt ends so at once too (the close reaches the client before any answer).
-//!   A reusing client opens a new connection after the close;
-//! - `slow_close`, as nothing: an HTTP client reads its answer by its length, so a close held
-//!   back changes no attempt (live, 500 ms on every connection left p95 at 48 ms for clients
-//!   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
+//! Its parts, private to it: the wire connection model (`engine/connections.rs`, the engine's
+//! methods that apply the wire phases to the clients' connections) and what each wire fault does
+//! (`engine/faults.rs`).
+
+mod connections;
+mod faults;
 
 use e03_core::attempt::Broken;
 use e03_core::balancer::Probe;
@@ -81,33 +41,17 @@ use e03_core::events::Cause;
 use e03_core::ledger::ChargeRequest;
 use e03_core::policy::Policies;
 use e03_core::priority::Priority;
-use e03_core::rng::{mix64, stream, LabRng, Stream};
+use e03_core::rng::{stream, LabRng, Stream};
 use e03_core::schedule::{Answer, Step};
 use e03_core::session::AttemptId;
-use e03_core::strategy::Connections;
 use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::{
-    applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
-};
+use e03_core::wire::{Direction, Link, REQUEST_BYTES};
 use e03_core::workload::{Ended, FanOutEnd, Next, Outgoing, Workload};
 use e03_core::{Admission, AttemptResult, DependencyNode, Params, ReqId, Scenario, Strategy};
 
+use self::faults::{drops, reset_toxicity};
 use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};
 use crate::service::{dur, nanos};
-
-/// The direction whose chunks `fault` only delays, if it is such a toxic (the module doc, "The
-/// wire"): latency, bandwidth and slicer, either way.
-fn delays(fault: &WireFault) -> Option<Direction> {
-    match *fault {
-        WireFault::Toxic {
-            toxic:
-                ToxicKind::Latency { .. } | ToxicKind::Bandwidth { .. } | ToxicKind::Slicer { .. },
-            stream,
-            ..
-        } => Some(stream),
-        _ => None,
-    }
-}
 
 /// What a run reports as it goes. Times are virtual nanoseconds since time zero.
 pub trait Observer {
@@ -635,226 +579,6 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.answers.clear();
     }
 
-    /// Whether the toxic of wire phase `i`, at `toxicity`, applies to connection `n` of client
-    /// `c` (one draw per connection and phase, the core's [`applies`], as [`Link::of_one`]
-    /// draws it).
-    fn reset_draw(&self, c: u32, n: u32, i: usize, toxicity: f64) -> bool {
-        applies(toxicity, &mut self.conn_draw(c, n, i))
-    }
-
-    /// Whether the toxic of wire phase `i` applies to client `c`'s current connection.
-    fn conn_hit(&self, c: u32, i: usize) -> bool {
-        let WireFault::Toxic { toxicity, .. } = self.timeline.wire[i].fault else {
-            return false;
-        };
-        self.reset_draw(c, self.clients[c as usize].conn.n, i, toxicity)
-    }
-
-    /// The draws of connection `n` of client `c` in wire phase `i`.
-    fn conn_draw(&self, c: u32, n: u32, i: usize) -> LabRng {
-        let key = ((i as u64 + 1) << 32) | u64::from(n);
-        stream(self.seed ^ mix64(key), Stream::Wire, c)
-    }
-
-    /// An answer to client `c` at `t` through a `limit_data` phase on the answers (the module
-    /// doc, "The wire"): an answer cut in its head leaves the client with no answer, one cut in
-    /// its body with a broken body ([`ANSWER_HEAD_BYTES`]).
-    fn limit_data(&mut self, t: Nanos, c: u32, result: AttemptResult) -> AttemptResult {
-        match self.limit_pass(t, c, Direction::Downstream, ANSWER_BYTES) {
-            Some((kept, _)) if kept < ANSWER_HEAD_BYTES => {
-                AttemptResult::ConnectionError(Broken::ResetBeforeAnswer)
-            }
-            Some((kept, _)) if kept < ANSWER_BYTES => {
-                AttemptResult::ConnectionError(Broken::ResetMidBody)
-            }
-            _ => result,
-        }
-    }
-
-    /// `bytes` leaving for (`Downstream`) or from (`Upstream`) client `c` at `t` through a
-    /// `limit_data` phase on that direction, if one applies to its connection: the bytes that
-    /// pass, and whether the proxy then closed the connection. The connection's link (drawn
-    /// once per connection and phase) passes at most its bytes left; the limit reached, the
-    /// connection is closed (not a reset), and a reusing client opens a new one for its next
-    /// attempt.
-    fn limit_pass(
-        &mut self,
-        t: Nanos,
-        c: u32,
-        direction: Direction,
-        bytes: usize,
-    ) -> Option<(usize, bool)> {
-        let (i, w) = self.timeline.wire_phase_at(dur(t))?;
-        let WireFault::Toxic {
-            toxic: toxic @ ToxicKind::LimitData { .. },
-            stream,
-            toxicity,
-        } = w.fault
-        else {
-            return None;
-        };
-        if stream != direction {
-            return None;
-        }
-        let n = self.clients[c as usize].conn.n;
-        let mut link = match self.clients[c as usize].limit.take() {
-            Some((j, m, link)) if (j, m) == (i, n) => link,
-            _ => Link::of_one(toxic, toxicity, &mut self.conn_draw(c, n, i)),
-        };
-        let pass = link.pass(bytes, &mut self.wire_rng);
-        let client = &mut self.clients[c as usize];
-        client.limit = Some((i, n, link));
-        let Pass::Forward {
-            pieces, then_close, ..
-        } = pass
-        else {
-            return None;
-        };
-        if then_close {
-            client.conn.open = false;
-        }
-        Some((pieces.iter().map(|p| p.1).sum(), then_close))
-    }
-
-    /// The connection client `c` sends its attempt on at `t`: its open one (a reusing client;
-    /// one a reset phase's start reset while idle is gone), else a new one. True when the proxy
-    /// resets that new connection at once (the module doc, "The wire").
-    fn connect(&mut self, t: Nanos, c: u32) -> bool {
-        let phase = self
-            .timeline
-            .wire_phase_at(dur(t))
-            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|(p, d, _)| (i, p, d)));
-        let reuse = self.strategy.connections == Connections::Reuse;
-        let conn = self.clients[c as usize].conn;
-        if reuse && conn.open {
-            let Some((i, p, d)) = phase.filter(|(i, ..)| conn.drawn != Some(*i)) else {
-                return false;
-            };
-            self.clients[c as usize].conn.drawn = Some(i);
-            if !self.reset_draw(c, conn.n, i, p) {
-                return false;
-            }
-            // Drawn at the phase's start, while idle: reset then plus the delay.
-            let at = nanos(self.timeline.wire[i].start) + d;
-            if at > t {
-                self.queue.push(at, Event::ConnReset(c, conn.n, i as u32));
-                return false;
-            }
-            // Already ended: a new connection is needed.
-            if self.resets(i) {
-                self.observer.connection_reset(t, c);
-            }
-        }
-        let n = conn.n + 1;
-        self.observer.connection_opened(t, c);
-        let drawn = phase.filter(|&(i, p, _)| self.reset_draw(c, n, i, p));
-        let reset = match drawn {
-            Some((_, _, 0)) => {
-                self.observer.connection_reset(t, c);
-                true
-            }
-            Some((i, _, d)) => {
-                self.queue.push(t + d, Event::ConnReset(c, n, i as u32));
-                false
-            }
-            None => false,
-        };
-        self.clients[c as usize].conn = Conn {
-            open: reuse && !reset,
-            n,
-            drawn: phase.map(|(i, ..)| i),
-        };
-        reset
-    }
-
-    /// Connection `n` of client `c` reaches the end of wire phase `i`'s `reset_peer` delay: if
-    /// the phase still runs and the connection is still open (a reusing client's, or the one
-    /// of an attempt in flight), the proxy resets it, and the attempt in flight on it ends so.
-    fn conn_reset(&mut self, t: Nanos, c: u32, n: u32, i: usize) {
-        if self.timeline.wire_phase_at(dur(t)).map(|(j, _)| j) != Some(i) {
-            return; // the toxic was removed first
-        }
-        let reuse = self.strategy.connections == Connections::Reuse;
-        let client = &self.clients[c as usize];
-        if client.conn.n != n || (reuse && !client.conn.open) {
-            return;
-        }
-        let in_flight = client.req();
-        if !reuse && in_flight.is_none() {
-            return; // closed by its client after the answer
-        }
-        self.clients[c as usize].conn.open = false;
-        if self.resets(i) {
-            self.observer.connection_reset(t, c);
-        }
-        // Reset or closed before its answer: the client's error is the same.
-        if let Some(req) = in_flight {
-            let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
-            self.attempt_ends(t, req, reset);
-        }
-    }
-
-    /// Whether wire phase `i` ends connections with a reset (`reset_peer`), not a close.
-    fn resets(&self, i: usize) -> bool {
-        reset_toxicity(&self.timeline.wire[i].fault).is_some_and(|r| r.2)
-    }
-
-    /// Wire phase `i` (a `reset_peer`) begins: the connection of every attempt in flight draws
-    /// it, and the attempt of each one reset ends so (its answer, if the dependency sends one,
-    /// finds nobody waiting), at once or after the toxic's delay ([`Self::conn_reset`]). Idle
-    /// connections draw when next used ([`Self::connect`]).
-    fn reset_open_connections(&mut self, t: Nanos, i: usize) {
-        let Some((p, d, _)) = reset_toxicity(&self.timeline.wire[i].fault) else {
-            return;
-        };
-        for c in 0..self.clients.len() as u32 {
-            let client = &self.clients[c as usize];
-            let (Some(req), n) = (client.req(), client.conn.n) else {
-                continue;
-            };
-            if client.conn.drawn == Some(i) {
-                continue;
-            }
-            self.clients[c as usize].conn.drawn = Some(i);
-            if !self.reset_draw(c, n, i, p) {
-                continue;
-            }
-            if d > 0 {
-                self.queue.push(t + d, Event::ConnReset(c, n, i as u32));
-                continue;
-            }
-            self.clients[c as usize].conn.open = false;
-            self.observer.connection_reset(t, c);
-            let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
-            self.attempt_ends(t, req, reset);
-        }
-    }
-
-    /// How long a toxic on the wire holds what leaves for (`Downstream`, an answer) or from
-    /// (`Upstream`, a request) client `c` at `t` (the module doc, "The wire"); `None` outside
-    /// such a phase.
-    fn wire_delay(&mut self, t: Nanos, c: u32, direction: Direction) -> Option<Nanos> {
-        let (i, w) = self.timeline.wire_phase_at(dur(t))?;
-        if delays(&w.fault) != Some(direction) {
-            return None;
-        }
-        let WireFault::Toxic {
-            toxic, toxicity, ..
-        } = w.fault
-        else {
-            return None;
-        };
-        // The client's connection in this phase: one toxicity draw per client and phase.
-        let mut draw = stream(self.seed ^ mix64(i as u64 + 1), Stream::Wire, c);
-        let mut link = Link::of_one(toxic, toxicity, &mut draw);
-        // An answer is one chunk of ANSWER_BYTES, a request one of REQUEST_BYTES.
-        let bytes = match direction {
-            Direction::Downstream => ANSWER_BYTES,
-            Direction::Upstream => REQUEST_BYTES,
-        };
-        link.pass(bytes, &mut self.wire_rng).delay().map(nanos)
-    }
-
     fn attempt_ends(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
         let c = self.owner[req as usize];
         let Some(id) = self.clients[c as usize].take(req) else {
@@ -876,40 +600,5 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// An operation ended: the observer told.
     fn ended(&mut self, e: Ended) {
         self.observer.operation(&e);
-    }
-}
-
-/// The toxicity of `fault` and its delay if it ends connections (the module doc, "The wire"): a
-/// connection it applies to ends `timeout` after the toxic applied (the phase's start for a
-/// connection open then, its opening for one opened during the phase): `reset_peer` resets it
-/// (at once with 0), a `timeout` toxic on every connection with a timeout closes it (with 0 it
-/// is a blackhole that never closes, [`drops`]). The third value says whether it is a reset.
-fn reset_toxicity(fault: &WireFault) -> Option<(f64, Nanos, bool)> {
-    match *fault {
-        WireFault::Toxic {
-            toxic: ToxicKind::ResetPeer { timeout_ms },
-            toxicity,
-            ..
-        } => Some((toxicity, timeout_ms * 1_000_000, true)),
-        WireFault::Toxic {
-            toxic: ToxicKind::Timeout { timeout_ms },
-            toxicity,
-            ..
-        } if timeout_ms > 0 => Some((toxicity, timeout_ms * 1_000_000, false)),
-        _ => None,
-    }
-}
-
-/// The direction in which `fault` lets nothing pass on the connections it applies to, if it
-/// is Toxiproxy's `timeout` toxic: a blackhole with timeout 0, or until the connection is
-/// closed `timeout` after the toxic applied ([`reset_toxicity`]).
-fn drops(fault: &WireFault) -> Option<Direction> {
-    match *fault {
-        WireFault::Toxic {
-            toxic: ToxicKind::Timeout { .. },
-            stream,
-            ..
-        } => Some(stream),
-        _ => None,
     }
 }

@@ -13,7 +13,9 @@
 //! - [`service`]: [`replay`] drives the core's dependency schedule alone with a recorded arrival
 //!   list.
 //! - [`engine`]: one run: the run's workload (closed loop, group, fixed rate, open loop,
-//!   seed 002's steps) exactly as the live swarm, reporting to an [`Observer`].
+//!   seed 002's steps) exactly as the live swarm, reporting to an [`Observer`]; its wire
+//!   connection model (`engine/connections.rs`) and wire faults (`engine/faults.rs`) are files
+//!   of its own, private to it.
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.
 //! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
 //! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.
@@ -23,7 +25,7 @@
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
 //! is due, sent and arrived at one instant), unless a scenario's wire phase adds one
-//! (the engine's module doc, "The wire"); request ids are sending numbers (arrival numbers but for a latency
+//! (the engine's connection model, `engine/connections.rs`, "The wire"); request ids are sending numbers (arrival numbers but for a latency
 //! on the requests); an attempt whose
 //! answer lands exactly at its timeout counts as answered. Everything else (random streams,
 //! operation numbering, fault keys, think and start rules) is the live swarm's and service's.
