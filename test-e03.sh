@@ -65,6 +65,8 @@ fi
 mkdir -p target
 times_file=target/e03-test-times.md
 cargo_log=target/e03-cargo-test.log
+# This run's log only: a table of an earlier run's tests would be a false report.
+rm -f "$cargo_log" "$cargo_log.doc"
 names=() seconds=() results=()
 current="" began=0 suite_began=$(date +%s)
 
