@@ -187,8 +187,14 @@ fn a_scenario_directory_gives_every_metric_in_strategy_and_seed_order() {
     );
     assert!((c42.success_affected - 0.9).abs() < 1e-12);
     // C: 1 of the 10 operations ending in [10 s, 11 s) failed and no later window exists, so
-    // recovery lies beyond the data: one window. B: every operation succeeded.
-    assert_eq!((c42.recovery_s, s.runs[0].recovery_s), (Some(1), Some(0)));
+    // it did not recover before the run's end: no figure, and `recovered` says so (issue
+    // "Outputs that never overstate"; it read one window, the data's end). B: every operation
+    // succeeded.
+    assert_eq!((c42.recovery_s, s.runs[0].recovery_s), (None, Some(0)));
+    assert_eq!(
+        (c42.recovered, s.runs[0].recovered),
+        (Some(false), Some(true))
+    );
     let m = c42.matched.as_ref().unwrap();
     assert!(m.ok() && m.matched == 15, "{m:?}");
     let f = c42.fidelity.as_ref().unwrap();
