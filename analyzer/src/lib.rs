@@ -42,6 +42,7 @@ mod names;
 pub mod outputs;
 pub mod reader;
 mod records;
+mod shades;
 pub mod standalone;
 
 pub use cli::main_entry;

@@ -20,13 +20,20 @@
 //! - `proxy`: `lab proxy`, the TCP fault proxy with Toxiproxy's API (its command line and the
 //!   API served); its parts: `proxies` (the proxies and what they share), `proxy_api` (the HTTP
 //!   API's handlers), `proxy_link` (one proxy's listener and its connections' links).
+//! - `http_proxy`: `lab proxy --http`, the HTTP fault proxy in front of any upstream (its
+//!   command line and server); `http_forward`: one request through it, the core's
+//!   `fault_proxy` deciding; `lost`: a lost answer (a reset after the work was done).
 
 pub mod audit;
 mod cli;
 pub mod hop;
+mod http_forward;
+pub mod http_proxy;
 mod identity;
 mod listen;
+mod lost;
 mod metrics;
+mod paced;
 mod proxies;
 pub mod proxy;
 mod proxy_api;

@@ -96,7 +96,8 @@ Toxiproxy client or curl, e.g.
   curl -X POST ADDR/proxies -d '{\"name\":\"dep\",\"listen\":\"127.0.0.1:0\",\"upstream\":\"127.0.0.1:8080\"}'
   curl -X POST ADDR/proxies/dep/toxics -d '{\"type\":\"latency\",\"attributes\":{\"latency\":50,\"jitter\":20}}'
 Toxics: latency, bandwidth, slow_close, timeout, reset_peer, slicer, limit_data; a proxy with
-enabled=false refuses connections.
+enabled=false refuses connections. For HTTP faults (503, 429 with Retry-After, delays, hangs,
+resets) in front of any HTTP service: lab proxy --http --help.
 
 Options:
   --api ADDR   where the API listens [default: 127.0.0.1:8474] (port 0: any free port)
@@ -108,6 +109,9 @@ Prints `listening api=IP:PORT` first; serves until SIGINT or SIGTERM (exit 0).";
 
 /// `lab proxy [--api ADDR] [--log FILE | --log-dir DIR] [--seed N]`.
 pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
+    if args.iter().skip(1).any(|a| a == "--http") {
+        return crate::http_proxy::main_entry(args);
+    }
     let usage = |msg: String| {
         eprintln!("lab proxy: {msg}");
         e03_io::exit::USAGE

@@ -27,6 +27,7 @@ use e03_core::control::{
 };
 use tokio::sync::oneshot;
 
+use crate::lost::lost_answer;
 use crate::run::Status;
 use e03_core::ledger::{valid_key, ChargeRequest, CHARGE_PATH, IDEMPOTENCY_KEY, MAX_KEY_LEN};
 
@@ -376,29 +377,6 @@ async fn answer_charge(svc: &Arc<Service>, headers: HeaderMap, body: Bytes) -> R
         },
         (Err(_), _) => text(StatusCode::SERVICE_UNAVAILABLE, "run ended".into()),
     }
-}
-
-/// A body that fails before its first byte: hyper aborts the connection, so the client sees a
-/// reset (an error reading the answer) although the work was committed.
-struct LostBody;
-
-impl hyper::body::Body for LostBody {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
-        std::task::Poll::Ready(Some(Err(std::io::Error::new(
-            std::io::ErrorKind::ConnectionReset,
-            "answer lost after the commit (fault)",
-        ))))
-    }
-}
-
-fn lost_answer() -> Response {
-    Response::new(axum::body::Body::new(LostBody))
 }
 
 /// A `Retry-After` value in seconds with millisecond decimals, rounded up to the millisecond so a

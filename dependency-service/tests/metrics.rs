@@ -54,6 +54,10 @@ fn cause_name(c: Cause) -> &'static str {
         Cause::Permanent => "permanent",
         Cause::Timeout => "timeout",
         Cause::Cutoff => "cutoff",
+        // `lab proxy --http`'s answers: never the service's.
+        Cause::Upstream => "upstream",
+        Cause::Injected => "injected",
+        Cause::Unreachable => "unreachable",
     }
 }
 

@@ -45,6 +45,12 @@ pub enum Cause {
     /// Output cut off (seed 002): 502 after its service time, its input and one output token
     /// paid.
     Cutoff,
+    /// `lab proxy --http`: forwarded, and this is the upstream's answer.
+    Upstream,
+    /// `lab proxy --http`: answered by an abort fault (a phase's or an Envoy header's).
+    Injected,
+    /// `lab proxy --http`: the upstream could not be reached; 502 at once.
+    Unreachable,
 }
 
 impl Cause {

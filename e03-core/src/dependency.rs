@@ -22,7 +22,8 @@ use rustc_hash::FxHashMap;
 use std::time::Duration;
 
 use crate::faults::{Fate, FaultModel};
-use crate::timeline::{Phase, RateLimitWindow, Timeline};
+use crate::sliding_window::SlidingWindow;
+use crate::timeline::{Phase, Timeline};
 
 /// The service's own number for a request, in arrival order from 0.
 pub type ReqId = u64;
@@ -281,45 +282,6 @@ pub struct DependencyModel {
     /// Best-effort requests in the dependency (on a worker or queued) under priority
     /// admission ([`AdmissionRule::Priority`]).
     best_effort: rustc_hash::FxHashSet<ReqId>,
-}
-
-/// The instants of the requests counted in a rate-limited phase's sliding window, oldest first.
-#[derive(Debug, Default)]
-struct SlidingWindow {
-    /// Index of the rate-limited window these instants belong to (a new phase starts empty).
-    phase: Option<usize>,
-    counted: VecDeque<Duration>,
-}
-
-impl SlidingWindow {
-    /// Decides about a request at `now` under `limit` (phase `phase`): `None` admits it,
-    /// `Some(retry_after)` rejects it.
-    fn check(&mut self, phase: usize, limit: &RateLimitWindow, now: Duration) -> Option<Duration> {
-        if self.phase != Some(phase) {
-            self.phase = Some(phase);
-            self.counted.clear();
-        }
-        // A request at `t` counts in `[t, t + window)`.
-        while self
-            .counted
-            .front()
-            .is_some_and(|&t| t + limit.window <= now)
-        {
-            self.counted.pop_front();
-        }
-        let calls = limit.calls as usize;
-        if self.counted.len() < calls {
-            self.counted.push_back(now);
-            return None;
-        }
-        if limit.count_rejected {
-            self.counted.push_back(now);
-        }
-        // The window admits again once at most `calls - 1` counted requests remain in it: when
-        // the (len - calls + 1)-th oldest leaves.
-        let leaves = self.counted[self.counted.len() - calls] + limit.window;
-        Some(limit.retry_after.unwrap_or(leaves - now))
-    }
 }
 
 impl DependencyModel {
@@ -585,7 +547,7 @@ impl DependencyModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::{DegradedWindow, DownWindow, FreezeWindow};
+    use crate::timeline::{DegradedWindow, DownWindow, FreezeWindow, RateLimitWindow};
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
@@ -609,6 +571,7 @@ mod tests {
                 down: Vec::new(),
                 rate_limited: Vec::new(),
                 wire: Vec::new(),
+                http: Vec::new(),
             },
             faults: FaultModel::default(),
             seed: 42,

@@ -11,10 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::operation::GiveUp;
 
-/// Request headers that carry a swarm attempt's identity to the dependency.
-pub const HEADER_CLIENT: &str = "x-e03-client";
-pub const HEADER_OP: &str = "x-e03-op";
-pub const HEADER_ATTEMPT: &str = "x-e03-attempt";
+pub use crate::identity_headers::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
 
 /// Identifies the run a record belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -315,6 +312,57 @@ pub enum Event {
     /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
     /// [`crate::control::ledger_log_path`]).
     Charge(ChargeRecord),
+    /// What `lab proxy --http` did with a request, beside its arrival and response records.
+    Proxied(ProxiedRecord),
+}
+
+/// What the HTTP fault proxy (`lab proxy --http`, [`crate::fault_proxy`]) did with one
+/// request, logged when it ended, after its `response` record (or instead of one when no
+/// answer was sent: a hang, a reset).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProxiedRecord {
+    #[serde(flatten)]
+    pub tag: RunTag,
+    /// The arrival's `seq`.
+    pub seq: u64,
+    /// When the proxy was done with it: answered, reset, or left by its caller.
+    pub t_us: u64,
+    pub method: String,
+    /// Path and query, as received.
+    pub path: String,
+    /// The fault applied (`abort 503`, `down 503`, `rate_limited 429`, `freeze`,
+    /// `delay 200 ms`, `hang`, `reset before`, `reset after`, an Envoy header's
+    /// `header abort 503` or `header delay 200 ms`); absent: forwarded untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// How it ended: `answered` (an answer went out, see `status`), `reset` (the caller's
+    /// connection was reset), `left` (the caller closed its connection before an answer, or
+    /// the proxy stopped).
+    pub end: ProxiedEnd,
+    /// The status the caller received, when it received one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The upstream's status and time (sent to answer head), when it was forwarded and answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_us: Option<u64>,
+    /// Why the upstream could not answer (connect refused, timed out, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_error: Option<String>,
+    /// What the proxy could not tell or chose to ignore (a rule's missing operation key, an
+    /// Envoy fault header's bad value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// How a proxied request ended ([`ProxiedRecord::end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProxiedEnd {
+    Answered,
+    Reset,
+    Left,
 }
 
 /// A replica of the dependency left or re-entered the callers' balancer's rotation

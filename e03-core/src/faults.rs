@@ -168,7 +168,11 @@ impl FaultModel {
             | Cause::Deadline
             | Cause::Freeze
             | Cause::Down
-            | Cause::Permanent => 0,
+            | Cause::Permanent
+            | Cause::Injected
+            | Cause::Unreachable => 0,
+            // A proxy's upstream keeps its own accounts.
+            Cause::Upstream => 0,
         })
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::dependency::ServiceConfig;
 use crate::faults::FaultModel;
+use crate::http_fault::HttpFaultWindow;
 use crate::params::{ms, secs, ParamError, Params};
 use crate::scenario::Scenario;
 use crate::timeline::{
@@ -128,7 +129,7 @@ impl Params {
             .phases
             .iter()
             .filter(|p| p.replica.is_none_or(|r| r == replica))
-            .copied()
+            .cloned()
             .collect();
         let freeze_at = phases.iter().position(|p| p.phase == PhaseKind::Freeze);
         let mut timeline = Timeline::default();
@@ -136,8 +137,11 @@ impl Params {
             let (start, end) = (secs(p.start_s), secs(p.end_s));
             let after_freeze =
                 freeze_at.is_some_and(|f| f + 1 == i && phases[f].end_s == p.start_s);
-            match p.phase {
+            match p.phase.clone() {
                 PhaseKind::Up => {}
+                PhaseKind::Http { rule } => {
+                    timeline.http.push(HttpFaultWindow { start, end, rule })
+                }
                 PhaseKind::Down { status, latency_ms } => timeline.down.push(DownWindow {
                     start,
                     end,
@@ -218,6 +222,16 @@ impl Params {
     /// the flag when the user typed it) and the phase. The step workload and the chains set
     /// their own length and are not checked here.
     pub fn check_reaches(&self, scenario: &Scenario) -> Result<(), ParamError> {
+        if let Some(p) = scenario.def().phases.iter().find_map(|p| match &p.phase {
+            PhaseKind::Http { rule } => Some((rule.fault.phase_name(), p.start_s)),
+            _ => None,
+        }) {
+            return Err(ParamError::ProxyOnly {
+                scenario: scenario.name().to_string(),
+                phase: p.0,
+                start_s: p.1.to_string(),
+            });
+        }
         if self.is_steps() || scenario.def().chain.is_some() {
             return Ok(());
         }

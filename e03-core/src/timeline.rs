@@ -135,6 +135,10 @@ pub struct Timeline {
     /// the dependency.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wire: Vec<WireWindow>,
+    /// HTTP faults (`abort`, `delay`, `hang`, `reset` phases), in time order, not overlapping
+    /// the others: `lab proxy --http` applies them ([`crate::fault_proxy`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http: Vec<crate::http_fault::HttpFaultWindow>,
 }
 
 impl Timeline {
@@ -160,6 +164,9 @@ impl Timeline {
     pub fn phase_name(&self, now: Duration) -> &'static str {
         if let Some(w) = self.wire_at(now) {
             return w.fault.name();
+        }
+        if let Some(w) = self.http.iter().find(|w| now >= w.start && now < w.end) {
+            return w.rule.fault.phase_name();
         }
         match self.phase(now) {
             Phase::Down(_) => "down",
@@ -232,11 +239,13 @@ impl Timeline {
         let starts = starts.chain(self.down.iter().map(|d| d.start));
         let starts = starts.chain(self.rate_limited.iter().map(|r| r.start));
         let starts = starts.chain(self.wire.iter().map(|w| w.start));
+        let starts = starts.chain(self.http.iter().map(|w| w.start));
         let ends = self.freeze.map(|f| f.end).into_iter();
         let ends = ends.chain(self.degraded.map(|d| d.end));
         let ends = ends.chain(self.down.iter().map(|d| d.end));
         let ends = ends.chain(self.rate_limited.iter().map(|r| r.end));
         let ends = ends.chain(self.wire.iter().map(|w| w.end));
+        let ends = ends.chain(self.http.iter().map(|w| w.end));
         Some((starts.min()?, ends.max()?))
     }
 
@@ -250,7 +259,7 @@ impl Timeline {
 }
 
 /// What the dependency does during one phase of a scenario's timeline.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PhaseKind {
     /// Serves normally.
@@ -290,10 +299,15 @@ pub enum PhaseKind {
         stream: crate::wire::Direction,
         toxicity: f64,
     },
+    /// An HTTP fault of `lab proxy --http` (`abort`, `delay`, `hang`, `reset` phases,
+    /// [`crate::http_fault`]).
+    Http {
+        rule: crate::http_fault::HttpFaultRule,
+    },
 }
 
 /// One phase of a scenario's timeline, half-open `[start_s, end_s)` in seconds after time zero.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PhaseWindow {
     pub phase: PhaseKind,
     pub start_s: f64,
@@ -331,6 +345,7 @@ mod tests {
             }],
             rate_limited: Vec::new(),
             wire: Vec::new(),
+            http: Vec::new(),
         }
     }
 

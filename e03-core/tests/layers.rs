@@ -41,6 +41,11 @@ const MODEL: &[&str] = &[
     "audit",
     "wire",
     "workload",
+    "sliding_window",
+    "identity_headers",
+    "http_fault",
+    "fault_headers",
+    "fault_proxy",
 ];
 
 /// The config layer.

@@ -482,7 +482,11 @@ impl LiveAccumulator {
             | Cause::Deadline
             | Cause::Freeze
             | Cause::Down
-            | Cause::RateLimited => None,
+            | Cause::RateLimited
+            // A proxy's answers: no schedule of the model's.
+            | Cause::Upstream
+            | Cause::Injected
+            | Cause::Unreachable => None,
         };
         if let Some(at) = scheduled {
             self.answer_late

@@ -214,7 +214,8 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
             let success = f.ok + f.fallbacks >= f.quorum;
             acc.fanout(f.start_us, f.end_us, success, success && f.fallbacks > 0)
         }
-        // A probe is not an attempt: its verdicts are in the `host` records.
-        Event::RunStart(_) | Event::RunEnd(_) | Event::Probe(_) => {}
+        // A probe is not an attempt: its verdicts are in the `host` records. A proxy's record
+        // is evidence beside its arrival and response, which are counted.
+        Event::RunStart(_) | Event::RunEnd(_) | Event::Probe(_) | Event::Proxied(_) => {}
     }
 }

@@ -122,6 +122,7 @@ impl ScenarioDef {
                 }
                 PhaseKind::Refused { latency_ms } => latency_ms <= MAX_DOWN_LATENCY_MS,
                 PhaseKind::Toxic { toxicity, .. } => (0.0..=1.0).contains(&toxicity),
+                PhaseKind::Http { ref rule } => (0.0..=100.0).contains(&rule.percent),
             };
             if !ok || !kind_ok {
                 return Err(format!(

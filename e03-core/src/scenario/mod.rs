@@ -25,6 +25,8 @@
 //! - `file.rs`: a file's raw form ([`ScenarioFile`], [`FILE_KEYS`]) and its validation into a
 //!   [`ScenarioDef`] ([`parse`], [`parse_with`]);
 //! - `phases.rs`: the `[[timeline]]` entries as written, and their validation into phases;
+//! - `http_phase.rs`: the keys of `lab proxy --http`'s phases (`abort`, `delay`, `hang`,
+//!   `reset`) read into their rule;
 //! - `error.rs`: [`ScenarioError`], which names the file and the line;
 //! - `def.rs`: [`ScenarioDef`], the validated definition, and the check of one that did not come
 //!   from a file;
@@ -37,6 +39,7 @@ mod catalogue;
 mod def;
 mod error;
 mod file;
+mod http_phase;
 mod phases;
 mod value;
 

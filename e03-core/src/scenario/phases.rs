@@ -34,6 +34,39 @@ pub(super) struct FilePhase {
     toxicity: Option<f64>,
     /// A down phase of one replica only (0 is the first); none: every replica.
     replica: Option<u32>,
+    /// An HTTP fault phase's keys ([`super::http_phase`]).
+    retry_after_s: Option<u64>,
+    retry_after_date: Option<bool>,
+    body: Option<String>,
+    delay_ms: Option<u64>,
+    delay_max_ms: Option<u64>,
+    when: Option<String>,
+    percent: Option<f64>,
+    method: Option<String>,
+    path_prefix: Option<String>,
+    header: Option<String>,
+    first: Option<u32>,
+    operation_key: Option<String>,
+}
+
+impl FilePhase {
+    fn http_keys(&self) -> super::http_phase::HttpKeys<'_> {
+        super::http_phase::HttpKeys {
+            status: self.status,
+            retry_after_s: self.retry_after_s,
+            retry_after_date: self.retry_after_date,
+            body: self.body.as_deref(),
+            delay_ms: self.delay_ms,
+            delay_max_ms: self.delay_max_ms,
+            when: self.when.as_deref(),
+            percent: self.percent,
+            method: self.method.as_deref(),
+            path_prefix: self.path_prefix.as_deref(),
+            header: self.header.as_deref(),
+            first: self.first,
+            operation_key: self.operation_key.as_deref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -46,6 +79,37 @@ enum PhaseName {
     RateLimited,
     Refused,
     Toxic,
+    Abort,
+    Delay,
+    Hang,
+    Reset,
+}
+
+impl PhaseName {
+    /// As a scenario file writes it.
+    fn name(self) -> &'static str {
+        match self {
+            PhaseName::Up => "up",
+            PhaseName::Down => "down",
+            PhaseName::Freeze => "freeze",
+            PhaseName::Degraded => "degraded",
+            PhaseName::RateLimited => "rate_limited",
+            PhaseName::Refused => "refused",
+            PhaseName::Toxic => "toxic",
+            PhaseName::Abort => "abort",
+            PhaseName::Delay => "delay",
+            PhaseName::Hang => "hang",
+            PhaseName::Reset => "reset",
+        }
+    }
+
+    /// `lab proxy --http`'s phases.
+    fn is_http(self) -> bool {
+        matches!(
+            self,
+            PhaseName::Abort | PhaseName::Delay | PhaseName::Hang | PhaseName::Reset
+        )
+    }
 }
 
 /// The timeline, checked: edges within a day, each phase of positive length, in order and
@@ -64,7 +128,7 @@ pub(super) fn read_timeline(
                 origin,
                 text,
                 Some(spanned.span().start),
-                format!("[[timeline]] {:?} phase: {message}", p.phase),
+                format!("[[timeline]] {} phase: {message}", p.phase.name()),
             ))
         };
         let time_ok = |t: f64| t.is_finite() && (0.0..=MAX_TIME_S).contains(&t);
@@ -119,8 +183,8 @@ pub(super) fn read_timeline(
         if p.capacity_factor.is_some() && p.phase != PhaseName::Degraded {
             return fail("capacity_factor is only for a degraded phase".into());
         }
-        if p.status.is_some() && p.phase != PhaseName::Down {
-            return fail("status is only for a down phase".into());
+        if p.status.is_some() && !matches!(p.phase, PhaseName::Down | PhaseName::Abort) {
+            return fail("status is only for a down or an abort phase".into());
         }
         if p.latency_ms.is_some() && !matches!(p.phase, PhaseName::Down | PhaseName::Refused) {
             return fail("latency_ms is only for a down or a refused phase".into());
@@ -155,6 +219,21 @@ pub(super) fn read_timeline(
             };
             return fail(format!("{key} is only for a {kind} phase"));
         }
+        let http_keys = p.http_keys();
+        for (key, only) in http_keys.set() {
+            match only {
+                None if !p.phase.is_http() => {
+                    return fail(format!(
+                        "{key} is only for an HTTP fault phase (abort, delay, hang, reset)"
+                    ))
+                }
+                Some(only) if only != p.phase.name() => {
+                    let article = if only.starts_with('a') { "an" } else { "a" };
+                    return fail(format!("{key} is only for {article} {only} phase"));
+                }
+                _ => {}
+            }
+        }
         let latency_ms = p.latency_ms.unwrap_or(0);
         if latency_ms > MAX_DOWN_LATENCY_MS {
             return fail(format!(
@@ -163,6 +242,12 @@ pub(super) fn read_timeline(
             ));
         }
         let phase = match p.phase {
+            name @ (PhaseName::Abort | PhaseName::Delay | PhaseName::Hang | PhaseName::Reset) => {
+                match super::http_phase::read(name.name(), &http_keys) {
+                    Ok(rule) => PhaseKind::Http { rule },
+                    Err(e) => return fail(e),
+                }
+            }
             PhaseName::RateLimited => {
                 let calls = match p.calls {
                     Some(c) if c >= 1 => c,
@@ -526,7 +611,7 @@ mod tests {
         let e = parse(&file(two, third), "r.toml").unwrap_err();
         assert!(
             e.to_string().contains(
-                "r.toml:6: [[timeline]] Down phase: replica = 2: expected a replica of \
+                "r.toml:6: [[timeline]] down phase: replica = 2: expected a replica of \
                  [topology] replicas = 2, from 0 to 1"
             ),
             "{e}"

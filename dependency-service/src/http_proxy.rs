@@ -1,0 +1,402 @@
+//! `lab proxy --http`: an HTTP reverse proxy with faults, in front of any HTTP/1.1 upstream
+//! ([docs/http-proxy.md]). A scenario's timeline drives it (`down`, `freeze`, `rate_limited`
+//! and the HTTP fault phases `abort`, `delay`, `hang`, `reset`), decided by the core's
+//! [`e03_core::fault_proxy::FaultProxy`]; every request is logged in the lab's server log schema
+//! (`arrival`, `response`, `proxied`), so `lab analyze --server-log` counts what it saw.
+//!
+//! This file is the command line ([`main_entry`]: flags to a typed [`HttpProxyPlan`], once)
+//! and the server ([`serve`]); one request's way through is `http_forward.rs`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use e03_core::events::RunTag;
+use e03_core::fault_proxy::FaultProxy;
+use e03_core::{Params, Scenario};
+use e03_io::exit::{FAILED, USAGE};
+use tokio::net::TcpListener;
+
+use crate::http_forward::{handle, Forwarder, UPSTREAM_TIMEOUT};
+
+/// Where it listens unless told: loopback (a fault injector is not for the network unless
+/// asked).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8480";
+
+const HELP: &str = "\
+Usage: lab proxy --http --upstream URL [--listen ADDR] [--scenario FILE|NAME] [--fault-headers]
+                 [--timeline-start process|first-request] [--log FILE] [--seed N]
+                 [--upstream-timeout-ms MS]
+
+An HTTP reverse proxy with faults in front of any HTTP/1.1 service (docs/http-proxy.md).
+Every request is forwarded to URL, or answered, delayed, held or reset by the phase of the
+scenario's timeline it arrives in: down (its status), freeze (held, then 503), rate_limited
+(429 with Retry-After over the limit), abort, delay, hang, reset.
+
+Options:
+  --upstream URL      the service behind the proxy, http://HOST:PORT[/PATH] (required)
+  --listen ADDR       where the proxy listens [default: 127.0.0.1:8480] (port 0: any free port)
+  --scenario S        a scenario file or a built-in scenario with one dependency [default: none:
+                      every request forwarded]
+  --fault-headers     honour Envoy's fault headers where the scenario leaves a request alone:
+                      x-envoy-fault-abort-request (a status), x-envoy-fault-delay-request (ms),
+                      x-envoy-fault-throughput-response (KiB/s), each with its -percentage
+  --timeline-start W  process (the default) or first-request: when the timeline's time zero is
+  --log FILE          JSON Lines, the lab's server log schema (a new file; never overwritten);
+                      lab analyze --server-log FILE reads it
+  --seed N            seeds the draws (a phase's percent, a delay's length) [default: 42]
+  --upstream-timeout-ms MS  the longest wait for the upstream's answer [default: 30000]
+
+Prints `listening http=IP:PORT` first; serves until SIGINT or SIGTERM (exit 0).";
+
+/// A `lab proxy --http` command line, parsed once.
+#[derive(Debug, Clone)]
+pub struct HttpProxyPlan {
+    pub listen: String,
+    pub upstream: reqwest::Url,
+    pub scenario: Option<Scenario>,
+    /// A scenario file's text, kept beside the log as `scenario.toml`.
+    pub scenario_text: Option<String>,
+    pub first_request: bool,
+    /// Envoy's fault headers honoured (`--fault-headers`).
+    pub fault_headers: bool,
+    pub log: Option<PathBuf>,
+    pub seed: u64,
+    pub upstream_timeout: Duration,
+}
+
+/// A usage error: the flag, the value and what it accepts.
+fn refuse(flag: &str, value: &str, accepts: &str) -> String {
+    format!("invalid --{flag} {value:?}: expected {accepts}")
+}
+
+impl HttpProxyPlan {
+    /// The plan of `args` (after `lab proxy`), or the message of a usage error; `Ok(None)`:
+    /// help was asked for.
+    pub fn parse(args: &[String]) -> Result<Option<HttpProxyPlan>, String> {
+        let mut given: BTreeMap<&str, String> = BTreeMap::new();
+        let mut rest = args.iter();
+        while let Some(a) = rest.next() {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+                _ => (a.as_str(), None),
+            };
+            match flag {
+                "-h" | "--help" => return Ok(None),
+                "--http" => continue,
+                "--fault-headers" => {
+                    if given.insert("fault-headers", String::new()).is_some() {
+                        return Err("--fault-headers given twice".into());
+                    }
+                    continue;
+                }
+                "--upstream"
+                | "--listen"
+                | "--scenario"
+                | "--timeline-start"
+                | "--log"
+                | "--seed"
+                | "--upstream-timeout-ms" => {
+                    let Some(v) = inline.or_else(|| rest.next().cloned()) else {
+                        return Err(format!("{flag} needs a value; see lab proxy --http --help"));
+                    };
+                    if given.insert(&flag[2..], v).is_some() {
+                        return Err(format!("{flag} given twice"));
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown argument {a:?}; see lab proxy --http --help"
+                    ))
+                }
+            }
+        }
+        let upstream = given.get("upstream").ok_or_else(|| {
+            "--upstream URL is required: the service behind the proxy, http://HOST:PORT".to_string()
+        })?;
+        let accepts_url =
+            "an http:// URL of the service behind the proxy (http://HOST:PORT[/PATH])";
+        let mut url =
+            reqwest::Url::parse(upstream).map_err(|_| refuse("upstream", upstream, accepts_url))?;
+        if url.scheme() != "http" || url.host().is_none() || url.query().is_some() {
+            return Err(refuse("upstream", upstream, accepts_url));
+        }
+        if !url.path().ends_with('/') {
+            let p = format!("{}/", url.path());
+            url.set_path(&p);
+        }
+        let listen = given
+            .get("listen")
+            .cloned()
+            .unwrap_or_else(|| DEFAULT_LISTEN.into());
+        if listen.parse::<SocketAddr>().is_err() {
+            return Err(refuse(
+                "listen",
+                &listen,
+                "an address, IP:PORT (127.0.0.1:8480)",
+            ));
+        }
+        let (scenario, scenario_text) = match given.get("scenario").map(String::as_str) {
+            None | Some("none") => (None, None),
+            Some(v) => {
+                let (s, text) = scenario_of(v)?;
+                (Some(s), text)
+            }
+        };
+        let first_request = match given.get("timeline-start").map(String::as_str) {
+            None | Some("process") => false,
+            Some("first-request") => true,
+            Some(v) => {
+                return Err(refuse("timeline-start", v, "process or first-request"));
+            }
+        };
+        let log = given.get("log").map(PathBuf::from);
+        if let Some(path) = &log {
+            if path.as_os_str().is_empty() || path.exists() {
+                return Err(refuse(
+                    "log",
+                    &path.display().to_string(),
+                    "a new file (the proxy never writes over a file)",
+                ));
+            }
+        }
+        let seed = match given.get("seed") {
+            None => 42,
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| refuse("seed", v, "a whole number from 0 to 18446744073709551615"))?,
+        };
+        let upstream_timeout = match given.get("upstream-timeout-ms") {
+            None => UPSTREAM_TIMEOUT,
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(ms @ 1..=3_600_000) => Duration::from_millis(ms),
+                _ => {
+                    return Err(refuse(
+                        "upstream-timeout-ms",
+                        v,
+                        "a whole number of milliseconds from 1 to 3600000",
+                    ))
+                }
+            },
+        };
+        Ok(Some(HttpProxyPlan {
+            listen,
+            upstream: url,
+            scenario,
+            scenario_text,
+            first_request,
+            fault_headers: given.contains_key("fault-headers"),
+            log,
+            seed,
+            upstream_timeout,
+        }))
+    }
+
+    /// The run's parameters: the scenario's own (the proxy takes no `E03_*` flag).
+    fn params(&self) -> Params {
+        match &self.scenario {
+            Some(s) => Params::for_scenario(s, &BTreeMap::new())
+                .expect("a checked scenario's own settings are valid"),
+            None => Params::default(),
+        }
+    }
+}
+
+/// `--scenario`'s value: one scenario with a single dependency whose phases a proxy can apply.
+fn scenario_of(value: &str) -> Result<(Scenario, Option<String>), String> {
+    const ACCEPTS: &str = "none, a scenario file or a built-in scenario with one dependency";
+    let mut args = e03_io::scenario_files::resolve_with(value, &[])
+        .map_err(|e| format!("invalid --scenario {value:?}: {e}"))?;
+    if args.len() != 1 {
+        return Err(refuse("scenario", value, ACCEPTS));
+    }
+    let arg = args.remove(0);
+    let s = arg.scenario;
+    let why = if s.def().chain.is_some() {
+        Some("it is a chain of services, not one dependency".to_string())
+    } else if s.def().phases.iter().any(|p| p.replica.is_some()) {
+        Some("it has a phase of one replica; a proxy stands in front of one service".into())
+    } else {
+        let params = Params::for_scenario(&s, &BTreeMap::new()).map_err(|e| e.to_string())?;
+        FaultProxy::cannot_apply(&params.timeline(&s))
+            .map(|(phase, why)| format!("its {phase} phase cannot be applied by a proxy: {why}"))
+    };
+    if let Some(why) = why {
+        return Err(format!("invalid --scenario {value:?}: {why}"));
+    }
+    Ok((s, arg.file.map(|_| arg.text)))
+}
+
+/// A bound proxy, before it serves.
+pub struct BoundHttpProxy {
+    pub addr: SocketAddr,
+    listener: TcpListener,
+    fwd: Arc<Forwarder>,
+}
+
+impl BoundHttpProxy {
+    /// Binds the listener, opens the log and keeps the scenario beside it.
+    pub async fn bind(plan: &HttpProxyPlan) -> Result<Self, String> {
+        let listener = TcpListener::bind(&plan.listen)
+            .await
+            .map_err(|e| format!("cannot listen on --listen {}: {e}", plan.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let log = match &plan.log {
+            None => None,
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map_err(|e| format!("cannot create --log {}: {e}", path.display()))?;
+                keep_scenario(path, plan.scenario_text.as_deref());
+                Some(
+                    e03_io::sink::LogSink::to_file(file, path.clone())
+                        .map_err(|e| format!("cannot start the log writer: {e}"))?,
+                )
+            }
+        };
+        let params = plan.params();
+        let name = plan
+            .scenario
+            .as_ref()
+            .map_or("none", |s| s.name())
+            .to_string();
+        let timeline = match &plan.scenario {
+            Some(s) => params.timeline(s),
+            None => Default::default(),
+        };
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(plan.upstream_timeout)
+            .build()
+            .map_err(|e| format!("cannot build the upstream client: {e}"))?;
+        let fwd = Arc::new(Forwarder {
+            upstream: plan.upstream.clone(),
+            client,
+            machine: Mutex::new(FaultProxy::new(
+                timeline,
+                e03_core::rng::stream(plan.seed, e03_core::rng::Stream::Wire, u32::MAX),
+            )),
+            fault_headers: plan.fault_headers,
+            t0: OnceLock::new(),
+            tag: RunTag {
+                run: format!("proxy-{name}-{}", std::process::id()),
+                seed: plan.seed,
+                strategy: "proxy".into(),
+            },
+            scenario: name,
+            params: serde_json::to_value(params.to_raw()).expect("a string map serialises"),
+            log,
+            seq: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+        });
+        if !plan.first_request {
+            fwd.start();
+        }
+        Ok(BoundHttpProxy {
+            addr,
+            listener,
+            fwd,
+        })
+    }
+
+    /// Serves until `stop` resolves; the log is whole when this returns.
+    pub async fn serve(self, stop: impl std::future::Future<Output = ()> + Send + 'static) {
+        let app = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&self.fwd));
+        let stop_rx = crate::listen::stop_channel(stop);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        crate::listen::accept_loop(
+            self.listener,
+            app,
+            &graceful,
+            crate::listen::MAX_WORK_CONNECTIONS,
+            stop_rx,
+        )
+        .await;
+        crate::listen::drain(graceful, "http proxy").await;
+        self.fwd.end();
+        if let Some(log) = &self.fwd.log {
+            if let Err(e) = log.close().await {
+                eprintln!("lab proxy: the log was not written whole: {e}");
+            }
+        }
+    }
+}
+
+/// Keeps a scenario file's text beside the log as `scenario.toml`, so `lab analyze
+/// --server-log` titles and shades it; never over a file of that name the lab did not write.
+fn keep_scenario(log: &std::path::Path, text: Option<&str>) {
+    let Some(text) = text else { return };
+    let dir = log
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let path = dir.join(e03_io::scenario_files::SCENARIO_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(old) if old == text => {}
+        Ok(_) => eprintln!(
+            "lab proxy: {} exists and is not this scenario: not kept beside the log (give \
+             lab analyze --scenario FILE)",
+            path.display()
+        ),
+        Err(_) => {
+            if let Err(e) = e03_io::scenario_files::keep(dir, text) {
+                eprintln!("lab proxy: {e}");
+            }
+        }
+    }
+}
+
+/// `lab proxy --http ...` (`args` as given after the program's name).
+pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
+    let args: Vec<String> = args
+        .into_iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let plan = match HttpProxyPlan::parse(&args) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            println!("{HELP}");
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("lab proxy: {e}");
+            return USAGE;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lab proxy: {e}");
+            return FAILED;
+        }
+    };
+    rt.block_on(async {
+        let bound = match BoundHttpProxy::bind(&plan).await {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("lab proxy: {e}");
+                return USAGE;
+            }
+        };
+        println!("listening http={}", bound.addr);
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        bound.serve(crate::listen::shutdown_signal()).await;
+        0
+    })
+}
