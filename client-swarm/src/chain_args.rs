@@ -18,7 +18,7 @@ use crate::run_dir::{claim_run_dir, preflight, refuse_root, CLAIMED};
 pub async fn shutdown_hops(hops: &[String]) {
     for hop in hops {
         if let Err(e) = crate::http::shutdown_target(hop).await {
-            eprintln!("client-swarm: hop {hop}: {e}");
+            eprintln!("{}: hop {hop}: {e}", crate::program::name());
         }
     }
 }
@@ -51,9 +51,10 @@ pub struct ScenarioArgs {
 
 /// Reads a swarm command line for chain scenarios; `Err` is the one-line message (exit 2).
 pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
+    crate::program::set(args.first());
     let m = command()
         .try_get_matches_from(args)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e03_core::cli::clap_body(&e))?;
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     if let Some(name) = unknown_env(env_names).into_iter().next() {
         return Err(e03_core::cli::unknown_env_message(&name));
@@ -99,7 +100,8 @@ pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
         Some(id) => {
             let run = claim_run_dir(&a.out, id.clone(), &scenarios, &env)?;
             eprintln!(
-                "client-swarm: run {} writes into {}",
+                "{}: run {} writes into {}",
+                crate::program::name(),
                 run.id,
                 outdir::shown_under(&run.dir, a.host.host_results.as_deref())
             );

@@ -26,7 +26,7 @@ use crate::plan_file::{load_plan, plan_arg};
 use crate::run_all::run_all;
 use crate::run_dir::{claim_if_asked, preflight_shard, CLAIMED};
 use crate::setup::setup;
-use e03_io::exit::{FAILED as EXIT_FAILED, OK as EXIT_OK, USAGE as EXIT_USAGE};
+use e03_io::exit::{FAILED as EXIT_FAILED, USAGE as EXIT_USAGE};
 
 /// Runtime worker threads per core (see [`worker_threads`]).
 const WORKERS_PER_CORE: usize = 4;
@@ -67,7 +67,7 @@ pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, String> {
     }
     let m = command()
         .try_get_matches_from(args)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e03_core::cli::clap_body(&e))?;
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     setup(&m, env_names.collect(), &|k| std::env::var(k).ok()).map(|s| s.to_plan())
 }
@@ -111,15 +111,13 @@ pub fn report_when_stopped(args: &[OsString]) -> bool {
 /// the plan in FILE and reads no flag and no `E03_*` variable; otherwise the flags and env vars
 /// are resolved into the same plan, once, here.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
+    crate::program::set(args.first());
     let resolved = match plan_arg(&args) {
         Ok(Some(path)) => load_plan(&path),
         Ok(None) => {
             let m = match command().try_get_matches_from(args) {
                 Ok(m) => m,
-                Err(e) => {
-                    let _ = e.print();
-                    return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-                }
+                Err(e) => return e03_core::cli::clap_exit(crate::program::name(), &e),
             };
             let env_names = std::env::vars_os()
                 .filter_map(|(k, _)| k.into_string().ok())
@@ -131,7 +129,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     let mut setup = match resolved {
         Ok(s) => s,
         Err(msg) => {
-            eprintln!("client-swarm: {msg}");
+            eprintln!("{}: {msg}", crate::program::name());
             return EXIT_USAGE;
         }
     };
@@ -147,7 +145,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     let workers = match worker_threads(std::env::var_os(TOKIO_WORKER_THREADS), cores) {
         Ok(n) => n,
         Err(msg) => {
-            eprintln!("client-swarm: {msg}");
+            eprintln!("{}: {msg}", crate::program::name());
             return EXIT_USAGE;
         }
     };
@@ -159,7 +157,10 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("client-swarm: cannot start the tokio runtime: {e}");
+            eprintln!(
+                "{}: cannot start the tokio runtime: {e}",
+                crate::program::name()
+            );
             return EXIT_FAILED;
         }
     };
@@ -173,15 +174,19 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                 Ok(l) => l,
                 Err(e) => {
                     eprintln!(
-                        "client-swarm: cannot listen on --metrics-listen (E03_METRICS_LISTEN) \
-                         {addr}: {e}"
+                        "{}: cannot listen on --metrics-listen (E03_METRICS_LISTEN) \
+                         {addr}: {e}",
+                        crate::program::name()
                     );
                     return EXIT_USAGE;
                 }
             };
             match listener.local_addr() {
-                Ok(bound) => eprintln!("client-swarm: metrics at http://{bound}/metrics"),
-                Err(e) => eprintln!("client-swarm: metrics listener: {e}"),
+                Ok(bound) => eprintln!(
+                    "{}: metrics at http://{bound}/metrics",
+                    crate::program::name()
+                ),
+                Err(e) => eprintln!("{}: metrics listener: {e}", crate::program::name()),
             }
             // Called here, not in the task: collecting starts before any client runs.
             let serving = crate::metrics::serve_metrics(listener);
@@ -198,14 +203,18 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
         let code = match checked {
             Ok(()) => run_all(setup).await,
             Err(msg) => {
-                eprintln!("client-swarm: {msg}");
+                eprintln!("{}: {msg}", crate::program::name());
                 EXIT_USAGE
             }
         };
         if shutdown_targets {
             for target in &targets {
                 if let Err(e) = crate::http::shutdown_target(&target.control_url).await {
-                    eprintln!("client-swarm: strategy {}: {e}", target.strategy);
+                    eprintln!(
+                        "{}: strategy {}: {e}",
+                        crate::program::name(),
+                        target.strategy
+                    );
                 }
             }
             shutdown_hops(&chain_hops).await;

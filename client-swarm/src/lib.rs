@@ -43,6 +43,7 @@ mod log;
 mod metrics;
 mod plan;
 mod plan_file;
+mod program;
 pub mod progress;
 mod run;
 mod run_all;

@@ -47,7 +47,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
         for base in [&target.control_url, &target.work_url] {
             tokio::select! {
                 r = wait_healthy(base, HEALTH_TRIES, HEALTH_INTERVAL) => if let Err(e) = r {
-                    eprintln!("client-swarm: strategy {}: {e}", target.strategy);
+                    eprintln!("{}: strategy {}: {e}", crate::program::name(), target.strategy);
                     return EXIT_FAILED;
                 },
                 _ = signalled() => return EXIT_STOPPED,
@@ -58,7 +58,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
     if let Some(url) = &setup.send_logs {
         tokio::select! {
             r = wait_healthy(url, HEALTH_TRIES, HEALTH_INTERVAL) => if let Err(e) = r {
-                eprintln!("client-swarm: the analyzer (--send-logs): {e}");
+                eprintln!("{}: the analyzer (--send-logs): {e}", crate::program::name());
                 return EXIT_FAILED;
             },
             _ = signalled() => return EXIT_STOPPED,
@@ -67,12 +67,12 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
     for (i, (scenario, params)) in setup.scenarios.iter().zip(&setup.params).enumerate() {
         let dir = setup.out.join(scenario.name());
         if let Err(e) = e03_io::scenario_files::keep(&dir, &setup.definitions[i]) {
-            eprintln!("client-swarm: {e}");
+            eprintln!("{}: {e}", crate::program::name());
             return EXIT_FAILED;
         }
         if let Some(text) = &setup.policies {
             if let Err(e) = e03_io::scenario_files::keep_policies(&dir, text) {
-                eprintln!("client-swarm: {e}");
+                eprintln!("{}: {e}", crate::program::name());
                 return EXIT_FAILED;
             }
         }
@@ -88,7 +88,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             })
             .collect();
         if let Err(e) = e03_io::scenario_files::keep_run_logs(&dir, &logs) {
-            eprintln!("client-swarm: {e}");
+            eprintln!("{}: {e}", crate::program::name());
             return EXIT_FAILED;
         }
         // Without a shared folder the analyzer gets the kept definitions first.
@@ -103,7 +103,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             .filter(|p| p.is_file())
             .collect();
             if let Err(e) = e03_io::ship::send_files(&reqwest::Client::new(), url, &kept).await {
-                eprintln!("client-swarm: {e}");
+                eprintln!("{}: {e}", crate::program::name());
                 return EXIT_FAILED;
             }
         }
@@ -129,7 +129,8 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!(
-                        "client-swarm: {} seed {seed}: {}",
+                        "{}: {} seed {seed}: {}",
+                        crate::program::name(),
                         scenario.name(),
                         e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
                     );
@@ -154,7 +155,8 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
                 Some(s) => format!("shard {s}, attempts sent"),
             };
             let head = format!(
-                "client-swarm: {} seed {seed} {} in {:.1} s ({what}):",
+                "{}: {} seed {seed} {} in {:.1} s ({what}):",
+                crate::program::name(),
                 scenario.name(),
                 if report.complete { "done" } else { "STOPPED" },
                 began.elapsed().as_secs_f64(),

@@ -151,7 +151,8 @@ pub(crate) fn claim_if_asked(
     };
     let run = claim_run_dir(&setup.out, id, &setup.scenarios, env)?;
     eprintln!(
-        "client-swarm: run {} writes into {}",
+        "{}: run {} writes into {}",
+        crate::program::name(),
         run.id,
         outdir::shown_under(&run.dir, setup.host.host_results.as_deref())
     );

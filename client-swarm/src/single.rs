@@ -103,15 +103,13 @@ fn target(m: &clap::ArgMatches) -> Result<Target, String> {
 
 /// `lab client [FLAGS]`.
 pub fn client_entry(args: Vec<OsString>) -> i32 {
+    let name = e03_core::cli::program_name(args.first().map_or("lab".as_ref(), |a| a.as_os_str()));
     let m = match command().try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-        }
+        Err(e) => return e03_core::cli::clap_exit(&name, &e),
     };
     let fail = |msg: String| {
-        eprintln!("lab client: {msg}");
+        eprintln!("{name}: {msg}");
         EXIT_USAGE
     };
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());

@@ -514,31 +514,30 @@ fn remote_front(
 /// The whole CLI (`args[0]` is the program name); builds its own tokio runtime; returns the exit
 /// code.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
+    // `lab` when run as `lab serve`, else `dependency-service`: every message starts with it.
+    let name = e03_core::cli::program_name(args.first().map_or("lab".as_ref(), |a| a.as_os_str()));
     if let Some(plan) = plan_file(&args) {
         return match plan {
-            Ok(plan) => serve_plan(plan),
+            Ok(plan) => serve_plan(plan, &name),
             Err(e) => {
-                eprintln!("dependency-service: {e}");
+                eprintln!("{name}: {e}");
                 e03_io::exit::USAGE
             }
         };
     }
     let m = match command().try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(e) => return e03_core::cli::clap_exit(&name, &e),
     };
     if let Some(("health", sub)) = m.subcommand() {
-        return health(&setting(sub, "url"));
+        return health(&setting(sub, "url"), &name);
     }
     // A user's policy file (E03_POLICIES): the standalone scenario may name its strategies (a
     // control call carries its strategies by value).
     let policies = match e03_io::scenario_files::load_policies_from_env() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("dependency-service: {e}");
+            eprintln!("{name}: {e}");
             return e03_io::exit::USAGE;
         }
     };
@@ -546,15 +545,15 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     let plan = match Plan::from_matches(&m, env_names, policies.as_ref()) {
         Ok(plan) => plan,
         Err(e) => {
-            eprintln!("dependency-service: {e}");
+            eprintln!("{name}: {e}");
             return e03_io::exit::USAGE;
         }
     };
-    serve_plan(plan)
+    serve_plan(plan, &name)
 }
 
 /// Serves a validated plan until shut down; the exit code.
-fn serve_plan(plan: Plan) -> i32 {
+fn serve_plan(plan: Plan, name: &str) -> i32 {
     init_tracing();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .on_thread_start(precise_timer::realtime::on_worker_start)
@@ -563,7 +562,7 @@ fn serve_plan(plan: Plan) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("dependency-service: cannot start the runtime: {e}");
+            eprintln!("{name}: cannot start the runtime: {e}");
             return e03_io::exit::FAILED;
         }
     };
@@ -571,7 +570,7 @@ fn serve_plan(plan: Plan) -> i32 {
         Ok(()) => e03_io::exit::OK,
         Err(e) => {
             eprintln!(
-                "dependency-service: {}",
+                "{name}: {}",
                 e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
             );
             if e.is::<BindError>() {
@@ -697,7 +696,7 @@ fn init_tracing() {
         .try_init();
 }
 
-fn health(url: &str) -> i32 {
+fn health(url: &str, name: &str) -> i32 {
     let check = async {
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -712,18 +711,18 @@ fn health(url: &str) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("health: cannot start the runtime: {e}");
+            eprintln!("{name}: health: cannot start the runtime: {e}");
             return 1;
         }
     };
     match rt.block_on(check) {
         Ok(s) if s.as_u16() == 200 => 0,
         Ok(s) => {
-            eprintln!("health: {url} answered {s}");
+            eprintln!("{name}: health: {url} answered {s}");
             1
         }
         Err(e) => {
-            eprintln!("health: {url}: {e}");
+            eprintln!("{name}: health: {url}: {e}");
             1
         }
     }

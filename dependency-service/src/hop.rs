@@ -695,14 +695,14 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
             return 0;
         }
         Err(e) => {
-            eprintln!("lab hop: {e}");
+            eprintln!("lab: {e}");
             return 2;
         }
     };
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("lab hop: cannot start the runtime: {e}");
+            eprintln!("lab: cannot start the runtime: {e}");
             return 1;
         }
     };
@@ -714,7 +714,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         let bound = match bound {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("lab hop: {e:#}");
+                eprintln!("lab: {e:#}");
                 return 1;
             }
         };

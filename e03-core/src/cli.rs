@@ -272,6 +272,46 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// The name a program's messages start with (`NAME: ...`): `lab` for every part of the lab run
+/// as `lab SUB` (its `args[0]` is `lab serve`, `lab swarm`, ...), else the binary's file name
+/// (`dependency-service`, `client-swarm`), so one command speaks with one voice.
+pub fn program_name(arg0: &std::ffi::OsStr) -> String {
+    let arg0 = arg0.to_string_lossy();
+    let first = arg0.split_whitespace().next().unwrap_or("");
+    match std::path::Path::new(first).file_name() {
+        Some(n) if n == "lab" => "lab".into(),
+        Some(n) => n.to_string_lossy().into_owned(),
+        None => "lab".into(),
+    }
+}
+
+/// What a failed clap parse prints and its exit code: help and version as clap renders them
+/// (stdout, 0); a usage error as `NAME: message` with clap's usage and hint under it (stderr,
+/// 2), clap's own `error:` replaced by the program's name as every other error of it reads.
+pub fn clap_message(name: &str, e: &clap::Error) -> (String, i32) {
+    if !e.use_stderr() {
+        return (e.render().to_string(), 0);
+    }
+    (format!("{name}: {}", clap_body(e)), 2)
+}
+
+/// A clap usage error's text without clap's own `error: ` (for a caller that adds its prefix).
+pub fn clap_body(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    text.strip_prefix("error: ").unwrap_or(&text).to_string()
+}
+
+/// [`clap_message`] printed where it belongs (stdout or stderr); returns the exit code.
+pub fn clap_exit(name: &str, e: &clap::Error) -> i32 {
+    let (text, code) = clap_message(name, e);
+    if code == 0 {
+        print!("{text}");
+    } else {
+        eprint!("{text}");
+    }
+    code
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +372,40 @@ mod tests {
         let text = error_chain(&e);
         assert_eq!(text.matches("permission denied").count(), 1, "{text}");
         assert!(text.starts_with("writing x.jsonl: "), "{text}");
+    }
+
+    #[test]
+    fn a_part_run_as_lab_sub_speaks_as_lab_and_a_binary_as_itself() {
+        for (arg0, name) in [
+            ("lab serve", "lab"),
+            ("lab", "lab"),
+            ("/usr/local/bin/lab", "lab"),
+            ("dependency-service", "dependency-service"),
+            ("/x/target/debug/client-swarm", "client-swarm"),
+        ] {
+            assert_eq!(program_name(std::ffi::OsStr::new(arg0)), name, "{arg0}");
+        }
+    }
+
+    #[test]
+    fn a_usage_error_starts_with_the_program_name_and_help_is_left_alone() {
+        let cmd = || Command::new("lab run").arg(Arg::new("x").long("x"));
+        let e = cmd()
+            .try_get_matches_from(["lab run", "--bogus"])
+            .unwrap_err();
+        let (text, code) = clap_message("lab", &e);
+        assert_eq!(code, 2);
+        assert!(
+            text.starts_with("lab: unexpected argument '--bogus'"),
+            "{text}"
+        );
+        assert!(!text.contains("error:"), "{text}");
+        assert!(text.contains("Usage: lab run"), "{text}");
+        let e = cmd()
+            .try_get_matches_from(["lab run", "--help"])
+            .unwrap_err();
+        let (text, code) = clap_message("lab", &e);
+        assert_eq!(code, 0);
+        assert!(text.starts_with("Usage: lab run"), "{text}");
     }
 }

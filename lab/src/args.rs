@@ -391,11 +391,7 @@ fn check_sweep(
 pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     let m = match cli().try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return Err(code);
-        }
+        Err(e) => return Err(e03_core::cli::clap_exit("lab", &e)),
     };
     let typos = unknown_env(std::env::vars().map(|(k, _)| k));
     if let Some(name) = typos.first() {

@@ -67,7 +67,7 @@ struct AuditArgs {
 }
 
 fn usage(msg: &str) -> i32 {
-    eprintln!("lab audit: {msg}");
+    eprintln!("lab: {msg}");
     EXIT_USAGE
 }
 
@@ -181,13 +181,13 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
     };
     let claim = match outdir::claim_undoable(&a.out, &RunChoice::default()) {
         Ok(c) => c,
-        Err(e) => return outdir::fail("lab audit", &e),
+        Err(e) => return outdir::fail("lab", &e),
     };
     match audit(&a, &claim.run.dir) {
         Ok(code) => code,
         Err(e) => {
             claim.abandon_if_empty(&a.out);
-            outdir::fail("lab audit", &e)
+            outdir::fail("lab", &e)
         }
     }
 }
@@ -213,7 +213,7 @@ fn audit(a: &AuditArgs, dir: &Path) -> anyhow::Result<i32> {
     let clients = dir.join("clients");
     std::fs::create_dir_all(&clients)?;
     eprintln!(
-        "lab audit: {} probes at http://{}/audit/<probe>/<instance>; writing {}",
+        "lab: {} probes at http://{}/audit/<probe>/<instance>; writing {}",
         probes.len(),
         server.addr(),
         e03_io::rundir::shown(dir)
@@ -250,7 +250,7 @@ fn audit(a: &AuditArgs, dir: &Path) -> anyhow::Result<i32> {
               not graded.\n",
         )?;
         eprintln!(
-            "lab audit: stopped; the log so far is in {} (incomplete, not graded)",
+            "lab: stopped; the log so far is in {} (incomplete, not graded)",
             e03_io::rundir::shown(&log)
         );
         return Ok(EXIT_STOPPED);
@@ -370,7 +370,7 @@ async fn run_probe(
         ""
     };
     eprintln!(
-        "lab audit: {:24} {} request(s) in {:.1} s{verdict}",
+        "lab: {:24} {} request(s) in {:.1} s{verdict}",
         p.name,
         server.activity(&p.name).0,
         started.elapsed().as_secs_f64()
@@ -392,7 +392,7 @@ async fn settle(server: &AuditServer, probe: &str) {
 async fn wait_for_user(server: &AuditServer, p: &Probe, stop: &AtomicBool) -> bool {
     let urls: Vec<String> = (0..p.instances).map(|i| server.url(&p.name, i)).collect();
     eprintln!(
-        "lab audit: probe {}: point {} client(s) at {} (method {}, {} operation(s) each)",
+        "lab: probe {}: point {} client(s) at {} (method {}, {} operation(s) each)",
         p.name,
         p.instances,
         urls.join(" "),
@@ -418,7 +418,7 @@ async fn wait_for_user(server: &AuditServer, p: &Probe, stop: &AtomicBool) -> bo
         match first {
             None if asked.elapsed() > WAIT_FOR_FIRST => {
                 eprintln!(
-                    "lab audit: no request on {} within {} s",
+                    "lab: no request on {} within {} s",
                     p.name,
                     WAIT_FOR_FIRST.as_secs()
                 );

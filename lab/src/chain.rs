@@ -315,21 +315,21 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
     let a = match client_swarm::chain_args(args) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("client-swarm: {e}");
+            eprintln!("lab: {e}");
             return crate::EXIT_USAGE;
         }
     };
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("client-swarm: cannot start the tokio runtime: {e}");
+            eprintln!("lab: cannot start the tokio runtime: {e}");
             return 1;
         }
     };
     let stop = match stop_on_signals() {
         Ok(stop) => stop,
         Err(e) => {
-            eprintln!("client-swarm: {e}");
+            eprintln!("lab: {e}");
             return 1;
         }
     };
@@ -343,14 +343,14 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
     let code = match run.then(checked) {
         None => 0,
         Some(Err(e)) => {
-            eprintln!("client-swarm: {e}");
+            eprintln!("lab: {e}");
             crate::EXIT_USAGE
         }
         Some(Ok(run_dir)) => match rt.block_on(swarm_run(&a, &run_dir, &stop)) {
             Ok(true) => 0,
             Ok(false) => crate::EXIT_STOPPED,
             Err(e) => {
-                eprintln!("client-swarm: {}", crate::errors::chain(&e));
+                eprintln!("lab: {}", crate::errors::chain(&e));
                 1
             }
         },
@@ -359,7 +359,7 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
         rt.block_on(async {
             for control in targets {
                 if let Err(e) = client_swarm::shutdown_target(control).await {
-                    eprintln!("client-swarm: {control}: {e}");
+                    eprintln!("lab: {control}: {e}");
                 }
             }
             client_swarm::shutdown_hops(&a.hops).await;
@@ -494,14 +494,14 @@ async fn swarm_run(
                 .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
             if !complete {
                 eprintln!(
-                    "client-swarm: stopped: {} variant {} is incomplete; no tables",
+                    "lab: stopped: {} variant {} is incomplete; no tables",
                     s.scenario.name(),
                     v.id
                 );
                 return Ok(false);
             }
             eprintln!(
-                "client-swarm: {} {}: {} top requests through {} hop services in {:.1} s",
+                "lab: {} {}: {} top requests through {} hop services in {:.1} s",
                 s.scenario.name(),
                 v.id,
                 chain.requests,

@@ -238,13 +238,13 @@ fn ordinary_swarm(child: Vec<std::ffi::OsString>) -> i32 {
     let code = client_swarm::main_entry(child.clone());
     if code == EXIT_STOPPED && report {
         if let Some((out, scenarios)) = client_swarm::out_and_scenarios(&child) {
-            eprintln!("lab swarm: stopped; analysing what the logs hold (marked incomplete)");
+            eprintln!("lab: stopped; analysing what the logs hold (marked incomplete)");
             let existing: Vec<_> = scenarios
                 .into_iter()
                 .filter(|s| out.join(s.name()).is_dir())
                 .collect();
             if let Err(e) = report_scenarios(&out, &existing) {
-                eprintln!("lab swarm: {}", chain(&e));
+                eprintln!("lab: {}", chain(&e));
             }
         }
     }
@@ -831,10 +831,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
         );
     let m = match cmd.try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { crate::EXIT_USAGE } else { 0 };
-        }
+        Err(e) => return e03_core::cli::clap_exit("lab", &e),
     };
     let out = std::path::PathBuf::from(m.get_one::<String>("out").expect("default"));
     let arg = m.get_one::<String>("scenario").expect("default");
@@ -846,7 +843,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
             .filter(|s| (1..=86_400).contains(s))
         else {
             eprintln!(
-                "lab report: invalid --wait-s {v:?}: expected a whole number of seconds from 1 \
+                "lab: invalid --wait-s {v:?}: expected a whole number of seconds from 1 \
                  to 86400"
             );
             return crate::EXIT_USAGE;
@@ -854,18 +851,18 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
         if let Some(listen) = m.get_one::<String>("listen") {
             let Ok(addr) = listen.trim().parse::<std::net::SocketAddr>() else {
                 eprintln!(
-                    "lab report: invalid --listen {listen:?}: expected IP:PORT, for example \
+                    "lab: invalid --listen {listen:?}: expected IP:PORT, for example \
                      0.0.0.0:9100 (port 0: any free port)"
                 );
                 return crate::EXIT_USAGE;
             };
             match collect(addr, &out) {
                 Ok(bound) => eprintln!(
-                    "lab report: collecting logs at http://{bound}/logs/ into {}",
+                    "lab: collecting logs at http://{bound}/logs/ into {}",
                     out.display()
                 ),
                 Err(e) => {
-                    eprintln!("lab report: cannot collect logs on {addr}: {e}");
+                    eprintln!("lab: cannot collect logs on {addr}: {e}");
                     return 1;
                 }
             }
@@ -886,7 +883,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
                     })
                     .collect();
                 eprintln!(
-                    "lab report: the runs of {arg} had not all ended after {limit} s; analysing \
+                    "lab: the runs of {arg} had not all ended after {limit} s; analysing \
                      what is there{}",
                     if awaited.is_empty() {
                         String::new()
@@ -905,13 +902,13 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     let kept = match analyzer::kept::scenarios_in(&run) {
         Ok(k) => k,
         Err(e) => {
-            eprintln!("lab report: {e}");
+            eprintln!("lab: {e}");
             return crate::EXIT_USAGE;
         }
     };
     if arg == "all" && kept.is_empty() && run.is_dir() {
         eprintln!(
-            "lab report: invalid --out {:?}: {} holds no scenario folder of a live run (simulated \
+            "lab: invalid --out {:?}: {} holds no scenario folder of a live run (simulated \
              results are printed when they are made); give the folder of a `lab run`, e.g. \
              {}/<run id>",
             out.display().to_string(),
@@ -923,13 +920,13 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     let scenarios = match report_list(arg, &kept) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("lab report: {e}");
+            eprintln!("lab: {e}");
             return crate::EXIT_USAGE;
         }
     };
     let Some(dir) = run_dir_of(&out, &scenarios) else {
         eprintln!(
-            "lab report: invalid --out {:?}: no such directory {} (give the run directory a \
+            "lab: invalid --out {:?}: no such directory {} (give the run directory a \
              `lab run` printed, e.g. results/latest)",
             out.display().to_string(),
             scenarios
@@ -943,7 +940,7 @@ pub fn report(args: Vec<std::ffi::OsString>) -> i32 {
     match report_scenarios(&dir, &scenarios) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("lab report: {}", chain(&e));
+            eprintln!("lab: {}", chain(&e));
             1
         }
     }
@@ -967,7 +964,7 @@ fn collect(addr: std::net::SocketAddr, out: &Path) -> std::io::Result<std::net::
                 Err(e) => Err(e),
             };
             if let Err(e) = served {
-                eprintln!("lab report: the log collector stopped: {e}");
+                eprintln!("lab: the log collector stopped: {e}");
             }
         });
     });

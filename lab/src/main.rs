@@ -13,6 +13,7 @@
 //! - `lab report --out DIR [SCENARIO]`: analyse the logs a swarm left in DIR and print the
 //!   tables (the compose analyzer container runs this).
 
+mod analyze;
 mod args;
 mod audit;
 mod chain;
@@ -53,7 +54,7 @@ fn dispatch(args: Vec<OsString>) -> i32 {
         Some("hop") => dependency_service::hop::main_entry(child_args("lab hop", &args)),
         Some("proxy") => dependency_service::proxy::main_entry(child_args("lab proxy", &args)),
         Some("swarm") => live::swarm(&args),
-        Some("analyze") => analyzer::main_entry(child_args("lab analyze", &args)),
+        Some("analyze") => analyze::main(child_args("lab analyze", &args)),
         Some("report") => live::report(child_args("lab report", &args)),
         Some("list") => list(&args),
         Some("replica") => replica(&args),
@@ -109,7 +110,7 @@ fn replica(args: &[OsString]) -> i32 {
     let seeds = match replica_seeds(&rest) {
         Ok(seeds) => seeds,
         Err(e) => {
-            eprintln!("lab replica: {e}");
+            eprintln!("lab: {e}");
             return EXIT_USAGE;
         }
     };
@@ -219,7 +220,7 @@ fn list(args: &[OsString]) -> i32 {
         match e03_io::scenario_files::resolve(&a) {
             Ok(found) => scenarios.extend(found.into_iter().map(|f| f.scenario)),
             Err(e) => {
-                eprintln!("lab list: {e}");
+                eprintln!("lab: {e}");
                 return EXIT_USAGE;
             }
         }

@@ -95,7 +95,7 @@ fn cli() -> Clap {
 }
 
 fn usage(e: impl std::fmt::Display) -> i32 {
-    eprintln!("lab map: {e}");
+    eprintln!("lab: {e}");
     EXIT_USAGE
 }
 
@@ -128,11 +128,7 @@ pub fn main(args: &[OsString]) -> i32 {
         .collect();
     let m = match cli().try_get_matches_from(argv) {
         Ok(m) => m,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return code;
-        }
+        Err(e) => return e03_core::cli::clap_exit("lab", &e),
     };
     if let Some(name) = unknown_env(std::env::vars().map(|(k, _)| k)).first() {
         return usage(unknown_env_message(name));
@@ -219,7 +215,7 @@ pub fn main(args: &[OsString]) -> i32 {
     }
     match run(&spec, &scenario_arg, &out, &choice, verify) {
         Ok(code) => code,
-        Err(e) => crate::outdir::fail("lab map", &e),
+        Err(e) => crate::outdir::fail("lab", &e),
     }
 }
 
@@ -304,7 +300,7 @@ fn verify_cells(
             .with_context(|| format!("the map has no strategy {}", cell.strategy))?;
         let name = format!("verify-{}", n + 1);
         eprintln!(
-            "lab map: verify {}/{}: {} at {:.0}% load, freeze {} s, seed {seed}, live for {:.0} s",
+            "lab: verify {}/{}: {} at {:.0}% load, freeze {} s, seed {seed}, live for {:.0} s",
             n + 1,
             cells.len(),
             cell.strategy,

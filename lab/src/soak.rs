@@ -116,7 +116,7 @@ impl Growth {
 }
 
 fn usage(msg: &str) -> i32 {
-    eprintln!("lab soak: {msg}");
+    eprintln!("lab: {msg}");
     EXIT_USAGE
 }
 
@@ -178,7 +178,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
     let out = PathBuf::from(out);
     let claim = match outdir::claim_undoable(&out, &RunChoice::default()) {
         Ok(c) => c,
-        Err(e) => return outdir::fail("lab soak", &e),
+        Err(e) => return outdir::fail("lab", &e),
     };
     match soak(&claim.run.dir, minutes * 60.0) {
         Ok(code) => {
@@ -189,7 +189,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
         }
         Err(e) => {
             claim.abandon_if_empty(&out);
-            outdir::fail("lab soak", &e)
+            outdir::fail("lab", &e)
         }
     }
 }
@@ -201,7 +201,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     }
     let scenario = Scenario::e03a();
     eprintln!(
-        "lab soak: {:.1} min of {} traffic, strategy {STRATEGY}, into {}",
+        "lab: {:.1} min of {} traffic, strategy {STRATEGY}, into {}",
         total_s / 60.0,
         scenario.name(),
         outdir::shown(dir)
@@ -320,7 +320,7 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     csv.flush()?;
     if stop.load(Ordering::SeqCst) {
         eprintln!(
-            "lab soak: stopped; the samples so far are in {}",
+            "lab: stopped; the samples so far are in {}",
             csv_path.display()
         );
         return Ok(EXIT_STOPPED);

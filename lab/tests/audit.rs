@@ -241,8 +241,8 @@ fn with_wait_the_user_drives_the_client_at_the_printed_urls() {
     let mut probes = 0;
     for line in stderr.lines() {
         let line = line.unwrap();
-        // lab audit: probe NAME: point N client(s) at URL.. (method M, K operation(s) each)
-        let Some(rest) = line.strip_prefix("lab audit: probe ") else {
+        // lab: probe NAME: point N client(s) at URL.. (method M, K operation(s) each)
+        let Some(rest) = line.strip_prefix("lab: probe ") else {
             continue;
         };
         let (urls, how) = rest
