@@ -1,5 +1,6 @@
 //! `lab analyze`: the analyzer's command line as the lab's front shows it, on the analyzer's
-//! library: its errors and warnings start with `lab:` like every other command's. The
+//! library: its errors and warnings start with `lab:` like every other command's, and the
+//! series of 100 ms windows stays in the files unless `--series` ([`crate::front`]). The
 //! `analyzer` binary keeps its own front (`analyzer::cli`); the flags, the figures and the exit
 //! codes are the same: 0 fine; 1 outputs could not be written, or client and server logs of a
 //! complete run disagree; 2 bad input (flags, missing or malformed logs).
@@ -7,9 +8,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use clap::{Arg, Command};
+use clap::{Arg, ArgAction, Command};
 use e03_core::Scenario;
 
+use crate::front::Show;
 use crate::EXIT_USAGE;
 
 fn command() -> Command {
@@ -43,6 +45,12 @@ fn command() -> Command {
                 .requires("server-log")
                 .help("Output directory for --server-log"),
         )
+        .arg(
+            Arg::new("series")
+                .long("series")
+                .action(ArgAction::SetTrue)
+                .help("print the series of 100 ms windows around the outage too (always in the files)"),
+        )
 }
 
 /// A message and its exit code.
@@ -64,6 +72,11 @@ pub fn main(args: Vec<OsString>) -> i32 {
     };
     let path = |name: &str| m.get_one::<String>(name).map(PathBuf::from);
     let scenario = m.get_one::<String>("scenario").map(String::as_str);
+    let series = m.get_flag("series");
+    let _ = crate::front::set(Show {
+        series,
+        json: false,
+    });
     let result = match (path("dir"), path("server-log"), path("out")) {
         (Some(dir), None, _) => dir_tables(&dir, scenario),
         (None, Some(log), Some(out)) => server_log(&log, &out, scenario),
@@ -120,7 +133,7 @@ fn dir_tables(dir: &Path, scenario: Option<&str>) -> Result<i32, Failed> {
         eprintln!("lab: warning: {w}");
     }
     let written = |e: std::io::Error| Failed(format!("writing to stdout: {e}"), 1);
-    analyzer::print_tables(&mut std::io::stdout().lock(), &summary).map_err(written)?;
+    crate::front::print_tables(&summary, dir).map_err(written)?;
     analyzer::write_outputs(dir, &summary).map_err(|e| analysis(&e))?;
     println!(
         "\nwrote {}/{{summary.json, arrivals_100ms.csv, arrivals_1s.csv, *.svg, *.png, report.md, \

@@ -11,6 +11,7 @@ use e03_core::cli::{
 };
 use e03_core::{ParamError, Params, Scenario};
 
+use crate::front::Show;
 use crate::outdir::RunChoice;
 use crate::EXIT_USAGE;
 
@@ -245,6 +246,59 @@ fn sequential_arg() -> Arg {
         .help("run the strategies one after the other instead of at the same time")
 }
 
+fn series_arg() -> Arg {
+    Arg::new("series")
+        .long("series")
+        .action(ArgAction::SetTrue)
+        .help(
+            "print the series of 100 ms windows around the outage on the terminal too (always in \
+             arrivals_100ms.csv and report.md)",
+        )
+}
+
+fn json_arg() -> Arg {
+    Arg::new("json")
+        .long("json")
+        .action(ArgAction::SetTrue)
+        .help(
+            "print each scenario's summary.json on stdout, one line each (JSON Lines), and \
+             nothing else there: tables and progress go to stderr",
+        )
+}
+
+/// `--series` and `--json` as given (`false` for a command without them).
+fn show(sub: &ArgMatches) -> Show {
+    let flag = |name| {
+        sub.try_get_one::<bool>(name)
+            .ok()
+            .flatten()
+            .copied()
+            .unwrap_or(false)
+    };
+    Show {
+        series: flag("series"),
+        json: flag("json"),
+    }
+}
+
+/// `--json` prints summaries: refused for what has none (a chain's variants, a sweep's grid).
+fn check_json(scenarios: &[Scenario], sweeping: bool) -> Result<(), String> {
+    if let Some(chain) = scenarios.iter().find(|s| s.def().chain.is_some()) {
+        return Err(format!(
+            "invalid --json: {} is a chain scenario, whose results are chain.json and chain.md, \
+             not a summary.json; run it without --json",
+            chain.name()
+        ));
+    }
+    if sweeping {
+        return Err(
+            "invalid --json with --sweep: a sweep's results are sweep.csv, not a summary.json"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 fn cli() -> Clap {
     Clap::new("lab")
         .about("E03: when retries help and when they hurt, measured with real HTTP traffic")
@@ -261,7 +315,9 @@ fn cli() -> Clap {
                 .arg(out_arg())
                 .arg(sequential_arg())
                 .arg(scenarios_at_once_arg())
-                .arg(swarm_shards_arg()),
+                .arg(swarm_shards_arg())
+                .arg(series_arg())
+                .arg(json_arg()),
         )))
         .subcommand(with_param_args(run_id_args(
             Clap::new("simulate")
@@ -275,7 +331,9 @@ fn cli() -> Clap {
                         .action(ArgAction::Append)
                         .value_name("NAME=V1,V2,..")
                         .help("vary a parameter over values (repeatable: the grid of all axes)"),
-                ),
+                )
+                .arg(series_arg())
+                .arg(json_arg()),
         )))
         .subcommand(with_param_args(run_id_args(
             Clap::new("compare")
@@ -284,7 +342,8 @@ fn cli() -> Clap {
                 .arg(policies_arg())
                 .arg(out_arg())
                 .arg(sequential_arg())
-                .arg(swarm_shards_arg()),
+                .arg(swarm_shards_arg())
+                .arg(series_arg()),
         )))
         // Dispatched in main before this parser; listed here for `lab --help`.
         .subcommand(Clap::new("list").about(
@@ -387,8 +446,9 @@ fn check_sweep(
     Ok(())
 }
 
-/// Parses and validates; `Err(exit code)` after printing the reason (or help).
-pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
+/// Parses and validates, with how the results are shown; `Err(exit code)` after printing the
+/// reason (or help).
+pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
     let m = match cli().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => return Err(e03_core::cli::clap_exit("lab", &e)),
@@ -398,6 +458,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
         return Err(usage_error(unknown_env_message(name)));
     }
     let (name, sub) = m.subcommand().expect("subcommand required");
+    let show = show(sub);
     // A user's strategies first: a scenario file may name them.
     let policies = match sub.get_one::<String>("policies").filter(|p| !p.is_empty()) {
         Some(p) => {
@@ -451,12 +512,15 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
     }
     match name {
         "run" => {
+            if show.json {
+                check_json(&scenarios, false).map_err(usage_error)?;
+            }
             let ChildSettings {
                 progress,
                 answer_spin,
                 metrics_listen,
             } = child_settings(&|k| std::env::var(k).ok()).map_err(usage_error)?;
-            Ok(Command::Run(RunPlan {
+            let plan = RunPlan {
                 progress,
                 answer_spin,
                 metrics_listen,
@@ -470,7 +534,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 params,
                 choice,
                 policies,
-            }))
+            };
+            Ok((Command::Run(plan), show))
         }
         "simulate" | "compare" => {
             let mut sweeps = Vec::new();
@@ -482,6 +547,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 }
             }
             check_sweep(&raw, &sweeps, &scenarios).map_err(usage_error)?;
+            if show.json {
+                check_json(&scenarios, !sweeps.is_empty()).map_err(usage_error)?;
+            }
             if let (Some(first), Some(chain)) = (
                 sweeps.first(),
                 scenarios.iter().find(|s| s.def().chain.is_some()),
@@ -507,11 +575,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, i32> {
                 choice,
                 policies,
             };
-            Ok(if name == "simulate" {
+            let command = if name == "simulate" {
                 Command::Simulate(plan)
             } else {
                 Command::Compare(plan)
-            })
+            };
+            Ok((command, show))
         }
         _ => unreachable!("clap knows the subcommands"),
     }

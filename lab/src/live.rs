@@ -337,14 +337,14 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
         }
         let summary = analyzer::analyze_dir(&dir, scenario.clone())
             .with_context(|| format!("analysing {}", dir.display()))?;
-        analyzer::print_tables(&mut std::io::stdout().lock(), &summary)?;
+        crate::front::print_tables(&summary, &dir)?;
         print_machine_beside(&summary);
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
         if summary.params.is_steps() && summary.complete {
             step_check(&dir, scenario.clone(), &summary)?;
         }
-        println!("results: {}", outdir::shown(&dir));
+        crate::front::results(&dir, &outdir::shown(&dir))?;
         outdir::index_beside(out);
         if !summary.complete {
             eprintln!("lab: the run in {} is incomplete", dir.display());

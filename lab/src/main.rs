@@ -19,6 +19,7 @@ mod audit;
 mod chain;
 mod child;
 mod errors;
+mod front;
 mod live;
 mod map;
 mod outdir;
@@ -74,9 +75,17 @@ fn dispatch(args: Vec<OsString>) -> i32 {
             EXIT_USAGE
         }
         _ => match args::parse(args) {
-            Ok(args::Command::Run(plan)) => live::run(&plan),
-            Ok(args::Command::Simulate(plan)) => sim::simulate(&plan),
-            Ok(args::Command::Compare(plan)) => sim::compare(&plan),
+            Ok((command, show)) => {
+                if let Err(e) = front::set(show) {
+                    eprintln!("lab: --json: keeping stdout for the summaries: {e}");
+                    return 1;
+                }
+                match command {
+                    args::Command::Run(plan) => live::run(&plan),
+                    args::Command::Simulate(plan) => sim::simulate(&plan),
+                    args::Command::Compare(plan) => sim::compare(&plan),
+                }
+            }
             Err(code) => code,
         },
     }

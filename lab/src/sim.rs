@@ -56,7 +56,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             });
             // From here to the scenario's end a stop waits: the outputs are written whole.
             let _whole = writing.hold();
-            analyzer::print_tables(&mut out, &summary)?;
+            crate::front::print_tables(&summary, &dir)?;
             analyzer::write_outputs(&dir, &summary)?;
             outdir::index_beside(&run.dir);
             if e03_metrics::checks::any_failed(&summary) {
@@ -78,7 +78,8 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             )?;
         }
         use std::io::Write;
-        writeln!(out, "results: {}", outdir::shown(&dir))?;
+        out.flush()?;
+        crate::front::results(&dir, &outdir::shown(&dir))?;
         writing.done(&dir);
     }
     Ok(passed)
