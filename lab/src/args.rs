@@ -299,6 +299,49 @@ fn check_json(scenarios: &[Scenario], sweeping: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// What `--help` shows of `lab run`, `simulate` and `compare`; `--help-all` shows every flag.
+const SHORT_HELP: &[&str] = &[
+    "scenario",
+    "seed",
+    "seeds",
+    "strategies",
+    "clients",
+    "duration-s",
+    "out",
+    "sweep",
+    "series",
+    "json",
+    "help",
+    "help-all",
+];
+
+/// `--help` short (the common flags, a line each), `--help-all` every flag.
+fn short_help(cmd: Clap) -> Clap {
+    cmd.disable_help_flag(true)
+        .arg(
+            Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(ArgAction::HelpShort)
+                .help("the common flags (--help-all: every flag)"),
+        )
+        .arg(
+            Arg::new("help-all")
+                .long("help-all")
+                .action(ArgAction::HelpLong)
+                .help("every flag, with its env var and default"),
+        )
+        .mut_args(|a| {
+            let name = a.get_long().unwrap_or(a.get_id().as_str());
+            let common = SHORT_HELP.contains(&name);
+            a.hide_short_help(!common)
+        })
+        .after_help(
+            "Every parameter: --help-all, or docs/parameters.md (also as env vars E03_*, and \
+             as keys of a scenario file).",
+        )
+}
+
 fn cli() -> Clap {
     Clap::new("lab")
         .about("E03: when retries help and when they hurt, measured with real HTTP traffic")
@@ -307,7 +350,7 @@ fn cli() -> Clap {
              with OUT/latest pointing at the newest run.",
         )
         .subcommand_required(true)
-        .subcommand(with_param_args(run_id_args(
+        .subcommand(short_help(with_param_args(run_id_args(
             Clap::new("run")
                 .about("run the live experiment over loopback and print its tables")
                 .arg(scenario_arg())
@@ -318,8 +361,8 @@ fn cli() -> Clap {
                 .arg(swarm_shards_arg())
                 .arg(series_arg())
                 .arg(json_arg()),
-        )))
-        .subcommand(with_param_args(run_id_args(
+        ))))
+        .subcommand(short_help(with_param_args(run_id_args(
             Clap::new("simulate")
                 .about("run the same model on a virtual clock (fast, deterministic)")
                 .arg(scenario_arg())
@@ -334,8 +377,8 @@ fn cli() -> Clap {
                 )
                 .arg(series_arg())
                 .arg(json_arg()),
-        )))
-        .subcommand(with_param_args(run_id_args(
+        ))))
+        .subcommand(short_help(with_param_args(run_id_args(
             Clap::new("compare")
                 .about("run live and simulated and print them side by side")
                 .arg(scenario_arg())
@@ -344,7 +387,7 @@ fn cli() -> Clap {
                 .arg(sequential_arg())
                 .arg(swarm_shards_arg())
                 .arg(series_arg()),
-        )))
+        ))))
         // Dispatched in main before this parser; listed here for `lab --help`.
         .subcommand(Clap::new("list").about(
             "print the scenario catalogue (built-in scenarios; scenario files given are checked)",

@@ -289,3 +289,41 @@ fn json_prints_each_summary_on_stdout_and_nothing_else() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Before: `lab run --help` was 89 lines, every run parameter with its env var. Now `--help`
+/// shows the common flags, a line each, and points at `--help-all` and docs/parameters.md;
+/// `--help-all` shows every flag.
+#[test]
+fn help_is_short_and_help_all_has_every_flag() {
+    for cmd in ["run", "simulate", "compare"] {
+        let o = lab().args([cmd, "--help"]).output().unwrap();
+        let (short, _) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "lab {cmd} --help");
+        assert!(short.lines().count() <= 30, "lab {cmd} --help:\n{short}");
+        for needed in [
+            "--help-all",
+            "docs/parameters.md",
+            "--seeds",
+            "--strategies",
+            "--out",
+        ] {
+            assert!(
+                short.contains(needed),
+                "lab {cmd} --help lacks {needed}:\n{short}"
+            );
+        }
+        assert!(!short.contains("--workers"), "lab {cmd} --help:\n{short}");
+        let o = lab().args([cmd, "--help-all"]).output().unwrap();
+        let (all, _) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "lab {cmd} --help-all");
+        for needed in [
+            "--workers",
+            "--queue",
+            "--run-id",
+            "--policies",
+            "E03_WORKERS",
+        ] {
+            assert!(all.contains(needed), "lab {cmd} --help-all lacks {needed}");
+        }
+    }
+}
