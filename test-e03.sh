@@ -22,7 +22,8 @@
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
 #   6. lab soak --minutes 1 (RSS, descriptors, tasks), then `lab audit` of five real clients
 #      (scripts/check-audit.sh, every row checked against the client's documentation), then
-#      `lab proxy` driven by Toxiproxy's Python client (scripts/check-wire.sh), then Schemathesis
+#      `lab proxy` driven by Toxiproxy's Python client (scripts/check-wire.sh), then
+#      `lab proxy --http` in front of nginx with urllib3 (scripts/check-http-proxy.sh), then Schemathesis
 #      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh), then
 #      the Kubernetes manifests rendered and validated offline (scripts/check-k8s.sh; SKIPPED,
 #      and said so, without kubectl)
@@ -225,6 +226,9 @@ timeout 600 scripts/check-audit.sh
 
 step "lab proxy driven by Toxiproxy's own Python client (PyPI), in front of a real lab serve (scripts/check-wire.sh)"
 timeout 300 scripts/check-wire.sh
+
+step "lab proxy --http in front of Debian's nginx, driven by urllib3's Retry: every request on all three sides (scripts/check-http-proxy.sh)"
+timeout 300 scripts/check-http-proxy.sh
 
 step "API contract: schemathesis (PyPI) against lab serve and lab hop (scripts/check-openapi.sh)"
 timeout 600 scripts/check-openapi.sh 100

@@ -61,25 +61,24 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    /// Time zero, set now if it was not (and its `run_start` written).
+    /// Time zero, set now if it was not (and its `run_start` written before any other record:
+    /// a request that comes meanwhile waits for it).
     pub fn start(&self) -> Instant {
-        let mut first = false;
-        let (t0, _) = *self.t0.get_or_init(|| {
-            first = true;
-            (Instant::now(), unix_ms())
-        });
-        if first {
-            self.record(Event::RunStart(RunStart {
-                tag: self.tag.clone(),
-                source: Source::Server,
-                scenario: self.scenario.clone(),
-                start_unix_ms: self.t0.get().map_or(0, |t| t.1),
-                params: self.params.clone(),
-                clock: None,
-                shard: None,
-            }));
-        }
-        t0
+        self.t0
+            .get_or_init(|| {
+                let t0 = (Instant::now(), unix_ms());
+                self.record(Event::RunStart(RunStart {
+                    tag: self.tag.clone(),
+                    source: Source::Server,
+                    scenario: self.scenario.clone(),
+                    start_unix_ms: t0.1,
+                    params: self.params.clone(),
+                    clock: None,
+                    shard: None,
+                }));
+                t0
+            })
+            .0
     }
 
     fn record(&self, e: Event) {

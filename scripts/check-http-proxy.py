@@ -1,0 +1,198 @@
+"""`lab proxy --http` in front of nginx, driven by urllib3's Retry (scripts/check-http-proxy.sh).
+
+Usage: check-http-proxy.py LAB NGINX WORKDIR
+
+1. nginx serves a static file on a free loopback port, logging every request it serves.
+2. `lab proxy --http` stands in front of it with examples/proxy/outage-then-429.toml (503 from 1 s to 3 s,
+   then 429 with Retry-After: 1 on the first attempt of each request id until 5 s), its timeline
+   starting at the first request.
+3. A urllib3 client with Retry(total=6, backoff_factor=0.2, status_forcelist=[429, 503],
+   respect_retry_after_header=True) sends one request every 200 ms for 6.5 s, each with an
+   x-request-id of its own; it counts its attempts from each answer's retry history.
+4. Every attempt is accounted for on all three sides: the client's attempts equal the proxy's
+   arrivals and its `proxied` records; the requests the proxy forwarded equal nginx's access
+   log lines; the proxy answered the 503s and 429s the scenario says and nothing else.
+5. `lab analyze --server-log` reads the proxy's log, titled with the scenario.
+6. The proxy's cost: 2,000 sequential GETs of the file on one keep-alive connection, directly
+   and through the proxy (no scenario); p50 and p99 of each and the difference, printed.
+"""
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import urllib3
+from urllib3.util.retry import Retry
+
+LAB, NGINX, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCENARIO = os.path.join(HERE, "..", "examples", "proxy", "outage-then-429.toml")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fail(msg):
+    print(f"check-http-proxy: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def start_nginx():
+    port = free_port()
+    root = os.path.join(WORK, "www")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "item.json"), "w") as f:
+        f.write('{"item": 1}\n')
+    conf = os.path.join(WORK, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""
+daemon off;
+worker_processes 1;
+pid {WORK}/nginx.pid;
+error_log {WORK}/nginx-error.log;
+events {{ worker_connections 256; }}
+http {{
+    access_log {WORK}/access.log;
+    client_body_temp_path {WORK}/body;
+    proxy_temp_path {WORK}/proxy;
+    fastcgi_temp_path {WORK}/fastcgi;
+    uwsgi_temp_path {WORK}/uwsgi;
+    scgi_temp_path {WORK}/scgi;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+    }}
+}}
+""")
+    proc = subprocess.Popen([NGINX, "-c", conf, "-p", WORK], stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.05)
+    fail("nginx did not start")
+
+
+def start_proxy(upstream_port, log, scenario=True):
+    args = [LAB, "proxy", "--http", "--listen", "127.0.0.1:0",
+            "--upstream", f"http://127.0.0.1:{upstream_port}"]
+    if scenario:
+        args += ["--scenario", SCENARIO, "--timeline-start", "first-request", "--log", log]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening http="):
+        fail(f"lab proxy printed {line!r}")
+    return proc, line.split("=", 1)[1]
+
+
+def records(path, kind):
+    with open(path) as f:
+        return [r["data"] for r in map(json.loads, f) if r["type"] == kind]
+
+
+def stop(proc):
+    proc.terminate()
+    if proc.wait(timeout=15) not in (0, -15):
+        fail(f"{proc.args[0]} exited {proc.returncode}")
+
+
+def accounting(nginx_port):
+    log = os.path.join(WORK, "proxy.jsonl")
+    proxy, addr = start_proxy(nginx_port, log)
+    retry = Retry(total=6, backoff_factor=0.2, status_forcelist=[429, 503],
+                  allowed_methods=None, respect_retry_after_header=True,
+                  raise_on_status=False)
+    pool = urllib3.PoolManager(retries=retry)
+    attempts, outcomes = 0, {}
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < 6.5:
+        n += 1
+        r = pool.request("GET", f"http://{addr}/item.json", headers={"x-request-id": f"r{n}"})
+        attempts += len(r.retries.history) + 1
+        outcomes[r.status] = outcomes.get(r.status, 0) + 1
+        time.sleep(0.2)
+    time.sleep(0.3)
+    stop(proxy)
+    arrivals = records(log, "arrival")
+    proxied = records(log, "proxied")
+    forwarded = [p for p in proxied if p.get("upstream_status") is not None]
+    with open(os.path.join(WORK, "access.log")) as f:
+        served = [line for line in f if "/item.json" in line]
+    faults = {}
+    for p in proxied:
+        key = p.get("fault") or "forwarded"
+        faults[key] = faults.get(key, 0) + 1
+    print(f"check-http-proxy: urllib3: {n} requests, {attempts} attempts, final statuses "
+          f"{dict(sorted(outcomes.items()))}; proxy: {len(arrivals)} arrivals, "
+          f"{dict(sorted(faults.items()))}; nginx: {len(served)} requests served")
+    if not (attempts == len(arrivals) == len(proxied)):
+        fail(f"client attempts {attempts}, proxy arrivals {len(arrivals)}, "
+             f"proxied records {len(proxied)}: expected all equal")
+    if len(forwarded) != len(served):
+        fail(f"the proxy forwarded {len(forwarded)}, nginx served {len(served)}")
+    if not faults.get("down 503") or not faults.get("abort 429"):
+        fail(f"expected both phases to answer: {faults}")
+    if set(faults) - {"down 503", "abort 429", "forwarded"}:
+        fail(f"a fault the scenario does not have: {faults}")
+    if outcomes.get(200, 0) != n:
+        fail(f"urllib3's retries should carry every request through 2 s of 503: {outcomes}")
+    out = os.path.join(WORK, "analysis")
+    a = subprocess.run([LAB, "analyze", "--server-log", log, "--out", out],
+                       capture_output=True, text=True)
+    if a.returncode != 0 or "503 for 2 s, then 429 with Retry-After: 1" not in a.stdout:
+        fail(f"lab analyze: exit {a.returncode}\n{a.stdout}\n{a.stderr}")
+    if f"| {len(arrivals)} |" not in a.stdout.replace("  ", " ").replace("  ", " "):
+        fail(f"lab analyze does not count {len(arrivals)} arrivals:\n{a.stdout}")
+
+
+def latencies(host, port, n):
+    conn = http.client.HTTPConnection(host, port)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        conn.request("GET", "/item.json")
+        r = conn.getresponse()
+        r.read()
+        out.append((time.perf_counter() - t) * 1000)
+        if r.status != 200:
+            fail(f"status {r.status}")
+    conn.close()
+    out.sort()
+    return out[len(out) // 2], out[int(len(out) * 0.99)]
+
+
+def overhead(nginx_port):
+    proxy, addr = start_proxy(nginx_port, None, scenario=False)
+    host, port = addr.rsplit(":", 1)
+    latencies("127.0.0.1", nginx_port, 200)  # warm both
+    latencies(host, int(port), 200)
+    d50, d99 = latencies("127.0.0.1", nginx_port, 2000)
+    p50, p99 = latencies(host, int(port), 2000)
+    stop(proxy)
+    print(f"check-http-proxy: 2000 sequential GETs on loopback (debug build): direct p50 "
+          f"{d50:.3f} ms, p99 {d99:.3f} ms; through lab proxy --http p50 {p50:.3f} ms, p99 "
+          f"{p99:.3f} ms: the proxy adds {p50 - d50:.3f} ms at p50, {p99 - d99:.3f} ms at p99")
+
+
+def main():
+    nginx, port = start_nginx()
+    try:
+        accounting(port)
+        overhead(port)
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+    print("check-http-proxy: ok")
+
+
+main()
