@@ -326,7 +326,7 @@ impl BoundHttpProxy {
         self.fwd.end();
         if let Some(log) = &self.fwd.log {
             if let Err(e) = log.close().await {
-                eprintln!("lab proxy: the log was not written whole: {e}");
+                eprintln!("lab: the log was not written whole: {e}");
             }
         }
     }
@@ -344,13 +344,13 @@ fn keep_scenario(log: &std::path::Path, text: Option<&str>) {
     match std::fs::read_to_string(&path) {
         Ok(old) if old == text => {}
         Ok(_) => eprintln!(
-            "lab proxy: {} exists and is not this scenario: not kept beside the log (give \
+            "lab: {} exists and is not this scenario: not kept beside the log (give \
              lab analyze --scenario FILE)",
             path.display()
         ),
         Err(_) => {
             if let Err(e) = e03_io::scenario_files::keep(dir, text) {
-                eprintln!("lab proxy: {e}");
+                eprintln!("lab: {e}");
             }
         }
     }
@@ -370,7 +370,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
             return 0;
         }
         Err(e) => {
-            eprintln!("lab proxy: {e}");
+            eprintln!("lab: {e}");
             return USAGE;
         }
     };
@@ -381,7 +381,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("lab proxy: {e}");
+            eprintln!("lab: {e}");
             return FAILED;
         }
     };
@@ -389,7 +389,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         let bound = match BoundHttpProxy::bind(&plan).await {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("lab proxy: {e}");
+                eprintln!("lab: {e}");
                 return USAGE;
             }
         };

@@ -113,7 +113,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         return crate::http_proxy::main_entry(args);
     }
     let usage = |msg: String| {
-        eprintln!("lab proxy: {msg}");
+        eprintln!("lab: {msg}");
         e03_io::exit::USAGE
     };
     let mut api = "127.0.0.1:8474".to_string();
@@ -184,7 +184,7 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("lab proxy: {e}");
+            eprintln!("lab: {e}");
             return e03_io::exit::FAILED;
         }
     };

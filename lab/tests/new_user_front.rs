@@ -53,8 +53,8 @@ fn foreign_prefixes(stderr: &str) -> Vec<&str> {
 /// Before: `lab list nope.toml` said `lab list: ...`, `lab serve --listen nope` said
 /// `dependency-service: ...`, `lab analyze /nowhere` and every bad flag said `error: ...`,
 /// `lab swarm` said `client-swarm: ...`. Now every command's error starts with `lab: `, once,
-/// and the exit codes are as before (bad input 2). `lab proxy` is the one left: its entry is
-/// not this change's to edit (docs/running.md says so).
+/// and the exit codes are as before (bad input 2); `lab proxy` and `lab proxy --http` too
+/// (they said `lab proxy: ...`).
 #[test]
 fn every_command_says_its_errors_after_one_lab_prefix() {
     let out = temp("front", "prefix");
@@ -80,6 +80,8 @@ fn every_command_says_its_errors_after_one_lab_prefix() {
         &["client", "--bogus"],
         &["analyze", missing],
         &["analyze", "--bogus"],
+        &["proxy", "--bogus", "1"],
+        &["proxy", "--http", "--bogus"],
     ];
     for args in cases {
         let o = lab().args(*args).output().unwrap();
