@@ -13,7 +13,10 @@ Usage: check-http-proxy.py LAB NGINX WORKDIR
    arrivals and its `proxied` records; the requests the proxy forwarded equal nginx's access
    log lines; the proxy answered the 503s and 429s the scenario says and nothing else.
 5. `lab analyze --server-log` reads the proxy's log, titled with the scenario.
-6. The proxy's cost: 2,000 sequential GETs of the file on one keep-alive connection, directly
+6. `lab run e03b --upstream` drives strategies A to D at nginx through a proxy each, E03-B's
+   freeze and degraded phases applied by the proxies: every attempt matched to a proxy record,
+   and nginx served exactly the requests the proxies forwarded.
+7. The proxy's cost: 2,000 sequential GETs of the file on one keep-alive connection, directly
    and through the proxy (no scenario); p50 and p99 of each and the difference, printed.
 """
 
@@ -50,6 +53,8 @@ def start_nginx():
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, "item.json"), "w") as f:
         f.write('{"item": 1}\n')
+    with open(os.path.join(root, "work"), "w") as f:  # the path the lab's swarm calls
+        f.write("ok\n")
     conf = os.path.join(WORK, "nginx.conf")
     with open(conf, "w") as f:
         f.write(f"""
@@ -155,6 +160,37 @@ def accounting(nginx_port):
         fail(f"lab analyze does not count {len(arrivals)} arrivals:\n{a.stdout}")
 
 
+def lab_run(nginx_port):
+    """`lab run e03b --upstream`: strategies A to D through a proxy each, E03-B's timeline."""
+    access = os.path.join(WORK, "access.log")
+    before = sum(1 for line in open(access) if "GET /work " in line)
+    out = os.path.join(WORK, "runs")
+    r = subprocess.run([LAB, "run", "e03b", "--upstream", f"http://127.0.0.1:{nginx_port}/",
+                        "--clients", "50", "--duration-s", "16", "--out", out],
+                       capture_output=True, text=True, timeout=240)
+    if r.returncode != 0:
+        fail(f"lab run e03b --upstream: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    matched = [line for line in r.stdout.splitlines() if line.startswith("| ") and " seed 42 " in line]
+    if len(matched) != 4 or not all(line.rstrip(" |").endswith("ok") for line in matched):
+        fail(f"every attempt of A to D matched to a proxy record:\n{r.stdout}")
+    run_dir = os.path.join(out, "latest", "e03b")
+    forwarded = 0
+    faults = {}
+    for name in sorted(os.listdir(run_dir)):
+        if name.startswith("server-") and name.endswith(".jsonl"):
+            for p in records(os.path.join(run_dir, name), "proxied"):
+                forwarded += p.get("upstream_status") is not None
+                key = p.get("fault") or "forwarded"
+                faults[key] = faults.get(key, 0) + 1
+    served = sum(1 for line in open(access) if "GET /work " in line) - before
+    print(f"check-http-proxy: lab run e03b --upstream nginx: A to D, every attempt matched; "
+          f"the proxies {dict(sorted(faults.items()))}; nginx served {served}")
+    if served != forwarded:
+        fail(f"the proxies forwarded {forwarded}, nginx served {served}")
+    if not faults.get("freeze") or not faults.get("degraded 50%"):
+        fail(f"E03-B's freeze and degraded phases applied: {faults}")
+
+
 def latencies(host, port, n):
     conn = http.client.HTTPConnection(host, port)
     out = []
@@ -188,6 +224,7 @@ def main():
     nginx, port = start_nginx()
     try:
         accounting(port)
+        lab_run(port)
         overhead(port)
     finally:
         nginx.terminate()

@@ -6,8 +6,8 @@
 //! The log is a server log of the lab's schema, so `lab analyze --server-log` reads it as a
 //! dependency's: every arrival counted, with the `x-e03-*` identity when the caller sent it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -15,14 +15,13 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use e03_core::events::{
-    Arrival, Cause, Event, ProxiedEnd, ProxiedRecord, Response as ResponseRecord, RunStart, RunTag,
-    Source,
+    Arrival, Cause, Event, ProxiedEnd, ProxiedRecord, Response as ResponseRecord,
 };
-use e03_core::fault_proxy::{Act, Decision, FaultProxy};
+use e03_core::fault_proxy::{Act, Decision};
 use e03_core::http_fault::RequestView;
-use e03_io::sink::LogSink;
 
 use crate::identity::Identity;
+use crate::proxy_run::{unix_ms, ProxyRun};
 
 /// The largest request body the proxy forwards (a larger one is answered 413, logged).
 pub const MAX_REQUEST_BODY: usize = 16 * 1024 * 1024;
@@ -43,76 +42,39 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
-/// What every request of one proxy shares.
+/// What every request of one proxy shares: the upstream, and the run in progress.
 pub struct Forwarder {
     pub upstream: reqwest::Url,
     pub client: reqwest::Client,
-    pub machine: Mutex<FaultProxy>,
     /// Envoy's fault headers honoured (`--fault-headers`).
     pub fault_headers: bool,
-    /// Time zero: the start, or the first request (`--timeline-start first-request`).
-    pub t0: OnceLock<(Instant, u64)>,
-    pub tag: RunTag,
-    pub scenario: String,
-    pub params: serde_json::Value,
-    pub log: Option<LogSink>,
-    pub seq: AtomicU64,
-    pub records: AtomicU64,
+    /// `GET /health` answered by the proxy, not forwarded: a proxy with a control listener
+    /// stands where the lab's dependency stands, and the swarm asks its work address whether it
+    /// is up before a run.
+    pub own_health: bool,
+    /// The run in progress; none: requests are answered 503 (a proxy with a control listener
+    /// between runs).
+    pub run: std::sync::RwLock<Option<Arc<ProxyRun>>>,
 }
 
 impl Forwarder {
-    /// Time zero, set now if it was not (and its `run_start` written before any other record:
-    /// a request that comes meanwhile waits for it).
-    pub fn start(&self) -> Instant {
-        self.t0
-            .get_or_init(|| {
-                let t0 = (Instant::now(), unix_ms());
-                self.record(Event::RunStart(RunStart {
-                    tag: self.tag.clone(),
-                    source: Source::Server,
-                    scenario: self.scenario.clone(),
-                    start_unix_ms: t0.1,
-                    params: self.params.clone(),
-                    clock: None,
-                    shard: None,
-                }));
-                t0
-            })
-            .0
+    pub fn current(&self) -> Option<Arc<ProxyRun>> {
+        self.run.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn record(&self, e: Event) {
-        if let Some(log) = &self.log {
-            self.records.fetch_add(1, Ordering::Relaxed);
-            log.record_now(&e);
-        }
+    /// Puts `run` in place of the current one; the one it replaces.
+    pub fn replace(&self, run: Option<Arc<ProxyRun>>) -> Option<Arc<ProxyRun>> {
+        std::mem::replace(
+            &mut *self.run.write().unwrap_or_else(|e| e.into_inner()),
+            run,
+        )
     }
-
-    /// The last record, once the proxy stopped: `complete` false, as a `lab serve` stopped by
-    /// a signal says (the proxy has no end of its own).
-    pub fn end(&self) {
-        if let Some(&(t0, _)) = self.t0.get() {
-            self.record(Event::RunEnd(e03_core::events::RunEnd {
-                tag: self.tag.clone(),
-                source: Source::Server,
-                t_us: t0.elapsed().as_micros() as u64,
-                complete: false,
-                records: self.records.load(Ordering::Relaxed),
-            }));
-        }
-    }
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The `proxied` record of a request still in the proxy: written when it is dropped, so a
 /// request whose caller left (or that the proxy's stop cut) is recorded too.
 struct Pending {
-    fwd: Arc<Forwarder>,
+    fwd: Arc<ProxyRun>,
     t0: Instant,
     record: Option<ProxiedRecord>,
 }
@@ -148,8 +110,20 @@ impl Drop for Pending {
 }
 
 /// The handler of every path and method.
-pub async fn handle(State(fwd): State<Arc<Forwarder>>, req: Request) -> Response {
-    let t0 = fwd.start();
+pub async fn handle(State(proxy): State<Arc<Forwarder>>, req: Request) -> Response {
+    if proxy.own_health
+        && req.method() == axum::http::Method::GET
+        && req.uri().path() == e03_core::control::HEALTH_PATH
+    {
+        return text(StatusCode::OK, "ok");
+    }
+    let Some(fwd) = proxy.current() else {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "lab proxy: no run in progress\n",
+        );
+    };
+    let t0 = fwd.start_at(None);
     let arrived = t0.elapsed();
     let seq = fwd.seq.fetch_add(1, Ordering::Relaxed);
     let (parts, body) = req.into_parts();
@@ -208,7 +182,7 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, req: Request) -> Response
             headers: &pairs,
         };
         let mut machine = fwd.machine.lock().unwrap_or_else(|e| e.into_inner());
-        if fwd.fault_headers {
+        if proxy.fault_headers {
             machine.decide_with_headers(arrived, &view)
         } else {
             machine.decide(arrived, &view)
@@ -258,12 +232,15 @@ pub async fn handle(State(fwd): State<Arc<Forwarder>>, req: Request) -> Response
         Act::Forward {
             lose_answer,
             throughput_kib_s,
+            capacity_factor,
         } => {
             let how = How {
                 lose_answer,
                 throughput_kib_s,
+                capacity_factor,
             };
             forward(
+                &proxy,
                 &fwd,
                 &mut pending,
                 parts.method,
@@ -291,10 +268,14 @@ fn text(status: StatusCode, body: &'static str) -> Response {
 struct How {
     lose_answer: bool,
     throughput_kib_s: Option<u64>,
+    /// A degraded phase's: the answer held until the upstream's time divided by it passed.
+    capacity_factor: Option<f64>,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn forward(
-    fwd: &Forwarder,
+    proxy: &Forwarder,
+    fwd: &ProxyRun,
     pending: &mut Pending,
     method: axum::http::Method,
     path: &str,
@@ -302,7 +283,7 @@ async fn forward(
     body: Bytes,
     how: How,
 ) -> Response {
-    let url = match fwd.upstream.join(path.trim_start_matches('/')) {
+    let url = match proxy.upstream.join(path.trim_start_matches('/')) {
         Ok(u) => u,
         Err(e) => {
             note(
@@ -313,7 +294,7 @@ async fn forward(
             return text(StatusCode::BAD_REQUEST, "lab proxy: bad path\n");
         }
     };
-    let mut out = fwd.client.request(method, url).body(body);
+    let mut out = proxy.client.request(method, url).body(body);
     for (name, value) in headers {
         if !hop_by_hop(name) && name != "host" {
             out = out.header(name, value);
@@ -349,6 +330,10 @@ async fn forward(
     if let Some(r) = pending.record.as_mut() {
         r.upstream_status = Some(status.as_u16());
         r.upstream_us = Some(upstream_us);
+    }
+    if let Some(f) = how.capacity_factor.filter(|f| *f > 0.0 && *f < 1.0) {
+        let stretched = Duration::from_micros(upstream_us).div_f64(f);
+        tokio::time::sleep_until((sent + stretched).into()).await;
     }
     if how.lose_answer {
         // The upstream did the work; its answer never reaches the caller.

@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -22,6 +21,7 @@ use e03_io::exit::{FAILED, USAGE};
 use tokio::net::TcpListener;
 
 use crate::http_forward::{handle, Forwarder, UPSTREAM_TIMEOUT};
+use crate::proxy_run::ProxyRun;
 
 /// Where it listens unless told: loopback (a fault injector is not for the network unless
 /// asked).
@@ -50,8 +50,38 @@ Options:
                       lab analyze --server-log FILE reads it
   --seed N            seeds the draws (a phase's percent, a delay's length) [default: 42]
   --upstream-timeout-ms MS  the longest wait for the upstream's answer [default: 30000]
+  --control-listen ADDR  the lab's control API (health, clock, start, stop) as lab serve has it:
+                      runs come by start calls with their scenario (lab run --upstream URL)
+  --log-dir DIR       with --control-listen: where each run's log goes, as lab serve's
 
 Prints `listening http=IP:PORT` first; serves until SIGINT or SIGTERM (exit 0).";
+
+/// The service behind the proxy: an `http://` URL without a query, its path ending in `/` (a
+/// request's path is joined to it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream(pub reqwest::Url);
+
+impl Upstream {
+    /// `value` as an upstream; the error names `--upstream` and what it accepts.
+    pub fn parse(value: &str) -> Result<Upstream, String> {
+        let accepts = "an http:// URL of the service behind the proxy (http://HOST:PORT[/PATH])";
+        let mut url = reqwest::Url::parse(value).map_err(|_| refuse("upstream", value, accepts))?;
+        if url.scheme() != "http" || url.host().is_none() || url.query().is_some() {
+            return Err(refuse("upstream", value, accepts));
+        }
+        if !url.path().ends_with('/') {
+            let p = format!("{}/", url.path());
+            url.set_path(&p);
+        }
+        Ok(Upstream(url))
+    }
+}
+
+impl std::fmt::Display for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// A `lab proxy --http` command line, parsed once.
 #[derive(Debug, Clone)]
@@ -65,6 +95,10 @@ pub struct HttpProxyPlan {
     /// Envoy's fault headers honoured (`--fault-headers`).
     pub fault_headers: bool,
     pub log: Option<PathBuf>,
+    /// A control listener (`--control-listen`): runs come by start calls, as to `lab serve`,
+    /// each logged under `--log-dir`.
+    pub control_listen: Option<String>,
+    pub log_dir: Option<PathBuf>,
     pub seed: u64,
     pub upstream_timeout: Duration,
 }
@@ -100,7 +134,9 @@ impl HttpProxyPlan {
                 | "--timeline-start"
                 | "--log"
                 | "--seed"
-                | "--upstream-timeout-ms" => {
+                | "--upstream-timeout-ms"
+                | "--control-listen"
+                | "--log-dir" => {
                     let Some(v) = inline.or_else(|| rest.next().cloned()) else {
                         return Err(format!("{flag} needs a value; see lab proxy --http --help"));
                     };
@@ -118,17 +154,7 @@ impl HttpProxyPlan {
         let upstream = given.get("upstream").ok_or_else(|| {
             "--upstream URL is required: the service behind the proxy, http://HOST:PORT".to_string()
         })?;
-        let accepts_url =
-            "an http:// URL of the service behind the proxy (http://HOST:PORT[/PATH])";
-        let mut url =
-            reqwest::Url::parse(upstream).map_err(|_| refuse("upstream", upstream, accepts_url))?;
-        if url.scheme() != "http" || url.host().is_none() || url.query().is_some() {
-            return Err(refuse("upstream", upstream, accepts_url));
-        }
-        if !url.path().ends_with('/') {
-            let p = format!("{}/", url.path());
-            url.set_path(&p);
-        }
+        let url = Upstream::parse(upstream)?.0;
         let listen = given
             .get("listen")
             .cloned()
@@ -164,6 +190,41 @@ impl HttpProxyPlan {
                 ));
             }
         }
+        let control_listen = given.get("control-listen").cloned();
+        if let Some(c) = &control_listen {
+            if c.parse::<SocketAddr>().is_err() {
+                return Err(refuse(
+                    "control-listen",
+                    c,
+                    "an address, IP:PORT (127.0.0.1:8481)",
+                ));
+            }
+            if let Some(clash) = ["scenario", "log", "timeline-start"]
+                .into_iter()
+                .find(|k| given.contains_key(k))
+            {
+                return Err(format!(
+                    "--{clash} with --control-listen: a controlled proxy's runs come with their \
+                     scenario by start calls (lab run --upstream), logged under --log-dir"
+                ));
+            }
+        }
+        let log_dir = given.get("log-dir").map(PathBuf::from);
+        match (&log_dir, &control_listen) {
+            (Some(_), None) => {
+                return Err(
+                    "--log-dir is for --control-listen (a standalone proxy: --log FILE)".into(),
+                )
+            }
+            (Some(d), Some(_)) if !d.is_dir() => {
+                return Err(refuse(
+                    "log-dir",
+                    &d.display().to_string(),
+                    "an existing directory",
+                ))
+            }
+            _ => {}
+        }
         let seed = match given.get("seed") {
             None => 42,
             Some(v) => v
@@ -192,6 +253,8 @@ impl HttpProxyPlan {
             first_request,
             fault_headers: given.contains_key("fault-headers"),
             log,
+            control_listen,
+            log_dir,
             seed,
             upstream_timeout,
         }))
@@ -235,41 +298,33 @@ fn scenario_of(value: &str) -> Result<(Scenario, Option<String>), String> {
 /// A bound proxy, before it serves.
 pub struct BoundHttpProxy {
     pub addr: SocketAddr,
+    /// The control listener's address (`--control-listen`).
+    pub control: Option<SocketAddr>,
     listener: TcpListener,
+    control_listener: Option<TcpListener>,
     fwd: Arc<Forwarder>,
+    log_dir: Option<PathBuf>,
 }
 
 impl BoundHttpProxy {
-    /// Binds the listener, opens the log and keeps the scenario beside it.
+    /// Binds the listeners, and for a standalone proxy opens the log, keeps the scenario beside
+    /// it and starts its run.
     pub async fn bind(plan: &HttpProxyPlan) -> Result<Self, String> {
         let listener = TcpListener::bind(&plan.listen)
             .await
             .map_err(|e| format!("cannot listen on --listen {}: {e}", plan.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let log = match &plan.log {
+        let control_listener = match &plan.control_listen {
             None => None,
-            Some(path) => {
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .map_err(|e| format!("cannot create --log {}: {e}", path.display()))?;
-                keep_scenario(path, plan.scenario_text.as_deref());
-                Some(
-                    e03_io::sink::LogSink::to_file(file, path.clone())
-                        .map_err(|e| format!("cannot start the log writer: {e}"))?,
-                )
-            }
+            Some(c) => Some(
+                TcpListener::bind(c)
+                    .await
+                    .map_err(|e| format!("cannot listen on --control-listen {c}: {e}"))?,
+            ),
         };
-        let params = plan.params();
-        let name = plan
-            .scenario
-            .as_ref()
-            .map_or("none", |s| s.name())
-            .to_string();
-        let timeline = match &plan.scenario {
-            Some(s) => params.timeline(s),
-            None => Default::default(),
+        let control = match &control_listener {
+            Some(l) => Some(l.local_addr().map_err(|e| e.to_string())?),
+            None => None,
         };
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -280,56 +335,121 @@ impl BoundHttpProxy {
         let fwd = Arc::new(Forwarder {
             upstream: plan.upstream.clone(),
             client,
-            machine: Mutex::new(FaultProxy::new(
-                timeline,
-                e03_core::rng::stream(plan.seed, e03_core::rng::Stream::Wire, u32::MAX),
-            )),
             fault_headers: plan.fault_headers,
-            t0: OnceLock::new(),
-            tag: RunTag {
-                run: format!("proxy-{name}-{}", std::process::id()),
-                seed: plan.seed,
-                strategy: "proxy".into(),
-            },
-            scenario: name,
-            params: serde_json::to_value(params.to_raw()).expect("a string map serialises"),
-            log,
-            seq: AtomicU64::new(0),
-            records: AtomicU64::new(0),
+            own_health: plan.control_listen.is_some(),
+            run: RwLock::new(None),
         });
-        if !plan.first_request {
-            fwd.start();
+        if plan.control_listen.is_none() {
+            let run = Arc::new(standalone_run(plan)?);
+            if !plan.first_request {
+                run.start_at(None);
+            }
+            fwd.replace(Some(run));
         }
         Ok(BoundHttpProxy {
             addr,
+            control,
             listener,
+            control_listener,
             fwd,
+            log_dir: plan.log_dir.clone(),
         })
     }
 
-    /// Serves until `stop` resolves; the log is whole when this returns.
+    /// Serves until `stop` resolves (or a control call asks); the log is whole when this
+    /// returns.
     pub async fn serve(self, stop: impl std::future::Future<Output = ()> + Send + 'static) {
+        let shutdown = Arc::new(tokio::sync::Notify::new());
+        let asked = Arc::clone(&shutdown);
+        let stop_rx = crate::listen::stop_channel(async move {
+            tokio::select! {
+                () = stop => {}
+                () = asked.notified() => {}
+            }
+        });
         let app = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&self.fwd));
-        let stop_rx = crate::listen::stop_channel(stop);
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        crate::listen::accept_loop(
+        let work = crate::listen::accept_loop(
             self.listener,
             app,
             &graceful,
             crate::listen::MAX_WORK_CONNECTIONS,
-            stop_rx,
-        )
-        .await;
+            stop_rx.clone(),
+        );
+        match self.control_listener {
+            Some(l) => {
+                let control = crate::http_control::router(crate::http_control::Control {
+                    fwd: Arc::clone(&self.fwd),
+                    log_dir: self.log_dir.clone().unwrap_or_else(|| PathBuf::from(".")),
+                    shutdown,
+                });
+                let control = crate::listen::accept_loop(
+                    l,
+                    control,
+                    &graceful,
+                    crate::listen::MAX_CONTROL_CONNECTIONS,
+                    stop_rx,
+                );
+                tokio::join!(work, control);
+            }
+            None => work.await,
+        }
         crate::listen::drain(graceful, "http proxy").await;
-        self.fwd.end();
-        if let Some(log) = &self.fwd.log {
-            if let Err(e) = log.close().await {
-                eprintln!("lab: the log was not written whole: {e}");
+        if let Some(run) = self.fwd.replace(None) {
+            if let Err(e) = run.end(false).await {
+                eprintln!("lab: {e}");
             }
         }
     }
+}
+
+/// The run of a proxy without a control listener: its scenario, its log (`--log`), time zero at
+/// its start or its first request.
+fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, String> {
+    let log = match &plan.log {
+        None => None,
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| format!("cannot create --log {}: {e}", path.display()))?;
+            keep_scenario(path, plan.scenario_text.as_deref());
+            Some(
+                e03_io::sink::LogSink::to_file(file, path.clone())
+                    .map_err(|e| format!("cannot start the log writer: {e}"))?,
+            )
+        }
+    };
+    let params = plan.params();
+    let name = plan
+        .scenario
+        .as_ref()
+        .map_or("none", |s| s.name())
+        .to_string();
+    let timeline = match &plan.scenario {
+        Some(s) => params.timeline(s),
+        None => Default::default(),
+    };
+    Ok(ProxyRun::new(
+        FaultProxy::new(
+            timeline,
+            e03_core::rng::stream(plan.seed, e03_core::rng::Stream::Wire, u32::MAX),
+        ),
+        RunTag {
+            run: format!("proxy-{name}-{}", std::process::id()),
+            seed: plan.seed,
+            strategy: "proxy".into(),
+        },
+        name,
+        serde_json::to_value(params.to_raw()).expect("a string map serialises"),
+        log,
+        plan.log
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string()),
+    ))
 }
 
 /// Keeps a scenario file's text beside the log as `scenario.toml`, so `lab analyze
@@ -393,7 +513,10 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
                 return USAGE;
             }
         };
-        println!("listening http={}", bound.addr);
+        match bound.control {
+            Some(c) => println!("listening http={} control={c}", bound.addr),
+            None => println!("listening http={}", bound.addr),
+        }
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         bound.serve(crate::listen::shutdown_signal()).await;

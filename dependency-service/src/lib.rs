@@ -22,11 +22,14 @@
 //!   API's handlers), `proxy_link` (one proxy's listener and its connections' links).
 //! - `http_proxy`: `lab proxy --http`, the HTTP fault proxy in front of any upstream (its
 //!   command line and server); `http_forward`: one request through it, the core's
-//!   `fault_proxy` deciding; `lost`: a lost answer (a reset after the work was done).
+//!   `fault_proxy` deciding; `proxy_run`: one run of it (its log and counts); `http_control`:
+//!   its control API for `lab run --upstream`; `paced`: an answer sent at a rate; `lost`: a
+//!   lost answer (a reset after the work was done).
 
 pub mod audit;
 mod cli;
 pub mod hop;
+mod http_control;
 mod http_forward;
 pub mod http_proxy;
 mod identity;
@@ -38,6 +41,7 @@ mod proxies;
 pub mod proxy;
 mod proxy_api;
 mod proxy_link;
+mod proxy_run;
 mod routes;
 mod run;
 mod server;

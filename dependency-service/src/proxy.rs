@@ -109,9 +109,6 @@ Prints `listening api=IP:PORT` first; serves until SIGINT or SIGTERM (exit 0).";
 
 /// `lab proxy [--api ADDR] [--log FILE | --log-dir DIR] [--seed N]`.
 pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
-    if args.iter().skip(1).any(|a| a == "--http") {
-        return crate::http_proxy::main_entry(args);
-    }
     let usage = |msg: String| {
         eprintln!("lab: {msg}");
         e03_io::exit::USAGE

@@ -13,9 +13,13 @@
 //! - `abort`, `delay`, `hang`, `reset` ([`crate::http_fault`]): the phase's fault on the
 //!   requests its rule picks, the others forwarded.
 //!
-//! What only the lab's own service can do (a `degraded` phase: a share of its workers) and the
-//! wire's phases (`refused`, `toxic`: `lab proxy` without `--http`) are refused before a run
-//! ([`FaultProxy::cannot_apply`]).
+//! - `degraded`: forwarded, and the answer held until the upstream's own time divided by the
+//!   capacity factor has passed: the model's degraded service (its service time divided by the
+//!   factor). A real service's capacity is not taken: an upstream without a bound on its
+//!   workers is only slowed.
+//!
+//! The wire's phases (`refused`, `toxic`: `lab proxy` without `--http`) are refused before a
+//! run ([`FaultProxy::cannot_apply`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -36,10 +40,13 @@ pub const MAX_HEADER_DELAY: Duration = Duration::from_secs(3600);
 #[derive(Debug, Clone, PartialEq)]
 pub enum Act {
     /// Forward it; `lose_answer`: reset the caller's connection once the upstream answered;
-    /// `throughput_kib_s`: send the answer's body at most this fast (an Envoy header's limit).
+    /// `throughput_kib_s`: send the answer's body at most this fast (an Envoy header's limit);
+    /// `capacity_factor`: a degraded phase's, the answer held until the upstream's time divided
+    /// by it has passed (the model's degraded service: its service time divided by the factor).
     Forward {
         lose_answer: bool,
         throughput_kib_s: Option<u64>,
+        capacity_factor: Option<f64>,
     },
     /// Answer it without forwarding.
     Answer {
@@ -75,6 +82,7 @@ impl Decision {
             act: Act::Forward {
                 lose_answer: false,
                 throughput_kib_s: None,
+                capacity_factor: None,
             },
             fault: None,
             note: None,
@@ -121,13 +129,6 @@ impl FaultProxy {
     /// What of `timeline` a proxy cannot apply to a real upstream, named as a scenario file
     /// names the phase, with why; `None`: all of it.
     pub fn cannot_apply(timeline: &Timeline) -> Option<(&'static str, &'static str)> {
-        if timeline.degraded.is_some() {
-            return Some((
-                "degraded",
-                "a proxy cannot take capacity from a real service (use a delay phase, or \
-                 lab serve for the lab's own service)",
-            ));
-        }
         if let Some(w) = timeline.wire.first() {
             return Some((
                 if w.fault == crate::timeline::WireFault::Refused {
@@ -186,6 +187,7 @@ impl FaultProxy {
             d.act = Act::Forward {
                 lose_answer: false,
                 throughput_kib_s: Some(kib),
+                capacity_factor: None,
             };
             labels.push(format!("header throughput {kib} KiB/s"));
         }
@@ -214,7 +216,20 @@ impl FaultProxy {
                     "freeze".into(),
                 );
             }
-            Phase::Normal | Phase::Degraded => {}
+            Phase::Degraded => {
+                let mut d = Decision::forward();
+                d.act = Act::Forward {
+                    lose_answer: false,
+                    throughput_kib_s: None,
+                    capacity_factor: self.timeline.degraded.map(|g| g.capacity_factor),
+                };
+                d.fault = self
+                    .timeline
+                    .degraded
+                    .map(|g| format!("degraded {:.0}%", g.capacity_factor * 100.0));
+                return d;
+            }
+            Phase::Normal => {}
         }
         if let Some((i, limit)) = self.timeline.rate_limit_at(now) {
             let limit = *limit;
@@ -296,6 +311,7 @@ impl FaultProxy {
                     Act::Forward {
                         lose_answer: false,
                         throughput_kib_s: None,
+                        capacity_factor: None,
                     },
                 )
             }
@@ -310,6 +326,7 @@ impl FaultProxy {
                 Act::Forward {
                     lose_answer: true,
                     throughput_kib_s: None,
+                    capacity_factor: None,
                 },
             ),
         };
@@ -403,6 +420,31 @@ mod tests {
     }
 
     #[test]
+    fn a_degraded_phase_holds_the_upstream_s_answer_as_its_capacity_says() {
+        use crate::timeline::DegradedWindow;
+        let mut p = proxy(Timeline {
+            degraded: Some(DegradedWindow {
+                start: ms(0),
+                end: ms(1000),
+                capacity_factor: 0.25,
+            }),
+            ..Timeline::default()
+        });
+        let d = p.decide(ms(10), &GET);
+        assert_eq!(
+            d.act,
+            Act::Forward {
+                lose_answer: false,
+                throughput_kib_s: None,
+                capacity_factor: Some(0.25)
+            }
+        );
+        assert_eq!(d.fault.as_deref(), Some("degraded 25%"));
+        assert_eq!(FaultProxy::cannot_apply(&p.timeline), None);
+        assert_eq!(p.decide(ms(1000), &GET), Decision::forward());
+    }
+
+    #[test]
     fn the_first_n_of_each_operation_are_faulted_and_keyless_requests_pass() {
         let rule = HttpFaultRule {
             first: Some(FirstOf {
@@ -442,7 +484,8 @@ mod tests {
             none.act,
             Act::Forward {
                 lose_answer: false,
-                throughput_kib_s: None
+                throughput_kib_s: None,
+                capacity_factor: None
             }
         );
         assert_eq!(
@@ -511,7 +554,8 @@ mod tests {
             d.act,
             Act::Forward {
                 lose_answer: false,
-                throughput_kib_s: Some(64)
+                throughput_kib_s: Some(64),
+                capacity_factor: None
             }
         );
         // Without a header: forwarded untouched.
@@ -547,7 +591,8 @@ mod tests {
             p.decide(ms(5), &GET).act,
             Act::Forward {
                 lose_answer: true,
-                throughput_kib_s: None
+                throughput_kib_s: None,
+                capacity_factor: None
             }
         );
         let mut p = proxy(Timeline {
@@ -564,7 +609,8 @@ mod tests {
                 d.act,
                 Act::Forward {
                     lose_answer: false,
-                    throughput_kib_s: None
+                    throughput_kib_s: None,
+                    capacity_factor: None
                 }
             );
         }

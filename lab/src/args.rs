@@ -46,6 +46,9 @@ pub struct RunPlan {
     /// `--swarm-shards N` (`E03_SWARM_SHARDS`): the swarm of each group as N processes, shard
     /// `i/N` each (1: one swarm process).
     pub swarm_shards: u32,
+    /// `--upstream URL`: each strategy's dependency is `lab proxy --http` in front of this
+    /// service, applying the scenario's timeline, instead of the lab's own service.
+    pub upstream: Option<dependency_service::http_proxy::Upstream>,
 }
 
 /// The settings of `lab run`'s children that only env vars give, read once: `E03_PROGRESS`,
@@ -192,6 +195,52 @@ fn scenarios_at_once(sub: &ArgMatches) -> Result<usize, String> {
 
 /// Most swarm processes of one `lab run` group.
 pub const MAX_SWARM_SHARDS: u32 = 64;
+
+fn upstream_arg() -> Arg {
+    Arg::new("upstream")
+        .long("upstream")
+        .value_name("URL")
+        .help(
+            "drive the run at your own HTTP service: each strategy's dependency is `lab proxy \
+             --http` in front of URL, applying the scenario's timeline (docs/http-proxy.md)",
+        )
+}
+
+/// `--upstream`, checked against the run: one swarm per run, and scenarios a proxy can apply
+/// (not a chain, no fault on the wire).
+fn upstream(
+    sub: &ArgMatches,
+    params: &[Params],
+    scenarios: &[Scenario],
+    shards: u32,
+) -> Result<Option<dependency_service::http_proxy::Upstream>, String> {
+    let Some(v) = sub.try_get_one::<String>("upstream").ok().flatten() else {
+        return Ok(None);
+    };
+    let up = dependency_service::http_proxy::Upstream::parse(v)?;
+    if shards > 1 {
+        return Err("--upstream with --swarm-shards: a proxy takes one swarm per run".into());
+    }
+    for (p, s) in params.iter().zip(scenarios) {
+        if s.def().chain.is_some() {
+            return Err(format!(
+                "--upstream with {}: a chain's hops are the lab's own services",
+                s.name()
+            ));
+        }
+        for r in 0..p.replicas() {
+            if let Some((phase, why)) =
+                e03_core::fault_proxy::FaultProxy::cannot_apply(&p.timeline_of(s, r))
+            {
+                return Err(format!(
+                    "--upstream with {}: its {phase} phase cannot be applied by a proxy: {why}",
+                    s.name()
+                ));
+            }
+        }
+    }
+    Ok(Some(up))
+}
 
 fn swarm_shards_arg() -> Arg {
     Arg::new("swarm-shards")
@@ -359,6 +408,7 @@ fn cli() -> Clap {
                 .arg(sequential_arg())
                 .arg(scenarios_at_once_arg())
                 .arg(swarm_shards_arg())
+                .arg(upstream_arg())
                 .arg(series_arg())
                 .arg(json_arg()),
         ))))
@@ -563,14 +613,17 @@ pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
                 answer_spin,
                 metrics_listen,
             } = child_settings(&|k| std::env::var(k).ok()).map_err(usage_error)?;
+            let swarm_shards = swarm_shards(sub, &params, &scenarios).map_err(usage_error)?;
+            let upstream = upstream(sub, &params, &scenarios, swarm_shards).map_err(usage_error)?;
             let plan = RunPlan {
+                upstream,
                 progress,
                 answer_spin,
                 metrics_listen,
                 out,
                 sequential,
                 scenarios_at_once: scenarios_at_once(sub).map_err(usage_error)?,
-                swarm_shards: swarm_shards(sub, &params, &scenarios).map_err(usage_error)?,
+                swarm_shards,
                 definitions: args.iter().map(|a| a.text.clone()).collect(),
                 scenarios,
                 scenario_args,

@@ -8,17 +8,14 @@
 //! they wrote. Ctrl-C or SIGTERM stops the children gracefully: logs are flushed and the summary is
 //! marked incomplete.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use e03_core::{Scenario, Strategy};
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 
 use e03_io::progress::ProgressMode;
 
@@ -26,6 +23,9 @@ use crate::args::RunPlan;
 use crate::child::child_command;
 use crate::errors::chain;
 use crate::outdir::{self, RunDir};
+use crate::services::{
+    loopback_serve_plan, start_proxy, start_service, terminate, wait_bounded, wait_forwarding,
+};
 
 use crate::EXIT_STOPPED;
 
@@ -616,7 +616,11 @@ fn run_group(
     let mut targets = Vec::new();
     for strategy in group {
         for replica in 0..replicas {
-            let (child, work, control) = start_service(&exe, &serve_file)
+            let started = match &plan.upstream {
+                Some(up) => start_proxy(&exe, up, out),
+                None => start_service(&exe, &serve_file),
+            };
+            let (child, work, control) = started
                 .with_context(|| format!("starting the dependency for strategy {}", strategy.id))?;
             services.push(child);
             let which = match replicas {
@@ -685,100 +689,6 @@ fn run_group(
         bail!("the client swarm failed ({status})");
     }
     Ok(())
-}
-
-/// The plan of a `lab serve` child of a loopback run: both listeners on port 0, logs into
-/// `log_dir`, no scenario of its own (each run's comes in its start call); `wire_front`: a fault
-/// proxy in front of it, for runs with wire phases.
-pub(crate) fn loopback_serve_plan(
-    log_dir: &Path,
-    answer_spin: Duration,
-    wire_front: bool,
-) -> dependency_service::ServePlan {
-    dependency_service::ServePlan {
-        listen: "127.0.0.1:0".parse().expect("an address"),
-        control_listen: "127.0.0.1:0".parse().expect("an address"),
-        log_dir: log_dir.to_path_buf(),
-        scenario: None,
-        scenario_text: None,
-        policies_text: None,
-        timeline_start: Default::default(),
-        params: e03_core::Params::default(),
-        answer_spin,
-        wire_front,
-        proxy_api: None,
-        wire_proxy: None,
-        send_logs: None,
-    }
-}
-
-/// Starts `lab serve --plan FILE` (loopback port 0) and reads the addresses it bound.
-pub(crate) fn start_service(
-    exe: &Path,
-    plan_file: &Path,
-) -> anyhow::Result<(Child, String, String)> {
-    let mut child = child_command(exe, "serve")
-        .arg("--plan")
-        .arg(plan_file)
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let stdout = child.stdout.take().expect("piped");
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line)?;
-    // `listening work=IP:PORT control=IP:PORT`
-    let mut work = None;
-    let mut control = None;
-    for part in line.split_whitespace() {
-        if let Some(v) = part.strip_prefix("work=") {
-            work = Some(v.to_string());
-        } else if let Some(v) = part.strip_prefix("control=") {
-            control = Some(v.to_string());
-        }
-    }
-    match (work, control) {
-        (Some(w), Some(c)) => Ok((child, w, c)),
-        _ => {
-            terminate(&mut child);
-            bail!("the dependency service did not report its addresses (got {line:?})")
-        }
-    }
-}
-
-/// Waits for `child`; if the lab is asked to stop meanwhile, passes SIGTERM on and keeps waiting.
-pub(crate) fn wait_forwarding(
-    child: &mut Child,
-    stop: &AtomicBool,
-) -> anyhow::Result<std::process::ExitStatus> {
-    let mut forwarded = false;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if stop.load(Ordering::SeqCst) && !forwarded {
-            terminate(child);
-            forwarded = true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-pub(crate) fn terminate(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-    }
-}
-
-/// Waits up to `limit` for a child that was asked to stop, then kills it.
-pub(crate) fn wait_bounded(child: &mut Child, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `lab report [--out DIR] [SCENARIO]`: the analysis step alone (compose's analyzer container).
@@ -1270,6 +1180,7 @@ mod tests {
             sequential,
             scenarios_at_once: at_once,
             swarm_shards: 1,
+            upstream: None,
             choice: crate::outdir::RunChoice {
                 id: None,
                 overwrite: false,

@@ -24,6 +24,7 @@ mod live;
 mod map;
 mod outdir;
 mod progress;
+mod services;
 mod sim;
 mod sim_stop;
 mod soak;
@@ -53,6 +54,10 @@ fn dispatch(args: Vec<OsString>) -> i32 {
         ]),
         Some("serve") => dependency_service::main_entry(child_args("lab serve", &args)),
         Some("hop") => dependency_service::hop::main_entry(child_args("lab hop", &args)),
+        // `lab proxy --http`: the HTTP fault proxy (docs/http-proxy.md); else the TCP one.
+        Some("proxy") if args.iter().skip(2).any(|a| a == "--http") => {
+            dependency_service::http_proxy::main_entry(child_args("lab proxy", &args))
+        }
         Some("proxy") => dependency_service::proxy::main_entry(child_args("lab proxy", &args)),
         Some("swarm") => live::swarm(&args),
         Some("analyze") => analyze::main(child_args("lab analyze", &args)),

@@ -325,6 +325,7 @@ fn verify_cells(
             sequential: false,
             scenarios_at_once: 1,
             swarm_shards: 1,
+            upstream: None,
             choice: RunChoice {
                 id: Some(name.clone()),
                 overwrite: true,

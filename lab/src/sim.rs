@@ -110,6 +110,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         sequential: plan.sequential,
         scenarios_at_once: 1,
         swarm_shards: plan.swarm_shards,
+        upstream: None,
         choice: plan.choice.clone(),
         policies: plan.policies.clone(),
     };

@@ -27,8 +27,9 @@ use anyhow::{bail, Context};
 use e03_core::Scenario;
 
 use crate::child::child_command;
-use crate::live::{loopback_serve_plan, start_service, terminate, wait_bounded, write_plan};
+use crate::live::write_plan;
 use crate::outdir::{self, RunChoice};
+use crate::services::{loopback_serve_plan, start_service, terminate, wait_bounded};
 use crate::{EXIT_STOPPED, EXIT_USAGE};
 
 /// The strategy of the soak (see the module doc).

@@ -271,10 +271,7 @@ fn bad_input_names_the_flag_or_the_key_and_exits_2() {
         .unwrap();
         p.to_str().unwrap().to_string()
     };
-    let degraded = file(
-        "degraded.toml",
-        "phase = \"degraded\"\ncapacity_factor = 0.5",
-    );
+    let refused = file("refused.toml", "phase = \"refused\"");
     let bad_key = file(
         "bad-key.toml",
         "phase = \"abort\"\nstatus = 503\npercent = 101",
@@ -295,11 +292,11 @@ fn bad_input_names_the_flag_or_the_key_and_exits_2() {
         ),
         (
             [
-                &["proxy", "--http", "--scenario", degraded.as_str()][..],
+                &["proxy", "--http", "--scenario", refused.as_str()][..],
                 &up,
             ]
             .concat(),
-            "its degraded phase cannot be applied by a proxy",
+            "its refused phase cannot be applied by a proxy: a fault on the wire",
         ),
         (
             [

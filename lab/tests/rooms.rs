@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// are to be split (issue "Rooms that show the design"); a file leaves this list when it is,
 /// and none joins it.
 const LONG_FILES: &[(&str, usize)] =
-    &[("analyzer/src/figures.rs", 1313), ("lab/src/live.rs", 1134)];
+    &[("analyzer/src/figures.rs", 1246), ("lab/src/live.rs", 1041)];
 
 const MAX_LINES: usize = 800;
 
