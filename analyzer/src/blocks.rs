@@ -103,6 +103,11 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         b.push(para("([attempts.txt](attempts.txt))"));
         b.push(Pre(log));
     }
+    if let Some(t) = e03_metrics::statuses::status_table(s) {
+        b.push(Heading(2, "Answers by status".into()));
+        b.push(Para(format!("{}.", e03_metrics::statuses::STATUS_CAPTION)));
+        b.push(Table(t));
+    }
     if let Some(t) = e03_metrics::tables::no_answer_table(s) {
         b.push(Heading(2, "Attempts without an answer".into()));
         b.push(para(

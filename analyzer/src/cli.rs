@@ -163,7 +163,7 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
             log.display().to_string()
         )));
     }
-    let (mut summary, mut warnings) =
+    let (mut summary, answers, mut warnings) =
         match standalone::analyze_server_log(log, scenario, kept.as_ref()) {
             Ok(s) => s,
             Err(e) => return Ok(report_error(&e)),
@@ -193,12 +193,22 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
     for w in &warnings {
         eprintln!("warning: {w}");
     }
-    let load = standalone::load_of(log, &summary);
+    let load = standalone::load_of(log, &summary, answers);
     println!(
         "Load at the dependency ({}), from its log alone:\n",
         summary.scenario.title()
     );
     print!("{}", standalone::load_table(&load).markdown());
+    println!("\nWhat it answered, by HTTP status:\n");
+    print!(
+        "{}",
+        e03_metrics::statuses::server_answers_table(&load.answers).markdown()
+    );
+    println!("\nArrival to response (matched by seq), in ms:\n");
+    print!(
+        "{}",
+        e03_metrics::statuses::server_latency_table(&load.answers).markdown()
+    );
     if let Err(e) = standalone::write_load_outputs(out, &load, &summary) {
         return Ok(report_error(&e));
     }

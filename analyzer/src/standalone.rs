@@ -1,14 +1,17 @@
 //! "Any client": load figures from a dependency-service log alone.
 //!
 //! A dependency started without a control call logs every arrival, whoever sends it. Without a
-//! client log there are no operations, so only the load side is reported: total arrivals, the
-//! peaks and the 100 ms / 1 s series (CSVs and figures), plus `load.json`.
+//! client log there are no operations, so only the server's side is reported: total arrivals,
+//! the peaks and the 100 ms / 1 s series (CSVs and figures), the answers per HTTP status and
+//! their latency from arrival to response (matched by `seq`), all in `load.json`.
 
 use std::path::Path;
 
 use serde::Serialize;
 
+use e03_core::events::Event;
 use e03_core::{Params, Scenario};
+use e03_metrics::statuses::{ServerAnswers, ServerTally};
 
 use crate::outputs::{write_atomic, write_series_csv};
 use crate::tables::Table;
@@ -24,6 +27,8 @@ pub struct Load {
     pub peak_1s: u64,
     pub peak_100ms: u64,
     pub complete: bool,
+    /// What the dependency answered: per status, and arrival to response.
+    pub answers: ServerAnswers,
 }
 
 /// Reads a server log alone. `scenario` overrides the one in its `run_start` (a standalone
@@ -34,7 +39,7 @@ pub fn analyze_server_log(
     path: &Path,
     scenario: Option<Scenario>,
     kept: Option<&Scenario>,
-) -> Result<(ScenarioSummary, Vec<String>), AnalyzeError> {
+) -> Result<(ScenarioSummary, ServerAnswers, Vec<String>), AnalyzeError> {
     let name = path.display().to_string();
     let mut warnings = Vec::new();
     let start = reader::read_run_start(path)?;
@@ -63,10 +68,14 @@ pub fn analyze_server_log(
     // No list of every arrival, as for a whole run (the checks' peaks are counted instead).
     let mut acc =
         RunAccumulator::new(scenario.clone(), &params, &strategy, seed).without_arrival_list();
-    let status = reader::read_log_file(path, |e| {
-        if let e03_core::events::Event::Arrival(a) = e {
+    let mut answers = ServerTally::default();
+    let status = reader::read_log_file(path, |e| match e {
+        Event::Arrival(a) => {
             acc.arrival(a.t_us, a.attempt);
+            answers.arrival(a.seq, a.t_us);
         }
+        Event::Response(r) => answers.response(r.seq, r.t_us, r.status),
+        _ => {}
     })?;
     warnings.extend(status.warnings.iter().cloned());
     let mut run = acc.finish();
@@ -83,11 +92,11 @@ pub fn analyze_server_log(
         complete: run.complete,
         runs: vec![run],
     };
-    Ok((summary, warnings))
+    Ok((summary, answers.finish(), warnings))
 }
 
-/// The load figures of a summary built by [`analyze_server_log`].
-pub fn load_of(log: &Path, s: &ScenarioSummary) -> Load {
+/// The load figures of a summary built by [`analyze_server_log`], with its answers.
+pub fn load_of(log: &Path, s: &ScenarioSummary, answers: ServerAnswers) -> Load {
     let r = &s.runs[0];
     Load {
         log: log.display().to_string(),
@@ -97,6 +106,7 @@ pub fn load_of(log: &Path, s: &ScenarioSummary) -> Load {
         peak_1s: r.peak_1s,
         peak_100ms: r.peak_100ms,
         complete: r.complete,
+        answers,
     }
 }
 

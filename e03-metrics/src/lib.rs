@@ -16,6 +16,7 @@
 //! - `matching`: the fixed-size sketch (an invertible Bloom lookup table) that compares the
 //!   client's and the server's identities without keeping them.
 //! - [`wire`]: a wire fault's figures: timeouts only the network caused, work done twice.
+//! - [`statuses`]: the answers the clients received per HTTP status, and their table.
 //!
 //! The figure modules, each a tally the accumulator feeds, its figures, and (for some) its
 //! table:
@@ -83,6 +84,7 @@ mod quantiles;
 mod records;
 pub mod shards;
 pub mod stats;
+pub mod statuses;
 pub mod steps;
 mod table;
 pub mod tables;

@@ -71,6 +71,10 @@ pub struct RunMetrics {
     /// way a connection failed. Empty (and not written) when every attempt was answered.
     #[serde(default, skip_serializing_if = "NoAnswer::is_empty")]
     pub no_answer: NoAnswer,
+    /// The answers the clients received, per HTTP status (`{"200": 2841, "503": 180}`), from
+    /// the attempts' ends ([`crate::statuses`]).
+    #[serde(default)]
+    pub statuses: crate::statuses::StatusCounts,
     /// The circuit breaker's state changes, in order (empty without a breaker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<BreakerMark>,
@@ -214,6 +218,8 @@ pub struct RunAccumulator {
     /// The step workload's facts (step runs only).
     steps: Option<crate::steps::StepTally>,
     no_answer: NoAnswer,
+    /// Answers per HTTP status.
+    statuses: crate::statuses::StatusCounts,
     /// A wire fault's facts (a timeline with a wire phase only).
     wire: Option<crate::wire::WireTally>,
     /// The fan-out requests (fan-out runs only).
@@ -276,6 +282,7 @@ impl RunAccumulator {
             attempt_log: Vec::new(),
             attempt_log_full: false,
             no_answer: NoAnswer::default(),
+            statuses: Default::default(),
             wire: (!timeline.wire.is_empty()).then(crate::wire::WireTally::default),
             fanout: params
                 .fanout()
@@ -411,6 +418,7 @@ impl RunAccumulator {
     /// A simulated attempt (request `req`) ended at `t_us`.
     pub fn attempt_answered(&mut self, req: u64, t_us: u64, end: LineEnd) {
         self.no_answer.add(end);
+        crate::statuses::count(&mut self.statuses, end);
         self.cancelled += u64::from(end == LineEnd::Cancelled);
         if let Some(i) = self.in_flight.remove(&req) {
             let line = &mut self.attempt_log[i];
@@ -576,6 +584,7 @@ impl RunAccumulator {
             ),
         };
         self.no_answer.add(end);
+        crate::statuses::count(&mut self.statuses, end);
         self.cancelled += u64::from(end == LineEnd::Cancelled);
         if let (Some(w), LineEnd::Timeout) = (self.wire.as_mut(), end) {
             w.timed_out(a.client, a.op, a.attempt, a.end_us);
@@ -683,6 +692,7 @@ impl RunAccumulator {
             best_effort: self.best_effort,
             attempt_log: self.attempt_log,
             no_answer: self.no_answer,
+            statuses: self.statuses,
             fidelity,
             matched,
             ledger: self.ledger.map(LedgerTally::finish),

@@ -501,6 +501,10 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         writeln!(w, "\nAttempts of each caller (attempts.txt):")?;
         write!(w, "{log}")?;
     }
+    if let Some(t) = crate::statuses::status_table(s) {
+        writeln!(w, "\n{}:", crate::statuses::STATUS_CAPTION)?;
+        write!(w, "{}", t.markdown())?;
+    }
     if let Some(t) = no_answer_table(s) {
         writeln!(w, "\nAttempts without an answer, by how they ended:")?;
         write!(w, "{}", t.markdown())?;

@@ -73,3 +73,106 @@ fn a_difference_inside_one_spread_only_is_not_called_noise() {
     }
     assert!(one.contains("One seed cannot tell a difference"), "{one}");
 }
+
+/// `ratelimit`: at six items a step the rate limit answers 429 hundreds of times, and the
+/// rejections appeared in no table and no summary field. The clients' answers are counted per
+/// status and strategy: in the report's table and in `summary.json`'s `runs[].statuses`.
+#[test]
+fn a_rate_limit_s_429s_are_counted_per_strategy_in_a_table_and_the_summary() {
+    let dir = simulate("ratelimit", &["ratelimit", "--seeds", "1"]);
+    let report = read(&dir, "report.md");
+    let at = report.find("## Answers by status").expect("a status table");
+    let table: Vec<&str> = report[at..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let cells = |l: &str| -> Vec<String> { l.split('|').map(|c| c.trim().to_string()).collect() };
+    let head = cells(table[0]);
+    let col = head.iter().position(|h| h == "429").expect("a 429 column");
+    assert!(head.iter().any(|h| h == "200"), "{head:?}");
+    let row = table
+        .iter()
+        .find(|l| l.starts_with("| fixed-L6 "))
+        .expect("fixed-L6's row");
+    let shown: u64 = cells(row)[col].parse().unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&read(&dir, "summary.json")).unwrap();
+    let run = summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["strategy"] == "fixed-L6")
+        .unwrap();
+    let in_summary = run["statuses"]["429"].as_u64().expect("statuses.429");
+    assert_eq!(shown, in_summary);
+    assert!(in_summary > 100, "{in_summary}");
+    // Every answer is counted once: the statuses sum to the attempts that got one.
+    let answered: u64 = run["statuses"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let unanswered: u64 = run["no_answer"]
+        .as_object()
+        .map_or(0, |o| o.values().map(|v| v.as_u64().unwrap()).sum());
+    assert_eq!(
+        answered + unanswered,
+        run["total_requests"].as_u64().unwrap(),
+        "{run}"
+    );
+    // A scenario whose answers are all 200s has no table (nothing to tell apart).
+    let hedge = read(
+        &simulate("hedge-ok", &["hedge", "--seeds", "1"]),
+        "report.md",
+    );
+    assert!(!hedge.contains("Answers by status"), "{hedge}");
+}
+
+/// `lab analyze --server-log` gave arrivals and peaks only: what the dependency answered
+/// appeared nowhere. It prints the responses per status and the time from each arrival to its
+/// response (matched by `seq`), and writes both into `load.json`.
+#[test]
+fn a_server_log_s_answers_are_counted_by_status_with_latency_percentiles() {
+    let logs = temp("words", "serve");
+    let mut serve = lab();
+    serve
+        .args(["serve", "--scenario", "budget", "--log-dir"])
+        .arg(&logs);
+    let (child, work) = common::serve_standalone(serve);
+    for _ in 0..3 {
+        let answer = common::http(&work, "GET", "/work", "");
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer:.80}");
+    }
+    assert_eq!(common::terminate(child), Some(0));
+    let out = temp("words", "serve-out");
+    let o = lab()
+        .args(["analyze", "--server-log"])
+        .arg(logs.join("standalone/server-standalone.jsonl"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("What it answered, by HTTP status:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| 503    |       3 | 100.0% |"), "{stdout}");
+    assert!(
+        stdout.contains("Arrival to response (matched by seq)"),
+        "{stdout}"
+    );
+    let load: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("load.json")).unwrap()).unwrap();
+    let answers = &load["answers"];
+    assert_eq!(answers["statuses"]["503"], 3, "{load}");
+    assert_eq!(answers["answered"], 3, "{load}");
+    assert_eq!(answers["unmatched"], 0, "{load}");
+    let p50 = answers["p50_ms"].as_f64().unwrap();
+    let max = answers["max_ms"].as_f64().unwrap();
+    assert!(p50 > 0.0 && p50 <= max, "{load}");
+    let _ = std::fs::remove_dir_all(logs);
+    let _ = std::fs::remove_dir_all(out);
+}
