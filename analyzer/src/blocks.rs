@@ -150,10 +150,7 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         b.push(Table(t));
     }
     if let Some(t) = e03_metrics::checks::check_table(s) {
-        b.push(Heading(
-            2,
-            "Check against the source's published figures".into(),
-        ));
+        b.push(Heading(2, e03_metrics::checks::CHECK_HEADING.into()));
         b.push(Table(t));
         let notes = e03_metrics::checks::check_notes(s);
         if !notes.is_empty() {

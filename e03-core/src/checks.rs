@@ -21,6 +21,10 @@
 //! source on a virtual clock (zero latency) printed.
 //!
 //! Without `published` (and without a band) the figure is only reported beside the others.
+//! Whose figure a check compares with is said in every output: `published = X` is a source's
+//! figure, `model = X` the model's prediction written in the file (a scenario whose source
+//! gives none), and a band with neither is a **threshold**, a bound of the file's author,
+//! judged on its own.
 //!
 //! Metric keys: `window_ms` and `retries_only` (peak metrics), `versus` (ratio metrics: the
 //! other strategy), `tolerance_ms` (breaker_transitions). The figures are computed from a run's
@@ -228,12 +232,39 @@ impl CheckMode {
     }
 }
 
+/// Whose figure [`CheckSpec::published`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureOf {
+    /// A source's published figure (`published = X`).
+    #[default]
+    Source,
+    /// The model's prediction, written in the file (`model = X`): no source gives one.
+    Model,
+}
+
+/// What a check compares ours with, as every output names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    /// A source's figure: "published".
+    Published,
+    /// The model's figure (written in the file, or a `live_model` check's model run): "model".
+    Model,
+    /// A band alone, the file author's bound: "threshold".
+    Threshold,
+    /// No figure and no band: ours is only reported.
+    Reported,
+}
+
 /// One check of a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckSpec {
     pub strategy: String,
     pub metric: CheckMetric,
+    /// The figure ours is compared with: a source's, or the model's ([`Self::figure_of`]).
     pub published: Published,
+    #[serde(default)]
+    pub figure_of: FigureOf,
     #[serde(default)]
     pub band: Band,
     #[serde(default)]
@@ -247,6 +278,17 @@ pub struct CheckSpec {
 }
 
 impl CheckSpec {
+    /// What ours is compared with: a source's figure, the model's, a threshold, or nothing.
+    pub fn reference(&self) -> Reference {
+        match (&self.published, self.figure_of) {
+            _ if self.mode == CheckMode::LiveModel => Reference::Model,
+            (Published::None, _) if self.band == Band::default() => Reference::Reported,
+            (Published::None, _) => Reference::Threshold,
+            (_, FigureOf::Model) => Reference::Model,
+            (_, FigureOf::Source) => Reference::Published,
+        }
+    }
+
     /// The metric's name as written in the file, with its parameters.
     pub fn metric_label(&self) -> String {
         match &self.metric {
@@ -313,6 +355,7 @@ pub const CHECK_KEYS: &[&str] = &[
     "strategy",
     "metric",
     "published",
+    "model",
     "exact",
     "min",
     "max",
@@ -521,7 +564,18 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         other => return fail!("metric", format!("metric = {other:?}: expected {METRICS}")),
     };
 
-    let published = match (get("published"), &metric) {
+    // `model = X` is the model's figure where `published = X` is a source's: one or the other.
+    let (figure_key, figure_of) = match (get("published"), get("model")) {
+        (Some(_), Some(_)) => {
+            return fail!(
+                "model",
+                "published is a source's figure, model the model's: give one or the other".into(),
+            )
+        }
+        (None, Some(_)) => ("model", FigureOf::Model),
+        _ => ("published", FigureOf::Source),
+    };
+    let published = match (get(figure_key), &metric) {
         // No published figure: a figure reported beside the checked ones, never failing.
         (None, _) => Published::None,
         (Some(toml::Value::Array(items)), CheckMetric::BreakerTransitions { .. }) => {
@@ -529,21 +583,21 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
                 Some(list) => Published::List(list),
                 None => {
                     return fail!(
-                        "published",
-                        "published: expected a list of times in seconds".into(),
+                        figure_key,
+                        format!("{figure_key}: expected a list of times in seconds"),
                     )
                 }
             }
         }
         (Some(v), CheckMetric::BreakerTransitions { .. }) => {
             return fail!(
-                "published",
-                format!("published = {v}: expected a list of times in seconds"),
+                figure_key,
+                format!("{figure_key} = {v}: expected a list of times in seconds"),
             )
         }
         (Some(v), _) => match as_num(v) {
             Some(n) => Published::Number(n),
-            None => return fail!("published", format!("published = {v}: expected a number")),
+            None => return fail!(figure_key, format!("{figure_key} = {v}: expected a number")),
         },
     };
 
@@ -569,6 +623,13 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
     let cause = string("cause")?;
     let is_list = matches!(metric, CheckMetric::BreakerTransitions { .. });
     if mode == CheckMode::LiveModel {
+        if figure_of == FigureOf::Model {
+            return fail!(
+                "model",
+                "a live_model check is judged against the model's run: its `published` is the                  source's figure, shown beside"
+                    .into(),
+            );
+        }
         // Judged against the model: no band; `published` is shown beside, not judged.
         if band != Band::default() {
             return fail!(
@@ -594,6 +655,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
             strategy,
             metric,
             published,
+            figure_of,
             band,
             mode,
             tolerance,
@@ -609,11 +671,11 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         );
     }
     let reported = published == Published::None;
-    if reported && band != Band::default() {
+    // A band alone is a threshold; `exact` needs a figure to equal.
+    if reported && band.exact {
         return fail!(
-            "published",
-            "a band needs published: the source's figure (leave both out to report a figure)"
-                .into(),
+            "exact",
+            "exact = true needs the figure to equal: published (a source's) or model".into(),
         );
     }
     if !is_list && !reported && band == Band::default() {
@@ -631,6 +693,7 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
         strategy,
         metric,
         published,
+        figure_of,
         band,
         mode,
         tolerance: None,
@@ -812,10 +875,27 @@ mod tests {
         );
         let x = e("strategy = \"a\"\nmetric = \"speed\"\npublished = 1\nexact = true");
         assert!(x.message.contains("expected one of attempts"), "{x:?}");
-        let x = e("strategy = \"a\"\nmetric = \"attempts\"\nmin = 1");
-        assert!(x.message.contains("a band needs published"), "{x:?}");
+        // A band alone is a threshold; exact needs a figure; a figure is a source's or the
+        // model's, not both.
+        let t = check("strategy = \"a\"\nmetric = \"attempts\"\nmin = 1").unwrap();
+        assert_eq!(t.reference(), Reference::Threshold);
+        assert!(t.band.holds(1.0, f64::NAN) && !t.band.holds(0.5, f64::NAN));
+        let x = e("strategy = \"a\"\nmetric = \"attempts\"\nexact = true");
+        assert_eq!(x.key, "exact");
+        assert!(x.message.contains("needs the figure to equal"), "{x:?}");
+        let m = check("strategy = \"a\"\nmetric = \"attempts\"\nmodel = 0.5\nmax = 0.6").unwrap();
+        assert_eq!(
+            (m.published.clone(), m.reference()),
+            (Published::Number(0.5), Reference::Model)
+        );
+        let p = check("strategy = \"a\"\nmetric = \"attempts\"\npublished = 5\nmax = 6").unwrap();
+        assert_eq!(p.reference(), Reference::Published);
+        let x =
+            e("strategy = \"a\"\nmetric = \"attempts\"\npublished = 1\nmodel = 1\nexact = true");
+        assert!(x.message.contains("give one or the other"), "{x:?}");
         let r = check("strategy = \"a\"\nmetric = \"attempts\"").unwrap();
         assert_eq!(r.published, Published::None);
+        assert_eq!(r.reference(), Reference::Reported);
         let x = e("strategy = \"a\"\nmetric = \"attempts\"\npublished = 1");
         assert!(x.message.contains("needs exact = true or a band"), "{x:?}");
         let x = e("strategy = \"a\"\nmetric = \"peak_arrivals\"\npublished = 1\nexact = true");

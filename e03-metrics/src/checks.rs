@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use e03_core::balancer::Change;
-use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published};
+use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published, Reference};
 
 use crate::metrics::{AttemptLine, LineEnd, RunMetrics};
 use crate::peaks::ATTEMPT_LOG_WINDOW_MS;
@@ -22,6 +22,8 @@ pub struct CheckRow {
     pub strategy: String,
     pub seed: u64,
     pub ours: String,
+    /// What ours is compared with, named: `published 24.30` (a source's figure), `model 0.50`
+    /// (the model's), `threshold` (a band alone), `-` (only reported).
     pub published: String,
     pub band: String,
     /// `None`: the check could not be evaluated (a strategy not run, no attempt log).
@@ -307,10 +309,18 @@ fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
         strategy: check.strategy.clone(),
         seed,
         ours: "-".into(),
-        published: match &check.published {
-            Published::Number(n) => number(*n),
-            Published::List(l) => seconds(l),
-            Published::None => "-".into(),
+        published: {
+            let figure = match &check.published {
+                Published::Number(n) => number(*n),
+                Published::List(l) => seconds(l),
+                Published::None => String::new(),
+            };
+            match check.reference() {
+                Reference::Published => format!("published {figure}"),
+                Reference::Model => format!("model {figure}"),
+                Reference::Threshold => "threshold".into(),
+                Reference::Reported => "-".into(),
+            }
         },
         band: check.band.describe(),
         pass: None,
@@ -335,6 +345,10 @@ fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
             }
         }
         (Figure::Number(v), _, Published::Number(n)) => row.pass = Some(check.band.holds(*v, *n)),
+        // A threshold: the band alone (never `exact`, which needs a figure).
+        (Figure::Number(v), _, Published::None) if check.reference() == Reference::Threshold => {
+            row.pass = Some(check.band.holds(*v, f64::NAN))
+        }
         _ => {}
     }
     row
@@ -435,7 +449,7 @@ pub fn fail_lines(s: &ScenarioSummary) -> Vec<String> {
             String::new()
         };
         let mut line = format!(
-            "FAIL {} of {}{seed_text}: ours {}, published {}, band {}",
+            "FAIL {} of {}{seed_text}: ours {}, {}, band {}",
             r.metric, r.strategy, r.ours, r.published, r.band
         );
         if let Some(cause) = &check.cause {
@@ -504,6 +518,10 @@ pub fn check_notes(s: &ScenarioSummary) -> Vec<String> {
     notes
 }
 
+/// The check table's heading: what a row's `against` cell may name.
+pub const CHECK_HEADING: &str =
+    "Checks: ours against a source's published figure, the model's, or a threshold";
+
 /// The check table, or `None` when the scenario has no check for this kind of run.
 pub fn check_table(s: &ScenarioSummary) -> Option<Table> {
     let rows = evaluate(s);
@@ -515,7 +533,7 @@ pub fn check_table(s: &ScenarioSummary) -> Option<Table> {
     if many {
         header.push("seed");
     }
-    header.extend(["ours", "published", "band", "check"]);
+    header.extend(["ours", "against", "band", "check"]);
     let mut t = Table {
         headers: header.into_iter().map(String::from).collect(),
         rows: Vec::new(),
@@ -764,7 +782,7 @@ mod tests {
         let fails = fail_lines(&live);
         assert_eq!(fails.len(), 1, "{fails:?}");
         assert!(
-            fails[0].contains("ours 125, published model 123, band ± 1, at 1.00 ms")
+            fails[0].contains("ours 125, model 123, band ± 1, at 1.00 ms")
                 && fails[0].contains("known cause: the break (2 s) is an exact multiple"),
             "{}",
             fails[0]

@@ -521,7 +521,7 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         write!(w, "{}", t.markdown())?;
     }
     if let Some(t) = crate::checks::check_table(s) {
-        writeln!(w, "\nCheck against the source's published figures:")?;
+        writeln!(w, "\n{}:", crate::checks::CHECK_HEADING)?;
         write!(w, "{}", t.markdown())?;
         for note in crate::checks::check_notes(s) {
             for line in wrap(&format!("- {note}"), TERMINAL_COLUMNS) {

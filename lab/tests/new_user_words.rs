@@ -176,3 +176,63 @@ fn a_server_log_s_answers_are_counted_by_status_with_latency_percentiles() {
     let _ = std::fs::remove_dir_all(logs);
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// The cells of the check table's rows in `report.md`, the header first.
+fn check_rows(report: &str) -> Vec<Vec<String>> {
+    let at = report
+        .find("## Checks: ours against a source's published figure, the model's, or a threshold")
+        .expect("a check table");
+    report[at..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| !l.starts_with("|:"))
+        .map(|l| {
+            let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+            cells[1..cells.len() - 1].to_vec()
+        })
+        .collect()
+}
+
+/// `failover`'s check rows read `goodput / capacity | 0.30 | published 0.60 | <= 0.5 | PASS`:
+/// 0.60 was the load offered, no source's figure, and the recovery verdicts were the model's.
+/// Each row names what ours is compared with: `threshold` for a bound alone, `model` for the
+/// model's figure, `published` only for a source's (hedge: Tail at Scale's 24.3).
+#[test]
+fn a_check_names_whose_figure_it_compares_with() {
+    let rows = check_rows(&read(
+        &simulate("failover", &["failover", "--seeds", "1"]),
+        "report.md",
+    ));
+    assert_eq!(
+        rows[0],
+        ["metric", "strategy", "ours", "against", "band", "check"]
+    );
+    let row = |metric: &str, strategy: &str| {
+        rows.iter()
+            .find(|r| r[0] == metric && r[1] == strategy)
+            .unwrap_or_else(|| panic!("no row {metric} / {strategy}: {rows:?}"))
+            .clone()
+    };
+    assert_eq!(
+        row("goodput / capacity", "no-retry")[3..],
+        ["threshold", "<= 0.5", "PASS"]
+    );
+    assert_eq!(
+        row("recovered after the trigger (1) or not (0)", "C")[3..],
+        ["model 0", "exact", "PASS"]
+    );
+    assert!(
+        rows.iter().all(|r| !r[3].contains("published")),
+        "failover has no source's figure: {rows:?}"
+    );
+    let hedge = check_rows(&read(
+        &simulate("hedge-checks", &["hedge", "--seeds", "1"]),
+        "report.md",
+    ));
+    let tail = hedge
+        .iter()
+        .find(|r| r[0] == "no-hedge's p99.9 / this p99.9")
+        .expect("hedge's p99.9 row");
+    assert_eq!(tail[3..], ["published 24.30", ">= 5", "PASS"]);
+}

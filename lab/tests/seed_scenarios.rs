@@ -29,7 +29,7 @@ fn simulate(name: &str) -> (String, PathBuf) {
 /// The cells of the check table's row whose metric and strategy start as given.
 fn check_row(out: &str, metric: &str, strategy: &str) -> Vec<String> {
     let table = out
-        .split("Check against the source's published figures:")
+        .split("Checks: ours against a source's published figure, the model's, or a threshold:")
         .nth(1)
         .expect("a check table");
     table
@@ -47,12 +47,13 @@ fn check_row(out: &str, metric: &str, strategy: &str) -> Vec<String> {
 fn breaker_reproduces_the_published_run_exactly() {
     let (out, _) = simulate("breaker");
     let sent = check_row(&out, "attempts", "breaker");
-    assert_eq!(sent[2..], ["123", "123", "exact", "PASS"]);
+    assert_eq!(sent[2..], ["123", "published 123", "exact", "PASS"]);
     let fast = check_row(&out, "failed fast", "breaker");
-    assert_eq!(fast[2..], ["117", "117", "exact", "PASS"]);
+    assert_eq!(fast[2..], ["117", "published 117", "exact", "PASS"]);
     let t = check_row(&out, "breaker transitions (s)", "breaker");
     assert!(
-        t[2].starts_with("0.450 2.450 2.450 4.450 4.450 6.450 6.45"),
+        t[2].starts_with("0.450 2.450 2.450 4.450 4.450 6.450 6.45")
+            && t[3].starts_with("published 0.450 2.450"),
         "{t:?}"
     );
     assert_eq!(t[5], "PASS");
@@ -62,7 +63,7 @@ fn breaker_reproduces_the_published_run_exactly() {
 fn herd_peaks_without_and_with_jitter() {
     let (out, _) = simulate("herd");
     let b = check_row(&out, "peak retries per 10 ms", "B");
-    assert_eq!(b[2..], ["1000", "1000", "exact", "PASS"]);
+    assert_eq!(b[2..], ["1000", "published 1000", "exact", "PASS"]);
     let c = check_row(&out, "peak retries per 10 ms", "C");
     let peak: u64 = c[2].parse().unwrap();
     assert!((120..=200).contains(&peak), "{c:?}");
@@ -82,7 +83,7 @@ fn herd_peaks_without_and_with_jitter() {
 fn budget_without_a_budget_sends_three_attempts_per_request() {
     let (out, _) = simulate("budget");
     let a = check_row(&out, "attempts", "A");
-    assert_eq!(a[2..], ["30000", "30000", "exact", "PASS"]);
+    assert_eq!(a[2..], ["30000", "published 30000", "exact", "PASS"]);
 }
 
 #[test]
@@ -145,7 +146,7 @@ fn a_failed_check_is_shown_and_exits_3() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{out}\n{err}");
     let row = check_row(&out, "attempts", "immediate-20ms");
-    assert_eq!(row[2..], ["34", "64", "56..76", "FAIL"]);
+    assert_eq!(row[2..], ["34", "published 64", "56..76", "FAIL"]);
     // The FAIL line names the cell: metric, strategy, ours, the published figure and the band.
     assert!(
         err.contains(
@@ -172,11 +173,11 @@ fn gateway4_runs_live_with_its_own_strategies_and_attempt_log() {
     assert!(matches!(o.status.code(), Some(0 | 3)), "{out}\n{err}");
     assert_eq!(
         check_row(&out, "accepted", "immediate-20ms")[2..],
-        ["4", "4", "exact", "PASS"]
+        ["4", "published 4", "exact", "PASS"]
     );
     assert_eq!(
         check_row(&out, "accepted", "jitter-60ms")[2..],
-        ["4", "4", "exact", "PASS"]
+        ["4", "published 4", "exact", "PASS"]
     );
     let live = dir.join("latest/gateway4");
     let server = std::fs::read_to_string(live.join("server-immediate-20ms-seed3.jsonl")).unwrap();
