@@ -42,6 +42,9 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         format!("{} ({})", s.scenario.title(), s.scenario.name()),
     )];
     b.extend(tables::header_lines(s).into_iter().map(Para));
+    // One conclusion first: what the run shows; the comparisons follow the tables.
+    let headline = tables::headline(s);
+    b.extend(headline.clone().map(Para));
     b.push(Heading(2, "Comparison".into()));
     b.push(Table(tables::main_table(s)));
     let mut note = String::from(if s.params.timeline(&s.scenario).incident().is_some() {
@@ -58,7 +61,23 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         note += &why;
     }
     b.push(Para(note));
-    b.extend(tables::conclusion(s).into_iter().map(Para));
+    // The conclusion's findings as paragraphs, the pairs of strategies as one list.
+    let pairs = tables::pair_lines(s);
+    let (items, paras): (Vec<String>, Vec<String>) = tables::conclusion(s)
+        .into_iter()
+        .partition(|l| pairs.contains(l));
+    let (notes, paras): (Vec<String>, Vec<String>) = paras
+        .into_iter()
+        .partition(|l| l.starts_with("One seed cannot tell"));
+    let said = |l: &String| headline.as_ref().is_some_and(|h| h.contains(l.as_str()));
+    b.extend(paras.into_iter().filter(|l| !said(l)).map(Para));
+    if !items.is_empty() {
+        b.push(para(
+            "Each pair of strategies, on every measure they differ on:",
+        ));
+        b.push(Items(items));
+    }
+    b.extend(notes.into_iter().map(Para));
     b.push(fig("comparison.svg", "comparison"));
     b.push(Heading(2, "Arrivals at the dependency".into()));
     b.push(para("Per 100 ms window ([CSV](arrivals_100ms.csv)):"));

@@ -246,7 +246,8 @@ pub fn report_html(dir: &Path, s: &ScenarioSummary) -> String {
             title: format!("{} ({})", s.scenario.title(), s.scenario.name()),
             blocks: report_blocks(s),
             params: params_table(s),
-            conclusion: crate::tables::conclusion(s),
+            // The one conclusion at the top is highlighted; the comparisons below are not.
+            conclusion: crate::tables::headline(s).into_iter().collect(),
             // The first table is the comparison, the one summary.json's runs fill.
             table_classes: vec!["comparison"],
             footer: format!(

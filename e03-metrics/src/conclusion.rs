@@ -88,8 +88,15 @@ fn best_line(s: &ScenarioSummary) -> Option<String> {
 /// differ (as the tables show it), the difference, and the measured-or-noise verdict (with two
 /// seeds or more; one seed's conclusion ends by saying it has none).
 pub fn pair_lines(s: &ScenarioSummary) -> Vec<String> {
+    pairs(s).0
+}
+
+/// The lines of [`pair_lines`] and the verdict of every difference they name (none with one
+/// seed).
+fn pairs(s: &ScenarioSummary) -> (Vec<String>, Vec<Verdict>) {
     let ids = s.strategies();
     let mut lines = Vec::new();
+    let mut verdicts = Vec::new();
     for (i, a) in ids.iter().enumerate() {
         for b in &ids[i + 1..] {
             let mut parts = Vec::new();
@@ -111,6 +118,7 @@ pub fn pair_lines(s: &ScenarioSummary) -> Vec<String> {
                 let verdict = if sa.n < 2 || sb.n < 2 {
                     String::new()
                 } else {
+                    verdicts.push(Verdict::of(&sa, &sb));
                     format!(", {}", verdict_words(&sa, &sb))
                 };
                 parts.push(format!(
@@ -123,7 +131,50 @@ pub fn pair_lines(s: &ScenarioSummary) -> Vec<String> {
             }
         }
     }
-    lines
+    (lines, verdicts)
+}
+
+/// What the run shows, in two or three sentences, for the top of the report: the best
+/// strategy on each measure, the scenario's own finding when it has one (C's jitter against
+/// B's peak, D's budget against C), and how many of the comparisons below stand out of the
+/// seed-to-seed noise. `None` when there is nothing to compare or the run cannot be trusted.
+pub fn headline(s: &ScenarioSummary) -> Option<String> {
+    if !crate::trust::Trust::of(s).judges() {
+        return None;
+    }
+    let best = best_line(s)?;
+    let mut sentences = vec![best];
+    // The scenario's own finding: the first line of the conclusion that is not the best line,
+    // a pair line or the one-seed note.
+    let (pair, verdicts) = pairs(s);
+    if let Some(own) = conclusion(s).into_iter().find(|l| {
+        !sentences.contains(l) && !pair.contains(l) && !l.starts_with("One seed cannot tell")
+    }) {
+        sentences.push(own);
+    }
+    let n = s.seeds().len();
+    sentences.push(if n < 2 {
+        "One seed: none of the differences below has a verdict; run more seeds (--seeds 1-20) \
+         to tell a difference from run-to-run noise."
+            .to_string()
+    } else {
+        let count = |v: Verdict| verdicts.iter().filter(|x| **x == v).count();
+        let mut parts = vec![format!("{} measured", count(Verdict::Measured))];
+        for (v, words) in [
+            (Verdict::WithinNoise, "within run-to-run noise"),
+            (Verdict::Unsettled, "not settled"),
+        ] {
+            if count(v) > 0 {
+                parts.push(format!("{} {words}", count(v)));
+            }
+        }
+        format!(
+            "Over {n} seeds, of the {} differences compared below, {}.",
+            verdicts.len(),
+            parts.join(", ")
+        )
+    });
+    Some(sentences.join(" "))
 }
 
 /// How a change of `what` from `from` to `to` reads: "halves B's peak", "cuts B's peak by 40%",
@@ -310,6 +361,46 @@ mod tests {
             .any(|l| l == "A's immediate retries give the highest 100 ms peak (9)."));
     }
     use crate::test_summaries::{run, summary};
+
+    /// Issue 54: the report had ten "A vs B" paragraphs and no conclusion at the top. The
+    /// headline says what the run shows in at most three sentences and counts the verdicts.
+    #[test]
+    fn the_headline_is_the_best_the_finding_and_the_verdicts_counted() {
+        let s = summary(
+            "B,C",
+            vec![
+                run("B", 1, 1.0, 3000, 220, 160),
+                run("C", 1, 1.0, 3020, 225, 80),
+                run("B", 2, 1.0, 3040, 230, 150),
+                run("C", 2, 1.0, 3000, 215, 76),
+            ],
+        );
+        assert_eq!(
+            headline(&s).unwrap(),
+            "Lowest load (total requests): C backoff + full jitter (3010); lowest 100 ms peak: \
+             C backoff + full jitter (78). C halves B's 100 ms peak (155 -> 78, measured) at the \
+             same total (3020 -> 3010, within run-to-run noise). Over 2 seeds, of the 2 \
+             differences compared below, 1 measured, 1 within run-to-run noise."
+        );
+        let one = summary(
+            "B,C",
+            vec![
+                run("B", 1, 1.0, 3000, 2, 160),
+                run("C", 1, 1.0, 3000, 2, 80),
+            ],
+        );
+        assert!(headline(&one).unwrap().ends_with(
+            "One seed: none of the differences below has a verdict; run more seeds \
+                        (--seeds 1-20) to tell a difference from run-to-run noise."
+        ));
+        let mut stopped = s.clone();
+        stopped.complete = false;
+        assert_eq!(headline(&stopped), None);
+        assert_eq!(
+            headline(&summary("E", vec![run("E", 1, 1.0, 1, 1, 1)])),
+            None
+        );
+    }
 
     #[test]
     fn conclusion_reads_the_figures_and_the_verdicts() {

@@ -19,7 +19,7 @@
 
 use std::io::Write;
 
-pub use crate::conclusion::{conclusion, pair_lines};
+pub use crate::conclusion::{conclusion, headline, pair_lines};
 pub use crate::live_tables::{
     fidelity_lines, fidelity_table, matched_lines, mismatched_complete_runs, shards_table,
     warning_lines,

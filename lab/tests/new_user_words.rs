@@ -33,11 +33,11 @@ fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file)).unwrap()
 }
 
-/// The line of `report` that compares `pair` ("no-hedge vs hedge-50ms:").
+/// The item of `report`'s list of pairs that compares `pair` ("no-hedge vs hedge-50ms:").
 fn pair_line<'a>(report: &'a str, pair: &str) -> &'a str {
     report
         .lines()
-        .find(|l| l.starts_with(pair))
+        .find_map(|l| l.strip_prefix("- ").filter(|l| l.starts_with(pair)))
         .unwrap_or_else(|| panic!("no line {pair:?} in {report}"))
 }
 
@@ -235,4 +235,47 @@ fn a_check_names_whose_figure_it_compares_with() {
         .find(|r| r[0] == "no-hedge's p99.9 / this p99.9")
         .expect("hedge's p99.9 row");
     assert_eq!(tail[3..], ["published 24.30", ">= 5", "PASS"]);
+}
+
+/// report.html had ten near-identical "A vs B" paragraphs, each highlighted as the conclusion,
+/// and no single conclusion at the top. It opens with one: what the run shows in two or three
+/// sentences (the best on each measure, the scenario's own finding, how many differences the
+/// seeds settle), before the tables; the pairs are one list below the comparison.
+#[test]
+fn report_html_opens_with_one_conclusion_and_lists_the_pairs_below() {
+    let dir = simulate("e03b", &["e03b", "--seeds", "1-3"]);
+    let html = read(&dir, "report.html");
+    assert_eq!(html.matches("class=\"conclusion\"").count(), 1, "{html}");
+    let top = html.find("<p class=\"conclusion\">").unwrap();
+    let comparison = html.find("<h2>Comparison</h2>").expect("a comparison");
+    assert!(top < comparison, "the conclusion opens the page");
+    let conclusion = &html[top..top + html[top..].find("</p>").unwrap()];
+    let sentences = conclusion.matches(". ").count() + 1;
+    assert!((2..=3).contains(&sentences), "{conclusion}");
+    assert!(
+        conclusion.starts_with("<p class=\"conclusion\">Best success: B"),
+        "{conclusion}"
+    );
+    assert!(
+        conclusion.contains("C cuts B&#39;s 100 ms peak"),
+        "{conclusion}"
+    );
+    assert!(
+        conclusion.ends_with(
+            "Over 3 seeds, of the 24 differences compared below, 22 measured, 2 not settled."
+        ),
+        "{conclusion}"
+    );
+    // No pair is a paragraph of its own: they are items of one list, after the comparison.
+    assert!(!html.contains("<p>A vs B"), "{html}");
+    let list = html.find("<ul><li>A vs B: ").expect("the pairs as a list");
+    assert!(list > comparison);
+    assert_eq!(html.matches("<ul><li>A vs B: ").count(), 1);
+    // One seed: the conclusion says the differences have no verdict.
+    let one = read(&simulate("e03b1", &["e03b", "--seeds", "1"]), "report.html");
+    assert_eq!(one.matches("class=\"conclusion\"").count(), 1);
+    assert!(
+        one.contains("One seed: none of the differences below has a verdict"),
+        "{one}"
+    );
 }
