@@ -177,7 +177,14 @@ pub fn server_answers_table(a: &ServerAnswers) -> Table {
 
 /// The latency percentiles of a server log's answers, one table row.
 pub fn server_latency_table(a: &ServerAnswers) -> Table {
-    let ms = |v: f64| format!("{v:.1}");
+    // Answers under 1 ms (a down phase's, over loopback) keep their µs: 0.042, not 0.0.
+    let ms = |v: f64| {
+        if v < 1.0 {
+            format!("{v:.3}")
+        } else {
+            format!("{v:.1}")
+        }
+    };
     Table {
         headers: [
             "answers timed",
@@ -270,5 +277,9 @@ mod tests {
             server_latency_table(&a).rows[0],
             ["2", "10.0", "20.0", "20.0", "20.0", "20.0"]
         );
+        let mut fast = ServerTally::default();
+        fast.arrival(0, 1_000);
+        fast.response(0, 1_042, 503);
+        assert_eq!(server_latency_table(&fast.finish()).rows[0][1], "0.042");
     }
 }
