@@ -1,4 +1,6 @@
-//! The command line (the lab's `analyze` subcommand calls [`main_entry`] too).
+//! The command line, once for both fronts: the `analyzer` binary's ([`main_entry`]) and `lab
+//! analyze` ([`main_entry_with`] and the lab's [`Front`]: its `lab:` prefix, its series kept in
+//! the files unless `--series`).
 //!
 //! ```text
 //! analyzer DIR [--scenario e03a|e03b]     read OUT/<scenario>/, print tables, write outputs
@@ -35,6 +37,44 @@ struct Args {
     /// Output directory for --server-log
     #[arg(long, value_name = "DIR", requires = "server_log")]
     out: Option<PathBuf>,
+    /// Print the series of 100 ms windows around the outage too (always in the files)
+    #[arg(long)]
+    series: bool,
+}
+
+/// How a front shows the command: its name, the prefixes of its errors and warnings, and how it
+/// prints the tables (`series`: `--series` was given).
+pub struct Front<'a> {
+    /// Its name in usage errors and help (`analyzer`, `lab analyze`).
+    pub name: &'static str,
+    /// Before an error (`error: `, `lab: `) and a warning (`warning: `, `lab: warning: `).
+    pub error: &'a str,
+    pub warning: &'a str,
+    /// Prints clap's usage error or help; its exit code.
+    pub clap_error: &'a dyn Fn(&clap::Error) -> i32,
+    pub print_tables: &'a dyn Fn(&crate::ScenarioSummary, &Path, bool) -> std::io::Result<()>,
+}
+
+/// The `analyzer` binary's own front: every table printed, series included.
+fn own_front() -> Front<'static> {
+    Front {
+        name: "analyzer",
+        error: "error: ",
+        warning: "warning: ",
+        clap_error: &|e: &clap::Error| {
+            let _ = e.print();
+            if e.use_stderr() {
+                2
+            } else {
+                0
+            }
+        },
+        print_tables: &|summary, _dir, _series| {
+            let mut out = std::io::stdout().lock();
+            tables::print_tables(&mut out, summary)?;
+            out.flush()
+        },
+    }
 }
 
 /// A usage error: message and exit code 2.
@@ -56,16 +96,25 @@ fn exit_code(e: &AnalyzeError) -> i32 {
 
 /// Runs the whole CLI on `args` (program name first); returns the exit code.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
-    let args = match Args::try_parse_from(args) {
+    main_entry_with(args, &own_front())
+}
+
+/// [`main_entry`] as `front` shows it.
+pub fn main_entry_with(args: Vec<OsString>, front: &Front) -> i32 {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = Args::command()
+        .name(front.name)
+        .bin_name(front.name)
+        .try_get_matches_from(args)
+        .and_then(|m| Args::from_arg_matches(&m));
+    let args = match parsed {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(e) => return (front.clap_error)(&e),
     };
     let result = match (&args.dir, &args.server_log) {
-        (Some(dir), None) => run_dir(dir, args.scenario.as_deref()),
+        (Some(dir), None) => run_dir(front, dir, args.scenario.as_deref(), args.series),
         (None, Some(log)) => run_server_log(
+            front,
             log,
             args.out.as_deref().expect("clap requires --out"),
             args.scenario.as_deref(),
@@ -77,18 +126,18 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     match result {
         Ok(code) => code,
         Err(Usage(message)) => {
-            eprintln!("error: {message}");
+            eprintln!("{}{message}", front.error);
             2
         }
     }
 }
 
-fn report_error(e: &AnalyzeError) -> i32 {
-    eprintln!("error: {e}");
+fn report_error(front: &Front, e: &AnalyzeError) -> i32 {
+    eprintln!("{}{e}", front.error);
     exit_code(e)
 }
 
-fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
+fn run_dir(front: &Front, dir: &Path, scenario: Option<&str>, series: bool) -> Result<i32, Usage> {
     if !dir.is_dir() {
         let why = if dir.exists() {
             "not a directory"
@@ -120,16 +169,17 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
     };
     let (summary, warnings) = match analyze_dir_with_warnings(dir, scenario) {
         Ok(s) => s,
-        Err(e) => return Ok(report_error(&e)),
+        Err(e) => return Ok(report_error(front, &e)),
     };
     for w in &warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}{w}", front.warning);
     }
-    let mut out = std::io::stdout().lock();
-    let _ = tables::print_tables(&mut out, &summary);
-    let _ = out.flush();
+    if let Err(e) = (front.print_tables)(&summary, dir, series) {
+        eprintln!("{}writing to stdout: {e}", front.error);
+        return Ok(1);
+    }
     if let Err(e) = write_outputs(dir, &summary) {
-        return Ok(report_error(&e));
+        return Ok(report_error(front, &e));
     }
     println!(
         "\nwrote {}/{{summary.json, arrivals_100ms.csv, arrivals_1s.csv, *.svg, *.png, report.md, report.html}}",
@@ -139,8 +189,8 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
     if !bad.is_empty() {
         for r in bad {
             eprintln!(
-                "ERROR: {} seed {}: client attempts and server arrivals do not match ({:?}); the logs of this run cannot be trusted",
-                r.strategy, r.seed, r.matched
+                "{}{} seed {}: client attempts and server arrivals do not match ({:?}); the logs of this run cannot be trusted",
+                front.error, r.strategy, r.seed, r.matched
             );
         }
         return Ok(1);
@@ -148,7 +198,12 @@ fn run_dir(dir: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
     Ok(0)
 }
 
-fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32, Usage> {
+fn run_server_log(
+    front: &Front,
+    log: &Path,
+    out: &Path,
+    scenario: Option<&str>,
+) -> Result<i32, Usage> {
     // A standalone `lab serve --scenario FILE` keeps the file beside its log.
     let kept = match log.parent() {
         Some(dir) => crate::kept::kept_scenario(dir).map_err(Usage)?,
@@ -166,14 +221,17 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
     let (mut summary, answers, mut warnings) =
         match standalone::analyze_server_log(log, scenario, kept.as_ref()) {
             Ok(s) => s,
-            Err(e) => return Ok(report_error(&e)),
+            Err(e) => return Ok(report_error(front, &e)),
         };
-    // A standalone `lab serve` has no end of its own: stopping it (Ctrl-C, kill) is how its run
-    // ends. A log whose only flaw is that stop is whole, not an incomplete run.
+    // A standalone `lab serve` (or `lab proxy --http` without a control listener) has no end of
+    // its own: stopping it (Ctrl-C, kill) is how its run ends. A log whose only flaw is that
+    // stop is whole, not an incomplete run.
     let standalone = crate::reader::read_run_start(log)
         .ok()
         .flatten()
-        .is_some_and(|s| s.scenario == "standalone" || s.tag.strategy == "standalone");
+        .is_some_and(|s| {
+            s.scenario == "standalone" || ["standalone", "proxy"].contains(&s.tag.strategy.as_str())
+        });
     if standalone
         && warnings
             .iter()
@@ -181,7 +239,7 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
     {
         if !warnings.is_empty() {
             println!(
-                "note: the standalone service was stopped, which is how its run ends; the log is whole"
+                "note: the standalone service (or proxy) was stopped, which is how its run ends; the log is whole"
             );
         }
         warnings.clear();
@@ -191,7 +249,7 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
         }
     }
     for w in &warnings {
-        eprintln!("warning: {w}");
+        eprintln!("{}{w}", front.warning);
     }
     let load = standalone::load_of(log, &summary, answers);
     println!(
@@ -210,7 +268,7 @@ fn run_server_log(log: &Path, out: &Path, scenario: Option<&str>) -> Result<i32,
         e03_metrics::statuses::server_latency_table(&load.answers).markdown()
     );
     if let Err(e) = standalone::write_load_outputs(out, &load, &summary) {
-        return Ok(report_error(&e));
+        return Ok(report_error(front, &e));
     }
     println!("\nwrote {}/{{load.json, arrivals_100ms.csv, arrivals_1s.csv, arrivals_*.svg, arrivals_*.png}}", out.display());
     Ok(0)

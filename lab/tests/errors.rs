@@ -259,7 +259,7 @@ fn a_stopped_standalone_service_is_an_expected_end_not_an_incomplete_run() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("the standalone service was stopped, which is how its run ends"),
+        stdout.contains("the standalone service (or proxy) was stopped, which is how its run ends"),
         "{stdout}"
     );
     assert!(!stderr.contains("warning"), "{stderr}");
