@@ -132,6 +132,15 @@ impl Verdict {
             Verdict::Unsettled => "not settled: one strategy's seeds vary more than the difference",
         }
     }
+
+    /// As a table's cell says it, short enough for a terminal's table ([`Verdict::text`] in
+    /// sentences).
+    pub fn cell(self) -> &'static str {
+        match self {
+            Verdict::Unsettled => "not settled (within one spread)",
+            v => v.text(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -153,6 +162,7 @@ mod tests {
         let e = Spread::of(&[98.0, 114.0]); // mean 106, diff 1 < 10 and 16
         assert_eq!(Verdict::of(&b, &e), Verdict::WithinNoise);
         assert_eq!(Verdict::WithinNoise.text(), "within run-to-run noise");
+        assert_eq!(Verdict::Unsettled.cell(), "not settled (within one spread)");
     }
 
     #[test]

@@ -372,7 +372,7 @@ pub fn verdict_table(s: &ScenarioSummary) -> Option<Table> {
                     format_width(*unit, sa.width()),
                     format_width(*unit, sb.width())
                 ),
-                Verdict::of(&sa, &sb).text().to_string(),
+                Verdict::of(&sa, &sb).cell().to_string(),
             ]);
         }
     }
