@@ -249,12 +249,17 @@ pub(super) fn read_timeline(
                 }
             }
             PhaseName::RateLimited => {
+                // A key left out is named as missing, not as Rust's `None`.
+                let given = |key: &str, v: Option<u64>| match v {
+                    Some(v) => format!("{key} = {v}: expected"),
+                    None => "expected".to_string(),
+                };
                 let calls = match p.calls {
                     Some(c) if c >= 1 => c,
                     other => {
                         return fail(format!(
-                            "calls = {other:?}: expected calls, a whole number of requests \
-                             per window, at least 1"
+                            "{} calls, a whole number of requests per window, at least 1",
+                            given("calls", other.map(u64::from))
                         ))
                     }
                 };
@@ -262,8 +267,9 @@ pub(super) fn read_timeline(
                     Some(w) if (1..=MAX_RATE_WINDOW_MS).contains(&w) => w,
                     other => {
                         return fail(format!(
-                            "window_ms = {other:?}: expected window_ms, the sliding \
-                             window in milliseconds, from 1 to {MAX_RATE_WINDOW_MS}"
+                            "{} window_ms, the sliding window in milliseconds, from 1 to \
+                             {MAX_RATE_WINDOW_MS}",
+                            given("window_ms", other)
                         ))
                     }
                 };
@@ -554,8 +560,14 @@ mod tests {
             )
         };
         let e = err(&rl("window_ms = 300\n"));
-        assert!(e.message.contains("calls = None: expected calls"), "{e}");
+        // Issue 54: a missing key is said so, not as Rust's `calls = None`.
+        assert!(
+            e.message.contains("phase: expected calls, a whole number"),
+            "{e}"
+        );
+        assert!(!e.message.contains("None"), "{e}");
         let e = err(&rl("calls = 0\nwindow_ms = 300\n"));
+        assert!(e.message.contains("calls = 0: expected calls"), "{e}");
         assert!(e.message.contains("at least 1"), "{e}");
         let e = err(&rl("calls = 24\n"));
         assert!(e.message.contains("expected window_ms"), "{e}");
