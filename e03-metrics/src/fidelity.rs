@@ -92,6 +92,11 @@ pub struct Fidelity {
     pub answer_lateness_p99_ms: f64,
     #[serde(default)]
     pub answer_lateness_max_ms: f64,
+    /// Served answers whose lateness was measured: none when the dependency has no schedule of
+    /// the model's (a `lab proxy --http` in front of a real service), and then the lateness is
+    /// not measured, not zero.
+    #[serde(default)]
+    pub answer_samples: u64,
     /// Seconds outside the freeze and degraded windows during which a request waited in the
     /// queue.
     pub saturated_s: f64,
@@ -608,6 +613,7 @@ impl LiveAccumulator {
             queueing_samples: queueing.len(),
             queueing_p99_ms: quantile_ms(queueing, 0.99),
             answer_lateness_p99_ms: quantile_ms(&self.answer_late, 0.99),
+            answer_samples: self.answer_late.len(),
             answer_lateness_max_ms: if self.answer_late.is_empty() {
                 0.0
             } else {

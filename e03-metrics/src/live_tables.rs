@@ -61,10 +61,20 @@ pub fn fidelity_table(s: &ScenarioSummary) -> Option<Table> {
         .filter(|r| r.fidelity.is_some() || r.matched.is_some())
         .map(|r| {
             let (late, queue, answer, ratio) = match &r.fidelity {
+                // Nothing measured is said so (a proxy in front of a real service queues and
+                // schedules nothing of the model's), not shown as 0.00 ms.
                 Some(f) => (
                     ms(f.lateness_p99_ms),
-                    ms(f.queueing_p99_ms),
-                    ms(f.answer_lateness_p99_ms),
+                    if f.queueing_samples == 0 {
+                        "n/a".into()
+                    } else {
+                        ms(f.queueing_p99_ms)
+                    },
+                    if f.answer_samples == 0 {
+                        "n/a".into()
+                    } else {
+                        ms(f.answer_lateness_p99_ms)
+                    },
                     f.ratio.map_or("not measured".into(), |q| {
                         format_value(Unit::Share, q, false)
                     }),
@@ -232,6 +242,7 @@ mod tests {
             queueing_max_ms: 0.0,
             answer_lateness_p99_ms: 0.0,
             answer_lateness_max_ms: 0.0,
+            answer_samples: 0,
             saturated_s: 0.1,
             achieved_rps: None,
             configured_rps: 250.0,
@@ -281,6 +292,26 @@ mod tests {
             t.rows.iter().all(|r| r[col] == "2.50 ms"),
             "{:?}",
             t.rows[0]
+        );
+        // Nothing measured (a proxy in front of a real service): n/a, not 0.00 ms.
+        for r in &mut s.runs {
+            if let Some(f) = r.fidelity.as_mut() {
+                f.answer_samples = 0;
+                f.queueing_samples = 0;
+            }
+        }
+        let none = fidelity_table(&s).unwrap();
+        let queue = none
+            .headers
+            .iter()
+            .position(|h| h == "queueing p99")
+            .unwrap();
+        assert!(
+            none.rows
+                .iter()
+                .all(|r| r[col - 1] == "n/a" && r[queue] == "n/a"),
+            "{:?}",
+            none.rows[0]
         );
         let lines = fidelity_lines(&s);
         assert!(

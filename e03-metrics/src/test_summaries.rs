@@ -73,6 +73,7 @@ pub(crate) fn wide_summary() -> ScenarioSummary {
                 queueing_max_ms: 99.75,
                 answer_lateness_p99_ms: 11.5,
                 answer_lateness_max_ms: 140.5,
+                answer_samples: 12_000,
                 saturated_s: 3.5,
                 achieved_rps: Some(240.5),
                 configured_rps: 250.0,
