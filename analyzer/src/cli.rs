@@ -174,17 +174,26 @@ fn run_dir(front: &Front, dir: &Path, scenario: Option<&str>, series: bool) -> R
     for w in &warnings {
         eprintln!("{}{w}", front.warning);
     }
-    if let Err(e) = (front.print_tables)(&summary, dir, series) {
-        eprintln!("{}writing to stdout: {e}", front.error);
-        return Ok(1);
-    }
+    // The outputs are written whatever became of stdout (`lab analyze DIR | head` closes it
+    // early): the tables first, for a quick look, then the files, then what failed.
+    let shown = (front.print_tables)(&summary, dir, series);
     if let Err(e) = write_outputs(dir, &summary) {
         return Ok(report_error(front, &e));
     }
-    println!(
-        "\nwrote {}/{{summary.json, arrivals_100ms.csv, arrivals_1s.csv, *.svg, *.png, report.md, report.html}}",
-        dir.display()
-    );
+    let shown = shown.and_then(|()| {
+        writeln!(
+            std::io::stdout().lock(),
+            "\nwrote {}/{{summary.json, arrivals_100ms.csv, arrivals_1s.csv, *.svg, *.png, report.md, report.html}}",
+            dir.display()
+        )
+    });
+    if let Err(e) = shown {
+        eprintln!(
+            "{}writing to stdout: {e} (the outputs are written whole)",
+            front.error
+        );
+        return Ok(1);
+    }
     let bad = tables::mismatched_complete_runs(&summary);
     if !bad.is_empty() {
         for r in bad {
@@ -223,6 +232,7 @@ fn run_server_log(
             Ok(s) => s,
             Err(e) => return Ok(report_error(front, &e)),
         };
+    let mut text = String::new();
     // A standalone `lab serve` (or `lab proxy --http` without a control listener) has no end of
     // its own: stopping it (Ctrl-C, kill) is how its run ends. A log whose only flaw is that
     // stop is whole, not an incomplete run.
@@ -238,8 +248,9 @@ fn run_server_log(
             .all(|w| w.ends_with("run was stopped early"))
     {
         if !warnings.is_empty() {
-            println!(
-                "note: the standalone service (or proxy) was stopped, which is how its run ends; the log is whole"
+            text.push_str(
+                "note: the standalone service (or proxy) was stopped, which is how its run ends; \
+                 the log is whole\n",
             );
         }
         warnings.clear();
@@ -252,24 +263,33 @@ fn run_server_log(
         eprintln!("{}{w}", front.warning);
     }
     let load = standalone::load_of(log, &summary, answers);
-    println!(
-        "Load at the dependency ({}), from its log alone:\n",
-        summary.scenario.title()
-    );
-    print!("{}", standalone::load_table(&load).markdown());
-    println!("\nWhat it answered, by HTTP status:\n");
-    print!(
-        "{}",
-        e03_metrics::statuses::server_answers_table(&load.answers).markdown()
-    );
-    println!("\nArrival to response (matched by seq), in ms:\n");
-    print!(
-        "{}",
+    text.push_str(&format!(
+        "Load at the dependency ({}), from its log alone:\n\n{}\nWhat it answered, by HTTP \
+         status:\n\n{}\nArrival to response (matched by seq), in ms:\n\n{}",
+        summary.scenario.title(),
+        standalone::load_table(&load).markdown(),
+        e03_metrics::statuses::server_answers_table(&load.answers).markdown(),
         e03_metrics::statuses::server_latency_table(&load.answers).markdown()
-    );
+    ));
+    // The outputs first: a closed stdout (`| head`) must not cost them.
     if let Err(e) = standalone::write_load_outputs(out, &load, &summary) {
         return Ok(report_error(front, &e));
     }
-    println!("\nwrote {}/{{load.json, arrivals_100ms.csv, arrivals_1s.csv, arrivals_*.svg, arrivals_*.png}}", out.display());
+    text.push_str(&format!(
+        "\nwrote {}/{{load.json, arrivals_100ms.csv, arrivals_1s.csv, arrivals_*.svg, \
+         arrivals_*.png}}\n",
+        out.display()
+    ));
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        eprintln!(
+            "{}writing to stdout: {e} (the outputs are written whole)",
+            front.error
+        );
+        return Ok(1);
+    }
     Ok(0)
 }
