@@ -16,8 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use e03_core::control::{
-    ClockReading, StartAnswer, StopRun, CLOCK_PATH, HEALTH_PATH, SHUTDOWN_PATH, START_PATH,
-    STOP_PATH,
+    StartAnswer, StopRun, CLOCK_PATH, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
 };
 use e03_core::events::RunTag;
 use e03_core::fault_proxy::FaultProxy;
@@ -38,7 +37,7 @@ pub fn router(control: Control) -> Router {
         .route(STOP_PATH, post(stop))
         .route(SHUTDOWN_PATH, post(shutdown))
         .route(HEALTH_PATH, get(|| async { "ok" }))
-        .route(CLOCK_PATH, get(clock))
+        .route(CLOCK_PATH, get(crate::routes::clock))
         .with_state(Arc::new(control))
 }
 
@@ -49,15 +48,6 @@ fn answer(status: StatusCode, json: bool, body: String) -> Response {
         "text/plain; charset=utf-8"
     };
     (status, [(header::CONTENT_TYPE, kind)], body).into_response()
-}
-
-async fn clock() -> Response {
-    let unix_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_micros() as u64;
-    let body = serde_json::to_string(&ClockReading { unix_us }).expect("a reading serialises");
-    answer(StatusCode::OK, true, body)
 }
 
 async fn start(State(c): State<Arc<Control>>, body: Bytes) -> Response {

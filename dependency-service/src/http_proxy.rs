@@ -17,7 +17,7 @@ use axum::Router;
 use e03_core::events::RunTag;
 use e03_core::fault_proxy::FaultProxy;
 use e03_core::{Params, Scenario};
-use e03_io::exit::{FAILED, USAGE};
+use e03_io::exit::USAGE;
 use tokio::net::TcpListener;
 
 use crate::http_forward::{handle, Forwarder, UPSTREAM_TIMEOUT};
@@ -494,15 +494,11 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
             return USAGE;
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::listen::proxy_runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("lab: {e}");
-            return FAILED;
+            eprintln!("lab: cannot start the runtime: {e}");
+            return e03_io::exit::FAILED;
         }
     };
     rt.block_on(async {

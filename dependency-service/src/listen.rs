@@ -96,6 +96,15 @@ pub(crate) async fn drain(graceful: GracefulShutdown, who: &str) {
     }
 }
 
+/// The runtime of a fault proxy (`lab proxy`, `lab proxy --http`): two worker threads, its
+/// work being IO, not the service's timing.
+pub(crate) fn proxy_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

@@ -174,14 +174,10 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
             Err(e) => return usage(format!("invalid --log {}: {e}", path.display())),
         },
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::listen::proxy_runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("lab: {e}");
+            eprintln!("lab: cannot start the runtime: {e}");
             return e03_io::exit::FAILED;
         }
     };

@@ -83,7 +83,7 @@ async fn health() -> &'static str {
 }
 
 /// `GET /control/clock`: the wall clock, for the swarm's clock offset (`e03_core::clock`).
-async fn clock() -> Response {
+pub(crate) async fn clock() -> Response {
     let unix_us = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()

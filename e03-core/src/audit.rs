@@ -232,34 +232,8 @@ impl ProbeTarget {
     }
 }
 
-/// An HTTP date (RFC 9110 IMF-fixdate) for `unix_s` seconds after the epoch:
-/// `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn http_date(unix_s: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = unix_s / 86_400;
-    let secs = unix_s % 86_400;
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (not negative here).
-    let z = days as i64 + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
+/// An HTTP date (RFC 9110 IMF-fixdate), written once for the audit and the HTTP fault proxy.
+pub use crate::http_fault::http_date;
 
 /// A record of the audit's log (`audit.jsonl`), one JSON object per line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -325,15 +299,6 @@ pub const OPERATION_HEADER: &str = crate::events::HEADER_OP;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn http_dates_are_imf_fixdates() {
-        // RFC 9110's own example, and the epoch.
-        assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-        // A leap day: 2024-02-29 12:00:00 UTC.
-        assert_eq!(http_date(1_709_208_000), "Thu, 29 Feb 2024 12:00:00 GMT");
-    }
 
     #[test]
     fn retry_after_is_sent_once_then_the_path_answers_200() {

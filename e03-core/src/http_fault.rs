@@ -271,6 +271,7 @@ mod tests {
         assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
         // A leap day, and the day after a century that is not a leap year's 29 February.
         assert_eq!(http_date(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+        assert_eq!(http_date(1_709_208_000), "Thu, 29 Feb 2024 12:00:00 GMT");
         assert_eq!(http_date(1_796_601_599), "Sun, 06 Dec 2026 23:59:59 GMT");
         let ra = RetryAfter {
             seconds: 2,
