@@ -13,10 +13,12 @@ Usage: check-http-proxy.py LAB NGINX WORKDIR
    arrivals and its `proxied` records; the requests the proxy forwarded equal nginx's access
    log lines; the proxy answered the 503s and 429s the scenario says and nothing else.
 5. `lab analyze --server-log` reads the proxy's log, titled with the scenario.
-6. `lab run e03b --upstream` drives strategies A to D at nginx through a proxy each, E03-B's
+6. `lab audit --upstream` grades urllib3 in front of nginx (its successes and the idempotency
+   probe's commit reach nginx) with the same verdicts as against the lab's own probes.
+7. `lab run e03b --upstream` drives strategies A to D at nginx through a proxy each, E03-B's
    freeze and degraded phases applied by the proxies: every attempt matched to a proxy record,
    and nginx served exactly the requests the proxies forwarded.
-7. The proxy's cost: 2,000 sequential GETs of the file on one keep-alive connection, directly
+8. The proxy's cost: 2,000 sequential GETs of the file on one keep-alive connection, directly
    and through the proxy (no scenario); p50 and p99 of each and the difference, printed.
 """
 
@@ -74,6 +76,7 @@ http {{
     server {{
         listen 127.0.0.1:{port};
         root {root};
+        location = /charge {{ return 200 "{{\\"charged\\": true}}\\n"; }}
     }}
 }}
 """)
@@ -191,6 +194,35 @@ def lab_run(nginx_port):
         fail(f"E03-B's freeze and degraded phases applied: {faults}")
 
 
+def audit(nginx_port, pydeps):
+    """`lab audit --upstream`: urllib3 graded in front of nginx, the same verdicts as alone."""
+    access = os.path.join(WORK, "access.log")
+    client = [sys.executable, os.path.join(HERE, "..", "examples", "audit", "urllib3_client.py")]
+    env = dict(os.environ, PYTHONPATH=pydeps)
+    verdicts = {}
+    for name, extra in [("alone", []),
+                        ("upstream", ["--upstream", f"http://127.0.0.1:{nginx_port}/charge"])]:
+        before = sum(1 for line in open(access) if " /charge " in line)
+        r = subprocess.run([LAB, "audit", "--attempts", "4", "--out",
+                            os.path.join(WORK, f"audit-{name}")] + extra + ["--"] + client,
+                           capture_output=True, text=True, timeout=300, env=env)
+        rows = [line.split("|") for line in r.stdout.splitlines() if line.startswith("| ")
+                and line.split("|")[1].strip().isdigit()]
+        verdicts[name] = [(row[2].strip(), row[3].strip()) for row in rows]
+        served = sum(1 for line in open(access) if " /charge " in line) - before
+        if len(rows) < 8:
+            fail(f"lab audit ({name}): exit {r.returncode}, no scorecard\n{r.stdout}\n{r.stderr}")
+        if name == "upstream":
+            posts = sum(1 for line in open(access) if "POST /charge " in line)
+            if served == 0 or posts == 0:
+                fail(f"nothing reached nginx through lab audit --upstream: {served}")
+        print(f"check-http-proxy: lab audit ({name}) of urllib3: "
+              + ", ".join(f"{c} {v}" for c, v in verdicts[name])
+              + (f"; nginx served {served}" if name == "upstream" else ""))
+    if verdicts["alone"] != verdicts["upstream"]:
+        fail(f"lab audit --upstream gave other verdicts: {verdicts}")
+
+
 def latencies(host, port, n):
     conn = http.client.HTTPConnection(host, port)
     out = []
@@ -225,6 +257,7 @@ def main():
     try:
         accounting(port)
         lab_run(port)
+        audit(port, os.environ.get("PYTHONPATH", ""))
         overhead(port)
     finally:
         nginx.terminate()

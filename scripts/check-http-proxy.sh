@@ -16,7 +16,7 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
         { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx >/dev/null; }
 fi
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
-pydeps=$(scripts/pydeps.sh 'urllib3==2.2.3')
+pydeps=$(scripts/pydeps.sh 'requests==2.32.3' 'urllib3==2.2.3')
 cargo build -p lab --locked --quiet
 work=$(mktemp -d /tmp/e03-http-proxy.XXXXXX)
 trap 'rm -rf "$work"' EXIT

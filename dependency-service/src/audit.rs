@@ -25,6 +25,9 @@ use tokio::sync::watch;
 const MAX_CONNECTIONS: usize = 256;
 
 struct Shared {
+    /// `lab audit --upstream URL`: the user's service, where a probe's success (and the
+    /// idempotency probe's commit) is forwarded, the faults staying the probes' own.
+    upstream: Option<(crate::http_proxy::Upstream, reqwest::Client)>,
     t0: Instant,
     /// The wall clock at `t0`, ms since the epoch (for HTTP dates).
     t0_unix_ms: u64,
@@ -51,6 +54,31 @@ impl AuditServer {
     /// Binds `listen` (port 0: any free port) and serves the battery's probes. Call from a tokio
     /// runtime.
     pub async fn start(listen: SocketAddr, probes: &[Probe]) -> std::io::Result<Self> {
+        Self::start_in_front(listen, probes, None).await
+    }
+
+    /// [`AuditServer::start`], with the probes in front of `upstream`: a request the probe
+    /// would answer with success is forwarded there and its answer returned, and the
+    /// idempotency probe's first request is forwarded (the commit happens there) before its
+    /// answer is lost; the faults (4xx, 429 and 503 with `Retry-After`, the holds) stay the
+    /// probes' own, so the scorecard is the same one.
+    pub async fn start_in_front(
+        listen: SocketAddr,
+        probes: &[Probe],
+        upstream: Option<crate::http_proxy::Upstream>,
+    ) -> std::io::Result<Self> {
+        let upstream = match upstream {
+            None => None,
+            Some(u) => Some((
+                u,
+                reqwest::Client::builder()
+                    .no_proxy()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(Duration::from_secs(30))
+                    .build()
+                    .map_err(std::io::Error::other)?,
+            )),
+        };
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let t0 = Instant::now();
@@ -59,6 +87,7 @@ impl AuditServer {
             .unwrap_or_default()
             .as_millis() as u64;
         let shared = Arc::new(Shared {
+            upstream,
             t0,
             t0_unix_ms,
             probes: probes.iter().map(|p| (p.name.clone(), p.clone())).collect(),
@@ -163,6 +192,7 @@ async fn probe(
     Path((name, instance)): Path<(String, u32)>,
     method: Method,
     headers: HeaderMap,
+    body: axum::body::Bytes,
 ) -> Response {
     let arrived = Instant::now();
     let Some(kind) = shared.probes.get(&name).map(|p| p.kind) else {
@@ -203,15 +233,30 @@ async fn probe(
             charged: answer.charged,
         }),
     };
+    // In front of a user's service: a success, and a commit whose answer the probe loses,
+    // happen there.
+    let forwards = answer.hold.is_none() && (200..300).contains(&answer.status);
+    let mut forwarded = None;
+    if let Some((up, client)) = shared
+        .upstream
+        .as_ref()
+        .filter(|_| forwards || answer.charged)
+    {
+        forwarded = Some(forward(up, client, &method, &headers, body).await);
+    }
     if let Some(hold) = answer.hold {
         tokio::time::sleep(hold).await;
     }
+    let (code, text) = match forwarded.filter(|_| forwards) {
+        Some((code, text)) => (code, text),
+        None => (answer.status, format!("{}\n", answer.status).into()),
+    };
     if let Some(r) = pending.record.as_mut() {
-        r.status = Some(answer.status);
+        r.status = Some(code);
     }
     drop(pending);
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut resp = (status, format!("{}\n", answer.status)).into_response();
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = (status, text).into_response();
     if let Some(ra) = answer
         .retry_after
         .and_then(|v| axum::http::HeaderValue::from_str(&v).ok())
@@ -219,4 +264,42 @@ async fn probe(
         resp.headers_mut().insert("retry-after", ra);
     }
     resp
+}
+
+/// One request sent on to the user's service: its status and body (502 and the cause when it
+/// did not answer).
+async fn forward(
+    upstream: &crate::http_proxy::Upstream,
+    client: &reqwest::Client,
+    method: &Method,
+    headers: &HeaderMap,
+    body: axum::body::Bytes,
+) -> (u16, axum::body::Bytes) {
+    let mut out = client
+        .request(method.clone(), upstream.0.clone())
+        .body(body);
+    for (name, value) in headers {
+        if !matches!(
+            name.as_str(),
+            "host"
+                | "connection"
+                | "keep-alive"
+                | "te"
+                | "trailer"
+                | "transfer-encoding"
+                | "upgrade"
+        ) {
+            out = out.header(name, value);
+        }
+    }
+    match out.send().await {
+        Ok(r) => {
+            let code = r.status().as_u16();
+            (code, r.bytes().await.unwrap_or_default())
+        }
+        Err(e) => (
+            502,
+            format!("lab audit: the upstream did not answer: {e}\n").into(),
+        ),
+    }
 }

@@ -46,6 +46,9 @@ Options:
                   another layer that retries; without it that row is a WARN)
   --wait          run nothing: print each probe's URL and wait for your client
   --listen ADDR   where the probes listen [default: 127.0.0.1:0, any free port]
+  --upstream URL  the probes in front of your service: what a probe answers with success is
+                  forwarded to URL (and the idempotency probe's lost answer commits there); the
+                  faults stay the probes' own
   --out DIR       results folder [default: results/audit]; the audit writes OUT/<run id>/
   -h, --help      this help
 
@@ -64,6 +67,7 @@ struct AuditArgs {
     attempts: Option<u32>,
     listen: SocketAddr,
     out: PathBuf,
+    upstream: Option<dependency_service::http_proxy::Upstream>,
 }
 
 fn usage(msg: &str) -> i32 {
@@ -78,6 +82,7 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Option<AuditArgs>, String> {
         attempts: None,
         listen: "127.0.0.1:0".parse().expect("an address"),
         out: PathBuf::from("results/audit"),
+        upstream: None,
     };
     let mut rest = args
         .iter()
@@ -118,6 +123,13 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Option<AuditArgs>, String> {
                 a.listen = v.trim().parse().map_err(|_| {
                     format!("invalid --listen {v:?}: expected an address such as 127.0.0.1:8099")
                 })?;
+            }
+            "--upstream" => {
+                let v = value("an http:// URL of your service")?;
+                // Checked as the proxy checks it; sent to exactly the URL given.
+                dependency_service::http_proxy::Upstream::parse(&v)?;
+                let url = reqwest::Url::parse(v.trim()).map_err(|e| e.to_string())?;
+                a.upstream = Some(dependency_service::http_proxy::Upstream(url));
             }
             "--out" => {
                 let v = value("a folder")?;
@@ -203,7 +215,11 @@ fn audit(a: &AuditArgs, dir: &Path) -> anyhow::Result<i32> {
         .enable_all()
         .build()?;
     let server = rt
-        .block_on(AuditServer::start(a.listen, &probes))
+        .block_on(AuditServer::start_in_front(
+            a.listen,
+            &probes,
+            a.upstream.clone(),
+        ))
         .with_context(|| format!("listening on {}", a.listen))?;
     server.record(AuditRecord::AuditStart {
         probes: probes.clone(),
@@ -471,6 +487,10 @@ mod tests {
                 "invalid --listen \"here\"",
             ),
             (&["--wait", "--", "true"][..], "--wait runs no command"),
+            (
+                &["--upstream", "ftp://x", "--", "true"][..],
+                "invalid --upstream \"ftp://x\": expected an http:// URL",
+            ),
             (&["--frobnicate"][..], "unknown argument \"--frobnicate\""),
             (
                 &["--", "no-such-program-e03"][..],
@@ -480,6 +500,19 @@ mod tests {
             let e = parse(&args(argv)).unwrap_err();
             assert!(e.contains(said), "{argv:?}: {e}");
         }
+        // The URL given is where a probe's success goes, as given (no path added).
+        let a = parse(&args(&[
+            "--upstream",
+            "http://127.0.0.1:9/api/charge",
+            "--",
+            "true",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            a.upstream.map(|u| u.0.to_string()).as_deref(),
+            Some("http://127.0.0.1:9/api/charge")
+        );
         let a = parse(&args(&["--attempts=3", "--", "true", "x"]))
             .unwrap()
             .unwrap();
