@@ -181,9 +181,21 @@ def main(argv):
             if n not in used:
                 failures.append(f"the dashboard does not use the recording rule {n}")
         # Arrivals per strategy against the analyzer's counts.
-        res = query_range("sum by (strategy) (e03_dependency_arrivals_total)")
-        counter = {s["metric"]["strategy"]: [(t, float(v)) for t, v in s["values"]]
-                   for s in res["data"]["result"]}
+        # The raw samples, at the instants they were scraped: a scrape that came late (a loaded
+        # machine) is compared with the windows it really spans, not with the next second's.
+        span = int(t_end + 2 - t_start) + 5
+        q = urllib.parse.urlencode({"query": f"e03_dependency_arrivals_total[{span}s]",
+                                    "time": f"{t_end + 2:.3f}"})
+        raw = get_json(f"{api}/query?{q}")["data"]["result"]
+        by_strategy = {}
+        for series in raw:
+            by_strategy.setdefault(series["metric"].get("strategy", ""), []).append(series)
+        counter = {}
+        for strategy, group in by_strategy.items():
+            if len(group) != 1:
+                failures.append(f"arrivals {strategy}: {len(group)} series, expected one per strategy")
+                continue
+            counter[strategy] = [(float(t), float(v)) for t, v in group[0]["values"]]
         with open(os.path.join(tmp, "out", "prom", "e03b", "arrivals_100ms.csv")) as f:
             rows = list(csv.DictReader(f))
         for s in ["A", "B", "C", "D"]:
@@ -192,7 +204,10 @@ def main(argv):
             if len(pts) < 4:
                 failures.append(f"arrivals {s}: {len(pts)} scraped points")
                 continue
-            inc = [(pts[i][0], pts[i][1] - pts[i - 1][1]) for i in range(1, len(pts))]
+            # Each increment with the 100 ms windows it spans, from the scrapes' own instants.
+            t0 = pts[0][0]
+            inc = [(round((pts[i - 1][0] - t0) * 10), round((pts[i][0] - t0) * 10),
+                    pts[i][1] - pts[i - 1][1]) for i in range(1, len(pts))]
             total = sum(w100)
 
             def window_sum(a, b):
@@ -201,12 +216,12 @@ def main(argv):
 
             best = None
             # Offset of the run's time zero against the first scrape, in 100 ms steps.
-            for off in range(-30, 10 * len(inc) + 30):
+            for off in range(-30, inc[-1][1] + 30):
                 worst, excess = 0, 0
-                for i, (_, d) in enumerate(inc):
-                    a = off + 10 * i
-                    want = window_sum(a, a + 10)
-                    edge = max(window_sum(a - 1, a + 1), window_sum(a + 9, a + 11))
+                for i0, i1, d in inc:
+                    a, b = off + i0, off + i1
+                    want = window_sum(a, b)
+                    edge = max(window_sum(a - 1, a + 1), window_sum(b - 1, b + 1))
                     err = abs(d - want)
                     worst = max(worst, err)
                     excess = max(excess, err - edge)
