@@ -110,9 +110,10 @@ pub fn write_outputs(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError
     fs::create_dir_all(dir).map_err(|e| out_err(dir, e))?;
     // Written into a folder of their own, then moved into place: a failure (a full disk)
     // leaves no truncated figure and no half of the outputs that would look like a result.
-    let stage = dir.join(STAGE);
-    let _ = fs::remove_dir_all(&stage);
-    fs::create_dir_all(&stage).map_err(|e| out_err(&stage, e))?;
+    // A name of this process's own, made here and never found: nothing of the user's (nor of
+    // another analysis of the same folder) is ever removed with it.
+    let stage = dir.join(format!("{STAGE}.{}", std::process::id()));
+    fs::create_dir(&stage).map_err(|e| out_err(&stage, e))?;
     if let Err(e) = write_each(&stage, s) {
         let _ = fs::remove_dir_all(&stage);
         return Err(match e {

@@ -279,16 +279,7 @@ async fn forward(
         .request(method.clone(), upstream.0.clone())
         .body(body);
     for (name, value) in headers {
-        if !matches!(
-            name.as_str(),
-            "host"
-                | "connection"
-                | "keep-alive"
-                | "te"
-                | "trailer"
-                | "transfer-encoding"
-                | "upgrade"
-        ) {
+        if !crate::http_forward::hop_by_hop(name) && name != "host" {
             out = out.header(name, value);
         }
     }

@@ -373,7 +373,7 @@ async fn forward(
     res
 }
 
-fn hop_by_hop(name: &HeaderName) -> bool {
+pub(crate) fn hop_by_hop(name: &HeaderName) -> bool {
     HOP_BY_HOP.contains(&name.as_str())
 }
 
