@@ -3,7 +3,8 @@
 //!
 //! Layout of a chain scenario's directory: one directory per variant, holding `top.jsonl` (the
 //! top caller's operations, [`TopRecord`]) and `layer-<L>-<name>.jsonl` (the calls that arrived
-//! at layer L, [`CallRecord`], one line each). Outputs beside them: `chain.csv` (calls per
+//! at layer L, [`CallRecord`], one line each), and `proxy-<L>-<name>.jsonl` for a layer with a
+//! fault proxy in front of it (that proxy's log; its `proxied` records are read). Outputs beside them: `chain.csv` (calls per
 //! layer per variant), `chain_checks.csv`, `chain.json` (the figures unrounded and the checks),
 //! `chain.md`, `calls_per_layer.svg` / `.png`, and `report.html` (the blocks of `chain.md`,
 //! [`chain_blocks`], with the figure inlined).
@@ -13,10 +14,11 @@ use std::path::Path;
 
 use e03_core::chain::{CallRecord, ChainDef, ChainVariant, TopRecord};
 use e03_core::checks::CheckSpec;
+use e03_core::events::{Event, ProxiedRecord};
 use e03_metrics::chain::{
     chain_checks, chain_conclusion, chain_json, chain_table, check_rows_table, ChainRun,
 };
-use e03_metrics::checks::CheckRow;
+use e03_metrics::checks::{CheckRow, CHECK_HEADING};
 use e03_metrics::tables::Table;
 use serde::de::DeserializeOwned;
 
@@ -24,7 +26,7 @@ use crate::blocks::Block;
 use crate::outputs::{blocks_markdown, write_atomic, write_csv_rows};
 use crate::AnalyzeError;
 
-pub use e03_io::logs::{layer_log_name, STOPPED_MARKER, TOP_LOG};
+pub use e03_io::logs::{layer_log_name, proxy_log_name, STOPPED_MARKER, TOP_LOG};
 
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, AnalyzeError> {
     let io = |source| AnalyzeError::Io {
@@ -69,12 +71,20 @@ pub fn read_variant(dir: &Path, variant: &ChainVariant) -> Result<ChainRun, Anal
     }
     let tops: Vec<TopRecord> = read_lines(&dir.join(TOP_LOG))?;
     let mut calls: Vec<CallRecord> = Vec::new();
+    let mut proxied: Vec<(u32, ProxiedRecord)> = Vec::new();
     for layer in 1..=variant.bottom_layer() {
         calls.extend(read_lines::<CallRecord>(
             &dir.join(layer_log_name(variant, layer)),
         )?);
+        if variant.proxy_before(layer).is_some() {
+            let log = read_lines::<Event>(&dir.join(proxy_log_name(variant, layer)))?;
+            proxied.extend(log.into_iter().filter_map(|e| match e {
+                Event::Proxied(p) => Some((layer, p)),
+                _ => None,
+            }));
+        }
     }
-    Ok(ChainRun::of(variant, &tops, &calls))
+    Ok(ChainRun::of(variant, &tops, &calls, &proxied))
 }
 
 /// Reads every variant of a chain scenario's directory.
@@ -101,7 +111,7 @@ pub fn print_chain<W: Write>(
     writeln!(w)?;
     write!(w, "{}", chain_table(runs).markdown())?;
     if !rows.is_empty() {
-        writeln!(w, "\nChecks against the source's figures:\n")?;
+        writeln!(w, "\n{CHECK_HEADING}:\n")?;
         write!(w, "{}", check_rows_table(rows).markdown())?;
     }
     Ok(())
@@ -198,10 +208,7 @@ pub fn chain_blocks(
         alt: "calls per top request at each layer".into(),
     });
     if !rows.is_empty() {
-        b.push(Block::Heading(
-            2,
-            "Checks against the source's figures".into(),
-        ));
+        b.push(Block::Heading(2, CHECK_HEADING.into()));
         b.push(Block::Para("([CSV](chain_checks.csv))".into()));
         b.push(Block::Table(check_rows_table(rows)));
     }
@@ -279,13 +286,9 @@ mod tests {
         for v in &chain.variants {
             let vdir = dir.join(&v.id);
             std::fs::create_dir_all(&vdir).unwrap();
-            let (tops, calls) =
-                simulator::chain::simulate_chain(v, chain.bottom, chain.requests, 1);
-            e03_io::logs::write_jsonl(&vdir.join(TOP_LOG), &tops).unwrap();
-            for layer in 1..=v.bottom_layer() {
-                let mine: Vec<_> = calls.iter().filter(|c| c.layer == layer).collect();
-                e03_io::logs::write_jsonl(&vdir.join(layer_log_name(v, layer)), &mine).unwrap();
-            }
+            let logs = simulator::chain::simulate_chain(v, chain.bottom, chain.requests, 1);
+            e03_io::logs::write_chain_logs(&vdir, v, &logs.tops, &logs.calls, &logs.proxied)
+                .unwrap();
         }
         let runs = analyze_chain(&dir, chain).unwrap();
         let rows = checks_of(&def.checks, &runs, false);

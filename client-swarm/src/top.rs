@@ -122,6 +122,7 @@ mod tests {
             },
             hops: Vec::new(),
             propagate,
+            proxies: Vec::new(),
         }
     }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use axum::Router;
 use e03_core::events::RunTag;
 use e03_core::fault_proxy::FaultProxy;
+use e03_core::timeline::Timeline;
 use e03_core::{Params, Scenario};
 use e03_io::exit::USAGE;
 use tokio::net::TcpListener;
@@ -53,6 +54,8 @@ Options:
   --control-listen ADDR  the lab's control API (health, clock, start, stop) as lab serve has it:
                       runs come by start calls with their scenario (lab run --upstream URL)
   --log-dir DIR       with --control-listen: where each run's log goes, as lab serve's
+  --timeline-json T   instead of --scenario: the timeline itself, as the lab's JSON (lab run
+                      gives it to the proxy in front of a chain's layer, docs/chains.md)
 
 Prints `listening http=IP:PORT` first; serves until SIGINT or SIGTERM (exit 0).";
 
@@ -89,6 +92,8 @@ pub struct HttpProxyPlan {
     pub listen: String,
     pub upstream: reqwest::Url,
     pub scenario: Option<Scenario>,
+    /// The timeline itself (`--timeline-json`, a chain's proxy), instead of a scenario's.
+    pub timeline: Option<Timeline>,
     /// A scenario file's text, kept beside the log as `scenario.toml`.
     pub scenario_text: Option<String>,
     pub first_request: bool,
@@ -136,6 +141,7 @@ impl HttpProxyPlan {
                 | "--seed"
                 | "--upstream-timeout-ms"
                 | "--control-listen"
+                | "--timeline-json"
                 | "--log-dir" => {
                     let Some(v) = inline.or_else(|| rest.next().cloned()) else {
                         return Err(format!("{flag} needs a value; see lab proxy --http --help"));
@@ -173,6 +179,13 @@ impl HttpProxyPlan {
                 (Some(s), text)
             }
         };
+        let timeline = match given.get("timeline-json") {
+            None => None,
+            Some(_) if given.contains_key("scenario") => {
+                return Err("--timeline-json with --scenario: give one of them".into())
+            }
+            Some(v) => Some(timeline_of(v)?),
+        };
         let first_request = match given.get("timeline-start").map(String::as_str) {
             None | Some("process") => false,
             Some("first-request") => true,
@@ -199,7 +212,7 @@ impl HttpProxyPlan {
                     "an address, IP:PORT (127.0.0.1:8481)",
                 ));
             }
-            if let Some(clash) = ["scenario", "log", "timeline-start"]
+            if let Some(clash) = ["scenario", "timeline-json", "log", "timeline-start"]
                 .into_iter()
                 .find(|k| given.contains_key(k))
             {
@@ -249,6 +262,7 @@ impl HttpProxyPlan {
             listen,
             upstream: url,
             scenario,
+            timeline,
             scenario_text,
             first_request,
             fault_headers: given.contains_key("fault-headers"),
@@ -293,6 +307,19 @@ fn scenario_of(value: &str) -> Result<(Scenario, Option<String>), String> {
         return Err(format!("invalid --scenario {value:?}: {why}"));
     }
     Ok((s, arg.file.map(|_| arg.text)))
+}
+
+/// `--timeline-json`'s value: a timeline whose phases a proxy can apply.
+fn timeline_of(value: &str) -> Result<Timeline, String> {
+    let timeline: Timeline = serde_json::from_str(value).map_err(|e| {
+        format!("invalid --timeline-json: {e}: expected a timeline as the lab writes it")
+    })?;
+    match FaultProxy::cannot_apply(&timeline) {
+        Some((phase, why)) => Err(format!(
+            "invalid --timeline-json: its {phase} phase cannot be applied by a proxy: {why}"
+        )),
+        None => Ok(timeline),
+    }
 }
 
 /// A bound proxy, before it serves.
@@ -429,9 +456,10 @@ fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, String> {
         .as_ref()
         .map_or("none", |s| s.name())
         .to_string();
-    let timeline = match &plan.scenario {
-        Some(s) => params.timeline(s),
-        None => Default::default(),
+    let timeline = match (&plan.timeline, &plan.scenario) {
+        (Some(t), _) => t.clone(),
+        (None, Some(s)) => params.timeline(s),
+        (None, None) => Default::default(),
     };
     Ok(ProxyRun::new(
         FaultProxy::new(

@@ -223,7 +223,7 @@ impl Bottom {
 }
 
 /// One chain to run: the top caller's policy, the hops and whether deadlines travel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainVariant {
     /// Short id (checks name it in `strategy`).
@@ -239,12 +239,31 @@ pub struct ChainVariant {
     /// Whether every call carries the remaining time in [`DEADLINE_HEADER`].
     #[serde(default)]
     pub propagate: bool,
+    /// Fault proxies in front of some layers, at most one per layer
+    /// ([`crate::chain_proxy`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proxies: Vec<ChainProxy>,
+}
+
+/// A fault proxy in front of layer `layer` of a chain (1 for the first hop, `hops + 1` for the
+/// bottom), driven by its own timeline of HTTP fault phases (`abort`, `delay`, `hang`,
+/// `reset`), time zero at the proxy's start ([`crate::chain_proxy`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainProxy {
+    pub layer: u32,
+    pub timeline: crate::timeline::Timeline,
 }
 
 impl ChainVariant {
     /// Number of layers of calls below the top caller (hops plus the bottom).
     pub fn bottom_layer(&self) -> u32 {
         self.hops.len() as u32 + 1
+    }
+
+    /// The proxy in front of layer `layer`, if any.
+    pub fn proxy_before(&self, layer: u32) -> Option<&ChainProxy> {
+        self.proxies.iter().find(|p| p.layer == layer)
     }
 
     /// The name of layer `layer` (0 top, then hops, then "bottom").
@@ -258,7 +277,7 @@ impl ChainVariant {
 }
 
 /// A scenario's chains.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChainDef {
     pub bottom: Bottom,
@@ -569,6 +588,7 @@ mod tests {
             top: spec.clone(),
             hops: Vec::new(),
             propagate: false,
+            proxies: Vec::new(),
         };
         let (mut top, mut policy) = crate::workload::top_caller(&variant, 1, 7);
         let mut top_sends = Vec::new();
@@ -641,6 +661,7 @@ mod tests {
             top: hop(1, 100),
             hops: Vec::new(),
             propagate: true,
+            proxies: Vec::new(),
         };
         let (mut top, mut policy) = crate::workload::top_caller(&variant, 3, 1);
         let mut asked = Asked::default();

@@ -356,6 +356,13 @@ pub struct ProxiedRecord {
     pub notes: Vec<String>,
 }
 
+impl ProxiedRecord {
+    /// Whether the proxy forwarded it to its upstream (which answered it, or failed to).
+    pub fn forwarded(&self) -> bool {
+        self.upstream_status.is_some() || self.upstream_error.is_some()
+    }
+}
+
 /// How a proxied request ended ([`ProxiedRecord::end`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

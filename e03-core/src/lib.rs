@@ -68,7 +68,7 @@ pub mod budget;
 pub mod bulkhead;
 pub mod cause;
 pub mod chain;
-pub mod chain_file;
+pub mod chain_proxy;
 pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -22,6 +22,13 @@ pub fn layer_log_name(variant: &ChainVariant, layer: u32) -> String {
     format!("layer-{layer}-{}.jsonl", variant.layer_name(layer))
 }
 
+/// The name of the log of the fault proxy in front of layer `layer` of `variant`
+/// (`[[chain.variant.proxy]]`): `lab proxy --http`'s log, the server log schema with a
+/// `proxied` record per call.
+pub fn proxy_log_name(variant: &ChainVariant, layer: u32) -> String {
+    format!("proxy-{layer}-{}.jsonl", variant.layer_name(layer))
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename: a
 /// reader sees the old file or the whole new one, never half of it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -46,6 +53,34 @@ pub fn write_jsonl<T: serde::Serialize>(path: &Path, records: &[T]) -> std::io::
         text.push('\n');
     }
     write_atomic(path, text.as_bytes())
+}
+
+/// Writes a simulated chain variant's logs into `dir` under the names the live processes use:
+/// `top.jsonl`, a log per layer that a call reached, and the `proxied` records of each fault
+/// proxy (with the layer it stands in front of) as its log's lines.
+pub fn write_chain_logs(
+    dir: &Path,
+    variant: &ChainVariant,
+    tops: &[e03_core::chain::TopRecord],
+    calls: &[e03_core::chain::CallRecord],
+    proxied: &[(u32, e03_core::events::ProxiedRecord)],
+) -> std::io::Result<()> {
+    write_jsonl(&dir.join(TOP_LOG), tops)?;
+    for layer in 1..=variant.bottom_layer() {
+        let mine: Vec<_> = calls.iter().filter(|c| c.layer == layer).collect();
+        if !mine.is_empty() {
+            write_jsonl(&dir.join(layer_log_name(variant, layer)), &mine)?;
+        }
+        if variant.proxy_before(layer).is_some() {
+            let lines: Vec<_> = proxied
+                .iter()
+                .filter(|(l, _)| *l == layer)
+                .map(|(_, p)| e03_core::events::Event::Proxied(p.clone()))
+                .collect();
+            write_jsonl(&dir.join(proxy_log_name(variant, layer)), &lines)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

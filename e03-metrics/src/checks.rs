@@ -303,25 +303,29 @@ fn times_match(ours: &[f64], want: &[f64], tolerance_ms: f64) -> bool {
             .all(|(a, b)| (a - b).abs() * 1000.0 <= tolerance_ms + 1e-9)
 }
 
+/// What a check compares ours with, as its row's `against` cell names it: `published 24.3`,
+/// `model 0.5`, `threshold` or `-` (only reported).
+pub fn against(check: &CheckSpec) -> String {
+    let figure = match &check.published {
+        Published::Number(n) => number(*n),
+        Published::List(l) => seconds(l),
+        Published::None => String::new(),
+    };
+    match check.reference() {
+        Reference::Published => format!("published {figure}"),
+        Reference::Model => format!("model {figure}"),
+        Reference::Threshold => "threshold".into(),
+        Reference::Reported => "-".into(),
+    }
+}
+
 fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
     let mut row = CheckRow {
         metric: check.metric_label(),
         strategy: check.strategy.clone(),
         seed,
         ours: "-".into(),
-        published: {
-            let figure = match &check.published {
-                Published::Number(n) => number(*n),
-                Published::List(l) => seconds(l),
-                Published::None => String::new(),
-            };
-            match check.reference() {
-                Reference::Published => format!("published {figure}"),
-                Reference::Model => format!("model {figure}"),
-                Reference::Threshold => "threshold".into(),
-                Reference::Reported => "-".into(),
-            }
-        },
+        published: against(check),
         band: check.band.describe(),
         pass: None,
     };

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use dependency_service::hop::{self, HopConfig, HopSetup, Role};
-use e03_core::chain::{ChainDef, ChainVariant};
+use e03_core::chain::{ChainDef, ChainProxy, ChainVariant};
 use e03_core::Scenario;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -158,15 +158,9 @@ pub fn report_dir(dir: &Path, scenario: Scenario, live: bool) -> anyhow::Result<
 
 /// The simulator's records, written as the live hops write theirs.
 fn simulated_variant(dir: &Path, chain: &ChainDef, v: &ChainVariant) -> anyhow::Result<()> {
-    let (tops, calls) = simulator::chain::simulate_chain(v, chain.bottom, chain.requests, 1);
-    e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), &tops)?;
-    for layer in 1..=v.bottom_layer() {
-        let mine: Vec<_> = calls.iter().filter(|c| c.layer == layer).collect();
-        if !mine.is_empty() {
-            e03_io::logs::write_jsonl(&dir.join(e03_io::logs::layer_log_name(v, layer)), &mine)?;
-        }
-    }
-    Ok(())
+    let logs = simulator::chain::simulate_chain(v, chain.bottom, chain.requests, 1);
+    e03_io::logs::write_chain_logs(dir, v, &logs.tops, &logs.calls, &logs.proxied)
+        .with_context(|| format!("writing the simulated logs into {}", dir.display()))
 }
 
 /// The hop processes of one variant; stopped (SIGTERM, then bounded wait) when dropped.
@@ -231,8 +225,39 @@ fn role_of(chain: &ChainDef, v: &ChainVariant, layer: u32, upstream: &str) -> Ro
     }
 }
 
-/// Starts the chain bottom first, sends the top requests, waits until every hop is idle.
-/// Whether it ran to its end (`false`: `stop` was set, the variant is marked incomplete).
+/// Starts `lab proxy --http` in front of `upstream` (a layer's base URL) with `proxy`'s
+/// timeline, logging to `log`; its address (from its first stdout line).
+fn start_fault_proxy(
+    hops: &mut Hops,
+    proxy: &ChainProxy,
+    upstream: &str,
+    log: &Path,
+) -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("finding the lab's own executable")?;
+    let mut cmd = crate::child::child_command(&exe, "proxy");
+    cmd.arg("--http")
+        .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+        .arg("--timeline-json")
+        .arg(serde_json::to_string(&proxy.timeline)?)
+        .arg("--log")
+        .arg(log)
+        // The callers' attempt timeouts bound a call, not the proxy.
+        .args(["--upstream-timeout-ms", "3600000"])
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().context("starting a layer's fault proxy")?;
+    let stdout = child.stdout.take().expect("piped");
+    hops.0.push(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    match line.trim().strip_prefix("listening http=") {
+        Some(addr) => Ok(addr.to_string()),
+        None => bail!("a layer's fault proxy did not report its address (got {line:?})"),
+    }
+}
+
+/// Starts the chain bottom first (each layer's fault proxy, if it has one, after the layer and
+/// before its caller), sends the top requests, waits until every hop is idle. Whether it ran
+/// to its end (`false`: `stop` was set, the variant is marked incomplete).
 fn live_variant(
     dir: &Path,
     chain: &ChainDef,
@@ -241,30 +266,39 @@ fn live_variant(
 ) -> anyhow::Result<bool> {
     let mut hops = Hops(Vec::new());
     let mut addrs: Vec<String> = Vec::new();
-    let mut upstream = String::new();
+    // The base URL a caller of the layer just started calls: the layer, or its proxy.
+    let mut entry = String::new();
     for layer in (1..=v.bottom_layer()).rev() {
-        upstream = start_hop(
+        let addr = start_hop(
             &mut hops,
             &HopConfig {
                 layer,
-                role: role_of(chain, v, layer, &format!("http://{upstream}")),
+                role: role_of(chain, v, layer, &entry),
                 log: dir.join(e03_io::logs::layer_log_name(v, layer)),
                 listen: "127.0.0.1:0".into(),
             },
         )?;
-        addrs.push(upstream.clone());
+        entry = format!("http://{addr}");
+        if let Some(proxy) = v.proxy_before(layer) {
+            let log = dir.join(e03_io::logs::proxy_log_name(v, layer));
+            entry = format!(
+                "http://{}",
+                start_fault_proxy(&mut hops, proxy, &entry, &log)?
+            );
+        }
+        addrs.push(addr);
     }
     // Layer 1 (the top hop) first.
     let bases: Vec<String> = addrs.iter().rev().map(|a| format!("http://{a}")).collect();
-    let complete =
-        tokio::runtime::Runtime::new()?.block_on(drive_variant(dir, chain, v, &bases, stop))?;
+    let complete = tokio::runtime::Runtime::new()?
+        .block_on(drive_variant(dir, chain, v, &entry, &bases, stop))?;
     drop(hops);
     Ok(complete)
 }
 
 /// The top caller's part of a variant, the same on loopback and in compose: the swarm's live
-/// driver makes the top requests to `bases[0]` (the top hop, [`client_swarm::drive_top_caller`]),
-/// then this waits (at most 300 s) until no hop of `bases` has a
+/// driver makes the top requests to `entry` (the top hop, or the proxy in front of it,
+/// [`client_swarm::drive_top_caller`]), then this waits (at most 300 s) until no hop of `bases` has a
 /// call in flight, so every call is in their logs (work below a caller that left goes on), and
 /// writes `top.jsonl` in `dir`. Whether it ran to its end: when `stop` is set first, the
 /// variant is marked incomplete ([`stopped`]) instead.
@@ -272,6 +306,7 @@ async fn drive_variant(
     dir: &Path,
     chain: &ChainDef,
     v: &ChainVariant,
+    entry: &str,
     bases: &[String],
     stop: &AtomicBool,
 ) -> anyhow::Result<bool> {
@@ -282,7 +317,7 @@ async fn drive_variant(
         }
     };
     let complete =
-        client_swarm::drive_top_caller(v, chain.requests, 1, &bases[0], stopped_flag, &mut tops)
+        client_swarm::drive_top_caller(v, chain.requests, 1, entry, stopped_flag, &mut tops)
             .await?;
     let idle = if complete {
         until_stopped(stop, hop::wait_idle(bases, Duration::from_secs(300))).await
@@ -389,6 +424,15 @@ fn checked_hops(a: &client_swarm::ChainArgs) -> Result<(), String> {
     for s in &a.scenarios {
         let chain = s.scenario.def().chain.as_ref().expect("a chain scenario");
         for v in &chain.variants {
+            if !v.proxies.is_empty() {
+                return Err(format!(
+                    "invalid --scenarios (E03_SCENARIOS): {} variant {} has a fault proxy in \
+                     front of a layer ([[chain.variant.proxy]]): compose's hop services have no \
+                     proxy between them; run it with lab run or lab simulate",
+                    s.scenario.name(),
+                    v.id
+                ));
+            }
             let need = v.bottom_layer() as usize;
             if need > a.hops.len() {
                 return Err(format!(
@@ -489,7 +533,7 @@ async fn swarm_run(
                     .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
             }
             let used = &a.hops[..v.bottom_layer() as usize];
-            let complete = drive_variant(&vdir, chain, v, used, stop)
+            let complete = drive_variant(&vdir, chain, v, &used[0], used, stop)
                 .await
                 .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
             if !complete {

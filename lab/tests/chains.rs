@@ -15,7 +15,7 @@ use common::lab;
 /// The cells of the row of `variant` in the chain checks table.
 fn check_cells(out: &str, variant: &str) -> Vec<String> {
     let table = out
-        .split("Checks against the source's figures:")
+        .split("Checks: ours against a source's published figure, the model's, or a threshold:")
         .nth(1)
         .expect("a check table");
     table
@@ -109,7 +109,8 @@ fn assert_published(out: &str) {
         ("five-layers", "243"),
     ] {
         let cells = check_cells(out, variant);
-        assert_eq!(cells[2..], [n, n, "exact", "PASS"], "{cells:?}");
+        let published = format!("published {n}");
+        assert_eq!(cells[2..], [&published, n, "exact", "PASS"], "{cells:?}");
     }
     // Calls per layer: 3 top requests, each layer multiplying by its attempts.
     assert!(
@@ -418,7 +419,9 @@ fn mixed(command: &str) {
     let e03a = out
         .find("E03-A")
         .unwrap_or_else(|| panic!("no E03-A table:\n{out}"));
-    let chain = out.find("Checks against the source's figures:").unwrap();
+    let chain = out
+        .find("Checks: ours against a source's published figure, the model's, or a threshold:")
+        .unwrap();
     assert_eq!(e03a < chain, command == "run", "{out}");
     let run = std::fs::read_link(dir.join("latest")).expect("OUT/latest");
     let base = if command == "run" {
@@ -450,11 +453,14 @@ fn compare_prints_a_chains_two_tables_and_a_sweep_refuses_it() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert_eq!(
-        out.matches("Checks against the source's figures:").count(),
+        out.matches(
+            "Checks: ours against a source's published figure, the model's, or a threshold:"
+        )
+        .count(),
         2,
         "{out}"
     );
-    let (live, simulated) = out.split_at(out.rfind("Checks against").unwrap());
+    let (live, simulated) = out.split_at(out.rfind("Checks: ours against").unwrap());
     assert!(live.contains("LIVE") || live.contains("live"), "{live}");
     assert!(simulated.contains("27"), "{simulated}");
     let _ = std::fs::remove_dir_all(&dir);

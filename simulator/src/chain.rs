@@ -4,16 +4,23 @@
 //! simulator's engine drives any workload; calls take no network time. A caller that stops
 //! waiting for an attempt (its timeout) does not stop the callee, which works on to its own
 //! end, as a server that does not notice its caller left. The records are the ones the live
-//! hops and the live top caller log.
+//! hops and the live top caller log. A fault proxy in front of a layer
+//! ([`e03_core::chain_proxy`]) is the HTTP fault proxy's own [`FaultProxy`], asked at each
+//! call's arrival at that layer; its records are the ones a live `lab proxy --http` logs.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
+use e03_core::attempt::Broken;
 use e03_core::chain::{
     deadline_header_ms, deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep,
     TopRecord,
 };
+use e03_core::chain_proxy::{call_request_headers, ProxyOutcome, CALL_METHOD, CALL_PATH};
+use e03_core::events::{ProxiedEnd, ProxiedRecord, RunTag};
+use e03_core::fault_proxy::FaultProxy;
+use e03_core::http_fault::RequestView;
 use e03_core::policy::Policies;
 use e03_core::session::AttemptId;
 use e03_core::workload::{Clients, Next, Workload};
@@ -26,6 +33,23 @@ enum Parent {
     Top(AttemptId),
     /// The calling hop's call and its attempt number.
     Call(usize, u32),
+    /// The proxy in front of the layer, for its call `usize` (which has a parent of its own).
+    Proxy(usize),
+}
+
+/// A call that came through a proxy in front of its layer.
+struct Proxied {
+    /// Who waits for its answer through the proxy.
+    parent: Parent,
+    outcome: ProxyOutcome,
+    layer: u32,
+    req: u64,
+    header_ms: Option<u64>,
+    /// When its caller stops waiting (its attempt's timeout).
+    left_at: Duration,
+    /// When it was forwarded to the layer.
+    forwarded_at: Duration,
+    record: ProxiedRecord,
 }
 
 /// One call in flight at a layer below the top caller.
@@ -52,6 +76,8 @@ enum Ev {
     TopTimeout { op: u32, attempt: u32 },
     /// A call's wait before a retry is over.
     Wake { call: usize },
+    /// A proxy acts on its call `proxied` (at once, or after a delay phase's wait).
+    Proxy { proxied: usize },
 }
 
 struct Sim<'a> {
@@ -67,6 +93,9 @@ struct Sim<'a> {
     seq: u64,
     records: Vec<CallRecord>,
     tops: Vec<TopRecord>,
+    /// The proxy in front of each layer that has one.
+    proxies: Vec<(u32, FaultProxy)>,
+    proxied: Vec<Proxied>,
 }
 
 fn us(d: Duration) -> u64 {
@@ -93,7 +122,8 @@ impl Sim<'_> {
                 .variant
                 .propagate
                 .then(|| deadline_header_ms(send.timeout));
-            self.arrive(now, 1, u64::from(op), Parent::Top(send.id), header_ms);
+            let to = Parent::Top(send.id);
+            self.send(now, 1, u64::from(op), to, header_ms, send.timeout);
         }
     }
 
@@ -107,6 +137,143 @@ impl Sim<'_> {
         self.top
             .on_answer(id, result, now, &mut self.policy, &mut asked);
         self.act(now, asked);
+    }
+
+    /// A call is sent to `layer` (1 or below) at `now`, with the deadline header value
+    /// `header_ms`, by a caller that waits `timeout` for it: through the proxy in front of the
+    /// layer, if it has one.
+    fn send(
+        &mut self,
+        now: Duration,
+        layer: u32,
+        req: u64,
+        parent: Parent,
+        header_ms: Option<u64>,
+        timeout: Duration,
+    ) {
+        let Some(proxy) = self.proxies.iter_mut().find(|(l, _)| *l == layer) else {
+            return self.arrive(now, layer, req, parent, header_ms);
+        };
+        let headers = call_request_headers(layer, req, header_ms);
+        let view: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let decision = proxy.1.decide(
+            now,
+            &RequestView {
+                method: CALL_METHOD,
+                path: CALL_PATH,
+                headers: &view,
+            },
+        );
+        let seq = self.proxied.iter().filter(|p| p.layer == layer).count() as u64;
+        let proxied = self.proxied.len();
+        self.proxied.push(Proxied {
+            parent,
+            outcome: ProxyOutcome::of(&decision),
+            layer,
+            req,
+            header_ms,
+            left_at: now + timeout,
+            forwarded_at: now,
+            record: ProxiedRecord {
+                tag: RunTag {
+                    run: format!("simulated-{}", self.variant.id),
+                    seed: self.seed,
+                    strategy: "proxy".into(),
+                },
+                seq,
+                t_us: us(now),
+                method: CALL_METHOD.into(),
+                path: CALL_PATH.into(),
+                fault: decision.fault,
+                end: ProxiedEnd::Left,
+                status: None,
+                upstream_status: None,
+                upstream_us: None,
+                upstream_error: None,
+                notes: decision.note.into_iter().collect(),
+            },
+        });
+        self.at(now + decision.wait, Ev::Proxy { proxied });
+    }
+
+    /// A proxy acts on its call `p` at `now`: forwards it, answers it, resets its caller's
+    /// connection or holds it until its caller leaves.
+    fn proxy_acts(&mut self, now: Duration, p: usize) {
+        let px = &mut self.proxied[p];
+        let (parent, layer, req, header_ms) = (px.parent, px.layer, px.req, px.header_ms);
+        match px.outcome {
+            ProxyOutcome::Forward { .. } => {
+                px.forwarded_at = now;
+                self.arrive(now, layer, req, Parent::Proxy(p), header_ms);
+            }
+            ProxyOutcome::Answer(status) => {
+                px.record.end = ProxiedEnd::Answered;
+                px.record.status = Some(status);
+                px.record.t_us = us(now);
+                self.answer(now, parent, AttemptResult::status(status));
+            }
+            ProxyOutcome::Reset => {
+                px.record.end = ProxiedEnd::Reset;
+                px.record.t_us = us(now);
+                let reset = AttemptResult::ConnectionError(Broken::ResetBeforeAnswer);
+                self.answer(now, parent, reset);
+            }
+            ProxyOutcome::Hang => px.record.t_us = us(px.left_at.max(now)),
+        }
+    }
+
+    /// The layer answered `status` at `now` to the proxy's call `p`: the proxy passes it on,
+    /// or resets its caller's connection (a `reset` after), if its caller still waits.
+    fn proxy_answered(&mut self, now: Duration, p: usize, status: u16) {
+        let waits = self.waits(self.proxied[p].parent);
+        let px = &mut self.proxied[p];
+        px.record.upstream_status = Some(status);
+        px.record.upstream_us = Some(us(now.saturating_sub(px.forwarded_at)));
+        px.record.t_us = us(now);
+        let parent = px.parent;
+        let result = match px.outcome {
+            _ if !waits => {
+                px.record.end = ProxiedEnd::Left;
+                px.record.t_us = us(px.left_at.min(now));
+                return;
+            }
+            ProxyOutcome::Forward { lose_answer: true } => {
+                px.record.end = ProxiedEnd::Reset;
+                AttemptResult::ConnectionError(Broken::ResetBeforeAnswer)
+            }
+            _ => {
+                px.record.end = ProxiedEnd::Answered;
+                px.record.status = Some(status);
+                AttemptResult::status(status)
+            }
+        };
+        self.answer(now, parent, result);
+    }
+
+    /// Whether `parent` still waits for the call it made.
+    fn waits(&self, parent: Parent) -> bool {
+        match parent {
+            Parent::Top(id) => self.top_waiting == Some(id),
+            Parent::Call(id, attempt) => {
+                self.calls[id].waiting == Some(attempt) && !self.calls[id].done
+            }
+            Parent::Proxy(p) => self.waits(self.proxied[p].parent),
+        }
+    }
+
+    /// `parent` learns `result` at `now`, if it still waits.
+    fn answer(&mut self, now: Duration, parent: Parent, result: AttemptResult) {
+        match parent {
+            Parent::Top(attempt) => self.top_answer(now, attempt, result),
+            Parent::Call(call, attempt) => self.deliver(now, call, attempt, result),
+            Parent::Proxy(p) => {
+                let status = match result {
+                    AttemptResult::Status { code, .. } => code,
+                    _ => unreachable!("a layer answers a proxy with a status"),
+                };
+                self.proxy_answered(now, p, status)
+            }
+        }
     }
 
     /// A call arrives at `layer` (1 or below) at `now`, with the deadline header value
@@ -160,7 +327,8 @@ impl Sim<'_> {
                 self.calls[id].waiting = Some(attempt);
                 self.at(now + timeout, Ev::Timeout { call: id, attempt });
                 let (layer, req) = (self.calls[id].layer + 1, self.calls[id].req);
-                self.arrive(now, layer, req, Parent::Call(id, attempt), header_ms);
+                let to = Parent::Call(id, attempt);
+                self.send(now, layer, req, to, header_ms, timeout);
             }
             HopStep::Wait(wait) => self.at(now + wait, Ev::Wake { call: id }),
             HopStep::Answer(status) => self.finish(now, id, status),
@@ -182,12 +350,8 @@ impl Sim<'_> {
             status,
             refused: c.refused,
         });
-        match c.parent {
-            Parent::Top(attempt) => self.top_answer(now, attempt, AttemptResult::status(status)),
-            Parent::Call(parent, attempt) => {
-                self.deliver(now, parent, attempt, AttemptResult::status(status))
-            }
-        }
+        let parent = c.parent;
+        self.answer(now, parent, AttemptResult::status(status));
     }
 
     fn deliver(&mut self, now: Duration, id: usize, attempt: u32, result: AttemptResult) {
@@ -241,6 +405,7 @@ impl Sim<'_> {
                 };
                 self.top_answer(now, id, AttemptResult::Timeout)
             }
+            Ev::Proxy { proxied } => self.proxy_acts(now, proxied),
             Ev::Wake { call } => {
                 if !self.calls[call].done {
                     let step = self.calls[call].hop.as_mut().expect("a hop").next(now);
@@ -251,15 +416,31 @@ impl Sim<'_> {
     }
 }
 
-/// Runs `requests` top requests through `variant` over `bottom`: the top records and every
-/// lower call's record.
+/// What a simulated chain logged: the top records, every lower call's record and each
+/// proxy's records with the layer it stands in front of, as the live processes log them.
+#[derive(Debug, Clone, Default)]
+pub struct ChainLogs {
+    pub tops: Vec<TopRecord>,
+    pub calls: Vec<CallRecord>,
+    pub proxied: Vec<(u32, ProxiedRecord)>,
+}
+
+/// Runs `requests` top requests through `variant` over `bottom`.
 pub fn simulate_chain(
     variant: &ChainVariant,
     bottom: Bottom,
     requests: u32,
     seed: u64,
-) -> (Vec<TopRecord>, Vec<CallRecord>) {
+) -> ChainLogs {
     let (top, policy) = e03_core::workload::top_caller(variant, requests, seed);
+    let proxies = variant
+        .proxies
+        .iter()
+        .map(|p| {
+            let rng = e03_core::rng::stream(seed, e03_core::rng::Stream::Wire, p.layer);
+            (p.layer, FaultProxy::new(p.timeline.clone(), rng))
+        })
+        .collect();
     let mut sim = Sim {
         variant,
         bottom,
@@ -272,9 +453,19 @@ pub fn simulate_chain(
         seq: 0,
         records: Vec::new(),
         tops: Vec::new(),
+        proxies,
+        proxied: Vec::new(),
     };
     sim.run();
-    (sim.tops, sim.records)
+    ChainLogs {
+        tops: sim.tops,
+        calls: sim.records,
+        proxied: sim
+            .proxied
+            .into_iter()
+            .map(|p| (p.layer, p.record))
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -288,8 +479,8 @@ mod tests {
         def.variants
             .iter()
             .map(|v| {
-                let (tops, calls) = simulate_chain(v, def.bottom, def.requests, 1);
-                ChainRun::of(v, &tops, &calls)
+                let logs = simulate_chain(v, def.bottom, def.requests, 1);
+                ChainRun::of(v, &logs.tops, &logs.calls, &logs.proxied)
             })
             .collect()
     }
@@ -303,6 +494,30 @@ mod tests {
         assert_eq!(r[0].calls_per_layer, vec![3, 3, 9, 27, 81]);
         assert_eq!(r[1].calls_per_layer, vec![3, 3, 9, 9, 9]);
         assert!(r.iter().all(|r| r.succeeded == 0));
+    }
+
+    /// `examples/amplification-proxy.toml`, per top request: the proxy before inventory
+    /// refuses the first call (inventory 8 calls, not 9: 24 at the bottom); the proxy before
+    /// the gateway loses the first answer after the work, so the top's second attempt runs the
+    /// chain again (54 at the bottom). Hand-computed in lab/tests/chain_proxy.rs.
+    #[test]
+    fn a_proxy_before_a_layer_changes_the_calls_as_its_faults_say() {
+        let text = include_str!("../../examples/amplification-proxy.toml");
+        let def = e03_core::scenario::parse(text, "amplification-proxy.toml").unwrap();
+        let chain = def.chain.unwrap();
+        let run = |i: usize| {
+            let v = &chain.variants[i];
+            let logs = simulate_chain(v, chain.bottom, chain.requests, 1);
+            ChainRun::of(v, &logs.tops, &logs.calls, &logs.proxied)
+        };
+        let lost = run(0);
+        assert_eq!(lost.calls_per_layer, [3, 3, 9, 24, 72]);
+        assert_eq!(lost.proxied_per_layer, [0, 0, 0, 27, 0]);
+        assert_eq!(lost.not_forwarded_per_layer, [0, 0, 0, 3, 0]);
+        let reset = run(1);
+        assert_eq!(reset.calls_per_layer, [3, 6, 18, 54, 162]);
+        assert_eq!(reset.proxied_per_layer, [0, 6, 0, 0, 0]);
+        assert_eq!(reset.not_forwarded_per_layer, [0; 5]);
     }
 
     #[test]

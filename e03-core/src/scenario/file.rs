@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::chain_file::FileChain;
+use super::chain_file::FileChain;
 use crate::checks::parse_check_table;
 use crate::names::valid_name;
 use crate::params::{ParamError, Params};
@@ -241,7 +241,7 @@ impl ScenarioFile {
             .get("E03_REPLICAS")
             .map_or(Some(1), |v| v.parse::<u32>().ok())
             .unwrap_or(u32::MAX);
-        let phases = read_timeline(&self.timeline, text, origin, replicas)?;
+        let phases = read_timeline("[[timeline]]", &self.timeline, text, origin, replicas)?;
         // The first freeze and the degraded phase right after it carry E03's timeline flags.
         if let Some(i) = phases.iter().position(|p| p.phase == PhaseKind::Freeze) {
             let (start, end) = (phases[i].start_s, phases[i].end_s);
@@ -299,11 +299,7 @@ impl ScenarioFile {
             None => None,
             Some(c) => {
                 let at = c.span().start;
-                Some(
-                    c.into_inner()
-                        .validate()
-                        .map_err(|m| ScenarioError::at(origin, text, Some(at), m))?,
-                )
+                Some(c.into_inner().validate(text, origin, at)?)
             }
         };
 

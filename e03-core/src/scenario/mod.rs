@@ -36,6 +36,7 @@
 //! This file holds only the re-exports, so that every `scenario::X` path stays what it was.
 
 mod catalogue;
+mod chain_file;
 mod def;
 mod error;
 mod file;

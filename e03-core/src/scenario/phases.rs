@@ -50,6 +50,16 @@ pub(super) struct FilePhase {
 }
 
 impl FilePhase {
+    /// The phase's name, as the file writes it.
+    pub(super) fn phase_name(&self) -> &'static str {
+        self.phase.name()
+    }
+
+    /// Whether it is one of `lab proxy --http`'s phases (`abort`, `delay`, `hang`, `reset`).
+    pub(super) fn is_http(&self) -> bool {
+        self.phase.is_http()
+    }
+
     fn http_keys(&self) -> super::http_phase::HttpKeys<'_> {
         super::http_phase::HttpKeys {
             status: self.status,
@@ -113,8 +123,9 @@ impl PhaseName {
 }
 
 /// The timeline, checked: edges within a day, each phase of positive length, in order and
-/// not overlapping, and only the keys its kind takes.
+/// not overlapping, and only the keys its kind takes; `table` begins each message (`[[timeline]]`).
 pub(super) fn read_timeline(
+    table: &str,
     timeline: &[Spanned<FilePhase>],
     text: &str,
     origin: &str,
@@ -128,7 +139,7 @@ pub(super) fn read_timeline(
                 origin,
                 text,
                 Some(spanned.span().start),
-                format!("[[timeline]] {} phase: {message}", p.phase.name()),
+                format!("{table} {} phase: {message}", p.phase.name()),
             ))
         };
         let time_ok = |t: f64| t.is_finite() && (0.0..=MAX_TIME_S).contains(&t);
