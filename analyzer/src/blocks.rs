@@ -168,6 +168,13 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         ));
         b.push(Table(t));
     }
+    if let Some(t) = e03_metrics::thresholds::threshold_table(s) {
+        b.push(Heading(
+            2,
+            e03_metrics::thresholds::THRESHOLD_HEADING.into(),
+        ));
+        b.push(Table(t));
+    }
     if let Some(t) = e03_metrics::checks::check_table(s) {
         b.push(Heading(2, e03_metrics::checks::CHECK_HEADING.into()));
         b.push(Table(t));

@@ -37,6 +37,7 @@ pub mod cli;
 mod draw_error;
 pub mod figures;
 pub mod html;
+pub mod junit;
 pub mod kept;
 mod names;
 pub mod outputs;

@@ -125,6 +125,13 @@ pub enum CheckMetric {
     FanoutDegradedShare,
     /// The 99.9th percentile of the operations' latency, in ms.
     P999Ms,
+    /// The summary's own: the share of affected operations that succeeded (all operations
+    /// without an incident), 0 to 1, as the tables' `success (affected)`.
+    SuccessAffected,
+    /// The summary's own: the 99th percentile of the operations' latency, in ms.
+    P99Ms,
+    /// The summary's own: the most arrivals in one 100 ms window (the tables' `peak 100 ms`).
+    Peak100Ms,
     /// `versus`'s p99.9 divided by this strategy's: how many times lower this one's tail is
     /// (hedging, "The Tail at Scale").
     P999Reduction { versus: String },
@@ -330,6 +337,9 @@ impl CheckSpec {
             }
             CheckMetric::FanoutDegradedShare => "share of fan-out requests served degraded".into(),
             CheckMetric::P999Ms => "p99.9 (ms)".into(),
+            CheckMetric::SuccessAffected => "success (affected)".into(),
+            CheckMetric::P99Ms => "p99 (ms)".into(),
+            CheckMetric::Peak100Ms => "peak 100 ms".into(),
             CheckMetric::P999Reduction { versus } => format!("{versus}'s p99.9 / this p99.9"),
             CheckMetric::ExtraRequests => "extra requests (% of operations)".into(),
             CheckMetric::BottomCallsPerRequest => "bottom calls per top request".into(),
@@ -380,7 +390,8 @@ const METRICS: &str =
                        permanent_latency_ratio, goodput_share, wasted_share, recovered, out_of_rotation_s, critical_success, \
                        best_effort_success, fanout_slow_share, fanout_success, \
                        fanout_degraded_share, dependency_success, dependency_p99_ms, p999_ms, p999_reduction, \
-                       extra_requests; for chains bottom_calls_per_request, op_max_ms, \
+                       extra_requests, success_affected, p99_ms, peak_100ms; \
+                       for chains bottom_calls_per_request, op_max_ms, \
                        wasted_ms, late_calls";
 
 type Table = BTreeMap<String, Spanned<toml::Value>>;
@@ -529,6 +540,9 @@ pub fn parse_check_table(table: &Table, at: usize) -> Result<CheckSpec, TableErr
             dependency: dependency()?,
         },
         "p999_ms" => CheckMetric::P999Ms,
+        "success_affected" => CheckMetric::SuccessAffected,
+        "p99_ms" => CheckMetric::P99Ms,
+        "peak_100ms" => CheckMetric::Peak100Ms,
         "extra_requests" => CheckMetric::ExtraRequests,
         "p999_reduction" => CheckMetric::P999Reduction { versus: versus()? },
         "bottom_calls_per_request" => CheckMetric::BottomCallsPerRequest,
@@ -821,6 +835,9 @@ mod tests {
             ("fanout_degraded_share", CheckMetric::FanoutDegradedShare),
             ("p999_ms", CheckMetric::P999Ms),
             ("extra_requests", CheckMetric::ExtraRequests),
+            ("success_affected", CheckMetric::SuccessAffected),
+            ("p99_ms", CheckMetric::P99Ms),
+            ("peak_100ms", CheckMetric::Peak100Ms),
         ] {
             let c = check(&format!("strategy = \"a\"\nmetric = \"{name}\"")).unwrap();
             assert_eq!(c.metric, metric);

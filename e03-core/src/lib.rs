@@ -101,6 +101,7 @@ pub mod sliding_window;
 pub mod steps;
 pub mod strategy;
 pub mod strategy_table;
+pub mod thresholds;
 pub mod timeline;
 pub mod toml_table;
 pub mod wire;

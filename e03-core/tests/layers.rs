@@ -56,6 +56,7 @@ const CONFIG: &[&str] = &[
     "strategy_table",
     "presets",
     "checks",
+    "thresholds",
     "cli",
     "control",
     "scenario_config",

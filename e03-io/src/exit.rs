@@ -8,6 +8,9 @@ pub const FAILED: i32 = 1;
 pub const USAGE: i32 = 2;
 /// The runs are sound, but a check against the source's published figures failed.
 pub const CHECK_FAILED: i32 = 3;
+/// A scenario's `[[threshold]]` broke, or `lab audit --require` was not met: k6's code for a
+/// broken threshold (docs/ci-gates.md).
+pub const THRESHOLD_BROKEN: i32 = 99;
 /// Stopped by a signal (SIGINT, SIGTERM): 128 + 2, what a shell reports for Ctrl-C.
 pub const STOPPED: i32 = 130;
 /// The reader of stdout went away (`lab simulate e03b | head -3`): what a shell reports for a

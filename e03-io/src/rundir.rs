@@ -175,6 +175,20 @@ fn timestamp_id(now: std::time::SystemTime) -> String {
     )
 }
 
+/// `YYYY-MM-DDTHH:MM:SS` in UTC, without a zone (the JUnit schema's timestamp).
+pub fn iso_utc(now: std::time::SystemTime) -> String {
+    let id = timestamp_id(now);
+    format!(
+        "{}-{}-{}T{}:{}:{}",
+        &id[0..4],
+        &id[4..6],
+        &id[6..8],
+        &id[9..11],
+        &id[11..13],
+        &id[13..15]
+    )
+}
+
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -213,6 +227,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("e03-outdir-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn iso_timestamps_are_the_ids_in_junits_form() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_567_405);
+        assert_eq!(timestamp_id(t), "20261206-143005");
+        assert_eq!(iso_utc(t), "2026-12-06T14:30:05");
     }
 
     #[test]

@@ -218,6 +218,9 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             .and_then(|f| f.degraded_share())
             .ok_or("no fan-out request")?,
         CheckMetric::P999Ms => mine.p999_ms,
+        CheckMetric::SuccessAffected => mine.success_affected,
+        CheckMetric::P99Ms => mine.p99_ms,
+        CheckMetric::Peak100Ms => mine.peak_100ms as f64,
         CheckMetric::P999Reduction { versus } => {
             let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
             if mine.p999_ms <= 0.0 {
@@ -317,6 +320,11 @@ pub fn against(check: &CheckSpec) -> String {
         Reference::Threshold => "threshold".into(),
         Reference::Reported => "-".into(),
     }
+}
+
+/// One check (or a threshold's band, [`crate::thresholds`]) on one seed's runs.
+pub(crate) fn evaluate_spec(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
+    evaluate_one(s, check, seed)
 }
 
 fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {

@@ -90,6 +90,7 @@ mod table;
 pub mod tables;
 #[cfg(test)]
 mod test_summaries;
+pub mod thresholds;
 pub mod trust;
 pub mod wire;
 
@@ -185,6 +186,9 @@ struct SummaryFile<'a> {
     trust: trust::Trust,
     params: BTreeMap<String, String>,
     runs: &'a [RunMetrics],
+    /// The scenario's thresholds on these figures (none when the run is not judged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    thresholds: Vec<thresholds::ThresholdRow>,
 }
 
 /// The `summary.json` text of a scenario (spec section 8): every field of spec section 6 per
@@ -197,6 +201,7 @@ pub fn summary_json(s: &ScenarioSummary) -> String {
         trust: trust::Trust::of(s),
         params: s.params.to_raw(),
         runs: &s.runs,
+        thresholds: thresholds::evaluate(s),
     };
     serde_json::to_string_pretty(&file).expect("summaries always serialise") + "\n"
 }

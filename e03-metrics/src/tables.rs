@@ -520,6 +520,14 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
         )?;
         write!(w, "{}", t.markdown())?;
     }
+    if let Some(t) = crate::thresholds::threshold_table(s) {
+        write!(
+            w,
+            "\n{}:\n{}",
+            crate::thresholds::THRESHOLD_HEADING,
+            t.markdown()
+        )?;
+    }
     if let Some(t) = crate::checks::check_table(s) {
         writeln!(w, "\n{}:", crate::checks::CHECK_HEADING)?;
         write!(w, "{}", t.markdown())?;

@@ -49,6 +49,8 @@ pub struct RunPlan {
     /// `--upstream URL`: each strategy's dependency is `lab proxy --http` in front of this
     /// service, applying the scenario's timeline, instead of the lab's own service.
     pub upstream: Option<dependency_service::http_proxy::Upstream>,
+    /// `--junit FILE`: every check and threshold as a JUnit test case ([`crate::gate`]).
+    pub junit: Option<PathBuf>,
 }
 
 /// The settings of `lab run`'s children that only env vars give, read once: `E03_PROGRESS`,
@@ -98,6 +100,8 @@ pub struct SimPlan {
     pub policies: Option<(PathBuf, String)>,
     /// `lab compare --swarm-shards N`: its live part's swarms as N processes (1 otherwise).
     pub swarm_shards: u32,
+    /// `lab simulate --junit FILE` ([`crate::gate`]).
+    pub junit: Option<PathBuf>,
 }
 
 pub enum Command {
@@ -305,6 +309,21 @@ fn series_arg() -> Arg {
         )
 }
 
+fn junit_arg() -> Arg {
+    Arg::new("junit").long("junit").value_name("FILE").help(
+        "write every check and threshold as a JUnit XML test case to FILE, whatever the \
+             verdicts (docs/ci-gates.md)",
+    )
+}
+
+/// `--junit FILE`, checked (a file in a folder that exists); `None` when not given.
+fn junit(sub: &ArgMatches) -> Result<Option<PathBuf>, String> {
+    match sub.try_get_one::<String>("junit").ok().flatten() {
+        Some(v) => crate::gate::junit_path(v).map(Some),
+        None => Ok(None),
+    }
+}
+
 fn json_arg() -> Arg {
     Arg::new("json")
         .long("json")
@@ -410,7 +429,8 @@ fn cli() -> Clap {
                 .arg(swarm_shards_arg())
                 .arg(upstream_arg())
                 .arg(series_arg())
-                .arg(json_arg()),
+                .arg(json_arg())
+                .arg(junit_arg()),
         ))))
         .subcommand(short_help(with_param_args(run_id_args(
             Clap::new("simulate")
@@ -426,7 +446,8 @@ fn cli() -> Clap {
                         .help("vary a parameter over values (repeatable: the grid of all axes)"),
                 )
                 .arg(series_arg())
-                .arg(json_arg()),
+                .arg(json_arg())
+                .arg(junit_arg()),
         ))))
         .subcommand(short_help(with_param_args(run_id_args(
             Clap::new("compare")
@@ -616,6 +637,7 @@ pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
             let swarm_shards = swarm_shards(sub, &params, &scenarios).map_err(usage_error)?;
             let upstream = upstream(sub, &params, &scenarios, swarm_shards).map_err(usage_error)?;
             let plan = RunPlan {
+                junit: junit(sub).map_err(usage_error)?,
                 upstream,
                 progress,
                 answer_spin,
@@ -659,6 +681,7 @@ pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
                 )));
             }
             let plan = SimPlan {
+                junit: junit(sub).map_err(usage_error)?,
                 swarm_shards: swarm_shards(sub, &params, &scenarios).map_err(usage_error)?,
                 definitions: args.iter().map(|a| a.text.clone()).collect(),
                 scenarios,

@@ -20,6 +20,7 @@ mod chain;
 mod child;
 mod errors;
 mod front;
+mod gate;
 mod live;
 mod map;
 mod outdir;
@@ -86,7 +87,10 @@ fn dispatch(args: Vec<OsString>) -> i32 {
                     return 1;
                 }
                 match command {
-                    args::Command::Run(plan) => live::run(&plan),
+                    args::Command::Run(plan) => {
+                        gate::start();
+                        gate::finish(plan.junit.as_deref(), live::run(&plan))
+                    }
                     args::Command::Simulate(plan) => sim::simulate(&plan),
                     args::Command::Compare(plan) => sim::compare(&plan),
                 }

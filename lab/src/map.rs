@@ -309,6 +309,7 @@ fn verify_cells(
             params.swarm().duration_s
         );
         let plan = RunPlan {
+            junit: None,
             scenarios: vec![spec.scenario.clone()],
             scenario_args: vec![scenario_arg.to_string()],
             // The definition's text, kept beside the cell's logs (as `lab run` keeps it).

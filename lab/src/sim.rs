@@ -7,19 +7,20 @@ use e03_io::progress::ProgressMode;
 use crate::args::{RunPlan, SimPlan};
 use crate::outdir;
 
-/// Exit code 0, 1 on an error, or [`crate::live::CHECK_FAILED`] when a scenario's check
-/// against its source's figures failed.
+/// Exit code 0, 1 on an error, [`crate::live::CHECK_FAILED`] when a scenario's check against
+/// its source's figures failed, or [`crate::gate::THRESHOLD_BROKEN`] when a threshold broke.
 pub fn simulate(plan: &SimPlan) -> i32 {
-    match simulate_inner(plan) {
-        Ok(true) => 0,
-        Ok(false) => crate::live::CHECK_FAILED,
+    crate::gate::start();
+    let code = match simulate_inner(plan) {
+        Ok(code) => code,
         Err(e) => crate::outdir::fail("lab", &e),
-    }
+    };
+    crate::gate::finish(plan.junit.as_deref(), code)
 }
 
-/// Ok(false) when a check failed.
-fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
-    let mut passed = true;
+/// The exit code of the judged scenarios: 0, 3 (a check failed) or 99 (a threshold broke).
+fn simulate_inner(plan: &SimPlan) -> anyhow::Result<i32> {
+    let mut worst = 0;
     // Checked in main before anything ran.
     let progress = crate::progress::mode_from_env().unwrap_or(ProgressMode::Auto);
     let claim = outdir::claim_undoable(&plan.out, &plan.choice)?;
@@ -44,8 +45,11 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             // Its variants on the simulator's chain model; it prints its own results line.
             let never = std::sync::atomic::AtomicBool::new(false);
             let whole = writing.hold();
-            passed &= crate::chain::run_scenario(&run.dir, scenario, &never, false)?
+            let passed = crate::chain::run_scenario(&run.dir, scenario, &never, false)?
                 .expect("a simulation is never stopped");
+            if !passed {
+                worst = worst.max(crate::live::CHECK_FAILED);
+            }
             drop(whole);
             writing.done(&dir);
             continue;
@@ -59,12 +63,9 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
             crate::front::print_tables(&summary, &dir)?;
             analyzer::write_outputs(&dir, &summary)?;
             outdir::index_beside(&run.dir);
-            if e03_metrics::checks::any_failed(&summary) {
-                for line in e03_metrics::checks::fail_lines(&summary) {
-                    eprintln!("lab: {}: {line}", scenario.name());
-                }
-                passed = false;
-            }
+            // Checks and thresholds, judged as a live run's are.
+            let code = crate::gate::judge(&summary, &dir, 0);
+            worst = worst.max(code);
         } else {
             let label = format!("{} sweep", scenario.name());
             let result = crate::progress::watch(progress, &label, || {
@@ -82,7 +83,7 @@ fn simulate_inner(plan: &SimPlan) -> anyhow::Result<bool> {
         crate::front::results(&dir, &outdir::shown(&dir))?;
         writing.done(&dir);
     }
-    Ok(passed)
+    Ok(worst)
 }
 
 /// Live, then simulated, then both side by side.
@@ -99,6 +100,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         }
     };
     let live_plan = RunPlan {
+        junit: None,
         scenarios: plan.scenarios.clone(),
         scenario_args: plan.scenario_args.clone(),
         definitions: plan.definitions.clone(),

@@ -11,6 +11,7 @@ use crate::checks::CheckSpec;
 use crate::names::valid_name;
 use crate::params::Params;
 use crate::strategy_table::StrategySpec;
+use crate::thresholds::ThresholdSpec;
 use crate::timeline::{PhaseKind, PhaseWindow};
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
@@ -53,6 +54,9 @@ pub struct ScenarioDef {
     /// The file's checks against its source's figures (`[[check]]` tables).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSpec>,
+    /// The file's bounds for a team's CI (`[[threshold]]` tables, [`crate::thresholds`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdSpec>,
     /// The file's chains of services (`[chain]`, see [`crate::chain`]): such a scenario runs
     /// its chain variants, not the strategies.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -127,6 +127,8 @@ pub struct ScenarioFile {
     strategy: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     #[serde(default)]
     check: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+    #[serde(default)]
+    threshold: Vec<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
     chain: Option<Spanned<FileChain>>,
 }
 
@@ -364,6 +366,15 @@ impl ScenarioFile {
             }
             checks.push(spec);
         }
+        if chain.is_some() && !self.threshold.is_empty() {
+            return Err(ScenarioError::at(
+                origin,
+                text,
+                Some(self.threshold[0].span().start),
+                "[[threshold]]: a chain scenario takes [[check]] tables, not thresholds yet".into(),
+            ));
+        }
+        let thresholds = super::file_thresholds::read(&self.threshold, &run_ids, origin, text)?;
 
         Ok(ScenarioDef {
             name: name.clone(),
@@ -376,6 +387,7 @@ impl ScenarioFile {
             strategies,
             policies: policies.to_vec(),
             checks,
+            thresholds,
             chain,
         })
     }

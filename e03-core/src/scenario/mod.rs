@@ -40,6 +40,7 @@ mod chain_file;
 mod def;
 mod error;
 mod file;
+mod file_thresholds;
 mod http_phase;
 mod phases;
 mod value;
