@@ -50,10 +50,15 @@ Options:
                   forwarded to URL (and the idempotency probe's lost answer commits there); the
                   faults stay the probes' own
   --out DIR       results folder [default: results/audit]; the audit writes OUT/<run id>/
+  --require ROW=VERDICT
+                  the worst verdict a row may get (PASS, WARN or FAIL; repeatable); a row not
+                  named must not FAIL. Unmet: exit 99 (see docs/ci-gates.md)
+  --junit FILE    every scorecard row as a JUnit XML test case, failed when unmet
   -h, --help      this help
 
 Writes OUT/<run id>/audit.jsonl, scorecard.json and scorecard.md, and the client's output in
-clients/. Exit 0: no FAIL; 1: a FAIL; 2: bad input; 130: stopped. See docs/audit.md.";
+clients/. Exit 0: no FAIL; 1: a FAIL; 2: bad input; 99: with --require, a row worse than
+required; 130: stopped. See docs/audit.md.";
 
 /// How long `--wait` waits for the first request of a probe.
 const WAIT_FOR_FIRST: Duration = Duration::from_secs(120);
@@ -68,6 +73,9 @@ struct AuditArgs {
     listen: SocketAddr,
     out: PathBuf,
     upstream: Option<dependency_service::http_proxy::Upstream>,
+    /// `--require ROW=VERDICT` ([`crate::require`]).
+    require: Vec<crate::require::Requirement>,
+    junit: Option<PathBuf>,
 }
 
 fn usage(msg: &str) -> i32 {
@@ -83,6 +91,8 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Option<AuditArgs>, String> {
         listen: "127.0.0.1:0".parse().expect("an address"),
         out: PathBuf::from("results/audit"),
         upstream: None,
+        require: Vec::new(),
+        junit: None,
     };
     let mut rest = args
         .iter()
@@ -131,6 +141,12 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Option<AuditArgs>, String> {
                 let url = reqwest::Url::parse(v.trim()).map_err(|e| e.to_string())?;
                 a.upstream = Some(dependency_service::http_proxy::Upstream(url));
             }
+            "--require" => {
+                let v = value("ROW=VERDICT, such as idempotency=PASS")?;
+                a.require
+                    .push(crate::require::parse(&v, &crate::require::row_names())?);
+            }
+            "--junit" => a.junit = Some(crate::gate::junit_path(&value("a file to write")?)?),
             "--out" => {
                 let v = value("a folder")?;
                 if v.trim().is_empty() {
@@ -205,6 +221,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
 }
 
 fn audit(a: &AuditArgs, dir: &Path) -> anyhow::Result<i32> {
+    crate::gate::start();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
@@ -283,11 +300,12 @@ fn audit(a: &AuditArgs, dir: &Path) -> anyhow::Result<i32> {
         "scorecard: {} (advice for each row in scorecard.md)",
         e03_io::rundir::shown(&dir.join("scorecard.json"))
     );
-    Ok(if card.failed() {
-        e03_io::exit::FAILED
-    } else {
-        0
-    })
+    Ok(crate::require::gate(
+        &card,
+        &a.require,
+        a.junit.as_deref(),
+        dir,
+    ))
 }
 
 /// Log order: the start, then everything by its time, then the end.

@@ -25,6 +25,7 @@ mod live;
 mod map;
 mod outdir;
 mod progress;
+mod require;
 mod services;
 mod sim;
 mod sim_stop;
