@@ -31,6 +31,19 @@ pub fn record(suite: Suite) {
     SUITES.lock().expect("never poisoned").push(suite);
 }
 
+/// Adds a case to the suite named `suite` (a new suite when there is none yet).
+pub fn record_case(suite: &str, case: analyzer::junit::Case) {
+    let mut suites = SUITES.lock().expect("never poisoned");
+    match suites.iter_mut().find(|s| s.name == suite) {
+        Some(s) => s.cases.push(case),
+        None => {
+            let mut s = Suite::new(suite);
+            s.cases.push(case);
+            suites.push(s);
+        }
+    }
+}
+
 /// A scenario's checks and thresholds on its final figures: each failure printed (`lab:
 /// NAME: ...`), its suite recorded, and the exit code after them: `code` when the run was not
 /// sound (1), else [`THRESHOLD_BROKEN`] when a threshold broke, [`CHECK_FAILED`] when a check

@@ -69,8 +69,13 @@ fn run_live(plan: &RunPlan, run: &RunDir) -> anyhow::Result<i32> {
     );
     let (chains, rest) = split_chains(plan);
     let mut code = 0;
+    // A threshold with abort_after_s: the client logs followed while the run goes on.
+    let watch = crate::abort::watch(&rest, &run.dir, &stop);
     if !rest.scenarios.is_empty() {
         code = run_dependencies(&rest, run, &stop)?;
+    }
+    if let Some(aborted) = watch.and_then(|w| w.finish(&run.dir)) {
+        return Ok(aborted);
     }
     for scenario in &chains {
         if stop.load(Ordering::SeqCst) {

@@ -13,6 +13,7 @@
 //! - `lab report --out DIR [SCENARIO]`: analyse the logs a swarm left in DIR and print the
 //!   tables (the compose analyzer container runs this).
 
+mod abort;
 mod analyze;
 mod args;
 mod audit;
