@@ -63,6 +63,14 @@ pub fn judge(summary: &analyzer::ScenarioSummary, dir: &Path, code: i32) -> i32 
         e03_io::rundir::shown(dir)
     ));
     if let Some(banner) = e03_metrics::trust::Trust::of(summary).banner() {
+        // An incomplete or unmatched run judges nothing: a CI sees it as a failed case.
+        suite.cases.push(analyzer::junit::Case {
+            kind: "run",
+            name: "the run is whole (complete, client and server logs matched)".into(),
+            outcome: analyzer::junit::Outcome::Failed {
+                message: banner.clone(),
+            },
+        });
         suite.out.push(banner);
     }
     suite.add_checks(&checks);
@@ -118,10 +126,11 @@ pub fn junit_path(given: &str) -> Result<PathBuf, String> {
 }
 
 /// The command's end: with `--junit FILE`, the suites recorded, written whole (a temporary
-/// file beside it, renamed over it). `code` unless the file could not be written (then 1,
+/// file beside it, renamed over it), unless the command ended on bad input (exit 2). `code` unless the file could not be written (then 1,
 /// and why on stderr).
 pub fn finish(junit: Option<&Path>, code: i32) -> i32 {
-    let Some(path) = junit else {
+    // Bad input wrote nothing that looks like a result (docs/running.md).
+    let Some(path) = junit.filter(|_| code != e03_io::exit::USAGE) else {
         return code;
     };
     let suites = std::mem::take(&mut *SUITES.lock().expect("never poisoned"));
