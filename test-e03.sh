@@ -22,6 +22,8 @@
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
 #   6. lab soak --minutes 1 (RSS, descriptors, tasks), then `lab audit` of five real clients
 #      (scripts/check-audit.sh, every row checked against the client's documentation), then
+#      the lab's --junit files validated against the JUnit XML schema and opened by junitparser
+#      and junit2html (scripts/check-junit.sh), then
 #      `lab proxy` driven by Toxiproxy's Python client (scripts/check-wire.sh), then
 #      `lab proxy --http` in front of nginx with urllib3 (scripts/check-http-proxy.sh), then Schemathesis
 #      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh), then
@@ -223,6 +225,9 @@ rm -rf "$soak_out"
 
 step "lab audit: five real clients graded, each row checked against its documentation (scripts/check-audit.sh)"
 timeout 600 scripts/check-audit.sh
+
+step "--junit read by real tools: the JUnit XML schema (xmlschema), junitparser and junit2html, from PyPI (scripts/check-junit.sh)"
+timeout 300 scripts/check-junit.sh
 
 step "lab proxy driven by Toxiproxy's own Python client (PyPI), in front of a real lab serve (scripts/check-wire.sh)"
 timeout 300 scripts/check-wire.sh
