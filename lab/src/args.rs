@@ -379,6 +379,7 @@ const SHORT_HELP: &[&str] = &[
     "sweep",
     "series",
     "json",
+    "junit",
     "help",
     "help-all",
 ];
