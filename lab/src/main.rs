@@ -26,11 +26,13 @@ mod live;
 mod map;
 mod outdir;
 mod progress;
+mod report;
 mod require;
 mod services;
 mod sim;
 mod sim_stop;
 mod soak;
+mod swarm;
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -62,9 +64,9 @@ fn dispatch(args: Vec<OsString>) -> i32 {
             dependency_service::http_proxy::main_entry(child_args("lab proxy", &args))
         }
         Some("proxy") => dependency_service::proxy::main_entry(child_args("lab proxy", &args)),
-        Some("swarm") => live::swarm(&args),
+        Some("swarm") => swarm::swarm(&args),
         Some("analyze") => analyze::main(child_args("lab analyze", &args)),
-        Some("report") => live::report(child_args("lab report", &args)),
+        Some("report") => report::report(child_args("lab report", &args)),
         Some("list") => list(&args),
         Some("replica") => replica(&args),
         Some("map") => map::main(&args),
