@@ -12,13 +12,16 @@
 //! | probe | answers | measures |
 //! |---|---|---|
 //! | `classify-400`, `-404`, `-409`, `-422` | that status, always | retried or not |
-//! | `retry-after-429-seconds`, `-503-seconds` | first attempt: the status with `Retry-After: 2`; then 200 | how early the retry came |
-//! | `retry-after-429-date`, `-503-date` | the same with an HTTP date at least 2 s ahead | the same |
-//! | `backoff` (8 instances at once) | 503, always | waits: growth, spread, peak in 100 ms, cap |
+//! | `retry-after-429-seconds`, `-503-seconds` (5 instances each) | first attempt: the status with `Retry-After: 2`; then 200 | how early or late each retry came, ms |
+//! | `retry-after-429-date`, `-503-date` (5 instances each) | the same with an HTTP date at least 2 s ahead | the same |
+//! | `backoff` (20 instances at once, 1 operation each) | 503, always | waits: growth, cap, jitter; attempts per operation |
 //! | `timeout` | first attempt: no answer (held open); then 200 | when the client gave up |
 //! | `deadline` | no answer, ever | how long the operation was kept alive |
 //! | `idempotency` (`POST`) | first attempt: committed, then 504 after 3 s; then 200 | charges per operation |
-//! | `outage` (10 operations) | 503, always | attempts per operation, and their trend |
+//! | `outage` (10 operations) | 503, always | the trend of attempts per operation (a budget) |
+//!
+//! The backoff instances are also how the grader tells operations apart without the client's
+//! help: each is one process asked for one operation, so its attempts are that operation's.
 //!
 //! The seed's transient statuses are 408, 425, 429, 500, 502, 503 and 504; 400, 401, 403, 404,
 //! 409 and 422 "concern the request itself: as long as the request does not change, neither
@@ -92,8 +95,15 @@ impl Probe {
     }
 }
 
-/// Instances of the backoff probe run at once, to see whether their retries spread.
-pub const BACKOFF_INSTANCES: u32 = 8;
+/// Instances of the backoff probe run at once: enough that the longest wait per retry number
+/// (the upper envelope) tells the nominal wait under full jitter (the maximum of 20 uniform
+/// draws is under 0.8 of it with probability 0.8^20 = 1.2%), and that a jitter fit has some 40
+/// to 60 waits to judge.
+pub const BACKOFF_INSTANCES: u32 = 20;
+
+/// Instances of each Retry-After probe run at once: 20 retries in all, so that a share of early
+/// ones (dotnet/extensions #7001: about 10%) shows.
+pub const RETRY_AFTER_INSTANCES: u32 = 5;
 
 /// Operations of the outage probe, one after another in one client process.
 pub const OUTAGE_OPERATIONS: u32 = 10;
@@ -114,11 +124,13 @@ pub fn battery() -> Vec<Probe> {
     for date in [false, true] {
         for status in [429, 503] {
             let form = if date { "date" } else { "seconds" };
-            probes.push(Probe::new(
+            let mut p = Probe::new(
                 &format!("retry-after-{status}-{form}"),
                 ProbeKind::RetryAfter { status, date },
                 10,
-            ));
+            );
+            p.instances = RETRY_AFTER_INSTANCES;
+            probes.push(p);
         }
     }
     let mut backoff = Probe::new("backoff", ProbeKind::Backoff, 15);
@@ -368,6 +380,24 @@ mod tests {
             worst,
             4 * 10_000 + 4 * 10_000 + 15_000 + 12_000 + 20_000 + 15_000 + 20_000
         );
+        // Copies at once: 20 for backoff (its waits' envelope, and one operation per process
+        // for amplification), 5 for each Retry-After form; one elsewhere.
+        let copies: Vec<(&str, u32)> = b
+            .iter()
+            .filter(|p| p.instances > 1)
+            .map(|p| (p.name.as_str(), p.instances))
+            .collect();
+        assert_eq!(
+            copies,
+            [
+                ("retry-after-429-seconds", 5),
+                ("retry-after-503-seconds", 5),
+                ("retry-after-429-date", 5),
+                ("retry-after-503-date", 5),
+                ("backoff", 20)
+            ]
+        );
+        assert!(b.iter().all(|p| p.operations == 1 || p.name == "outage"));
     }
 
     #[test]

@@ -31,10 +31,11 @@ Usage: lab audit [OPTIONS] -- COMMAND [ARGS...]
        lab audit [OPTIONS] --wait
 
 Grades an HTTP client against seed 004's checklist: classification, idempotency, attempt timeout,
-deadline, backoff, Retry-After, amplification in an outage, other layers that retry.
+deadline, backoff (growth, cap, jitter), Retry-After (ms early or late), attempts per operation
+in an outage, a retry budget, other layers that retry.
 
-The lab serves a battery of probes on loopback and runs COMMAND once per probe (8 copies at once
-for the backoff probe), with:
+The lab serves a battery of probes on loopback and runs COMMAND once per probe instance (20 copies
+at once for the backoff probe, one operation each; 5 for each Retry-After probe), with:
   E03_TARGET_URL     the probe's URL: do one operation against it, as your service would
   E03_TARGET_METHOD  GET, or POST for the idempotency probe
   E03_OPERATIONS     operations to run one after another (10 for the outage probe, else 1)

@@ -47,7 +47,7 @@ fn verdicts(dir: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-const CHECKS: [&str; 8] = [
+const CHECKS: [&str; 9] = [
     "classification",
     "idempotency",
     "attempt timeout",
@@ -55,6 +55,7 @@ const CHECKS: [&str; 8] = [
     "backoff",
     "Retry-After",
     "amplification",
+    "budget",
     "other layers",
 ];
 
@@ -80,9 +81,13 @@ fn a_client_that_breaks_the_checklist_fails_every_row() {
     let (code, said, dir) = audit("bad", "5");
     assert_eq!(code, Some(1), "{said}");
     let got = verdicts(&dir);
+    // The budget row never FAILs (a missing budget is advice): WARN.
     let want: Vec<(String, String)> = CHECKS
         .iter()
-        .map(|c| (c.to_string(), "FAIL".to_string()))
+        .map(|&c| {
+            let v = if c == "budget" { "WARN" } else { "FAIL" };
+            (c.to_string(), v.to_string())
+        })
         .collect();
     assert_eq!(got, want, "{said}");
     // The evidence names what the client did.
@@ -93,6 +98,8 @@ fn a_client_that_breaks_the_checklist_fails_every_row() {
         "immediate retries",
         "EARLY",
         "10.0 per operation",
+        "operations told apart by process",
+        "no budget or breaker seen",
         "the client claims 5: another layer retries too",
     ] {
         assert!(said.contains(words), "{words:?} not in\n{said}");
