@@ -130,7 +130,7 @@ fn jitter_text(sh: &Shape) -> String {
             )
         }
         _ => format!(
-            "jitter none ({} of {} waits within 10% of their retry's longest)",
+            "jitter none ({} of {} waits within 10% or 20 ms of their retry's longest)",
             sh.off_envelope.1 - sh.off_envelope.0,
             sh.off_envelope.1
         ),

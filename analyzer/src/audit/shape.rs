@@ -19,12 +19,12 @@
 //! one audit; 687 then 798 ms, not growing, in the next). Growth and cap are read from the
 //! envelope; the jitter from the waits divided by it:
 //!
-//! - none when at most 10% of the waits lie more than 10% (and 5 ms) under their retry number's
-//!   longest;
+//! - none when at most 10% of the waits lie more than 10% (and 20 ms: timer noise and a loaded
+//!   machine's scheduling) under their retry number's longest;
 //! - else each of full, equal and decorrelated is a uniform model with a range per wait: full
 //!   (0, envelope), equal (envelope / 2, envelope), decorrelated (base, min(cap, 3 * max(previous,
 //!   base))), base estimated by the shortest wait and cap by the longest. A model with more than
-//!   5% of the waits outside its range (by more than 3% of it or 5 ms) is excluded; of the
+//!   5% of the waits outside its range (by more than 3% of it or 10 ms) is excluded; of the
 //!   others the best is the most likely, the one whose ranges are the narrowest (a uniform
 //!   density is 1 / width: the mean of -ln(width) per wait). So equal beats full when no wait
 //!   falls under half the envelope, and decorrelated beats both when every wait stays under three
@@ -50,7 +50,7 @@ pub const IMMEDIATE_MS: f64 = 20.0;
 /// How far under its retry number's longest a wait may be and still count as no jitter
 /// (relative), and in ms (timer noise on short waits).
 const NONE_REL: f64 = 0.10;
-const NONE_ABS_MS: f64 = 5.0;
+const NONE_ABS_MS: f64 = 20.0;
 
 /// The share of waits allowed off the envelope for "none".
 const NONE_SHARE: f64 = 0.10;
@@ -128,7 +128,7 @@ impl KsFit {
 /// (relative to its width, and in ms).
 const OUTSIDE_SHARE: f64 = 0.05;
 const RANGE_REL: f64 = 0.03;
-const RANGE_ABS_MS: f64 = 5.0;
+const RANGE_ABS_MS: f64 = 10.0;
 
 /// The shape of the waits of many copies.
 #[derive(Debug, Clone, PartialEq)]

@@ -118,7 +118,8 @@ fn backoff_is_graded_on_the_envelope_and_the_jitter_fit() {
     let r = the_row(&none, "backoff");
     assert_eq!(r.verdict, Verdict::Warn, "{}", r.evidence);
     assert!(
-        r.evidence.contains("jitter none (57 of 57 waits"),
+        r.evidence
+            .contains("jitter none (57 of 57 waits within 10% or 20 ms"),
         "{}",
         r.evidence
     );
