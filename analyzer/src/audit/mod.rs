@@ -15,7 +15,7 @@
 //! - backoff: the waits between attempts on a 503, across the backoff probe's 20 copies, grow
 //!   (the upper envelope's last at least 1.5x its first) and are randomized (the best-fitting
 //!   jitter is not "none"): PASS for both, WARN for one, FAIL for neither or for immediate
-//!   retries (median wait under 20 ms). The shape (growth, cap, jitter and the fit's confidence)
+//!   retries (median wait under 20 ms, or under 100 ms without growth). The shape (growth, cap, jitter and the fit's confidence)
 //!   is [`shape`]'s;
 //! - Retry-After: over the Retry-After probes' copies, FAIL when a retry came more than 100 ms
 //!   before the time the header gave, WARN when one came early by less (5 ms early still counts
