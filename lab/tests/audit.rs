@@ -96,7 +96,7 @@ fn a_client_that_breaks_the_checklist_fails_every_row() {
         "a new key per attempt",
         "stopped at the probe's limit (12 s)",
         "immediate retries",
-        "EARLY",
+        "early (more than 5 ms before): 20 of 20 (100%)",
         "10.0 per operation",
         "operations told apart by process",
         "no budget or breaker seen",
