@@ -137,9 +137,8 @@ fn jitter_text(sh: &Shape) -> String {
             )
         }
         _ => format!(
-            "jitter none ({} of {} waits within 10% or 20 ms of their retry's longest)",
-            sh.off_envelope.1 - sh.off_envelope.0,
-            sh.off_envelope.1
+            "jitter none (interquartile range {:.0}% of the median wait)",
+            100.0 * sh.spread
         ),
     };
     let Some(n) = sh.runner_up() else {
