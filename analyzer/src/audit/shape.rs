@@ -43,10 +43,10 @@
 //! `Q((sqrt(n) + 0.12 + 0.11 / sqrt(n)) * D)`, `Q(x) = 2 * sum_{j>=1} (-1)^(j-1) exp(-2 j^2 x^2)`
 //! (Press et al., *Numerical Recipes*, 3rd ed., 2007, section 14.3.3, `probks`; Stephens 1970).
 //!
-//! Waits shorter than 20 ms at the envelope are immediate retries (timer noise, not a backoff:
-//! urllib3's first retry waits 0): such retry numbers are left out of growth and jitter.
+//! A retry number whose median wait is under 20 ms is immediate (timer noise and lateness, not a
+//! backoff: urllib3's first retry waits 0): such retry numbers are left out of growth and jitter.
 
-/// A retry number whose longest wait is under this is an immediate retry, ms.
+/// A retry number whose median wait is under this is an immediate retry, ms.
 pub const IMMEDIATE_MS: f64 = 20.0;
 
 /// No jitter when the interquartile ranges of the retry numbers, summed, are at most this share
@@ -195,13 +195,16 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
     let envelope_ms: Vec<f64> = (0..used)
         .map(|k| column(k).into_iter().fold(0.0, f64::max))
         .collect();
-    let immediate_first = envelope_ms
-        .iter()
-        .take_while(|&&e| e < IMMEDIATE_MS)
-        .count();
-    let timed: Vec<usize> = (immediate_first..used)
-        .filter(|&k| envelope_ms[k] >= IMMEDIATE_MS)
-        .collect();
+    // A retry number is immediate when its median wait is under 20 ms: its longest may be a
+    // copy the machine woke late (urllib3's first retry, 0 nominal, measured up to 88 ms).
+    let median = |k: usize| {
+        let mut c = column(k);
+        c.sort_by(f64::total_cmp);
+        c[c.len() / 2]
+    };
+    let immediate: Vec<bool> = (0..used).map(|k| median(k) < IMMEDIATE_MS).collect();
+    let immediate_first = immediate.iter().take_while(|&&i| i).count();
+    let timed: Vec<usize> = (immediate_first..used).filter(|&k| !immediate[k]).collect();
     let env: Vec<f64> = timed.iter().map(|&k| envelope_ms[k]).collect();
     let (growth, cap) = growth(&env);
     let cap = cap.map(|(c, i)| (c, timed[i] + 1));
