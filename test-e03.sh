@@ -25,7 +25,8 @@
 #      the lab's --junit files validated against the JUnit XML schema and opened by junitparser
 #      and junit2html (scripts/check-junit.sh), then
 #      `lab proxy` driven by Toxiproxy's Python client (scripts/check-wire.sh), then
-#      `lab proxy --http` in front of nginx with urllib3 (scripts/check-http-proxy.sh), then Schemathesis
+#      `lab proxy --http` in front of nginx with urllib3 (scripts/check-http-proxy.sh), then 20 audits
+#      of strategy C with the same backoff verdict (scripts/check-backoff-verdicts.sh), then Schemathesis
 #      against lab serve and lab hop with the OpenAPI documents (scripts/check-openapi.sh), then
 #      the Kubernetes manifests rendered and validated offline (scripts/check-k8s.sh; SKIPPED,
 #      and said so, without kubectl)
@@ -234,6 +235,9 @@ timeout 300 scripts/check-wire.sh
 
 step "lab proxy --http in front of Debian's nginx, driven by urllib3's Retry: every request on all three sides (scripts/check-http-proxy.sh)"
 timeout 300 scripts/check-http-proxy.sh
+
+step "lab audit's backoff verdict does not hang on luck: 20 audits of strategy C, then B, E and F's jitters named (scripts/check-backoff-verdicts.sh)"
+timeout 600 scripts/check-backoff-verdicts.sh
 
 step "API contract: schemathesis (PyPI) against lab serve and lab hop (scripts/check-openapi.sh)"
 timeout 600 scripts/check-openapi.sh 100
