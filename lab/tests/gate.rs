@@ -318,7 +318,7 @@ fn an_unmet_audit_requirement_exits_99_with_its_row_a_failed_case() {
         context(&o)
     );
     let cases = cases(&junit);
-    assert_eq!(cases.len(), 8, "{cases:?}");
+    assert_eq!(cases.len(), 9, "one case per scorecard row: {cases:?}");
     for (name, failure) in &cases {
         assert_eq!(
             failure.is_some(),
