@@ -1,0 +1,40 @@
+//! reqwest-retry 0.7.0 through reqwest-middleware 0.4.2, as reqwest-retry's crate doc shows it:
+//!
+//! ```text
+//! let retry_policy = ExponentialBackoff::builder().build_with_max_retries(3);
+//! let client = ClientBuilder::new(reqwest::Client::new())
+//!     .with(RetryTransientMiddleware::new_with_policy(retry_policy))
+//!     .build();
+//! ```
+//!
+//! The policy is retry-policies 0.4's `ExponentialBackoff` with the builder's defaults
+//! (`min_retry_interval` 1 s, `max_retry_interval` 30 min, base 2, `Jitter::Full`: "Jitter between
+//! 0 and the calculated backoff duration"), so the waits are uniform(0, 1 s * 2^n). The middleware's
+//! `DefaultRetryableStrategy` retries no answer, 408, 429 and 5xx, whatever the method (a POST
+//! too); it does not read `Retry-After` and sends no idempotency key.
+
+use crate::operation::{client, Target};
+use reqwest_middleware::ClientBuilder;
+use reqwest_retry::policies::ExponentialBackoff;
+use reqwest_retry::RetryTransientMiddleware;
+
+/// One operation: the middleware does every retry; what it returns last is printed.
+pub async fn operation(target: &Target, op: &str) -> String {
+    let retry_policy = ExponentialBackoff::builder().build_with_max_retries(3);
+    let client = ClientBuilder::new(client())
+        .with(RetryTransientMiddleware::new_with_policy(retry_policy))
+        .build();
+    match client
+        .request(target.method.clone(), &target.url)
+        .header("x-e03-op", op)
+        .send()
+        .await
+    {
+        Ok(answer) => {
+            let status = answer.status().as_u16();
+            let _ = answer.bytes().await;
+            status.to_string()
+        }
+        Err(e) => format!("error: {e}"),
+    }
+}
