@@ -21,9 +21,9 @@
 #      and the dashboard's queries run on a real Prometheus against a live run
 #      (scripts/check-prometheus.sh); each installs its Debian package or says SKIPPED
 #   6. lab soak --minutes 1 (RSS, descriptors, tasks), then `lab audit` of five real clients
-#      (scripts/check-audit.sh, every row checked against the client's documentation), then
-#      the lab's --junit files validated against the JUnit XML schema and opened by junitparser
-#      and junit2html (scripts/check-junit.sh), then
+#      and eleven retry libraries (scripts/check-audit.sh, every row checked against the client's
+#      documentation, docs/clients.md), then the lab's --junit files validated against the JUnit
+#      XML schema and opened by junitparser and junit2html (scripts/check-junit.sh), then
 #      `lab proxy` driven by Toxiproxy's Python client (scripts/check-wire.sh), then
 #      `lab proxy --http` in front of nginx with urllib3 (scripts/check-http-proxy.sh), then 20 audits
 #      of strategy C with the same backoff verdict (scripts/check-backoff-verdicts.sh), then Schemathesis
@@ -224,7 +224,7 @@ soak_out=$(mktemp -d /tmp/e03-soak.XXXXXX)
 timeout 300 cargo run --quiet --locked -p lab -- soak --minutes 1 --out "$soak_out"
 rm -rf "$soak_out"
 
-step "lab audit: five real clients graded, each row checked against its documentation (scripts/check-audit.sh)"
+step "lab audit: five real clients and eleven retry libraries graded, each row checked against its documentation (scripts/check-audit.sh)"
 timeout 600 scripts/check-audit.sh
 
 step "--junit read by real tools: the JUnit XML schema (xmlschema), junitparser and junit2html, from PyPI (scripts/check-junit.sh)"

@@ -11,9 +11,11 @@
 # fetch, the lab's own strategy C, and the retry libraries of docs/clients.md: tenacity, backoff,
 # stamina, httpx-retries, aiohttp-retry, google-api-core's Retry, opnieuw and retry2 from PyPI
 # (pinned, installed by scripts/pydeps.sh into a cache when missing), reqwest-retry, backon and
-# tokio-retry from crates.io (examples/audit/rust-clients, a workspace member). They run at once
-# (each audit mostly waits), in about 2 minutes. Needs python3, curl and node (Node 18 or later,
-# for fetch): say which is missing.
+# tokio-retry from crates.io (examples/audit/rust-clients, a workspace member). They run 8 at a
+# time (each audit mostly waits), in about 110 s: with all 16 at once, their 128 backoff
+# copies start together on 2 cores, and the fetch loop's fixed 500 ms waits were once graded
+# "randomized" (spread 0.11) from scheduling noise alone. Env: E03_AUDIT_PARALLEL (default 8).
+# Needs python3, curl and node (Node 18 or later, for fetch): say which is missing.
 #
 # Rows are compared by name: a row the scorecard has and the table below does not name is printed
 # and not checked, so new rows of the grading do not break this check until their verdicts are
@@ -38,12 +40,19 @@ trap 'rm -rf "$out"' EXIT
 started=$(date +%s)
 
 only=" $* "
+parallel=${E03_AUDIT_PARALLEL:-8}
+case "$parallel" in
+    '' | *[!0-9]* | 0) echo "lab: E03_AUDIT_PARALLEL='$parallel' is not a whole number of 1 or more" >&2; exit 2 ;;
+esac
 audit() { # NAME PYTHONPATH ATTEMPTS COMMAND...: one audit in the background, its scorecard in $out/NAME
     local name=$1 path=$2 attempts=$3
     shift 3
     [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
     local claim=()
     [ "$attempts" = - ] || claim=(--attempts "$attempts")
+    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do
+        wait -n || true
+    done
     (
         rc=0 # an audit with a FAIL exits 1: recorded, not fatal here
         PYTHONPATH="$path" "$lab" audit "${claim[@]}" --out "$out/$name" -- "$@" \
@@ -73,7 +82,11 @@ echo "check-audit: the audits took $(($(date +%s) - started)) s"
 # What each client is documented to do, row by row (docs/clients.md quotes the documentation),
 # and the exit code that follows (1 when a row FAILs). A verdict written A|B accepts either: only
 # where the documented behaviour is random and the row's statistic cannot settle it from 8 copies
-# (said beside it).
+# (said beside it), and TRUNCATED: four libraries documented without a budget (4 attempts per
+# operation) whose random waits fit only 4 to 6 operations in the outage probe's 20 s. The last
+# one is stopped at the limit after 1 or 2 attempts, and the row reads that as the rate "falling
+# by half from its first third to its last" (a budget): PASS by chance, in 1 of 5 runs for
+# opnieuw ("4.0 in the first third, 2.0 in the last"). docs/clients.md says so; the lead knows.
 python3 - "$out" "$*" <<'EOF'
 import json, pathlib, sys
 
@@ -105,15 +118,17 @@ want = {
     # backoff: giveup on 4xx (the README's fatal_code), so 429 is not retried; the POST's 504
     # retried without a key; timeouts retried; 4 tries of 2 s, full-jitter waits under 7 s; expo
     # 1, 2, 4 s with full_jitter; 503's Retry-After not read (a retry within 1 s): FAIL.
-    "backoff": "PASS FAIL PASS PASS PASS FAIL WARN PASS",
+    # Amplification WARN|PASS: see TRUNCATED above.
+    "backoff": "PASS FAIL PASS PASS PASS FAIL WARN|PASS PASS",
     # stamina (the README's on=httpx.HTTPError): a 404 is retried; the POST too; a timeout too;
     # 3 attempts; waits 0.1 + uniform(0, 1), 0.2 + uniform(0, 1): randomized, means 0.6 and 0.7 s,
     # growth 1.17x, under the row's 1.5x, but 8 copies' means cross it by chance (WARN|PASS);
     # no Retry-After; 3 per operation (WARN: more than 2).
     "stamina": "FAIL FAIL PASS PASS WARN|PASS FAIL WARN PASS",
-    # httpx-retries: 429/502/503/504 only; POST not retried; timeouts retried; 4 attempts; first
-    # retry at once, then uniform(0, 1), uniform(0, 2) s; Retry-After honoured; 4 per operation.
-    "httpx-retries": "PASS PASS PASS PASS PASS PASS WARN PASS",
+    # httpx-retries: 429/502/503/504 only; POST not retried; timeouts retried; 4 attempts; waits
+    # uniform(0, 1), (0, 2), (0, 4) s (full jitter); Retry-After honoured; 4 per operation.
+    # Amplification WARN|PASS: see TRUNCATED above.
+    "httpx-retries": "PASS PASS PASS PASS PASS PASS WARN|PASS PASS",
     # aiohttp-retry: 5xx only; every method, POST included, and no key, but a timeout is not
     # retried (exceptions is empty) and the POST's 2 s timeout comes before the probe's 504, so
     # one charge; waits 0.2, 0.4 s, no jitter; 429 not retried and 503 retried after 0.2 s
@@ -127,7 +142,8 @@ want = {
     # opnieuw (the README's ConnectionError, HTTPError): every 4xx retried; a read timeout is not
     # a ConnectionError, so neither the held attempt nor the POST (timed out before its 504) is
     # retried; full jitter uniform(0, 1.43 * 2^n); no Retry-After; 4 calls.
-    "opnieuw": "FAIL PASS PASS PASS PASS FAIL WARN PASS",
+    # Amplification WARN|PASS: see TRUNCATED above.
+    "opnieuw": "FAIL PASS PASS PASS PASS FAIL WARN|PASS PASS",
     # retry2: on_exception stops on a 4xx but 429; the POST retried without a key; a timeout
     # retried; 4 tries of 2 s with waits of 1, 2, 4 s end 15 s after the first (WARN, never under:
     # timers do not fire early); waits 1, 2, 4 s, no jitter; no Retry-After; 4 per operation.
@@ -135,7 +151,8 @@ want = {
     # reqwest-retry: DefaultRetryableStrategy (no 4xx but 408, 429); any method, no key; a
     # timeout retried; waits uniform(0, 1, 2, 4 s) (Jitter::Full, the builder's default); no
     # Retry-After; 4 per operation.
-    "reqwest-retry": "PASS FAIL PASS PASS PASS FAIL WARN PASS",
+    # Amplification WARN|PASS: see TRUNCATED above.
+    "reqwest-retry": "PASS FAIL PASS PASS PASS FAIL WARN|PASS PASS",
     # backon: .when transient; no key; a timeout retried; 4 attempts of 2 s with waits of 1, 2,
     # 4 s end 15 s after the first (WARN, as retry2); no jitter by default; adjust's doc example
     # reads Retry-After in seconds only, a date becomes 0 s: FAIL; 4 per operation.

@@ -7,7 +7,8 @@ The README's configuration, Retry(total=5, backoff_factor=0.5), with total=3 as 
 clients. Its defaults: retries 429, 502, 503 and 504 and timeouts and network errors; POST is not
 in allowed_methods, so a POST is never retried; Retry-After is honoured (seconds or date, at most
 max_backoff_wait=120 s); the backoff is backoff_factor * 2 ** n times uniform(1 - backoff_jitter,
-1) with backoff_jitter=1 ("full jitter"), and the first retry waits 0. 2 s per attempt. Runs
+1) with backoff_jitter=1 ("full jitter"), n counting this retry (the transport increments before
+it sleeps): uniform(0, 1), (0, 2), (0, 4) s. 2 s per attempt. Runs
 E03_OPERATIONS operations against E03_TARGET_URL with E03_TARGET_METHOD, naming each with
 x-e03-op.
 """

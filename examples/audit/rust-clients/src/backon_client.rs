@@ -46,3 +46,16 @@ pub async fn operation(target: &Target, op: &str) -> String {
     .map_err(|(e, _)| e);
     outcome(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use backon::{BackoffBuilder, ExponentialBuilder};
+    use std::time::Duration;
+
+    /// `ExponentialBuilder::default()`: no jitter, 1 s doubled, 3 retries (docs/clients.md).
+    #[test]
+    fn default_is_1_2_4_s_without_jitter_then_none() {
+        let waits: Vec<Duration> = ExponentialBuilder::default().build().collect();
+        assert_eq!(waits, [1, 2, 4].map(Duration::from_secs).to_vec());
+    }
+}

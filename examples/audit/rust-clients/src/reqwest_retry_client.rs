@@ -38,3 +38,36 @@ pub async fn operation(target: &Target, op: &str) -> String {
         Err(e) => format!("error: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use reqwest_retry::policies::ExponentialBackoff;
+    use reqwest_retry::{RetryDecision, RetryPolicy};
+    use std::time::{Duration, SystemTime};
+
+    /// The builder's defaults with 3 retries: retry n waits in [0, 2^n s] (`Jitter::Full`, 1 s
+    /// doubled), and a fourth retry is refused (docs/clients.md).
+    #[test]
+    fn default_policy_is_full_jitter_from_1_s_and_3_retries() {
+        let policy = ExponentialBackoff::builder().build_with_max_retries(3);
+        let mut under_half = 0;
+        for _ in 0..200 {
+            for n in 0..3u32 {
+                let now = SystemTime::now();
+                let RetryDecision::Retry { execute_after } = policy.should_retry(now, n) else {
+                    panic!("retry {n} refused");
+                };
+                let wait = execute_after.duration_since(now).unwrap_or_default();
+                let cap = Duration::from_secs(1 << n);
+                assert!(wait <= cap, "retry {n}: {wait:?} over {cap:?}");
+                under_half += usize::from(wait < cap / 2);
+            }
+        }
+        // Full jitter: about half of 600 draws fall under half the cap; none would without it.
+        assert!(under_half > 150, "{under_half} of 600 under half the cap");
+        assert!(matches!(
+            policy.should_retry(SystemTime::now(), 3),
+            RetryDecision::DoNotRetry
+        ));
+    }
+}

@@ -28,3 +28,30 @@ pub async fn operation(target: &Target, op: &str) -> String {
     .await;
     outcome(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// `from_millis(10)` is 10^n ms (its doc: "taking the base to the n-th power"), not 10 ms
+    /// doubled, and `jitter` keeps each wait in [0, that): what docs/clients.md quotes.
+    #[test]
+    fn from_millis_10_is_powers_of_ten_and_jitter_stays_under_them() {
+        let plain: Vec<Duration> = ExponentialBackoff::from_millis(10).take(3).collect();
+        assert_eq!(
+            plain,
+            [10, 100, 1000].map(Duration::from_millis).to_vec(),
+            "10^1, 10^2, 10^3 ms"
+        );
+        for _ in 0..100 {
+            let jittered: Vec<Duration> = ExponentialBackoff::from_millis(10)
+                .map(jitter)
+                .take(3)
+                .collect();
+            for (j, p) in jittered.iter().zip(&plain) {
+                assert!(j < p, "{j:?} not under {p:?}");
+            }
+        }
+    }
+}
