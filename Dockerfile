@@ -33,9 +33,12 @@ COPY client-swarm/Cargo.toml client-swarm/
 COPY analyzer/Cargo.toml analyzer/
 COPY simulator/Cargo.toml simulator/
 COPY lab/Cargo.toml lab/
+# The audit's Rust clients (docs/clients.md): a workspace member, so its manifest must be here;
+# `-p lab` does not build it.
+COPY examples/audit/rust-clients/Cargo.toml examples/audit/rust-clients/
 #    Every target a manifest names (a [[bench]], a `path = "..."`) gets a stub too.
 RUN set -eu; \
-    for c in e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab; do \
+    for c in e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab examples/audit/rust-clients; do \
         mkdir -p "$c/src"; : >"$c/src/lib.rs"; echo 'fn main() {}' >"$c/src/main.rs"; \
         for b in $(sed -n '/^\[\[bench\]\]/,/^$/s/^name *= *"\(.*\)"/\1/p' "$c/Cargo.toml"); do \
             mkdir -p "$c/benches"; echo 'fn main() {}' >"$c/benches/$b.rs"; \
@@ -45,7 +48,7 @@ RUN set -eu; \
         done; \
     done; \
     cargo build --release --locked -p lab --target "$(rustc -vV | sed -n 's/^host: //p')"; \
-    rm -rf e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab
+    rm -rf e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab examples
 # 2. The lab's own crates. Their stubs' build results are dropped, so nothing stale survives
 #    whatever the sources' timestamps.
 COPY . .
