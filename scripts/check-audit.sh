@@ -12,9 +12,11 @@
 # stamina, httpx-retries, aiohttp-retry, google-api-core's Retry, opnieuw and retry2 from PyPI
 # (pinned, installed by scripts/pydeps.sh into a cache when missing), reqwest-retry, backon and
 # tokio-retry from crates.io (examples/audit/rust-clients, a workspace member). They run 8 at a
-# time (each audit mostly waits), in about 110 s: with all 16 at once, their 128 backoff
-# copies start together on 2 cores, and the fetch loop's fixed 500 ms waits were once graded
-# "randomized" (spread 0.11) from scheduling noise alone. Env: E03_AUDIT_PARALLEL (default 8).
+# time (each audit mostly waits), started 4 s apart, in about 2 minutes. The backoff row's
+# spread counts scheduling noise as jitter: with all 16 started at once, their backoff probes
+# start 128 copies together on 2 cores, and the fetch loop's fixed 500 ms waits were once graded
+# "randomized" (spread 0.11); 8 at once, urllib3's 0.2 and 0.4 s waits once were (0.16).
+# Env: E03_AUDIT_PARALLEL (default 8), E03_AUDIT_STAGGER (seconds between starts, default 4).
 # Needs python3, curl and node (Node 18 or later, for fetch): say which is missing.
 #
 # Rows are compared by name: a row the scorecard has and the table below does not name is printed
@@ -44,6 +46,11 @@ parallel=${E03_AUDIT_PARALLEL:-8}
 case "$parallel" in
     '' | *[!0-9]* | 0) echo "lab: E03_AUDIT_PARALLEL='$parallel' is not a whole number of 1 or more" >&2; exit 2 ;;
 esac
+stagger=${E03_AUDIT_STAGGER:-4}
+case "$stagger" in
+    '' | *[!0-9]*) echo "lab: E03_AUDIT_STAGGER='$stagger' is not a whole number of seconds" >&2; exit 2 ;;
+esac
+launched=0
 audit() { # NAME PYTHONPATH ATTEMPTS COMMAND...: one audit in the background, its scorecard in $out/NAME
     local name=$1 path=$2 attempts=$3
     shift 3
@@ -53,6 +60,9 @@ audit() { # NAME PYTHONPATH ATTEMPTS COMMAND...: one audit in the background, it
     while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do
         wait -n || true
     done
+    # Apart, so that no two audits' 8 backoff copies are likely to start together.
+    [ "$launched" = 0 ] || sleep "$stagger"
+    launched=1
     (
         rc=0 # an audit with a FAIL exits 1: recorded, not fatal here
         PYTHONPATH="$path" "$lab" audit "${claim[@]}" --out "$out/$name" -- "$@" \

@@ -1,4 +1,4 @@
-//! reqwest-retry 0.7.0 through reqwest-middleware 0.4.2, as reqwest-retry's crate doc shows it:
+//! reqwest-retry 0.8.0 through reqwest-middleware 0.4.2, as reqwest-retry's crate doc shows it:
 //!
 //! ```text
 //! let retry_policy = ExponentialBackoff::builder().build_with_max_retries(3);
@@ -7,7 +7,7 @@
 //!     .build();
 //! ```
 //!
-//! The policy is retry-policies 0.4's `ExponentialBackoff` with the builder's defaults
+//! The policy is retry-policies 0.5's `ExponentialBackoff` with the builder's defaults
 //! (`min_retry_interval` 1 s, `max_retry_interval` 30 min, base 2, `Jitter::Full`: "Jitter between
 //! 0 and the calculated backoff duration"), so the waits are uniform(0, 1 s * 2^n). The middleware's
 //! `DefaultRetryableStrategy` retries no answer, 408, 429 and 5xx, whatever the method (a POST
