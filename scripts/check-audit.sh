@@ -25,6 +25,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+names=" urllib3 curl curl-all-errors node lab-client-C tenacity backoff stamina httpx-retries aiohttp-retry google-api-core opnieuw retry2 reqwest-retry backon tokio-retry "
+for n in "$@"; do
+    [[ "$names" == *" $n "* ]] || { echo "lab: check-audit: no client named '$n': expected one of$names" >&2; exit 2; }
+done
+
 for tool in python3 curl node; do
     command -v "$tool" >/dev/null 2>&1 || { echo "check-audit: $tool is not installed (docs/audit.md)" >&2; exit 1; }
 done
