@@ -80,6 +80,8 @@ fn audit(name: &str, attempts: &str) -> (Option<i32>, String, PathBuf) {
 fn a_client_that_breaks_the_checklist_fails_every_row() {
     let (code, said, dir) = audit("bad", "5");
     assert_eq!(code, Some(1), "{said}");
+    // Nothing was required (no --require): no line says a requirement was not met.
+    assert!(!said.contains("required"), "{said}");
     let got = verdicts(&dir);
     // The budget row never FAILs (a missing budget is advice): WARN.
     let want: Vec<(String, String)> = CHECKS
