@@ -343,27 +343,7 @@ impl ScenarioFile {
             let spec = parse_check_table(t.get_ref(), t.span().start).map_err(|e| {
                 ScenarioError::at(origin, text, e.offset, format!("[[check]] {}", e.message))
             })?;
-            if let Some(id) = spec
-                .strategies()
-                .into_iter()
-                .find(|id| !run_ids.iter().any(|r| r == id))
-            {
-                let key = if id == spec.strategy {
-                    "strategy"
-                } else {
-                    "versus"
-                };
-                let offset = t.get_ref().get(key).map(|v| v.span().start);
-                return Err(ScenarioError::at(
-                    origin,
-                    text,
-                    offset,
-                    format!(
-                        "[[check]] {key} = {id:?}: expected a strategy the scenario runs ({})",
-                        run_ids.join(", ")
-                    ),
-                ));
-            }
+            super::file_thresholds::not_run(&spec, t, &run_ids, origin, text, "[[check]]")?;
             checks.push(spec);
         }
         if chain.is_some() && !self.threshold.is_empty() {

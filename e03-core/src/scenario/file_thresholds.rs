@@ -28,30 +28,46 @@ pub(super) fn read(
                 format!("[[threshold]] key `{}`: {}", e.key, e.message),
             )
         })?;
-        if let Some(id) = spec
-            .check
-            .strategies()
-            .into_iter()
-            .find(|id| !run_ids.iter().any(|r| r == id))
-        {
-            let key = if id == spec.check.strategy {
-                "strategy"
-            } else {
-                "versus"
-            };
-            let offset = t.get_ref().get(key).map(|v| v.span().start);
-            return Err(ScenarioError::at(
-                origin,
-                text,
-                offset,
-                format!(
-                    "[[threshold]] key `{key}`: {key} = {id:?}: expected a strategy the scenario \
-                     runs ({})",
-                    run_ids.join(", ")
-                ),
-            ));
-        }
+        not_run(&spec.check, t, run_ids, origin, text, "[[threshold]] key")?;
         out.push(spec);
     }
     Ok(out)
+}
+
+/// Refuses a check or threshold table `t` whose `strategy` or `versus` names a strategy the
+/// scenario does not run (`run_ids`), naming `table`, the key and its line. A `table` ending in
+/// ` key` names the key as the threshold's other errors do (`[[threshold]] key \`strategy\`:`).
+pub(super) fn not_run(
+    spec: &crate::checks::CheckSpec,
+    t: &Table,
+    run_ids: &[String],
+    origin: &str,
+    text: &str,
+    table: &str,
+) -> Result<(), ScenarioError> {
+    let Some(id) = spec
+        .strategies()
+        .into_iter()
+        .find(|id| !run_ids.iter().any(|r| r == id))
+    else {
+        return Ok(());
+    };
+    let key = if id == spec.strategy {
+        "strategy"
+    } else {
+        "versus"
+    };
+    let named = match table.strip_suffix(" key") {
+        Some(table) => format!("{table} key `{key}`:"),
+        None => table.to_string(),
+    };
+    Err(ScenarioError::at(
+        origin,
+        text,
+        t.get_ref().get(key).map(|v| v.span().start),
+        format!(
+            "{named} {key} = {id:?}: expected a strategy the scenario runs ({})",
+            run_ids.join(", ")
+        ),
+    ))
 }
