@@ -72,7 +72,10 @@ if [ ! -f "$cache/.complete" ]; then
         cargo clippy --workspace --all-targets --locked --quiet
         # The stubs' own outputs: gone, so that only the dependencies are kept.
         pkgs=()
-        for m in $members; do pkgs+=(-p "$m"); done
+        # By package name (a member's path, such as examples/audit/rust-clients, is not one).
+        for m in $members; do
+            pkgs+=(-p "$(sed -n '/^\[package\]/,/^\[/s/^name *= *"\(.*\)"/\1/p' "$m/Cargo.toml" | head -n 1)")
+        done
         cargo clean "${pkgs[@]}" --quiet
     )
     rm -rf "$cache/src"
