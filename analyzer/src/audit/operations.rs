@@ -101,9 +101,18 @@ pub(crate) fn budget(log: &Log) -> Budget {
     } else {
         ""
     };
-    let (falling, evidence) = if let Some(per_op) = named_ops(&reqs) {
+    let (falling, evidence) = if let Some(mut per_op) = named_ops(&reqs) {
+        let retries = total - per_op.len() as u32;
+        // The operation the probe's limit stopped did not end: its attempts so far are no rate
+        // (read as one, a client without a budget whose last operation was cut after 1 of its 4
+        // attempts looked like "4.0 in the first third, 2.0 in the last").
+        let stop_note = if cut {
+            per_op.pop();
+            " (stopped at the probe's limit: its last operation, cut short, left out)"
+        } else {
+            stop_note
+        };
         let n = per_op.len();
-        let retries = total - n as u32;
         if n < 3 {
             return warn(format!(
                 "{total} attempts in {n} operation(s){stop_note}: too few operations for a trend \

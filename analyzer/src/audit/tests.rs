@@ -257,3 +257,33 @@ fn operations_are_told_apart_without_the_header() {
     assert!(a.evidence.contains("6.0 per operation"), "{}", a.evidence);
     assert_eq!(c.verdict("budget"), Some(Verdict::Warn));
 }
+
+/// A client without a budget (4 attempts per operation) whose fifth outage operation the probe's
+/// limit cut after 1 attempt: that operation did not end, so it is no falling rate. Read as one,
+/// it made "4.0 in the first third, 2.0 in the last" and a budget PASS (backoff and opnieuw in
+/// the full suite, issue 53).
+#[test]
+fn an_operation_cut_by_the_limit_is_no_budget() {
+    let mut v = backoff_copies(20, 3, |_, k| 100 << k);
+    v.extend(outage(&[4, 4, 4, 4, 1], true));
+    v.push(AuditRecord::ClientRun {
+        probe: "outage".into(),
+        instance: 0,
+        started_us: 0,
+        ended_us: 20_000_000,
+        exit: None,
+        stopped_at_limit: true,
+    });
+    let c = card(v);
+    let b = the_row(&c, "budget");
+    assert_eq!(b.verdict, Verdict::Warn, "{}", b.evidence);
+    assert!(
+        b.evidence.contains(
+            "per operation 4.0 attempts in the first third of 4 operations, 4.0 in the last \
+             (stopped at the probe's limit: its last operation, cut short, left out)"
+        ),
+        "{}",
+        b.evidence
+    );
+    assert_eq!(c.verdict("amplification"), Some(Verdict::Warn));
+}
