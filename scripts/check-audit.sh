@@ -12,10 +12,9 @@
 # stamina, httpx-retries, aiohttp-retry, google-api-core's Retry, opnieuw and retry2 from PyPI
 # (pinned, installed by scripts/pydeps.sh into a cache when missing), reqwest-retry, backon and
 # tokio-retry from crates.io (examples/audit/rust-clients, a workspace member). They run 8 at a
-# time (each audit mostly waits), started 4 s apart, in about 2 minutes. The backoff row's
-# spread counts scheduling noise as jitter: with all 16 started at once, their backoff probes
-# start 128 copies together on 2 cores, and the fetch loop's fixed 500 ms waits were once graded
-# "randomized" (spread 0.11); 8 at once, urllib3's 0.2 and 0.4 s waits once were (0.16).
+# time (each audit mostly waits), started 4 s apart, in about 2.5 minutes: each backoff probe
+# starts 20 copies of its client, and 16 audits at once would start 320 processes on 2 cores,
+# whose scheduling delays every wait the backoff row reads.
 # Env: E03_AUDIT_PARALLEL (default 8), E03_AUDIT_STAGGER (seconds between starts, default 4).
 # Needs python3, curl and node (Node 18 or later, for fetch): say which is missing.
 #
