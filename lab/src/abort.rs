@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e03_core::checks::CheckMetric;
+use e03_core::events::{Event, Outcome};
 use e03_core::thresholds::ThresholdSpec;
 
 use crate::args::RunPlan;
@@ -171,27 +172,19 @@ impl Scenario {
     }
 }
 
-/// An `operation` record of a client log: its (strategy, seed) and the operation.
+/// An `operation` record of a client log (the lab's event schema, read as the analyzer reads
+/// it): its (strategy, seed) and the operation.
 fn operation(line: &str) -> Option<((String, u64), Op)> {
     if !line.contains("\"operation\"") {
         return None;
     }
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    if v.get("type")?.as_str()? != "operation" {
-        return None;
+    match serde_json::from_str::<Event>(line).ok()? {
+        Event::Operation(r) => Some((
+            (r.tag.strategy, r.tag.seed),
+            (r.start_us, r.end_us, r.outcome == Outcome::Success),
+        )),
+        _ => None,
     }
-    let d = v.get("data")?;
-    Some((
-        (
-            d.get("strategy")?.as_str()?.to_string(),
-            d.get("seed")?.as_u64()?,
-        ),
-        (
-            d.get("start_us")?.as_u64()?,
-            d.get("end_us")?.as_u64()?,
-            d.get("outcome")?.as_str()? == "success",
-        ),
-    ))
 }
 
 /// The follower of a live run, while it goes on.
