@@ -78,7 +78,8 @@ fn main() {
 
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let began = Instant::now();
-    let summary = analyzer::analyze_dir(&scenario_dir, Scenario::e03b()).expect("the logs analyse");
+    let summary = analyzer::analyze_dir(&scenario_dir, Scenario::e03b(), e03_metrics::no_model)
+        .expect("the logs analyse");
     let secs = began.elapsed().as_secs_f64();
     let peak = peak_rss_mib();
     let run = &summary.runs[0];

@@ -1,6 +1,8 @@
-//! The command line, once for both fronts: the `analyzer` binary's ([`main_entry`]) and `lab
-//! analyze` ([`main_entry_with`] and the lab's [`Front`]: its `lab:` prefix, its series kept in
-//! the files unless `--series`).
+//! The command line, once for both fronts: a plain one ([`main_entry`], every table on stdout)
+//! and `lab analyze` ([`main_entry_with`] and the lab's [`Front`]: its `lab:` prefix, its series
+//! kept in the files unless `--series`, the simulator as the model of `live_model` checks). The
+//! analyzer has no binary of its own: it reads logs and runs no model, and `lab analyze` is the
+//! command.
 //!
 //! ```text
 //! analyzer DIR [--scenario e03a|e03b]     read OUT/<scenario>/, print tables, write outputs
@@ -53,12 +55,15 @@ pub struct Front<'a> {
     /// Prints clap's usage error or help; its exit code.
     pub clap_error: &'a dyn Fn(&clap::Error) -> i32,
     pub print_tables: &'a dyn Fn(&crate::ScenarioSummary, &Path, bool) -> std::io::Result<()>,
+    /// What the scenario's `live_model` checks are judged against ([`e03_metrics::ModelOf`]).
+    pub model: e03_metrics::ModelOf,
 }
 
-/// The `analyzer` binary's own front: every table printed, series included.
-fn own_front() -> Front<'static> {
+/// The plain front: every table printed, series included, `model` for `live_model` checks.
+fn own_front(model: e03_metrics::ModelOf) -> Front<'static> {
     Front {
         name: "analyzer",
+        model,
         error: "error: ",
         warning: "warning: ",
         clap_error: &|e: &clap::Error| {
@@ -94,9 +99,10 @@ fn exit_code(e: &AnalyzeError) -> i32 {
     }
 }
 
-/// Runs the whole CLI on `args` (program name first); returns the exit code.
-pub fn main_entry(args: Vec<OsString>) -> i32 {
-    main_entry_with(args, &own_front())
+/// Runs the whole CLI on `args` (program name first) with the plain front; returns the exit
+/// code.
+pub fn main_entry(args: Vec<OsString>, model: e03_metrics::ModelOf) -> i32 {
+    main_entry_with(args, &own_front(model))
 }
 
 /// [`main_entry`] as `front` shows it.
@@ -167,7 +173,7 @@ fn run_dir(front: &Front, dir: &Path, scenario: Option<&str>, series: bool) -> R
             )?
         }
     };
-    let (summary, warnings) = match analyze_dir_with_warnings(dir, scenario) {
+    let (summary, warnings) = match analyze_dir_with_warnings(dir, scenario, front.model) {
         Ok(s) => s,
         Err(e) => return Ok(report_error(front, &e)),
     };

@@ -15,7 +15,7 @@
 //! - [`figures`]: SVG and PNG figures (plotters).
 //! - [`html`]: `report.html` (the report's blocks, figures inlined) and `OUT/index.html`.
 //! - `names`: the names of the files one module writes and another reads back (`chain.json`).
-//! - [`cli`]: the whole command line, [`main_entry`].
+//! - [`cli`]: the whole command line, [`main_entry`] (`lab analyze` is its front).
 //!
 //! [`analyze_dir`] reads a scenario directory `OUT/<scenario>/` holding one server and one client
 //! log per strategy and seed, and returns a [`ScenarioSummary`]; [`print_tables`] and
@@ -111,8 +111,12 @@ fn file_name(relative: &str) -> String {
 
 /// Reads every run of a scenario directory; prints warnings to stderr. See
 /// [`analyze_dir_with_warnings`].
-pub fn analyze_dir(dir: &Path, scenario: Scenario) -> Result<ScenarioSummary, AnalyzeError> {
-    let (summary, warnings) = analyze_dir_with_warnings(dir, scenario)?;
+pub fn analyze_dir(
+    dir: &Path,
+    scenario: Scenario,
+    model: e03_metrics::ModelOf,
+) -> Result<ScenarioSummary, AnalyzeError> {
+    let (summary, warnings) = analyze_dir_with_warnings(dir, scenario, model)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }
@@ -120,10 +124,12 @@ pub fn analyze_dir(dir: &Path, scenario: Scenario) -> Result<ScenarioSummary, An
 }
 
 /// Reads every run of a scenario directory and returns the summary and the warnings (cut last
-/// lines, missing logs, runs stopped early).
+/// lines, missing logs, runs stopped early). `model` gives what the scenario's `live_model`
+/// checks are judged against (the lab passes the simulator's; the analyzer runs no model).
 pub fn analyze_dir_with_warnings(
     dir: &Path,
     scenario: Scenario,
+    model: e03_metrics::ModelOf,
 ) -> Result<(ScenarioSummary, Vec<String>), AnalyzeError> {
     let io = |source| AnalyzeError::Io {
         path: dir.into(),
@@ -218,7 +224,7 @@ pub fn analyze_dir_with_warnings(
         complete: metrics.iter().all(|m| m.complete),
         runs: metrics,
     };
-    summary.model = model_run(&summary);
+    summary.model = model(&summary);
     Ok((summary, warnings))
 }
 
@@ -242,37 +248,6 @@ fn machine_floor(
             None
         }
     }
-}
-
-/// The model a live run's `live_model` checks are judged against: the failure latency measured
-/// in its logs ([`e03_metrics::checks::failure_latency_us`]), then the same scenario, seeds and
-/// strategies simulated with every down phase answering after it. `None` when the scenario has
-/// no such check, or no run kept an attempt log with a failed attempt (the checks then say "no
-/// model run").
-pub fn model_run(live: &ScenarioSummary) -> Option<e03_metrics::ModelRun> {
-    if !e03_metrics::checks::needs_model(live) {
-        return None;
-    }
-    // A timeline with no down or refused phase has no failure latency to measure: its model
-    // runs as written.
-    let measures = live.params.timeline(&live.scenario).has_failure_phase();
-    let (latency_us, failures) = match e03_metrics::checks::failure_latency_us(live) {
-        Some(measured) => measured,
-        None if !measures => (0, 0),
-        None => return None,
-    };
-    let params = if measures {
-        live.params
-            .clone()
-            .with_down_latency(std::time::Duration::from_micros(latency_us))
-    } else {
-        live.params.clone()
-    };
-    Some(e03_metrics::ModelRun {
-        failure_latency_us: latency_us,
-        failures,
-        runs: simulator::run::simulate_all(live.scenario.clone(), &params),
-    })
 }
 
 /// The shards of a run split over swarm processes that left a client log (`-shard<I>of<N>`, in

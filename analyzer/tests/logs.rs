@@ -5,6 +5,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use analyzer::{analyze_dir_with_warnings, main_entry, print_tables, write_outputs};
+use e03_metrics::no_model;
+
+/// The plain front, with no model: these logs' scenarios have no `live_model` check.
+fn main_entry_plain(args: Vec<std::ffi::OsString>) -> i32 {
+    main_entry(args, no_model)
+}
 use e03_core::events::*;
 use e03_core::{GiveUp, Scenario};
 
@@ -149,7 +155,7 @@ fn args(a: &[&str]) -> Vec<std::ffi::OsString> {
 #[test]
 fn a_scenario_directory_gives_every_metric_in_strategy_and_seed_order() {
     let dir = scenario_dir("metrics");
-    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
+    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::e03b(), no_model).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(s.complete && !s.simulated);
     let order: Vec<(String, u64)> = s
@@ -214,7 +220,7 @@ fn a_scenario_directory_gives_every_metric_in_strategy_and_seed_order() {
 #[test]
 fn outputs_have_the_contracted_shape() {
     let dir = scenario_dir("outputs");
-    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
+    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::e03b(), no_model).unwrap();
     write_outputs(&dir, &s).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
@@ -295,7 +301,7 @@ fn outputs_have_the_contracted_shape() {
 fn the_attempt_logs_peak_is_counted_as_the_logs_stream_by() {
     use e03_metrics::checks::{attempt_log_text, peak_per_window};
     let dir = scenario_dir("peaks");
-    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
+    let (s, _) = analyze_dir_with_warnings(&dir, Scenario::e03b(), no_model).unwrap();
     for run in &s.runs {
         // The reader keeps no list of arrivals; the reference is the same server log fed to
         // an accumulator that keeps one.
@@ -326,7 +332,7 @@ fn a_log_without_run_end_makes_the_run_and_summary_incomplete() {
     let mut t = cut[..cut.len() - 1].join("\n");
     t += "\n{\"type\":\"arri";
     fs::write(&path, t).unwrap();
-    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::e03b()).unwrap();
+    let (s, warnings) = analyze_dir_with_warnings(&dir, Scenario::e03b(), no_model).unwrap();
     assert!(!s.complete);
     assert!(!s.runs[3].complete && s.runs[0].complete);
     assert!(
@@ -350,12 +356,12 @@ fn a_log_without_run_end_makes_the_run_and_summary_incomplete() {
 fn cli_exit_codes() {
     let dir = scenario_dir("cli");
     let d = dir.to_str().unwrap();
-    assert_eq!(main_entry(args(&[d])), 0);
-    assert_eq!(main_entry(args(&[d, "--scenario", "e03c"])), 2);
-    assert_eq!(main_entry(args(&["/nonexistent/e03b"])), 2);
-    assert_eq!(main_entry(args(&[])), 2);
+    assert_eq!(main_entry_plain(args(&[d])), 0);
+    assert_eq!(main_entry_plain(args(&[d, "--scenario", "e03c"])), 2);
+    assert_eq!(main_entry_plain(args(&["/nonexistent/e03b"])), 2);
+    assert_eq!(main_entry_plain(args(&[])), 2);
     assert_eq!(
-        main_entry(args(&["--server-log", "x.jsonl"])),
+        main_entry_plain(args(&["--server-log", "x.jsonl"])),
         2,
         "--out is required"
     );
@@ -363,7 +369,7 @@ fn cli_exit_codes() {
     let path = dir.join("client-B-seed7.jsonl");
     let good = fs::read_to_string(&path).unwrap();
     fs::write(&path, good.replacen('\n', "\nnot json\n", 1)).unwrap();
-    assert_eq!(main_entry(args(&[d])), 2);
+    assert_eq!(main_entry_plain(args(&[d])), 2);
     // An attempt the server never saw, on a complete run: exit 1.
     let mut lines: Vec<&str> = good.lines().collect();
     let extra = Event::Attempt(Attempt {
@@ -384,7 +390,7 @@ fn cli_exit_codes() {
     .to_line();
     lines.insert(1, &extra);
     fs::write(&path, lines.join("\n") + "\n").unwrap();
-    assert_eq!(main_entry(args(&[d])), 1);
+    assert_eq!(main_entry_plain(args(&[d])), 1);
 }
 
 #[test]
@@ -393,7 +399,7 @@ fn a_server_log_alone_gives_the_load_figures() {
     let out = dir.parent().unwrap().join("load");
     let log = dir.join("server-B-seed42.jsonl");
     assert_eq!(
-        main_entry(args(&[
+        main_entry_plain(args(&[
             "--server-log",
             log.to_str().unwrap(),
             "--out",
@@ -526,7 +532,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
         fs::write(dir.join(name), text).unwrap();
     }
     let (summary, warnings) =
-        analyze_dir_with_warnings(&dir, Scenario::named("idempotency").unwrap()).unwrap();
+        analyze_dir_with_warnings(&dir, Scenario::named("idempotency").unwrap(), no_model).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let l = summary.runs[0].ledger.clone().expect("ledger figures");
     assert_eq!(

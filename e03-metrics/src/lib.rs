@@ -127,6 +127,17 @@ pub struct ModelRun {
     pub runs: Vec<RunMetrics>,
 }
 
+/// What a live run's `live_model` checks are judged against, computed from its summary:
+/// the simulator's `simulator::live_model::model_run` in the lab. The analyzer reads logs
+/// only and takes this as a value from its caller, so it depends on no model; a caller that
+/// judges no `live_model` check may pass [`no_model`].
+pub type ModelOf = fn(&ScenarioSummary) -> Option<ModelRun>;
+
+/// A [`ModelOf`] that runs no model: `live_model` checks then say "no model run".
+pub fn no_model(_: &ScenarioSummary) -> Option<ModelRun> {
+    None
+}
+
 impl ScenarioSummary {
     /// Strategy ids in the order of the runs.
     pub fn strategies(&self) -> Vec<String> {

@@ -235,8 +235,9 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             outdir::index_beside(out);
             continue;
         }
-        let summary = analyzer::analyze_dir(&dir, scenario.clone())
-            .with_context(|| format!("analysing {}", dir.display()))?;
+        let summary =
+            analyzer::analyze_dir(&dir, scenario.clone(), simulator::live_model::model_run)
+                .with_context(|| format!("analysing {}", dir.display()))?;
         crate::front::print_tables(&summary, &dir)?;
         print_machine_beside(&summary);
         analyzer::write_outputs(&dir, &summary)

@@ -335,8 +335,12 @@ fn verify_cells(
         };
         let code = crate::live::run(&plan);
         let scen_dir = dir.join(&name).join(spec.scenario.name());
-        let summary = analyzer::analyze_dir(&scen_dir, spec.scenario.clone())
-            .with_context(|| format!("analysing {}", scen_dir.display()))?;
+        let summary = analyzer::analyze_dir(
+            &scen_dir,
+            spec.scenario.clone(),
+            simulator::live_model::model_run,
+        )
+        .with_context(|| format!("analysing {}", scen_dir.display()))?;
         let live = summary
             .runs
             .first()

@@ -141,7 +141,11 @@ pub fn compare(plan: &SimPlan) -> i32 {
             }
             continue;
         }
-        let live = match analyzer::analyze_dir(&run.dir.join(scenario.name()), scenario.clone()) {
+        let live = match analyzer::analyze_dir(
+            &run.dir.join(scenario.name()),
+            scenario.clone(),
+            simulator::live_model::model_run,
+        ) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("lab: {e}");

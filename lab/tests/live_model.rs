@@ -65,14 +65,30 @@ fn a_live_gateway4_run_is_judged_against_the_model_at_its_measured_failure_laten
         .map(|e| e.path().join("machine.json"))
         .find(|p| p.exists())
         .expect("OUT/<run id>/machine.json");
+    let machine_dir = machine.parent().unwrap().to_path_buf();
     let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(machine).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(&machine).unwrap()).unwrap();
     assert!(m["wake_samples"].as_u64().unwrap() > 0, "{m}");
     assert!(m["wake_p99_ms"].as_f64().unwrap() >= 0.0, "{m}");
     assert!(
         err.contains("this machine wakes a sleeping thread"),
         "{err}"
     );
+    // `lab analyze` of the same logs judges the same rows against the model too: the analyzer
+    // runs no model of its own, the lab hands it the simulator's.
+    let scenario_dir = machine_dir.join("gateway4");
+    let o = lab().arg("analyze").arg(&scenario_dir).output().unwrap();
+    let (again, err) = text(&o);
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(3)),
+        "{again}\n{err}"
+    );
+    let judged: Vec<&str> = again
+        .lines()
+        .filter(|l| l.starts_with("| attempts ") && l.contains("model "))
+        .collect();
+    assert_eq!(judged, rows, "{again}");
+    assert!(!again.contains("no model run"), "{again}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 

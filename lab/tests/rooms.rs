@@ -309,3 +309,56 @@ fn files_hold_at_most_800_lines_before_their_tests() {
     }
     assert!(long.is_empty(), "files too long:\n{}", long.join("\n"));
 }
+
+/// The names in a manifest's `[dependencies]` table (not its dev- or build-dependencies).
+fn normal_dependencies(manifest: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut names = Vec::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == "[dependencies]";
+            continue;
+        }
+        if !inside || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.split(['=', '.', ' ']).next() {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// The workspace crates `krate` depends on, itself included, following `[dependencies]` only.
+fn reaches(krate: &str) -> BTreeSet<String> {
+    let members = members();
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![krate.to_string()];
+    while let Some(k) = todo.pop() {
+        if !seen.insert(k.clone()) {
+            continue;
+        }
+        let manifest = std::fs::read_to_string(root().join(&k).join("Cargo.toml")).unwrap();
+        todo.extend(
+            normal_dependencies(&manifest)
+                .into_iter()
+                .filter(|d| members.contains(d)),
+        );
+    }
+    seen
+}
+
+/// The analyzer reads logs and runs no model: no simulator among the crates it builds on
+/// (`cargo tree -p analyzer -e normal`); the model of `live_model` checks is its caller's.
+#[test]
+fn the_analyzer_depends_on_no_simulator() {
+    let reached = reaches("analyzer");
+    assert!(
+        reached.contains("e03-metrics") && reached.contains("e03-core"),
+        "the manifest reader follows the analyzer's dependencies: {reached:?}"
+    );
+    assert!(!reached.contains("simulator"), "{reached:?}");
+    // The reader sees a dependency where there is one.
+    assert!(reaches("lab").contains("simulator"));
+}

@@ -21,6 +21,7 @@
 //! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
+//! - [`live_model`]: the model a live run's `live_model` checks are judged against.
 //! - [`replica002`]: a port of seed 002's own rate-limit simulation, checked against its table.
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
@@ -33,6 +34,7 @@
 pub mod chain;
 pub mod compare;
 pub mod engine;
+pub mod live_model;
 pub mod map;
 pub mod queue;
 pub mod replica002;
