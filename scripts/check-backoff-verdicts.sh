@@ -4,7 +4,7 @@
 # (exponential backoff with full jitter, `lab client --strategies C`) side by side, prints the
 # count of each backoff verdict, jitter and growth named over the 20, and fails unless all 20
 # say PASS with full jitter. Then audits strategies B, E and F once each and checks that the
-# backoff row names their jitter: none, equal, decorrelated (e03-core/src/strategy.rs,
+# backoff row names their jitter: none, equal, decorrelated (e03-model/src/strategy.rs,
 # Strategy::standard). docs/audit.md, "The shape of the backoff".
 #
 #   scripts/check-backoff-verdicts.sh [AUDITS]     (default 20; about 2 minutes on 2 cores)

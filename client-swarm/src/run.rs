@@ -472,7 +472,7 @@ async fn run_strategy(
         replicas: p.replicas.iter().map(|r| r.work.clone()).collect(),
         t0,
         seed: plan.seed,
-        session: e03_core::session::SessionConfig::from_params(&plan.params),
+        session: plan.params.session_config(),
         timer,
         post: false,
         deadline_header,

@@ -19,7 +19,7 @@ fn path_constants() -> BTreeMap<String, String> {
     let mut consts = BTreeMap::new();
     for file in [
         "e03-core/src/control.rs",
-        "e03-core/src/ledger.rs",
+        "e03-model/src/ledger.rs",
         "dependency-service/src/routes.rs",
         "dependency-service/src/hop.rs",
     ] {

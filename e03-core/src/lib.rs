@@ -1,26 +1,16 @@
-//! The lab's pure core: everything the live lab and a simulator share.
+//! The lab's plan: everything a user's input becomes before a driver runs it, over the model.
 //!
-//! Nothing in this crate reads a clock or does IO. Every method that depends on time takes
-//! `now`, a [`std::time::Duration`] since the run's time zero, and returns a decision. The live
-//! dependency service and client swarm supply `now` from tokio; a discrete-event simulator can
-//! supply it from its event queue and get the same decisions.
+//! The model's state machines live in `e03-model` (no clock, no IO, no parsing); this crate
+//! reads the parameter table, scenario, policy and chain files, presets, checks, thresholds, the
+//! command line and the control protocol into typed values, and builds the model's configs from
+//! them. It does no IO either: files are read by `e03-io`, flags by the `cli` feature's clap
+//! parser. The model's modules are re-exported under their own names (`e03_core::strategy` is
+//! `e03_model::strategy`) while call sites move to `e03_model`.
 //!
 //! Map of the modules:
 //!
 //! - [`params`]: the run parameters (spec sections 2 to 5), read from env-style maps or flags and
 //!   validated once into typed values; every error names the parameter and what it accepts.
-//! - [`timeline`]: the freeze window, the degraded window after it and the down windows.
-//! - [`dependency`]: the dependency's capacity model (workers, bounded queue, freeze, degraded
-//!   service time, transient faults) as a state machine.
-//! - [`schedule`]: the dependency's whole schedule (the model, its due instants, freeze edges,
-//!   late answers, same-instant order) in logical time, driven alike by the live service and
-//!   the simulator.
-//! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), seed 004 (lost
-//!   answer, permanent error) and seed 002 (timeout before output, cut-off output, and the token
-//!   cost of each answer), a pure function of the seed and the request's identity.
-//! - [`ledger`]: the dependency's ledger of charges and its idempotency-key store, and the
-//!   clients' key policies (seed 004).
-//! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
 //! - [`strategy_table`]: a strategy written as a `[[strategy]]` table, and how a run's strategy
 //!   ids are resolved (A to F, the presets, then a scenario's own).
 //! - [`scenario`]: scenarios as data (TOML files: timeline, faults, workload, policies, checks).
@@ -29,90 +19,34 @@
 //! - [`toml_table`]: reading a table of a user's TOML file, errors that say `file:line`.
 //! - [`names`]: which strings may name a scenario, a strategy and a run folder.
 //! - [`checks`]: a scenario's `[[check]]` tables: which figure, the published value, the band.
-//! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets
-//!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
-//! - [`breaker`]: the circuit breaker.
-//! - [`hedge`]: hedging (gRPC A6's hedging policy, Tail at Scale's percentile delay).
-//! - [`adaptive`]: the AWS SDKs' adaptive retry mode's client-side rate limiter (CUBIC).
-//! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (seed 003).
-//! - [`balancer`]: a caller's client-side balancer over a dependency's replicas: round robin,
-//!   least outstanding, failover, Envoy's outlier detection and active health checks.
-//! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them, per fleet,
-//!   shard or client.
-//! - [`clock`]: a caller's clock offset to a server, NTP style (the sample of least round trip).
-//! - [`operation`]: one client operation's attempt/deadline state machine.
-//! - [`arrivals`]: the open loop's Poisson arrivals (constant or ramped rate) and its bounded
-//!   pool of on-demand sessions.
-//! - [`session`]: one closed-loop client's life (starts, think times, numbering, attempts)
-//!   around [`operation`], driven live and simulated alike.
-//! - [`shard`]: a run's clients split over N swarm processes (shard `I/N` runs clients
-//!   `I, I + N, ...`).
-//! - [`priority`]: an operation's class (critical or best effort), drawn once per operation.
-//! - [`steps`]: seed 002's step workload: a batch job (arrival schedule, calls per step, retries
-//!   in whole steps) and an interactive flow with a latency budget, sharing one rate limit.
-//! - [`workload`]: the one workload interface ([`workload::Workload`]) every driver drives, and
-//!   its machines: N sessions as one (closed loop, group, fixed rate), the open loop, the steps.
-//! - [`events`]: the JSON Lines event schema every process logs.
-//! - [`rng`]: seeded, portable random streams, one per purpose and client.
 //! - [`control`]: the control protocol (start/stop a run) and the log file layout.
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
-pub mod adaptive;
-pub mod arrivals;
-pub mod attempt;
-pub mod audit;
-pub mod balancer;
-pub mod breaker;
-pub mod budget;
-pub mod bulkhead;
-pub mod cause;
-pub mod chain;
-pub mod chain_proxy;
 pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod clock;
 pub mod control;
-pub mod dependency;
-pub mod events;
-pub mod fault_headers;
-pub mod fault_proxy;
-pub mod faults;
-pub mod hedge;
-pub mod http_fault;
-pub mod identity_headers;
-pub mod ledger;
-pub mod limit;
 pub mod names;
-pub mod node;
-pub mod operation;
 pub mod params;
-pub mod policy;
 pub mod presets;
-pub mod priority;
-pub mod rng;
 pub mod scenario;
 pub mod scenario_config;
-pub mod schedule;
-pub mod session;
-pub mod shard;
-pub mod sliding_window;
-pub mod steps;
-pub mod strategy;
 pub mod strategy_table;
 pub mod thresholds;
-pub mod timeline;
 pub mod toml_table;
-pub mod wire;
-pub mod workload;
 
-pub use budget::{RetryBudget, TokenBucket, Unlimited};
-pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};
-pub use node::DependencyNode;
-pub use operation::{AttemptResult, GiveUp, Next, OpOutcome, Operation};
+pub use e03_model::{
+    adaptive, arrivals, attempt, audit, balancer, breaker, budget, bulkhead, cause, chain,
+    chain_proxy, clock, dependency, events, fault_headers, fault_proxy, faults, hedge, http_fault,
+    identity_headers, ledger, limit, node, operation, policy, priority, rng, schedule, session,
+    shard, sliding_window, steps, strategy, timeline, wire, workload,
+};
+
+pub use e03_model::{
+    Admission, AttemptResult, Backoff, Completion, DependencyModel, DependencyNode,
+    DependencySchedule, GiveUp, Jitter, Next, OpOutcome, Operation, ReqId, RetryBudget, Strategy,
+    Timeline, TokenBucket, Unlimited, WorkDone,
+};
 pub use params::{ParamError, Params};
 pub use scenario::Scenario;
-pub use schedule::DependencySchedule;
-pub use strategy::{Backoff, Jitter, Strategy};
-pub use timeline::Timeline;

@@ -362,3 +362,21 @@ fn the_analyzer_depends_on_no_simulator() {
     // The reader sees a dependency where there is one.
     assert!(reaches("lab").contains("simulator"));
 }
+
+/// The model is a crate of its own, below the plan: it builds on no workspace crate and reads no
+/// user input (no TOML, no command line), so the compiler keeps the plan out of it
+/// (ARCHITECTURE.md).
+#[test]
+fn the_model_builds_on_no_other_crate_of_the_lab_and_parses_no_input() {
+    let manifest = std::fs::read_to_string(root().join("e03-model/Cargo.toml")).unwrap();
+    let deps = normal_dependencies(&manifest);
+    assert!(deps.contains(&"serde".to_string()), "{deps:?}");
+    for refused in ["toml", "clap", "e03-core", "e03-io", "tokio"] {
+        assert!(!deps.iter().any(|d| d == refused), "{refused}: {deps:?}");
+    }
+    assert_eq!(
+        reaches("e03-model"),
+        BTreeSet::from(["e03-model".to_string()])
+    );
+    assert!(reaches("e03-core").contains("e03-model"));
+}

@@ -141,7 +141,7 @@ impl Params {
     pub fn open_loop(&self, seed: u64) -> crate::arrivals::OpenLoop {
         crate::arrivals::OpenLoop::new(
             seed,
-            crate::session::SessionConfig::from_params(self),
+            self.session_config(),
             self.rate_shape(),
             self.swarm.max_in_flight,
         )
@@ -192,16 +192,16 @@ impl Params {
     }
 }
 
-/// The config layer builds the model's configs: a client session's, from the parameters.
-impl crate::session::SessionConfig {
-    pub fn from_params(params: &Params) -> Self {
-        Self {
-            limits: params.limits(),
-            duration: params.duration(),
-            think: params.think_range(),
-            starts: params.starts(),
-            max_ops: params.max_ops(),
-            best_effort_ppm: params.best_effort_ppm(),
+/// The plan builds the model's configs: a client session's, from the parameters.
+impl Params {
+    pub fn session_config(&self) -> crate::session::SessionConfig {
+        crate::session::SessionConfig {
+            limits: self.limits(),
+            duration: self.duration(),
+            think: self.think_range(),
+            starts: self.starts(),
+            max_ops: self.max_ops(),
+            best_effort_ppm: self.best_effort_ppm(),
         }
     }
 }

@@ -41,7 +41,7 @@ impl Params {
         } else if self.is_open_loop() {
             Box::new(Arrivals::new(self.open_loop(seed), strategy))
         } else if let Some(fan) = self.fanout() {
-            let config = crate::session::SessionConfig::from_params(self);
+            let config = self.session_config();
             Box::new(FanOut::new(
                 seed,
                 self.swarm().clients,
@@ -51,7 +51,7 @@ impl Params {
                 strategy,
             ))
         } else {
-            let config = crate::session::SessionConfig::from_params(self);
+            let config = self.session_config();
             Box::new(Clients::new(seed, self.swarm().clients, config, strategy))
         }
     }
@@ -135,7 +135,7 @@ impl Params {
             self.unshardable(shard.count).is_none(),
             "a run that cannot be sharded was checked before"
         );
-        let config = crate::session::SessionConfig::from_params(self);
+        let config = self.session_config();
         Box::new(crate::workload::Clients::shard(
             seed,
             self.swarm().clients,
@@ -183,5 +183,37 @@ mod tests {
         let open = p(&[("E03_WORKLOAD", "open_loop"), ("E03_STRATEGIES", "C")]);
         let e = open.unshardable(2).unwrap();
         assert!(e.contains("open loop"), "{e}");
+    }
+
+    #[test]
+    fn each_strategy_runs_once_per_load_and_the_ids_survive_a_round_trip() {
+        let raw = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let p = crate::Params::from_raw(&raw(&[
+            ("E03_WORKLOAD", "steps"),
+            ("E03_STRATEGIES", "A,B"),
+            ("E03_STEP_LOADS", "3,6"),
+        ]))
+        .unwrap();
+        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["A-L3", "B-L3", "A-L6", "B-L6"]);
+        assert_eq!(p.strategies()[3].load, Some(6));
+        assert_eq!(p.strategies()[3].base_id(), "B");
+        assert_eq!(p.step_config(6).load, 6);
+        // What a driver passes on reads back the same.
+        assert_eq!(crate::Params::from_raw(&p.to_raw()).unwrap(), p);
+        for bad in ["3,3", "0", "", "1,2,3,4,5,6,7,8,9"] {
+            let e = crate::Params::from_raw(&raw(&[
+                ("E03_WORKLOAD", "steps"),
+                ("E03_STEP_LOADS", bad),
+            ]));
+            assert!(e.is_err(), "{bad:?}");
+        }
+        let e = crate::Params::from_raw(&raw(&[("E03_BURST_ITEMS", "200")])).unwrap_err();
+        assert!(e.to_string().contains("E03_BURST_ITEMS"), "{e}");
     }
 }

@@ -373,13 +373,12 @@ mod tests {
     /// per client, client 1 still holds 2 and may.
     #[test]
     fn each_holder_spends_its_own_budget() {
-        let mut s =
-            crate::presets::preset("grpc", Duration::from_millis(50), Duration::from_secs(1))
-                .unwrap();
-        s.budget = Some(BudgetSpec::Grpc {
+        let grpc = BudgetSpec::Grpc {
             max_tokens: 2.0,
             token_ratio: 0.5,
-        });
+        };
+        let s = Strategy::standard("D", Duration::from_millis(50), Duration::from_secs(1), grpc)
+            .unwrap();
         let fail = AttemptClass::Failure(RetryCause::Error);
         let now = Duration::ZERO;
         for (scope, client_1_may_retry) in

@@ -617,38 +617,6 @@ mod tests {
     }
 
     #[test]
-    fn each_strategy_runs_once_per_load_and_the_ids_survive_a_round_trip() {
-        let raw = |pairs: &[(&str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<std::collections::BTreeMap<_, _>>()
-        };
-        let p = crate::Params::from_raw(&raw(&[
-            ("E03_WORKLOAD", "steps"),
-            ("E03_STRATEGIES", "A,B"),
-            ("E03_STEP_LOADS", "3,6"),
-        ]))
-        .unwrap();
-        let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
-        assert_eq!(ids, ["A-L3", "B-L3", "A-L6", "B-L6"]);
-        assert_eq!(p.strategies()[3].load, Some(6));
-        assert_eq!(p.strategies()[3].base_id(), "B");
-        assert_eq!(p.step_config(6).load, 6);
-        // What a driver passes on reads back the same.
-        assert_eq!(crate::Params::from_raw(&p.to_raw()).unwrap(), p);
-        for bad in ["3,3", "0", "", "1,2,3,4,5,6,7,8,9"] {
-            let e = crate::Params::from_raw(&raw(&[
-                ("E03_WORKLOAD", "steps"),
-                ("E03_STEP_LOADS", bad),
-            ]));
-            assert!(e.is_err(), "{bad:?}");
-        }
-        let e = crate::Params::from_raw(&raw(&[("E03_BURST_ITEMS", "200")])).unwrap_err();
-        assert!(e.to_string().contains("E03_BURST_ITEMS"), "{e}");
-    }
-
-    #[test]
     fn success_ends_an_item_and_finish_fails_what_is_left() {
         let s = fixed();
         let c = cfg(3);
