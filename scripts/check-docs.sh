@@ -84,10 +84,12 @@ cargo build -p lab --locked --quiet
 work=$(mktemp -d /tmp/e03-check-docs.XXXXXX)
 # On the way out (an interrupt included), blocks still running are stopped, group and all.
 stop_blocks() {
-    local g
+    local p g
+    for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null || true; done
     for g in "$work"/run-*/group; do
         [ -e "${g%/group}/rc" ] || kill -TERM -- "-$(cat "$g")" 2>/dev/null || true
     done
+    wait 2>/dev/null || true
     rm -rf "$work"
 }
 trap stop_blocks EXIT
