@@ -7,7 +7,8 @@
 #     `cargo build -p lab` (the debug build `cargo test` made); whatever a block leaves running
 #     is stopped when it ends;
 #   - a command already run by an earlier block is not run again (it says so; decided when the
-#     pages are read, so it does not depend on which block ends first);
+#     pages are read, so it does not depend on which block ends first), but for one left running
+#     with `&`, a `kill` and a `sleep`, which belong to their block;
 #   - Docker commands (docker, docker-compose, scripts/compose*.sh, scripts/build-*.sh) are not
 #     run here: scripts/test-compose.sh runs the compose topology, the offline images and the
 #     standard image (the last step of ./test-e03.sh), and this script says so for each;
@@ -155,7 +156,9 @@ for page in pages:
             if norm.startswith("cargo build --release"):
                 body.append("echo " + shlex.quote(f"not run here (the debug build stands for it): {text}"))
                 continue
-            if norm in seen and not norm.endswith("&") and not norm.startswith("kill "):
+            # A wait (`sleep 1` before a curl to a server just started) is a block's own: skipping
+            # it because another block waited too would make the next command race the server.
+            if norm in seen and not norm.endswith("&") and not norm.startswith(("kill ", "sleep ")):
                 body.append("echo " + shlex.quote(f"already run above: {text}"))
                 continue
             seen.add(norm)
