@@ -9,7 +9,7 @@
 //! deadline within the same millisecond wakes at the same instant, in a burst. The lab measures
 //! the *model*, so the drivers' own lateness must stay far below the effects it shows.
 //!
-//! How: one std thread (`precise-timer`) holds a min-heap of `(deadline, oneshot sender)`. Tasks
+//! How: one std thread (`precise-timer`) holds an ordered map of `(deadline, oneshot sender)`. Tasks
 //! hand it an entry through an inbox (a `Vec` under a mutex, and a condition variable) and await
 //! the oneshot. The thread sleeps in `Condvar::wait_timeout` until the earliest deadline (a
 //! futex wait with a high-resolution kernel timer: it wakes within tens of µs, with no
@@ -32,17 +32,16 @@
 
 pub mod realtime;
 
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use e03_core::schedule::Earliest;
 use tokio::sync::oneshot;
 
-/// One pending wake-up: earliest deadline first; ties at the same deadline (the `u64`, an
+/// The pending wake-ups, earliest deadline first; ties at the same deadline (the `u64`, an
 /// insertion counter) fire in the order they were asked for.
-type Entry = Earliest<(Instant, u64), oneshot::Sender<()>>;
+type Pending = BTreeMap<(Instant, u64), oneshot::Sender<()>>;
 
 /// A request to the timer thread: the deadline and where to say it has come.
 type Request = (Instant, oneshot::Sender<()>);
@@ -158,34 +157,31 @@ impl PreciseTimer {
 }
 
 fn timer_thread(shared: &Shared, spin: Duration) {
-    let mut heap = BinaryHeap::new();
+    let mut pending = Pending::new();
     let mut seq = 0u64;
     let mut inbox = shared.lock();
     loop {
         for (deadline, wake) in inbox.requests.drain(..) {
-            heap.push(Entry {
-                key: (deadline, seq),
-                value: wake,
-            });
+            pending.insert((deadline, seq), wake);
             seq += 1;
         }
         let now = Instant::now();
-        if heap.peek().is_some_and(|e: &Entry| e.key.0 <= now) {
+        if pending.first_key_value().is_some_and(|(k, _)| k.0 <= now) {
             // Fired without the lock, so sleepers never wait for it.
             drop(inbox);
-            while heap.peek().is_some_and(|e: &Entry| e.key.0 <= now) {
-                let entry = heap.pop().expect("peeked");
+            while pending.first_key_value().is_some_and(|(k, _)| k.0 <= now) {
+                let (_, wake) = pending.pop_first().expect("peeked");
                 // The sleeper may have been dropped (another select! branch won): nothing to do.
-                let _ = entry.value.send(());
+                let _ = wake.send(());
             }
             inbox = shared.lock();
             continue;
         }
         if inbox.closed {
             // Nobody waits for a dropped sleep: do not linger until its deadline.
-            heap.retain(|e| !e.value.is_closed());
+            pending.retain(|_, wake| !wake.is_closed());
         }
-        inbox = match heap.peek().map(|e| e.key.0) {
+        inbox = match pending.first_key_value().map(|(k, _)| k.0) {
             None if inbox.closed => return,
             None => shared
                 .arrived
@@ -329,14 +325,15 @@ mod tests {
     #[test]
     fn entries_pop_earliest_first_and_ties_in_order() {
         let base = Instant::now();
-        let mut heap = BinaryHeap::new();
+        let mut pending = Pending::new();
         for (ms, seq) in [(5, 0), (1, 1), (5, 2), (3, 3)] {
-            heap.push(Entry {
-                key: (base + Duration::from_millis(ms), seq),
-                value: oneshot::channel().0,
-            });
+            pending.insert(
+                (base + Duration::from_millis(ms), seq),
+                oneshot::channel().0,
+            );
         }
-        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|e| e.key.1)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| pending.pop_first().map(|(k, _)| k.1)).collect();
         assert_eq!(order, [1, 3, 0, 2]);
     }
 }
