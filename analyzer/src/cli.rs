@@ -155,7 +155,7 @@ fn run_dir(front: &Front, dir: &Path, scenario: Option<&str>, series: bool) -> R
             dir.display().to_string()
         )));
     }
-    let kept = crate::kept::kept_scenario(dir).map_err(Usage)?;
+    let kept = crate::kept::kept_scenario(dir).map_err(|e| Usage(e.to_string()))?;
     let scenario = match scenario {
         Some(v) => parse_scenario("--scenario", v, kept.as_ref())?,
         None => {
@@ -221,7 +221,7 @@ fn run_server_log(
 ) -> Result<i32, Usage> {
     // A standalone `lab serve --scenario FILE` keeps the file beside its log.
     let kept = match log.parent() {
-        Some(dir) => crate::kept::kept_scenario(dir).map_err(Usage)?,
+        Some(dir) => crate::kept::kept_scenario(dir).map_err(|e| Usage(e.to_string()))?,
         None => None,
     };
     let scenario = scenario

@@ -3,10 +3,15 @@
 //! device (os error 28)" }))`): an operating system's error inside is the cause, said alone.
 //! A leaf of its own, beside the figures that draw.
 
+/// A figure that could not be drawn, as a sentence (the figures' one error type).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct DrawError(String);
+
 /// A drawing error as a sentence: its operating-system cause when it holds one.
-pub(crate) fn err<E: std::fmt::Display>(e: E) -> String {
+pub(crate) fn err<E: std::fmt::Display>(e: E) -> DrawError {
     let text = e.to_string();
-    os_cause(&text).unwrap_or(text)
+    DrawError(os_cause(&text).unwrap_or(text))
 }
 
 /// The quoted operating-system error inside a nested error's text (`"... (os error 28)"`).
@@ -25,7 +30,10 @@ mod tests {
     fn an_os_error_inside_a_drawing_error_is_said_alone() {
         let nested = "Drawing backend error: ImageError(IoError(Custom { kind: Other, error: \
                       \"No space left on device (os error 28)\" }))";
-        assert_eq!(err(nested), "No space left on device (os error 28)");
-        assert_eq!(err("a font is missing"), "a font is missing");
+        assert_eq!(
+            err(nested).to_string(),
+            "No space left on device (os error 28)"
+        );
+        assert_eq!(err("a font is missing").to_string(), "a font is missing");
     }
 }

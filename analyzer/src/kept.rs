@@ -9,18 +9,30 @@ use e03_core::Scenario;
 
 pub use e03_core::control::SCENARIO_FILE;
 
+/// A kept file that does not read, or a scenario name that names none.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KeptError {
+    /// A kept `scenario.toml` or `policies.toml` that does not parse: the reader's message,
+    /// which names the file and line.
+    #[error("{0}")]
+    Unreadable(String),
+    /// A name that is neither the folder's kept scenario nor a built-in one.
+    #[error("expected one scenario: {}", accepted.join(", "))]
+    Unknown { accepted: Vec<String> },
+}
+
 /// A user's policy file, kept beside a scenario's logs by the swarm (`lab --policies`).
 pub const POLICIES_FILE: &str = "policies.toml";
 
 /// The scenario kept in `dir` (`scenario.toml`), read with the policy file kept beside it; `None`
 /// when `dir` keeps none. A kept copy of a built-in scenario is that built-in one.
-pub fn kept_scenario(dir: &Path) -> Result<Option<Scenario>, String> {
+pub fn kept_scenario(dir: &Path) -> Result<Option<Scenario>, KeptError> {
     // A user's policy file kept beside the logs: the scenario may name its strategies.
     let policies = dir.join(POLICIES_FILE);
     let specs = match std::fs::read_to_string(&policies) {
         Ok(text) => {
             e03_core::strategy_table::parse_policy_file(&text, &policies.display().to_string())
-                .map_err(|e| e.to_string())?
+                .map_err(|e| KeptError::Unreadable(e.to_string()))?
         }
         Err(_) => Vec::new(),
     };
@@ -29,29 +41,31 @@ pub fn kept_scenario(dir: &Path) -> Result<Option<Scenario>, String> {
         return Ok(None);
     };
     let def = scenario::parse_with(&text, &path.display().to_string(), &specs)
-        .map_err(|e| e.to_string())?;
-    Scenario::from_def(def).map(Some).map_err(|e| e.to_string())
+        .map_err(|e| KeptError::Unreadable(e.to_string()))?;
+    Scenario::from_def(def)
+        .map(Some)
+        .map_err(|e| KeptError::Unreadable(e.to_string()))
 }
 
 /// The scenario `value` names: `kept` (a folder's own, from [`kept_scenario`]) when the names
 /// agree, else a built-in one (`Err`: the accepted names).
-pub fn scenario_named(value: &str, kept: Option<&Scenario>) -> Result<Scenario, String> {
+pub fn scenario_named(value: &str, kept: Option<&Scenario>) -> Result<Scenario, KeptError> {
     if let Some(k) = kept.filter(|k| k.name() == value.trim()) {
         return Ok(k.clone());
     }
     match Scenario::parse_list(value) {
         Ok(list) if list.len() == 1 => Ok(list[0].clone()),
         _ => {
-            let mut names = Scenario::known_names();
-            names.extend(kept.map(|k| k.name().to_string()));
-            Err(format!("expected one scenario: {}", names.join(", ")))
+            let mut accepted = Scenario::known_names();
+            accepted.extend(kept.map(|k| k.name().to_string()));
+            Err(KeptError::Unknown { accepted })
         }
     }
 }
 
 /// The scenarios a run directory holds a folder of, built-in ones first (catalogue order), then
 /// the others by name; a folder's kept definition is its scenario.
-pub fn scenarios_in(run_dir: &Path) -> Result<Vec<Scenario>, String> {
+pub fn scenarios_in(run_dir: &Path) -> Result<Vec<Scenario>, KeptError> {
     let mut found: Vec<Scenario> = Vec::new();
     let Ok(entries) = std::fs::read_dir(run_dir) else {
         return Ok(found);
@@ -115,7 +129,7 @@ mod tests {
             Scenario::e03b()
         );
         let e = scenario_named("nope", kept.as_ref()).unwrap_err();
-        assert!(e.ends_with(", kept-test"), "{e}");
+        assert!(e.to_string().ends_with(", kept-test"), "{e}");
         assert_eq!(kept_scenario(&run.join("notes")).unwrap(), None);
         std::fs::remove_dir_all(&run).unwrap();
     }

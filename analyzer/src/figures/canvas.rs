@@ -47,7 +47,7 @@ pub(super) fn colour(id: &str, i: usize) -> RGBColor {
     }
 }
 
-pub(super) type DrawResult = Result<(), String>;
+pub(super) type DrawResult = Result<(), crate::draw_error::DrawError>;
 
 /// Draws into an SVG and a PNG named `<stem>.svg` / `<stem>.png` in `dir`.
 pub(super) fn both(
@@ -70,9 +70,9 @@ pub(super) fn both_sized(
     register();
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
-    let fail = |path: &Path, message: String| AnalyzeError::Output {
+    let fail = |path: &Path, e: crate::draw_error::DrawError| AnalyzeError::Output {
         path: path.into(),
-        message,
+        message: e.to_string(),
     };
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
