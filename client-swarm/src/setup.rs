@@ -84,7 +84,7 @@ impl Setup {
     pub(crate) fn from_plan(plan: SwarmRunPlan) -> Result<Setup, String> {
         let mut scenarios = Vec::new();
         for s in &plan.scenarios {
-            s.definition.check()?;
+            s.definition.check().map_err(|e| e.to_string())?;
             scenarios.push(Scenario::from_def(s.definition.clone()).map_err(|e| e.to_string())?);
         }
         let params: Vec<Params> = plan.scenarios.iter().map(|s| s.params.clone()).collect();

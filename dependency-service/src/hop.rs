@@ -110,7 +110,7 @@ pub fn check_role(layer: u32, role: &Role) -> Result<(), String> {
     }
     match role {
         Role::Proxy { spec, upstream, .. } => {
-            spec.check("role.spec")?;
+            spec.check("role.spec").map_err(|e| e.to_string())?;
             let ok = reqwest::Url::parse(upstream)
                 .is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some_and(|h| !h.is_empty()));
             if !ok {

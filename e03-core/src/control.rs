@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::names::{valid_run_dir, valid_strategy_id};
 use crate::scenario::Scenario;
 
+pub use crate::control_error::ControlError;
+
 pub const START_PATH: &str = "/control/start";
 pub const STOP_PATH: &str = "/control/stop";
 pub const HEALTH_PATH: &str = "/health";
@@ -92,34 +94,30 @@ struct StartRunFields {
 }
 
 impl TryFrom<StartRunFields> for StartRun {
-    type Error = String;
+    type Error = ControlError;
 
-    fn try_from(f: StartRunFields) -> Result<StartRun, String> {
+    fn try_from(f: StartRunFields) -> Result<StartRun, ControlError> {
         let scenario = match f.definition {
             Some(def) => {
                 if def.name != f.scenario {
-                    return Err(format!(
-                        "scenario {:?} comes with the definition of {:?}: expected its own",
-                        f.scenario, def.name
-                    ));
+                    return Err(ControlError::DefinitionOf {
+                        given: f.scenario,
+                        defined: def.name,
+                    });
                 }
                 def.check()?;
-                Scenario::from_def(def).map_err(|e| e.to_string())?
+                Scenario::from_def(def)?
             }
-            None => Scenario::named(&f.scenario).ok_or_else(|| {
-                format!(
-                    "unknown scenario {:?}: expected a built-in one ({}) or a definition",
-                    f.scenario,
-                    Scenario::known_names().join(", ")
-                )
+            None => Scenario::named(&f.scenario).ok_or_else(|| ControlError::UnknownScenario {
+                name: f.scenario.clone(),
+                known: Scenario::known_names().join(", "),
             })?,
         };
         if let Some(r) = f.replica.filter(|&r| r >= f.params.replicas()) {
-            return Err(format!(
-                "replica {r}: expected a replica of the run's E03_REPLICAS = {}, from 0 to {}",
-                f.params.replicas(),
-                f.params.replicas() - 1
-            ));
+            return Err(ControlError::Replica {
+                replica: r,
+                replicas: f.params.replicas(),
+            });
         }
         Ok(StartRun {
             run: f.run,
@@ -252,19 +250,21 @@ pub fn run_logs_toml(names: &[String]) -> String {
 
 /// The file names a [`RUN_LOGS_FILE`] lists ([`run_logs_toml`]'s inverse); an error names what
 /// is wrong.
-pub fn parse_run_logs(text: &str) -> Result<Vec<String>, String> {
+pub fn parse_run_logs(text: &str) -> Result<Vec<String>, ControlError> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct RunLogs {
         logs: Vec<String>,
     }
-    let list: RunLogs = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let list: RunLogs = toml::from_str(text).map_err(|e| ControlError::LogList {
+        message: e.message().to_string(),
+    })?;
     match list
         .logs
         .iter()
         .find(|n| !(n.ends_with(".jsonl") && valid_run_dir(n)))
     {
-        Some(bad) => Err(format!("logs = {bad:?}: expected a log's file name")),
+        Some(bad) => Err(ControlError::LogName { name: bad.clone() }),
         None => Ok(list.logs),
     }
 }
@@ -386,6 +386,7 @@ mod tests {
         assert_eq!(parse_run_logs(&run_logs_toml(&names)), Ok(names));
         assert!(parse_run_logs("logs = [\"../x.jsonl\"]")
             .unwrap_err()
+            .to_string()
             .contains("expected a log's file name"));
         assert!(parse_run_logs("log = []").is_err());
         assert_eq!(server_log_run("server-C-seed42.json"), None);

@@ -27,6 +27,7 @@ pub mod checks;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod control;
+pub mod control_error;
 pub mod names;
 pub mod params;
 pub mod presets;
@@ -40,7 +41,7 @@ pub use e03_model::{
     adaptive, arrivals, attempt, audit, balancer, breaker, budget, bulkhead, cause, chain,
     chain_proxy, clock, dependency, events, fault_headers, fault_proxy, faults, hedge, http_fault,
     identity_headers, ledger, limit, node, operation, policy, priority, rng, schedule, session,
-    shard, sliding_window, steps, strategy, timeline, wire, workload,
+    shard, sliding_window, spec_error, steps, strategy, timeline, wire, workload,
 };
 
 pub use e03_model::{
@@ -50,3 +51,4 @@ pub use e03_model::{
 };
 pub use params::{ParamError, Params};
 pub use scenario::Scenario;
+pub use spec_error::SpecError;

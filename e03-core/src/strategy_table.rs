@@ -34,6 +34,7 @@ use toml::Spanned;
 
 use crate::breaker::BreakerSpec;
 use crate::budget::BudgetSpec;
+use crate::spec_error::SpecError;
 use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
 use crate::toml_table::fail_at;
 pub use crate::toml_table::TableError;
@@ -247,7 +248,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         None => None,
         Some(v) => match hedge_table(v) {
             Ok(h) => Some(h),
-            Err(message) => return fail!("hedge", message),
+            Err(e) => return fail!("hedge", e.to_string()),
         },
     };
     if hedge.is_some() {
@@ -390,7 +391,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
     };
     let breaker = match get("breaker") {
         None => None,
-        Some(v) => Some(breaker_table(v).or_else(|message| fail!("breaker", message))?),
+        Some(v) => Some(breaker_table(v).or_else(|e| fail!("breaker", e.to_string()))?),
     };
 
     let idempotency = match string("idempotency", crate::ledger::KeyPolicy::ACCEPTS)? {
@@ -526,50 +527,48 @@ const MAX_FALLBACKS: i64 = 1000;
 
 /// A `hedge = { ... }` value, every key checked: `max_attempts` (2 to 11) and one of
 /// `delay_ms` (0 to 3600000) or `percentile` (over 0, under 100).
-fn hedge_table(v: &toml::Value) -> Result<crate::hedge::HedgeSpec, String> {
+fn hedge_table(v: &toml::Value) -> Result<crate::hedge::HedgeSpec, SpecError> {
     use crate::hedge::{HedgeDelay, HedgeSpec, MAX_ATTEMPTS};
     let toml::Value::Table(t) = v else {
-        return Err(format!(
-            "hedge = {v}: expected a table with {}",
-            HEDGE_KEYS.join(", ")
+        return Err(SpecError::expected(
+            format!("hedge = {v}"),
+            format!("a table with {}", HEDGE_KEYS.join(", ")),
         ));
     };
     if let Some(key) = t.keys().find(|k| !HEDGE_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown key `{key}` in hedge: expected {}",
-            HEDGE_KEYS.join(", ")
-        ));
+        return Err(SpecError::unknown_key("hedge", key, HEDGE_KEYS.join(", ")));
     }
     let num = |key: &str| number_in(t, key);
     let max_attempts = match t.get("max_attempts") {
         Some(toml::Value::Integer(i)) if (2..=i64::from(MAX_ATTEMPTS)).contains(i) => *i as u32,
         _ => {
-            return Err(format!(
-                "hedge max_attempts: expected a whole number from 2 to {MAX_ATTEMPTS} (attempts in all, the first one included)"
-            ))
+            let accepts = format!(
+                "a whole number from 2 to {MAX_ATTEMPTS} (attempts in all, the first one included)"
+            );
+            return Err(SpecError::expected("hedge max_attempts", accepts));
         }
     };
+    const ONE_DELAY: &str = "exactly one of delay_ms (a fixed delay) or percentile (of the round \
+                             trips seen so far)";
     let delay = match (t.get("delay_ms"), t.get("percentile")) {
-        (Some(_), None) => match num("delay_ms").filter(|d| (0.0..=3_600_000.0).contains(d)) {
-            Some(d) => HedgeDelay::Fixed {
+        (Some(_), None) => num("delay_ms")
+            .filter(|d| (0.0..=3_600_000.0).contains(d))
+            .map(|d| HedgeDelay::Fixed {
                 delay_us: (d * 1000.0).round() as u64,
-            },
-            None => return Err("hedge delay_ms: expected milliseconds from 0 to 3600000".into()),
-        },
-        (None, Some(_)) => match num("percentile").filter(|p| *p > 0.0 && *p < 100.0) {
-            Some(pct) => HedgeDelay::Percentile { pct },
-            None => {
-                return Err(
-                    "hedge percentile: expected a number greater than 0 and less than 100".into(),
+            })
+            .ok_or_else(|| {
+                SpecError::expected("hedge delay_ms", "milliseconds from 0 to 3600000")
+            })?,
+        (None, Some(_)) => num("percentile")
+            .filter(|p| *p > 0.0 && *p < 100.0)
+            .map(|pct| HedgeDelay::Percentile { pct })
+            .ok_or_else(|| {
+                SpecError::expected(
+                    "hedge percentile",
+                    "a number greater than 0 and less than 100",
                 )
-            }
-        },
-        _ => {
-            return Err(
-                "hedge: expected exactly one of delay_ms (a fixed delay) or percentile (of the round trips seen so far)"
-                    .into(),
-            )
-        }
+            })?,
+        _ => return Err(SpecError::expected("hedge", ONE_DELAY)),
     };
     let spec = HedgeSpec {
         max_attempts,
@@ -589,27 +588,34 @@ fn number_in(t: &toml::Table, key: &str) -> Option<f64> {
 }
 
 /// A `breaker = { ... }` value, every key checked.
-fn breaker_table(v: &toml::Value) -> Result<BreakerSpec, String> {
+fn breaker_table(v: &toml::Value) -> Result<BreakerSpec, SpecError> {
     let toml::Value::Table(t) = v else {
-        return Err(format!(
-            "breaker = {v}: expected a table with {}",
-            BREAKER_KEYS.join(", ")
+        return Err(SpecError::expected(
+            format!("breaker = {v}"),
+            format!("a table with {}", BREAKER_KEYS.join(", ")),
         ));
     };
     if let Some(key) = t.keys().find(|k| !BREAKER_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown key `{key}` in breaker: expected {}",
-            BREAKER_KEYS.join(", ")
+        return Err(SpecError::unknown_key(
+            "breaker",
+            key,
+            BREAKER_KEYS.join(", "),
         ));
     }
     let num = |key: &str| number_in(t, key);
     let ratio = num("failure_ratio")
         .filter(|r| *r > 0.0 && *r <= 1.0)
-        .ok_or("breaker failure_ratio: expected a fraction greater than 0 and at most 1")?;
+        .ok_or_else(|| {
+            SpecError::expected(
+                "breaker failure_ratio",
+                "a fraction greater than 0 and at most 1",
+            )
+        })?;
     let int = |key: &str, lo: i64, hi: i64| match t.get(key) {
         Some(toml::Value::Integer(i)) if (lo..=hi).contains(i) => Ok(*i as u64),
-        _ => Err(format!(
-            "breaker {key}: expected a whole number from {lo} to {hi}"
+        _ => Err(SpecError::expected(
+            format!("breaker {key}"),
+            format!("a whole number from {lo} to {hi}"),
         )),
     };
     Ok(BreakerSpec {

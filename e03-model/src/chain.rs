@@ -50,6 +50,7 @@ use serde::{Deserialize, Serialize};
 use crate::budget::Unlimited;
 use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
 use crate::rng::{stream, LabRng, Stream};
+use crate::spec_error::SpecError;
 use crate::strategy::Strategy;
 
 /// The request header with the remaining time in whole milliseconds.
@@ -113,7 +114,7 @@ pub const MAX_REQUESTS: u32 = 1000;
 impl HopSpec {
     /// Checks the policy; the message starts with `what` and names the key and what it
     /// accepts.
-    pub fn check(&self, what: &str) -> Result<(), String> {
+    pub fn check(&self, what: &str) -> Result<(), SpecError> {
         if self.name.is_empty()
             || self.name.len() > 32
             || !self
@@ -121,34 +122,39 @@ impl HopSpec {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return Err(format!(
-                "{what} name = {:?}: expected 1 to 32 characters from a-z, A-Z, 0-9, '-' and '_'",
-                self.name
+            return Err(SpecError::value(
+                format!("{what} name"),
+                format!("{:?}", self.name),
+                "1 to 32 characters from a-z, A-Z, 0-9, '-' and '_'",
             ));
         }
         if !(1..=MAX_HOP_ATTEMPTS).contains(&self.attempts) {
-            return Err(format!(
-                "{what} attempts = {}: expected a whole number from 1 to {MAX_HOP_ATTEMPTS}",
-                self.attempts
+            return Err(SpecError::value(
+                format!("{what} attempts"),
+                self.attempts,
+                format!("a whole number from 1 to {MAX_HOP_ATTEMPTS}"),
             ));
         }
         if !(1..=MAX_CHAIN_MS).contains(&self.timeout_ms) {
-            return Err(format!(
-                "{what} timeout_ms = {}: expected a whole number of ms from 1 to {MAX_CHAIN_MS}",
-                self.timeout_ms
+            return Err(SpecError::value(
+                format!("{what} timeout_ms"),
+                self.timeout_ms,
+                format!("a whole number of ms from 1 to {MAX_CHAIN_MS}"),
             ));
         }
         if self.backoff_ms > MAX_CHAIN_MS {
-            return Err(format!(
-                "{what} backoff_ms = {}: expected a whole number of ms from 0 to {MAX_CHAIN_MS}",
-                self.backoff_ms
+            return Err(SpecError::value(
+                format!("{what} backoff_ms"),
+                self.backoff_ms,
+                format!("a whole number of ms from 0 to {MAX_CHAIN_MS}"),
             ));
         }
         if let Some(d) = self.deadline_ms {
             if !(1..=MAX_CHAIN_MS).contains(&d) {
-                return Err(format!(
-                    "{what} deadline_ms = {d}: expected a whole number of ms from 1 to \
-                     {MAX_CHAIN_MS}"
+                return Err(SpecError::value(
+                    format!("{what} deadline_ms"),
+                    d,
+                    format!("a whole number of ms from 1 to {MAX_CHAIN_MS}"),
                 ));
             }
         }
@@ -191,14 +197,20 @@ pub enum Bottom {
 impl Bottom {
     /// Checks the values of a bottom given whole (a hop's control call); the message names the
     /// key and what it accepts.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         match *self {
-            Bottom::Fail { status } if !(400..=599).contains(&status) => Err(format!(
-                "bottom status = {status}: expected an HTTP error status from 400 to 599"
+            Bottom::Fail { status } if !(400..=599).contains(&status) => Err(SpecError::value(
+                "bottom status",
+                status,
+                "an HTTP error status from 400 to 599",
             )),
-            Bottom::Hang { hold_ms } if !(1..=MAX_CHAIN_MS).contains(&hold_ms) => Err(format!(
-                "bottom hold_ms = {hold_ms}: expected a whole number of ms from 1 to {MAX_CHAIN_MS}"
-            )),
+            Bottom::Hang { hold_ms } if !(1..=MAX_CHAIN_MS).contains(&hold_ms) => {
+                Err(SpecError::value(
+                    "bottom hold_ms",
+                    hold_ms,
+                    format!("a whole number of ms from 1 to {MAX_CHAIN_MS}"),
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -532,9 +544,12 @@ mod tests {
     #[test]
     fn a_bottom_given_whole_is_checked() {
         assert!(Bottom::Fail { status: 503 }.check().is_ok());
-        let e = Bottom::Fail { status: 200 }.check().unwrap_err();
+        let e = Bottom::Fail { status: 200 }
+            .check()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("status = 200"), "{e}");
-        let e = Bottom::Hang { hold_ms: 0 }.check().unwrap_err();
+        let e = Bottom::Hang { hold_ms: 0 }.check().unwrap_err().to_string();
         assert!(e.contains("hold_ms = 0"), "{e}");
     }
 

@@ -28,6 +28,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::spec_error::SpecError;
+
 /// gRPC A6's client-side cap on `maxAttempts` ("Limits on Retries and Hedges": 5).
 pub const GRPC_MAX_ATTEMPTS: u32 = 5;
 
@@ -70,17 +72,20 @@ impl HedgeSpec {
     }
 
     /// Checks the ranges a table or a preset must keep.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         if !(2..=MAX_ATTEMPTS).contains(&self.max_attempts) {
-            return Err(format!(
-                "hedge max_attempts = {}: expected a whole number from 2 to {MAX_ATTEMPTS}",
-                self.max_attempts
+            return Err(SpecError::value(
+                "hedge max_attempts",
+                self.max_attempts,
+                format!("a whole number from 2 to {MAX_ATTEMPTS}"),
             ));
         }
         if let HedgeDelay::Percentile { pct } = self.delay {
             if !(pct > 0.0 && pct < 100.0) {
-                return Err(format!(
-                    "hedge percentile = {pct}: expected a number greater than 0 and less than 100"
+                return Err(SpecError::value(
+                    "hedge percentile",
+                    pct,
+                    "a number greater than 0 and less than 100",
                 ));
             }
         }
@@ -189,11 +194,19 @@ mod tests {
             max_attempts: 1,
             delay: HedgeDelay::Fixed { delay_us: 0 },
         };
-        assert!(bad.validate().unwrap_err().contains("max_attempts"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_attempts"));
         let bad = HedgeSpec {
             max_attempts: 2,
             delay: HedgeDelay::Percentile { pct: 100.0 },
         };
-        assert!(bad.validate().unwrap_err().contains("percentile"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("percentile"));
     }
 }

@@ -52,18 +52,26 @@ impl fmt::Display for Shard {
     }
 }
 
+/// A shard as written (`--shard`, `E03_SHARD`) that is not one; the text says what it accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{given:?}: expected I/N, shard I of N counted from 0 (0/4 to 3/4 for four), or slot S/N \
+     counted from 1 (slot 1/4 to slot 4/4), N from 1 to {MAX_SHARDS}"
+)]
+pub struct ShardError {
+    /// The text given.
+    pub given: String,
+}
+
 impl FromStr for Shard {
-    type Err = String;
+    type Err = ShardError;
 
     /// `I/N`: shard `I` (from 0) of `N` (1 to [`MAX_SHARDS`]); or `slot S/N`, the slot `S`
     /// counted from 1 (shard `S - 1`), as Docker Swarm mode numbers a service's tasks
     /// (`{{.Task.Slot}}`). The message says what it accepts.
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || {
-            format!(
-                "{s:?}: expected I/N, shard I of N counted from 0 (0/4 to 3/4 for four), or \
-                 slot S/N counted from 1 (slot 1/4 to slot 4/4), N from 1 to {MAX_SHARDS}"
-            )
+    fn from_str(s: &str) -> Result<Shard, ShardError> {
+        let bad = || ShardError {
+            given: s.to_string(),
         };
         let text = s.trim();
         let (slot, text) = match text.strip_prefix("slot") {
@@ -107,7 +115,7 @@ mod tests {
     #[test]
     fn a_bad_shard_says_what_it_accepts() {
         for bad in ["4/4", "1", "a/4", "0/0", "-1/4", "0/2000"] {
-            let e = bad.parse::<Shard>().unwrap_err();
+            let e = bad.parse::<Shard>().unwrap_err().to_string();
             assert!(e.contains("expected I/N"), "{bad}: {e}");
         }
         assert_eq!(
@@ -124,7 +132,7 @@ mod tests {
             Shard::new(3, 4).unwrap()
         );
         for bad in ["slot 0/4", "slot 5/4", "slot"] {
-            let e = bad.parse::<Shard>().unwrap_err();
+            let e = bad.parse::<Shard>().unwrap_err().to_string();
             assert!(e.contains("slot S/N"), "{bad}: {e}");
         }
     }

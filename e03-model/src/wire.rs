@@ -27,6 +27,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::rng::LabRng;
+use crate::spec_error::SpecError;
 
 /// One record of a fault proxy's log (`lab proxy --log`, and a run's `wire-*.jsonl`): written by
 /// the live proxy (`dependency_service::proxy`), read by the analyzer.
@@ -182,7 +183,7 @@ impl ToxicKind {
 
     /// The kind of `type_name` from its attributes (absent ones are 0, as in Toxiproxy);
     /// errors name the attribute and what it accepts.
-    pub fn from_parts(type_name: &str, attrs: &BTreeMap<String, f64>) -> Result<Self, String> {
+    pub fn from_parts(type_name: &str, attrs: &BTreeMap<String, f64>) -> Result<Self, SpecError> {
         let known: &[&str] = match type_name {
             "latency" => &["latency", "jitter"],
             "bandwidth" => &["rate"],
@@ -191,26 +192,32 @@ impl ToxicKind {
             "slicer" => &["average_size", "size_variation", "delay"],
             "limit_data" => &["bytes"],
             other => {
-                return Err(format!(
-                    "type: {other:?} is not a toxic type: expected one of {}",
-                    TOXIC_TYPES.join(", ")
+                return Err(SpecError::not(
+                    "type",
+                    format!("{other:?}"),
+                    format!("a toxic type: expected one of {}", TOXIC_TYPES.join(", ")),
                 ))
             }
         };
         if let Some(k) = attrs.keys().find(|k| !known.contains(&k.as_str())) {
-            return Err(format!(
-                "attributes.{k}: not an attribute of {type_name}: expected {}",
-                known.join(", ")
+            return Err(SpecError::rule(
+                format!("attributes.{k}"),
+                format!(
+                    "attributes.{k}: not an attribute of {type_name}: expected {}",
+                    known.join(", ")
+                ),
             ));
         }
-        let get = |k: &str| -> Result<u64, String> {
+        let get = |k: &str| -> Result<u64, SpecError> {
             match attrs.get(k) {
                 None => Ok(0),
                 Some(v) if v.is_finite() && *v >= 0.0 && *v <= 1e12 && v.fract() == 0.0 => {
                     Ok(*v as u64)
                 }
-                Some(v) => Err(format!(
-                    "attributes.{k}: {v} is not a whole number from 0 to 10^12"
+                Some(v) => Err(SpecError::not(
+                    format!("attributes.{k}"),
+                    v,
+                    "a whole number from 0 to 10^12",
                 )),
             }
         };
@@ -254,9 +261,9 @@ pub struct KindJson {
 }
 
 impl TryFrom<KindJson> for ToxicKind {
-    type Error = String;
+    type Error = SpecError;
 
-    fn try_from(j: KindJson) -> Result<Self, String> {
+    fn try_from(j: KindJson) -> Result<Self, SpecError> {
         ToxicKind::from_parts(&j.type_name, &j.attributes)
     }
 }
@@ -302,14 +309,16 @@ pub struct ToxicJson {
 }
 
 impl TryFrom<ToxicJson> for Toxic {
-    type Error = String;
+    type Error = SpecError;
 
-    fn try_from(j: ToxicJson) -> Result<Self, String> {
+    fn try_from(j: ToxicJson) -> Result<Self, SpecError> {
         let kind = ToxicKind::from_parts(&j.type_name, &j.attributes)?;
         let toxicity = j.toxicity.unwrap_or(1.0);
         if !(0.0..=1.0).contains(&toxicity) {
-            return Err(format!(
-                "toxicity: {toxicity} is not a probability from 0 to 1"
+            return Err(SpecError::not(
+                "toxicity",
+                toxicity,
+                "a probability from 0 to 1",
             ));
         }
         let stream = j.stream;
@@ -321,8 +330,10 @@ impl TryFrom<ToxicJson> for Toxic {
             format!("{}_{dir}", kind.type_name())
         });
         if name.len() > 100 || !name.chars().all(|c| c.is_ascii_graphic()) {
-            return Err(format!(
-                "name: {name:?} is not a name of at most 100 visible ASCII characters"
+            return Err(SpecError::not(
+                "name",
+                format!("{name:?}"),
+                "a name of at most 100 visible ASCII characters",
             ));
         }
         Ok(Toxic {
@@ -558,8 +569,8 @@ mod tests {
     use super::*;
     use crate::rng::{stream, Stream};
 
-    fn toxic(json: &str) -> Result<Toxic, String> {
-        serde_json::from_str::<Toxic>(json).map_err(|e| e.to_string())
+    fn toxic(json: &str) -> serde_json::Result<Toxic> {
+        serde_json::from_str::<Toxic>(json)
     }
 
     fn rng() -> LabRng {
@@ -601,7 +612,7 @@ mod tests {
                 "attributes.rate: -1 is not a whole number",
             ),
         ] {
-            let e = toxic(json).unwrap_err();
+            let e = toxic(json).unwrap_err().to_string();
             assert!(e.contains(said), "{json}: {e}");
         }
     }

@@ -15,21 +15,20 @@ use super::values::{ServiceParams, SwarmParams};
 use super::{Params, ParamsFields};
 
 impl TryFrom<ParamsFields> for Params {
-    type Error = String;
+    type Error = ParamError;
 
-    fn try_from(f: ParamsFields) -> Result<Params, String> {
+    fn try_from(f: ParamsFields) -> Result<Params, ParamError> {
         let seeds = f.seeds.clone();
         if let Some(name) = broken_rule(&f.service, &f.swarm) {
-            return Err(format!("parameters break the rule on {name}"));
+            return Err(ParamError::BrokenRule {
+                name: name.to_string(),
+            });
         }
         if f.swarm.partition_ejects() {
-            return Err("E03_BALANCER=partition with health checks or outlier detection".into());
+            return Err(ParamError::PartitionEjects);
         }
         if let Some(s) = (f.strategies.iter()).find(|s| s.fallbacks > f.swarm.most_fallbacks()) {
-            return Err(format!(
-                "strategy {:?} has more fallbacks than calls per request",
-                s.id
-            ));
+            return Err(ParamError::TooManyFallbacks { id: s.id.clone() });
         }
         if let Some(s) = f
             .strategies
@@ -37,10 +36,10 @@ impl TryFrom<ParamsFields> for Params {
             .enumerate()
             .find(|(i, s)| f.strategies[..*i].iter().any(|x| x.id == s.id))
         {
-            return Err(format!("strategy {:?} is listed twice", s.1.id));
+            return Err(ParamError::ListedTwice { id: s.1.id.clone() });
         }
         if f.strategies.is_empty() {
-            return Err("parameters with no strategy".into());
+            return Err(ParamError::NoStrategy);
         }
         let unchecked = Params {
             service: f.service,
@@ -49,19 +48,16 @@ impl TryFrom<ParamsFields> for Params {
             strategies: f.strategies,
             steps: f.steps,
         };
-        unchecked.check_values().map_err(|e| e.to_string())?;
+        unchecked.check_values()?;
         let f = unchecked;
         if let Some(s) = f
             .strategies
             .iter()
             .find(|s| !crate::names::valid_strategy_id(&s.id))
         {
-            return Err(format!(
-                "invalid strategy id {:?}: expected 1 to 32 ASCII letters, digits or '-'",
-                s.id
-            ));
+            return Err(ParamError::StrategyId { id: s.id.clone() });
         }
-        f.with_seeds(seeds).map_err(|e| e.to_string())
+        f.with_seeds(seeds)
     }
 }
 

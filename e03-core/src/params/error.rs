@@ -28,4 +28,22 @@ pub enum ParamError {
         /// Its start, in seconds, as written.
         start_s: String,
     },
+    /// Parameters read back whole (JSON) that break a rule between parameters; `name` names it.
+    #[error("parameters break the rule on {name}")]
+    BrokenRule { name: String },
+    /// Parameters read back whole that pair `E03_BALANCER=partition` with ejection.
+    #[error("E03_BALANCER=partition with health checks or outlier detection")]
+    PartitionEjects,
+    /// A strategy read back whole with more fallbacks than `E03_FANOUT` gives a request.
+    #[error("strategy {id:?} has more fallbacks than calls per request")]
+    TooManyFallbacks { id: String },
+    /// A strategy listed twice in parameters read back whole.
+    #[error("strategy {id:?} is listed twice")]
+    ListedTwice { id: String },
+    /// Parameters read back whole with no strategy.
+    #[error("parameters with no strategy")]
+    NoStrategy,
+    /// A strategy id read back whole that is not an id.
+    #[error("invalid strategy id {id:?}: expected 1 to 32 ASCII letters, digits or '-'")]
+    StrategyId { id: String },
 }

@@ -11,6 +11,7 @@ use crate::chain::{
     Bottom, ChainDef, ChainProxy, ChainVariant, HopSpec, MAX_CHAIN_MS, MAX_HOPS, MAX_REQUESTS,
 };
 use crate::http_fault::HttpFaultWindow;
+use crate::spec_error::SpecError;
 use crate::timeline::{PhaseKind, Timeline};
 
 use super::phases::{read_timeline, FilePhase};
@@ -74,7 +75,7 @@ impl FileChain {
             .collect();
         let mut def = self
             .checked()
-            .map_err(|m| ScenarioError::at(origin, text, Some(at), m))?;
+            .map_err(|e| ScenarioError::at(origin, text, Some(at), e.to_string()))?;
         for (v, proxies) in def.variants.iter_mut().zip(written) {
             for p in proxies {
                 let place = p.span().start;
@@ -87,7 +88,7 @@ impl FileChain {
                     )
                 };
                 let p = p.into_inner();
-                let layer = layer_named(v, &p.before).map_err(fail)?;
+                let layer = layer_named(v, &p.before).map_err(|e| fail(e.to_string()))?;
                 if v.proxy_before(layer).is_some() {
                     return Err(fail(format!(
                         "before = {:?}: a layer has one proxy in front of it at most",
@@ -139,73 +140,95 @@ impl FileChain {
 
     /// The checks of every key but the proxies'; the message names the key and what it
     /// accepts.
-    fn checked(self) -> Result<ChainDef, String> {
+    fn checked(self) -> Result<ChainDef, SpecError> {
         let bottom = match self.bottom.as_str() {
             "fail" => {
                 if self.hold_ms.is_some() {
-                    return Err("[chain] hold_ms is only for bottom = \"hang\"".into());
+                    return Err(SpecError::rule(
+                        "[chain] hold_ms",
+                        "[chain] hold_ms is only for bottom = \"hang\"",
+                    ));
                 }
                 let status = self.status.unwrap_or(503);
                 if !(400..=599).contains(&status) {
-                    return Err(format!(
-                        "[chain] status = {status}: expected an HTTP error status from 400 to 599"
+                    return Err(SpecError::value(
+                        "[chain] status",
+                        status,
+                        "an HTTP error status from 400 to 599",
                     ));
                 }
                 Bottom::Fail { status }
             }
             "hang" => {
                 if self.status.is_some() {
-                    return Err("[chain] status is only for bottom = \"fail\"".into());
+                    return Err(SpecError::rule(
+                        "[chain] status",
+                        "[chain] status is only for bottom = \"fail\"",
+                    ));
                 }
                 let hold_ms = self.hold_ms.ok_or_else(|| {
-                    "[chain] bottom = \"hang\" needs hold_ms: how long every call is held, in ms"
-                        .to_string()
+                    SpecError::rule(
+                        "[chain] hold_ms",
+                        "[chain] bottom = \"hang\" needs hold_ms: how long every call is held, \
+                         in ms",
+                    )
                 })?;
                 if !(1..=MAX_CHAIN_MS).contains(&hold_ms) {
-                    return Err(format!(
-                        "[chain] hold_ms = {hold_ms}: expected a whole number of ms from 1 to \
-                         {MAX_CHAIN_MS}"
+                    return Err(SpecError::value(
+                        "[chain] hold_ms",
+                        hold_ms,
+                        format!("a whole number of ms from 1 to {MAX_CHAIN_MS}"),
                     ));
                 }
                 Bottom::Hang { hold_ms }
             }
             other => {
-                return Err(format!(
-                    "[chain] bottom = {other:?}: expected \"fail\" or \"hang\""
+                return Err(SpecError::value(
+                    "[chain] bottom",
+                    format!("{other:?}"),
+                    "\"fail\" or \"hang\"",
                 ))
             }
         };
         if !(1..=MAX_REQUESTS).contains(&self.requests) {
-            return Err(format!(
-                "[chain] requests = {}: expected a whole number from 1 to {MAX_REQUESTS}",
-                self.requests
+            return Err(SpecError::value(
+                "[chain] requests",
+                self.requests,
+                format!("a whole number from 1 to {MAX_REQUESTS}"),
             ));
         }
         if self.variant.is_empty() {
-            return Err("[chain] needs at least one [[chain.variant]] table".into());
+            return Err(SpecError::rule(
+                "[[chain.variant]]",
+                "[chain] needs at least one [[chain.variant]] table",
+            ));
         }
         let mut seen: Vec<&str> = Vec::new();
         for v in &self.variant {
             if !crate::names::valid_name(&v.id) {
-                return Err(format!(
-                    "[[chain.variant]] id = {:?}: expected 1 to 32 characters from a-z, 0-9, '-' \
-                     and '_'",
-                    v.id
+                return Err(SpecError::value(
+                    "[[chain.variant]] id",
+                    format!("{:?}", v.id),
+                    "1 to 32 characters from a-z, 0-9, '-' and '_'",
                 ));
             }
             if seen.contains(&v.id.as_str()) {
-                return Err(format!(
-                    "[[chain.variant]] id = {:?}: expected ids that differ",
-                    v.id
+                return Err(SpecError::value(
+                    "[[chain.variant]] id",
+                    format!("{:?}", v.id),
+                    "ids that differ",
                 ));
             }
             seen.push(&v.id);
             v.top.check(&format!("[[chain.variant]] {:?} top", v.id))?;
             if v.hops.len() > MAX_HOPS {
-                return Err(format!(
-                    "[[chain.variant]] {:?} hops: {} hops, expected at most {MAX_HOPS}",
-                    v.id,
-                    v.hops.len()
+                return Err(SpecError::rule(
+                    format!("[[chain.variant]] {:?} hops", v.id),
+                    format!(
+                        "[[chain.variant]] {:?} hops: {} hops, expected at most {MAX_HOPS}",
+                        v.id,
+                        v.hops.len()
+                    ),
                 ));
             }
             for (i, h) in v.hops.iter().enumerate() {
@@ -240,7 +263,7 @@ impl FileVariant {
 
 /// The layer a proxy's `before` names: a hop of `v` by its name, or `"bottom"`; the message
 /// says what it accepts.
-fn layer_named(v: &ChainVariant, before: &str) -> Result<u32, String> {
+fn layer_named(v: &ChainVariant, before: &str) -> Result<u32, SpecError> {
     let names: Vec<&str> = v.hops.iter().map(|h| h.name.as_str()).collect();
     let accepts = || {
         let mut all: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
@@ -252,14 +275,21 @@ fn layer_named(v: &ChainVariant, before: &str) -> Result<u32, String> {
     }
     match names.iter().filter(|n| **n == before).count() {
         1 => Ok(names.iter().position(|n| *n == before).expect("found") as u32 + 1),
-        0 => Err(format!(
-            "before = {before:?}: expected the name of a hop of this variant or \"bottom\" \
-             (the layer the proxy stands in front of): {}",
-            accepts()
+        0 => Err(SpecError::value(
+            "before",
+            format!("{before:?}"),
+            format!(
+                "the name of a hop of this variant or \"bottom\" (the layer the proxy stands \
+                 in front of): {}",
+                accepts()
+            ),
         )),
-        _ => Err(format!(
-            "before = {before:?}: more than one hop has that name; give the hops names that \
-             differ"
+        _ => Err(SpecError::rule(
+            "before",
+            format!(
+                "before = {before:?}: more than one hop has that name; give the hops names \
+                 that differ"
+            ),
         )),
     }
 }

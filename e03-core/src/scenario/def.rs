@@ -10,6 +10,7 @@ use crate::chain::ChainDef;
 use crate::checks::CheckSpec;
 use crate::names::valid_name;
 use crate::params::Params;
+use crate::spec_error::SpecError;
 use crate::strategy_table::StrategySpec;
 use crate::thresholds::ThresholdSpec;
 use crate::timeline::{PhaseKind, PhaseWindow};
@@ -81,9 +82,12 @@ impl ScenarioDef {
 
     /// Checks a definition that did not come from [`parse`] (a control call): a path-safe name
     /// and phases that [`parse`] would have accepted.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         if !valid_name(&self.name) {
-            return Err(format!("invalid scenario name {:?}", self.name));
+            return Err(SpecError::rule(
+                "name",
+                format!("invalid scenario name {:?}", self.name),
+            ));
         }
         let (mut freezes, mut degraded) = (0, 0);
         for (i, p) in self.phases.iter().enumerate() {
@@ -129,16 +133,22 @@ impl ScenarioDef {
                 PhaseKind::Http { ref rule } => (0.0..=100.0).contains(&rule.percent),
             };
             if !ok || !kind_ok {
-                return Err(format!(
-                    "scenario {:?}: invalid phase {p:?}: expected phases in time order within a \
-                     day, at most one freeze and one degraded",
-                    self.name
+                return Err(SpecError::rule(
+                    "phases",
+                    format!(
+                        "scenario {:?}: invalid phase {p:?}: expected phases in time order \
+                         within a day, at most one freeze and one degraded",
+                        self.name
+                    ),
                 ));
             }
         }
         Params::from_raw_with(&self.settings, &self.own_strategies())
             .map(|_| ())
-            .map_err(|e| format!("scenario {:?}: {e}", self.name))
+            .map_err(|e| SpecError::Settings {
+                scenario: self.name.clone(),
+                message: e.to_string(),
+            })
     }
 }
 
@@ -153,7 +163,11 @@ mod tests {
         }
         let mut bad = builtin("e03b").unwrap();
         bad.phases.swap(0, 1);
-        assert!(bad.check().unwrap_err().contains("invalid phase"));
+        assert!(bad
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("invalid phase"));
         let mut bad = builtin("e03b").unwrap();
         bad.name = "../x".into();
         assert!(bad.check().is_err());

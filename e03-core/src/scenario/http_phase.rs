@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::spec_error::SpecError;
+
 use crate::http_fault::{
     FirstOf, HeaderMatch, HttpFault, HttpFaultRule, OperationKey, RequestMatch, RetryAfter,
 };
@@ -60,13 +62,18 @@ impl HttpKeys<'_> {
 }
 
 /// Reads phase `name`'s keys into its rule; the error names the key and what it accepts.
-pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
+pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, SpecError> {
     let fault = match name {
         "abort" => {
             let status = match k.status {
                 Some(s @ 200..=599) => s,
-                Some(s) => return Err(format!("status = {s}: expected 200 to 599")),
-                None => return Err("expected status, the answer's status, 200 to 599".into()),
+                Some(s) => return Err(SpecError::value("status", s, "200 to 599")),
+                None => {
+                    return Err(SpecError::missing(
+                        "status",
+                        "the answer's status, 200 to 599",
+                    ))
+                }
             };
             let retry_after = match k.retry_after_s {
                 Some(s) if s <= MAX_HTTP_FAULT_S => Some(RetryAfter {
@@ -74,22 +81,25 @@ pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
                     as_date: k.retry_after_date.unwrap_or(false),
                 }),
                 Some(s) => {
-                    return Err(format!(
-                        "retry_after_s = {s}: expected whole seconds from 0 to \
-                         {MAX_HTTP_FAULT_S}"
+                    return Err(SpecError::value(
+                        "retry_after_s",
+                        s,
+                        format!("whole seconds from 0 to {MAX_HTTP_FAULT_S}"),
                     ))
                 }
                 None if k.retry_after_date.is_some() => {
-                    return Err("retry_after_date needs retry_after_s, the seconds the \
-                                date is ahead of the answer"
-                        .into())
+                    return Err(SpecError::rule(
+                        "retry_after_date",
+                        "retry_after_date needs retry_after_s, the seconds the date is ahead \
+                         of the answer",
+                    ))
                 }
                 None => None,
             };
             if let Some(b) = k.body.filter(|b| b.len() > MAX_BODY_BYTES) {
-                return Err(format!(
-                    "body of {} bytes: expected at most {MAX_BODY_BYTES}",
-                    b.len()
+                return Err(SpecError::expected(
+                    format!("body of {} bytes", b.len()),
+                    format!("at most {MAX_BODY_BYTES}"),
                 ));
             }
             HttpFault::Abort {
@@ -103,19 +113,25 @@ pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
             let min = match k.delay_ms {
                 Some(ms) if ms <= max_ms => ms,
                 Some(ms) => {
-                    return Err(format!(
-                        "delay_ms = {ms}: expected milliseconds from 0 to {max_ms}"
+                    return Err(SpecError::value(
+                        "delay_ms",
+                        ms,
+                        format!("milliseconds from 0 to {max_ms}"),
                     ))
                 }
-                None => return Err("expected delay_ms, the delay in milliseconds".into()),
+                None => return Err(SpecError::missing("delay_ms", "the delay in milliseconds")),
             };
             let max = match k.delay_max_ms {
                 None => min,
                 Some(ms) if ms >= min && ms <= max_ms => ms,
                 Some(ms) => {
-                    return Err(format!(
-                        "delay_max_ms = {ms}: expected milliseconds from delay_ms ({min}) to \
-                         {max_ms} (a delay drawn uniformly between them)"
+                    return Err(SpecError::value(
+                        "delay_max_ms",
+                        ms,
+                        format!(
+                            "milliseconds from delay_ms ({min}) to {max_ms} (a delay drawn \
+                             uniformly between them)"
+                        ),
                     ))
                 }
             };
@@ -133,9 +149,11 @@ pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
                 after_upstream: true,
             },
             other => {
-                return Err(format!(
-                    "when = {other:?}: expected \"before\" (the upstream never sees the \
-                     request) or \"after\" (the upstream answered, the answer is lost)"
+                return Err(SpecError::value(
+                    "when",
+                    format!("{other:?}"),
+                    "\"before\" (the upstream never sees the request) or \"after\" (the \
+                     upstream answered, the answer is lost)",
                 ))
             }
         },
@@ -143,30 +161,36 @@ pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
     };
     let percent = k.percent.unwrap_or(100.0);
     if !(percent.is_finite() && (0.0..=100.0).contains(&percent)) {
-        return Err(format!(
-            "percent = {percent}: expected a share of the requests from 0 to 100"
+        return Err(SpecError::value(
+            "percent",
+            percent,
+            "a share of the requests from 0 to 100",
         ));
     }
-    let text = |key: &str, v: Option<&str>| -> Result<Option<String>, String> {
+    let text = |key: &str, v: Option<&str>| -> Result<Option<String>, SpecError> {
         match v {
-            Some(t) if t.trim().is_empty() || t.len() > 256 || !t.is_ascii() => {
-                Err(format!("{key} = {t:?}: expected 1 to 256 ASCII characters"))
-            }
+            Some(t) if t.trim().is_empty() || t.len() > 256 || !t.is_ascii() => Err(
+                SpecError::value(key, format!("{t:?}"), "1 to 256 ASCII characters"),
+            ),
             other => Ok(other.map(|t| t.trim().to_string())),
         }
     };
     let method = text("method", k.method)?;
     if let Some(m) = &method {
         if !m.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return Err(format!(
-                "method = {m:?}: expected a method name, such as POST"
+            return Err(SpecError::value(
+                "method",
+                format!("{m:?}"),
+                "a method name, such as POST",
             ));
         }
     }
     let path_prefix = text("path_prefix", k.path_prefix)?;
     if let Some(p) = path_prefix.as_ref().filter(|p| !p.starts_with('/')) {
-        return Err(format!(
-            "path_prefix = {p:?}: expected the start of a path, beginning with /"
+        return Err(SpecError::value(
+            "path_prefix",
+            format!("{p:?}"),
+            "the start of a path, beginning with /",
         ));
     }
     let header = text("header", k.header)?
@@ -176,9 +200,10 @@ pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
                 None => (h.as_str(), None),
             };
             if name.is_empty() || !name.bytes().all(header_name_byte) {
-                return Err(format!(
-                    "header = {h:?}: expected a header name (\"x-tenant\") or a name and its \
-                     value (\"x-tenant: blue\")"
+                return Err(SpecError::value(
+                    "header",
+                    format!("{h:?}"),
+                    "a header name (\"x-tenant\") or a name and its value (\"x-tenant: blue\")",
                 ));
             }
             Ok(HeaderMatch {
@@ -201,22 +226,28 @@ pub(super) fn read(name: &str, k: &HttpKeys) -> Result<HttpFaultRule, String> {
             ))
         }
         Some(other) => {
-            return Err(format!(
-                "operation_key = {other:?}: expected \"x-e03-op\" (the lab's client and \
-                 operation headers), \"idempotency-key\" or \"header:NAME\""
+            return Err(SpecError::value(
+                "operation_key",
+                format!("{other:?}"),
+                "\"x-e03-op\" (the lab's client and operation headers), \"idempotency-key\" \
+                 or \"header:NAME\"",
             ))
         }
     };
     let first = match (k.first, key) {
         (Some(n), Some(key)) if n >= 1 => Some(FirstOf { n, key }),
         (Some(n), _) => {
-            return Err(format!(
-                "first = {n}: expected at least 1 (the first requests of each operation \
-                 faulted)"
+            return Err(SpecError::value(
+                "first",
+                n,
+                "at least 1 (the first requests of each operation faulted)",
             ))
         }
         (None, Some(_)) => {
-            return Err("operation_key needs first, the requests of each operation faulted".into())
+            return Err(SpecError::rule(
+                "operation_key",
+                "operation_key needs first, the requests of each operation faulted",
+            ))
         }
         (None, None) => None,
     };

@@ -256,7 +256,7 @@ pub(super) fn read_timeline(
             name @ (PhaseName::Abort | PhaseName::Delay | PhaseName::Hang | PhaseName::Reset) => {
                 match super::http_phase::read(name.name(), &http_keys) {
                     Ok(rule) => PhaseKind::Http { rule },
-                    Err(e) => return fail(e),
+                    Err(e) => return fail(e.to_string()),
                 }
             }
             PhaseName::RateLimited => {
@@ -313,7 +313,7 @@ pub(super) fn read_timeline(
                     &p.attributes.clone().unwrap_or_default(),
                 ) {
                     Ok(k) => k,
-                    Err(e) => return fail(e.replacen("type: ", "toxic = ", 1)),
+                    Err(e) => return fail(e.to_string().replacen("type: ", "toxic = ", 1)),
                 };
                 let toxicity = p.toxicity.unwrap_or(1.0);
                 if !(0.0..=1.0).contains(&toxicity) {

@@ -97,7 +97,10 @@ impl Scenario {
     /// (see [`ScenarioDef::policies`]). The name stays the same.
     /// The same scenario, its name kept, with its timeline's phases replaced (the phase map's
     /// cells move a phase's end): checked as [`ScenarioDef::check`] checks a definition.
-    pub fn with_phases(&self, phases: Vec<PhaseWindow>) -> Result<Scenario, String> {
+    pub fn with_phases(
+        &self,
+        phases: Vec<PhaseWindow>,
+    ) -> Result<Scenario, crate::spec_error::SpecError> {
         let mut def = (*self.0).clone();
         def.phases = phases;
         def.check()?;

@@ -3,6 +3,8 @@
 //! and the parameter table write one; [`AnyBudget`](super::AnyBudget) builds the budget it
 //! describes. Data only: it names no budget kind's code.
 
+use crate::spec_error::SpecError;
+
 /// A retry budget as data: which kind, with its parameters. Serialized with a `kind` tag in
 /// snake_case; every field has a default (the library's), so `{ kind = "grpc" }` is a whole
 /// spec and `{ kind = "grpc", max_tokens = 10, token_ratio = 0.1 }` overrides both fields.
@@ -213,25 +215,26 @@ impl BudgetSpec {
     }
 
     /// Checks the parameters; the error names the field and what it accepts.
-    pub fn validate(&self) -> Result<(), String> {
-        fn check(ok: bool, what: &str) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
+        fn check(ok: bool, kind: &str, key: &str, accepts: &str) -> Result<(), SpecError> {
             if ok {
                 Ok(())
             } else {
-                Err(what.to_string())
+                Err(SpecError::Must {
+                    kind: kind.to_string(),
+                    key: key.to_string(),
+                    accepts: accepts.to_string(),
+                })
             }
         }
         let finite_pos = |v: f64| v.is_finite() && v >= 0.0;
         match *self {
             BudgetSpec::TokenBucket { cap, ratio } => {
-                check(finite_pos(cap), "token_bucket: cap must be a number >= 0")?;
-                check(
-                    finite_pos(ratio),
-                    "token_bucket: ratio must be a number >= 0",
-                )
+                check(finite_pos(cap), "token_bucket", "cap", "a number >= 0")?;
+                check(finite_pos(ratio), "token_bucket", "ratio", "a number >= 0")
             }
             BudgetSpec::Ratio { ratio } => {
-                check(finite_pos(ratio), "ratio: ratio must be a number >= 0")
+                check(finite_pos(ratio), "ratio", "ratio", "a number >= 0")
             }
             BudgetSpec::Grpc {
                 max_tokens,
@@ -239,11 +242,15 @@ impl BudgetSpec {
             } => {
                 check(
                     max_tokens.is_finite() && max_tokens > 0.0 && max_tokens <= 1000.0,
-                    "grpc: max_tokens must be in (0, 1000]",
+                    "grpc",
+                    "max_tokens",
+                    "in (0, 1000]",
                 )?;
                 check(
                     token_ratio.is_finite() && token_ratio > 0.0,
-                    "grpc: token_ratio must be a number > 0",
+                    "grpc",
+                    "token_ratio",
+                    "a number > 0",
                 )
             }
             BudgetSpec::AwsStandard { .. } | BudgetSpec::Aws2026 { .. } => Ok(()),
@@ -254,20 +261,26 @@ impl BudgetSpec {
             } => {
                 check(
                     (1000..=60_000).contains(&ttl_ms),
-                    "tps: ttl_ms must be in 1000..=60000",
+                    "tps",
+                    "ttl_ms",
+                    "in 1000..=60000",
                 )?;
                 check(
                     (0.0..=1000.0).contains(&percent_can_retry),
-                    "tps: percent_can_retry must be in 0..=1000",
+                    "tps",
+                    "percent_can_retry",
+                    "in 0..=1000",
                 )
             }
             BudgetSpec::Envoy { budget_percent, .. } => check(
                 (0.0..=100.0).contains(&budget_percent),
-                "envoy: budget_percent must be in 0..=100",
+                "envoy",
+                "budget_percent",
+                "in 0..=100",
             ),
             BudgetSpec::SreAdaptive { k, window_ms } => {
-                check(finite_pos(k), "sre_adaptive: k must be a number >= 0")?;
-                check(window_ms > 0, "sre_adaptive: window_ms must be > 0")
+                check(finite_pos(k), "sre_adaptive", "k", "a number >= 0")?;
+                check(window_ms > 0, "sre_adaptive", "window_ms", "> 0")
             }
         }
     }
@@ -315,6 +328,6 @@ mod tests {
             min_retries_per_sec: 10,
             percent_can_retry: 0.2,
         };
-        assert!(bad.validate().unwrap_err().contains("ttl_ms"));
+        assert!(bad.validate().unwrap_err().to_string().contains("ttl_ms"));
     }
 }
