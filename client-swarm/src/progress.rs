@@ -233,7 +233,7 @@ mod tests {
         assert_eq!("bar".parse::<ProgressMode>(), Ok(ProgressMode::Bar));
         assert_eq!("lines".parse::<ProgressMode>(), Ok(ProgressMode::Lines));
         assert_eq!("off".parse::<ProgressMode>(), Ok(ProgressMode::Off));
-        let e = "loud".parse::<ProgressMode>().unwrap_err();
+        let e = "loud".parse::<ProgressMode>().unwrap_err().to_string();
         assert!(e.contains("--progress (E03_PROGRESS) \"loud\""), "{e}");
         assert!(e.contains("auto, bar, lines or off"), "{e}");
     }

@@ -120,7 +120,7 @@ pub(crate) fn claim_run_dir(
         id,
         overwrite: env("E03_OVERWRITE").is_some_and(|v| v == "1" || v == "true"),
     };
-    outdir::check_choice(out, &choice, "--run-id (E03_RUN_ID)")?;
+    outdir::check_choice(out, &choice, "--run-id (E03_RUN_ID)").map_err(|e| e.to_string())?;
     let run = outdir::claim(out, &choice).map_err(|e| {
         format!(
             "cannot write into {} (--out): {}{}",

@@ -175,7 +175,7 @@ pub(crate) fn setup(
         return Err(e03_core::cli::unknown_env_message(&name));
     }
     // A user's strategies first: a scenario (file) may name them.
-    let policies = e03_io::scenario_files::load_policies_from_env()?;
+    let policies = e03_io::scenario_files::load_policies_from_env().map_err(|e| e.to_string())?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let specs = policies
         .as_ref()
@@ -197,9 +197,12 @@ pub(crate) fn setup(
     let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
     check_targets(&params, &targets, &value("targets"))?;
     let metrics_listen = metrics_listen(m.get_one::<String>("metrics-listen").map(String::as_str))?;
-    let progress = m
-        .get_one::<String>("progress")
-        .map_or(Ok(crate::progress::ProgressMode::Auto), |v| v.parse())?;
+    let progress =
+        m.get_one::<String>("progress")
+            .map_or(Ok(crate::progress::ProgressMode::Auto), |v| {
+                v.parse()
+                    .map_err(|e: e03_io::error::InputError| e.to_string())
+            })?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
     let shard = shard_arg(m.get_one::<String>("shard").map(String::as_str))?;

@@ -325,7 +325,8 @@ fn standalone_scenario(
     if value.trim().eq_ignore_ascii_case("none") {
         return Ok((None, None));
     }
-    let mut args = e03_io::scenario_files::resolve_with(value, policies).map_err(refuse)?;
+    let mut args =
+        e03_io::scenario_files::resolve_with(value, policies).map_err(|e| refuse(e.to_string()))?;
     if args.len() != 1 {
         return Err(refuse("one dependency serves one scenario".into()));
     }

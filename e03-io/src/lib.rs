@@ -15,8 +15,10 @@
 //!   socket): logs sent to the analyzer over HTTP with a checksum and a retry, and the
 //!   analyzer's collector that stores them.
 
+pub mod error;
 pub mod exit;
 pub mod logs;
+mod names;
 pub mod progress;
 pub mod rundir;
 pub mod scenario_files;

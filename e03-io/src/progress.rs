@@ -3,6 +3,8 @@
 
 use std::str::FromStr;
 
+use crate::error::InputError;
+
 /// How a run shows its progress on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -15,17 +17,17 @@ pub enum ProgressMode {
 }
 
 impl FromStr for ProgressMode {
-    type Err = String;
+    type Err = InputError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, InputError> {
         match s.trim() {
             "" | "auto" => Ok(ProgressMode::Auto),
             "bar" => Ok(ProgressMode::Bar),
             "lines" => Ok(ProgressMode::Lines),
             "off" => Ok(ProgressMode::Off),
-            other => Err(format!(
-                "invalid --progress (E03_PROGRESS) {other:?}: expected auto, bar, lines or off"
-            )),
+            other => Err(InputError::Progress {
+                value: other.to_string(),
+            }),
         }
     }
 }

@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-/// The symlink under OUT that points at the newest run directory.
-pub const LATEST: &str = "latest";
+use crate::error::InputError;
+
+pub use crate::names::LATEST;
 
 /// A run directory claimed under OUT.
 #[derive(Debug, Clone)]
@@ -37,7 +38,7 @@ pub struct RunChoice {
 }
 
 /// Why `--run-id` is not acceptable (a usage error, exit code 2).
-pub fn check_choice(out: &Path, choice: &RunChoice, flag: &str) -> Result<(), String> {
+pub fn check_choice(out: &Path, choice: &RunChoice, flag: &str) -> Result<(), InputError> {
     let Some(id) = &choice.id else {
         return Ok(());
     };
@@ -51,18 +52,14 @@ pub fn check_choice(out: &Path, choice: &RunChoice, flag: &str) -> Result<(), St
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !valid {
-        return Err(format!(
-            "invalid {flag} {id:?}: expected a folder name of letters, digits, '-', '_' or '.' \
-             (not {LATEST:?} or \"simulated\")"
-        ));
+        return Err(InputError::RunId {
+            flag: flag.to_string(),
+            id: id.clone(),
+        });
     }
     let dir = out.join(id);
     if dir.exists() && !choice.overwrite {
-        return Err(format!(
-            "{} already exists: choose another run id, or pass --overwrite (E03_OVERWRITE=1) to \
-             replace the lab's logs in it (your other files there are kept)",
-            dir.display()
-        ));
+        return Err(InputError::RunExists { dir });
     }
     Ok(())
 }
@@ -291,7 +288,9 @@ mod tests {
             id: Some("r1".into()),
             overwrite: false,
         };
-        let err = check_choice(&out, &choice, "--run-id").unwrap_err();
+        let err = check_choice(&out, &choice, "--run-id")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("--overwrite"), "{err}");
         let choice = RunChoice {
             overwrite: true,

@@ -8,6 +8,8 @@ use e03_core::scenario;
 use e03_core::strategy_table::StrategySpec;
 use e03_core::Scenario;
 
+use crate::error::InputError;
+
 pub use e03_core::control::SCENARIO_FILE;
 
 /// One scenario named on a command line.
@@ -27,13 +29,16 @@ pub fn is_file_arg(value: &str) -> bool {
 }
 
 /// Reads and validates one scenario file; its strategies may name `policies`' ids.
-fn load_file(path: &Path, policies: &[StrategySpec]) -> Result<ScenarioArg, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read scenario file {}: {e}", path.display()))?;
-    let def = scenario::parse_with(&text, &path.display().to_string(), policies)
-        .map_err(|e| e.to_string())?;
-    let scenario = Scenario::from_def(def)
-        .map_err(|e| format!("scenario file {}: {}", path.display(), e.message))?;
+fn load_file(path: &Path, policies: &[StrategySpec]) -> Result<ScenarioArg, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::ReadScenario {
+        path: path.to_path_buf(),
+        error: e.to_string(),
+    })?;
+    let def = scenario::parse_with(&text, &path.display().to_string(), policies)?;
+    let scenario = Scenario::from_def(def).map_err(|e| InputError::ScenarioDef {
+        path: path.to_path_buf(),
+        message: e.message,
+    })?;
     Ok(ScenarioArg {
         scenario,
         file: Some(path.to_path_buf()),
@@ -52,20 +57,22 @@ fn builtin_text(s: &Scenario) -> String {
 
 /// `e03a`, `e03b`, `all`, a scenario file's path, or a comma-separated list of them (in order,
 /// without repeats: two files under one name are refused too). The error says what is accepted.
-pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, String> {
+pub fn resolve(value: &str) -> Result<Vec<ScenarioArg>, InputError> {
     resolve_with(value, &[])
 }
 
 /// [`resolve`] for a run with a user's policy file: every scenario carries `policies`, and a
 /// file's strategies may name them.
-pub fn resolve_with(value: &str, policies: &[StrategySpec]) -> Result<Vec<ScenarioArg>, String> {
+pub fn resolve_with(
+    value: &str,
+    policies: &[StrategySpec],
+) -> Result<Vec<ScenarioArg>, InputError> {
     let mut out: Vec<ScenarioArg> = Vec::new();
     for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let found: Vec<ScenarioArg> = if is_file_arg(part) {
             vec![load_file(Path::new(part), policies)?]
         } else {
-            Scenario::parse_list(part)
-                .map_err(|e| e.to_string())?
+            Scenario::parse_list(part)?
                 .into_iter()
                 .map(|scenario| ScenarioArg {
                     text: builtin_text(&scenario),
@@ -76,22 +83,20 @@ pub fn resolve_with(value: &str, policies: &[StrategySpec]) -> Result<Vec<Scenar
         };
         for f in found {
             if out.iter().any(|o| o.scenario == f.scenario) {
-                return Err(format!(
-                    "scenario {:?} is named twice: expected each scenario once",
-                    f.scenario.name()
-                ));
+                return Err(InputError::NamedTwice {
+                    name: f.scenario.name().to_string(),
+                });
             }
             out.push(f);
         }
     }
     if out.is_empty() {
-        return Err("no scenario given: expected e03a, e03b, all or a scenario file".into());
+        return Err(InputError::NoScenario);
     }
     Ok(out)
 }
 
-/// The env var that names a user's policy file.
-pub const POLICIES_ENV: &str = "E03_POLICIES";
+pub use crate::names::POLICIES_ENV;
 
 /// The name of a policy file's kept copy in a scenario folder.
 pub const POLICIES_FILE: &str = "policies.toml";
@@ -107,21 +112,17 @@ pub struct Policies {
 
 /// Reads and checks a user's policy file (`[[strategy]]` tables, see
 /// `e03_core::strategy_table`). Errors name the file, line and key.
-pub fn load_policies(path: &Path) -> Result<Policies, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "invalid {POLICIES_ENV}={:?} (--policies): cannot read it: {e} (expected a TOML file \
-             of [[strategy]] tables)",
-            path.display()
-        )
+pub fn load_policies(path: &Path) -> Result<Policies, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::ReadPolicies {
+        path: path.to_path_buf(),
+        error: e.to_string(),
     })?;
-    let specs = e03_core::strategy_table::parse_policy_file(&text, &path.display().to_string())
-        .map_err(|e| e.to_string())?;
+    let specs = e03_core::strategy_table::parse_policy_file(&text, &path.display().to_string())?;
     Ok(Policies { text, specs })
 }
 
 /// The policy file `E03_POLICIES` names, loaded; `None` when it is unset or empty.
-pub fn load_policies_from_env() -> Result<Option<Policies>, String> {
+pub fn load_policies_from_env() -> Result<Option<Policies>, InputError> {
     match std::env::var_os(POLICIES_ENV) {
         Some(v) if !v.is_empty() => load_policies(Path::new(&v)).map(Some),
         _ => Ok(None),
@@ -130,15 +131,15 @@ pub fn load_policies_from_env() -> Result<Option<Policies>, String> {
 
 /// Keeps a policy file's text in a scenario folder (`policies.toml`), as [`keep`] keeps the
 /// scenario, so the folder can be analysed without the original file.
-pub fn keep_policies(dir: &Path, text: &str) -> Result<(), String> {
+pub fn keep_policies(dir: &Path, text: &str) -> Result<(), InputError> {
     let path = dir.join(POLICIES_FILE);
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&path, text).map_err(|e| InputError::write(&path, &e))
 }
 
 /// Writes the list of the logs the runs in a scenario folder will write
 /// ([`e03_core::control::RUN_LOGS_FILE`]), whole or not at all: the shards of a run, started
 /// together, each write the same list into a shared folder.
-pub fn keep_run_logs(dir: &Path, names: &[String]) -> Result<(), String> {
+pub fn keep_run_logs(dir: &Path, names: &[String]) -> Result<(), InputError> {
     let path = dir.join(e03_core::control::RUN_LOGS_FILE);
     let tmp = dir.join(format!(
         ".{}.{}",
@@ -149,15 +150,15 @@ pub fn keep_run_logs(dir: &Path, names: &[String]) -> Result<(), String> {
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            format!("cannot write {}: {e}", path.display())
+            InputError::write(&path, &e)
         })
 }
 
 /// Keeps a scenario's definition in a scenario folder (`DIR/scenario.toml`), so the folder
 /// explains itself and `lab analyze` knows a user's scenario from a fresh process.
-pub fn keep(dir: &Path, text: &str) -> Result<(), String> {
+pub fn keep(dir: &Path, text: &str) -> Result<(), InputError> {
     let path = dir.join(SCENARIO_FILE);
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&path, text).map_err(|e| InputError::write(&path, &e))
 }
 
 #[cfg(test)]
@@ -180,13 +181,16 @@ mod tests {
         assert_eq!(got[1].file.as_deref(), Some(file.as_path()));
         assert!(got[0].text.contains("name = \"e03b\""));
         assert!(got[1].text.contains("swarm-file-test"));
-        assert!(resolve("e03b,b").unwrap_err().contains("named twice"));
-        let missing = resolve("nope/x.toml").unwrap_err();
+        assert!(resolve("e03b,b")
+            .unwrap_err()
+            .to_string()
+            .contains("named twice"));
+        let missing = resolve("nope/x.toml").unwrap_err().to_string();
         assert!(
             missing.starts_with("cannot read scenario file nope/x.toml"),
             "{missing}"
         );
-        let unknown = resolve("e03z").unwrap_err();
+        let unknown = resolve("e03z").unwrap_err().to_string();
         assert!(unknown.contains("unknown scenario \"e03z\""), "{unknown}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -66,7 +66,7 @@ fn valid_file(file: &str) -> bool {
 
 /// The collector's base URL a sender was given (`--send-logs`, `E03_SEND_LOGS`): `None` when
 /// empty; `Err` says what is accepted (the caller names its flag).
-pub fn collector_url(value: &str) -> Result<Option<String>, String> {
+pub fn collector_url(value: &str) -> Result<Option<String>, crate::error::InputError> {
     let v = value.trim();
     if v.is_empty() {
         return Ok(None);
@@ -74,10 +74,9 @@ pub fn collector_url(value: &str) -> Result<Option<String>, String> {
     let rest = v.strip_prefix("http://").unwrap_or("");
     let host = rest.trim_end_matches('/');
     if host.is_empty() || host.contains(['/', '?', '#', ' ']) {
-        return Err(format!(
-            "{v:?}: expected the analyzer's base URL, http://HOST:PORT (`lab report --listen \
-             ADDR` there), for example http://analyzer:9100"
-        ));
+        return Err(crate::error::InputError::CollectorUrl {
+            value: v.to_string(),
+        });
     }
     Ok(Some(format!("http://{host}")))
 }
@@ -475,7 +474,7 @@ mod tests {
             Some("http://analyzer:9100")
         );
         for bad in ["analyzer:9100", "https://a:1", "http://", "http://a:1/logs"] {
-            let e = collector_url(bad).unwrap_err();
+            let e = collector_url(bad).unwrap_err().to_string();
             assert!(e.contains("http://HOST:PORT"), "{bad}: {e}");
         }
     }

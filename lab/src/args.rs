@@ -65,8 +65,10 @@ pub struct ChildSettings {
 pub fn child_settings(env: &dyn Fn(&str) -> Option<String>) -> Result<ChildSettings, String> {
     let progress = env("E03_PROGRESS")
         .map(|v| {
-            v.parse()
-                .map_err(|e: String| e.replace("--progress (E03_PROGRESS)", "E03_PROGRESS"))
+            v.parse().map_err(|e: e03_io::error::InputError| {
+                e.to_string()
+                    .replace("--progress (E03_PROGRESS)", "E03_PROGRESS")
+            })
         })
         .transpose()?;
     let answer_spin = env("E03_ANSWER_SPIN_US")

@@ -16,8 +16,10 @@ use simulator::run::{JOBS_DONE, JOBS_QUEUED};
 /// The mode from `E03_PROGRESS`; `Err` names the variable and what it accepts.
 pub fn mode_from_env() -> Result<ProgressMode, String> {
     std::env::var("E03_PROGRESS").map_or(Ok(ProgressMode::Auto), |v| {
-        v.parse::<ProgressMode>()
-            .map_err(|e| e.replace("--progress (E03_PROGRESS)", "E03_PROGRESS"))
+        v.parse::<ProgressMode>().map_err(|e| {
+            e.to_string()
+                .replace("--progress (E03_PROGRESS)", "E03_PROGRESS")
+        })
     })
 }
 

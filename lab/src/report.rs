@@ -323,7 +323,8 @@ fn report_list(arg: &str, kept: &[Scenario]) -> Result<Vec<Scenario>, String> {
         } else if let Some(k) = kept.iter().find(|k| k.name() == token) {
             vec![k.clone()]
         } else {
-            e03_io::scenario_files::resolve(token)?
+            e03_io::scenario_files::resolve(token)
+                .map_err(|e| e.to_string())?
                 .into_iter()
                 .map(|a| {
                     let same = kept.iter().find(|k| k.name() == a.scenario.name());
