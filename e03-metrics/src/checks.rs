@@ -154,12 +154,40 @@ impl Figure {
     }
 }
 
+/// Why a check has no figure in one seed's runs: its text is shown in the figure's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NoFigure {
+    /// A strategy the check reads was not run: the one it compares against, or (`None`) its own.
+    NotRun(Option<String>),
+    /// The runs hold nothing to read: what is missing (`no attempt log`, ...).
+    Missing(&'static str),
+    /// The strategy compared against had no permanent failure to measure.
+    NoPermanentFailure(String),
+}
+
+impl From<&'static str> for NoFigure {
+    fn from(what: &'static str) -> Self {
+        NoFigure::Missing(what)
+    }
+}
+
+impl std::fmt::Display for NoFigure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoFigure::NotRun(None) => f.write_str("not run"),
+            NoFigure::NotRun(Some(id)) => write!(f, "{id} not run"),
+            NoFigure::Missing(what) => f.write_str(what),
+            NoFigure::NoPermanentFailure(id) => write!(f, "no permanent failure under {id}"),
+        }
+    }
+}
+
 /// The figure `check` reads from `runs` for `seed`, or what to show instead (a strategy not
 /// run, no attempt log, ...).
-fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, String> {
+fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, NoFigure> {
     let run = |id: &str| runs.iter().find(|r| r.strategy == id && r.seed == seed);
     let Some(mine) = run(&check.strategy) else {
-        return Err("not run".into());
+        return Err(NoFigure::NotRun(None));
     };
     let value: f64 = match &check.metric {
         CheckMetric::BottomCallsPerRequest
@@ -222,7 +250,7 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
         CheckMetric::P99Ms => mine.p99_ms,
         CheckMetric::Peak100Ms => mine.peak_100ms as f64,
         CheckMetric::P999Reduction { versus } => {
-            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            let other = run(versus).ok_or_else(|| NoFigure::NotRun(Some(versus.clone())))?;
             if mine.p999_ms <= 0.0 {
                 return Err("no p99.9".into());
             }
@@ -252,7 +280,7 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             None => return Err("no attempt log".into()),
         },
         CheckMetric::AttemptsRatio { versus } => {
-            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            let other = run(versus).ok_or_else(|| NoFigure::NotRun(Some(versus.clone())))?;
             mine.total_requests as f64 / other.total_requests.max(1) as f64
         }
         CheckMetric::PeakRatio {
@@ -260,7 +288,7 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             window_ms,
             retries_only,
         } => {
-            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            let other = run(versus).ok_or_else(|| NoFigure::NotRun(Some(versus.clone())))?;
             let p = |r: &RunMetrics| peak_per_window(r, *window_ms, *retries_only) as f64;
             p(mine) / p(other).max(1.0)
         }
@@ -281,10 +309,10 @@ fn figure(runs: &[RunMetrics], check: &CheckSpec, seed: u64) -> Result<Figure, S
             }
         }
         CheckMetric::PermanentLatencyRatio { versus } => {
-            let other = run(versus).ok_or_else(|| format!("{versus} not run"))?;
+            let other = run(versus).ok_or_else(|| NoFigure::NotRun(Some(versus.clone())))?;
             let mean = |r: &RunMetrics| r.ledger.as_ref().map_or(0.0, |l| l.permanent_op_mean_ms);
             if mean(other) <= 0.0 {
-                return Err(format!("no permanent failure under {versus}"));
+                return Err(NoFigure::NoPermanentFailure(versus.clone()));
             }
             mean(mine) / mean(other)
         }
@@ -340,7 +368,7 @@ fn evaluate_one(s: &ScenarioSummary, check: &CheckSpec, seed: u64) -> CheckRow {
     let ours = match figure(&s.runs, check, seed) {
         Ok(f) => f,
         Err(shown) => {
-            row.ours = shown;
+            row.ours = shown.to_string();
             return row;
         }
     };

@@ -288,6 +288,7 @@ fn realtime_env() -> Result<bool, String> {
             .ok()
             .as_deref(),
     )
+    .map_err(|e| e.to_string())
 }
 
 /// `lab serve --x` becomes `dependency-service --x`.

@@ -69,16 +69,34 @@ impl Scheduling {
     }
 }
 
+/// A real-time setting that cannot be used, or a thread the system kept off `SCHED_FIFO`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RealtimeError {
+    /// `E03_REALTIME` is neither `auto` nor `off`.
+    #[error(
+        "invalid {env} value {value:?}: expected auto (real-time timers when the process may \
+         have them) or off",
+        env = REALTIME_ENV
+    )]
+    Mode { value: String },
+    /// A priority outside 1 to 99: the thread-priority crate's reason.
+    #[error("{reason}")]
+    Priority { priority: u8, reason: String },
+    /// The system refused `SCHED_FIFO` (no root, no `CAP_SYS_NICE`): its error, as the
+    /// thread-priority crate reports it.
+    #[error("{reason}")]
+    Refused { reason: String },
+}
+
 /// Reads `E03_REALTIME`: `None` (or `auto`) and `off` are accepted; anything else is an error
 /// naming the variable.
-pub fn parse_mode(value: Option<&str>) -> Result<bool, String> {
+pub fn parse_mode(value: Option<&str>) -> Result<bool, RealtimeError> {
     match value.map(str::trim) {
         None | Some("") | Some("auto") => Ok(true),
         Some("off") => Ok(false),
-        Some(other) => Err(format!(
-            "invalid {REALTIME_ENV} value {other:?}: expected auto (real-time timers when the \
-             process may have them) or off"
-        )),
+        Some(other) => Err(RealtimeError::Mode {
+            value: other.to_string(),
+        }),
     }
 }
 
@@ -109,14 +127,19 @@ pub fn scheduling() -> &'static Scheduling {
 }
 
 /// Puts the calling thread on `SCHED_FIFO` at `priority` (1 to 99).
-pub fn set_current(priority: u8) -> Result<(), String> {
-    let value = ThreadPriorityValue::try_from(priority).map_err(|e| e.to_string())?;
+pub fn set_current(priority: u8) -> Result<(), RealtimeError> {
+    let value = ThreadPriorityValue::try_from(priority).map_err(|e| RealtimeError::Priority {
+        priority,
+        reason: e.to_string(),
+    })?;
     set_thread_priority_and_policy(
         thread_native_id(),
         ThreadPriority::Crossplatform(value),
         ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
     )
-    .map_err(|e| format!("{e:?}"))
+    .map_err(|e| RealtimeError::Refused {
+        reason: format!("{e:?}"),
+    })
 }
 
 /// For `tokio::runtime::Builder::on_thread_start`: a worker takes [`WORKER_PRIORITY`] when the
@@ -194,7 +217,7 @@ mod tests {
         assert_eq!(parse_mode(None), Ok(true));
         assert_eq!(parse_mode(Some("auto")), Ok(true));
         assert_eq!(parse_mode(Some(" off ")), Ok(false));
-        let e = parse_mode(Some("yes")).unwrap_err();
+        let e = parse_mode(Some("yes")).unwrap_err().to_string();
         assert!(
             e.contains("E03_REALTIME") && e.contains("auto") && e.contains("off"),
             "{e}"

@@ -45,7 +45,7 @@ pub mod sweep;
 
 pub use compare::print_comparison;
 pub use engine::{Engine, Observer};
-pub use map::{phase_map, MapSpec};
+pub use map::{phase_map, MapError, MapSpec};
 pub use run::{simulate, simulate_run};
 pub use service::{replay, Decision};
 pub use sweep::{

@@ -39,6 +39,28 @@ pub struct MapSpec {
     pub horizon_s: f64,
 }
 
+/// A map that cannot be made: the parameters' error, or a scenario without a trigger to vary.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MapError {
+    /// The user's parameters (env names) under the scenario.
+    #[error(transparent)]
+    Params(#[from] ParamError),
+    /// A scenario with neither a freeze nor a down phase of one replica of several.
+    #[error(
+        "scenario {scenario} has no freeze phase and no down phase of one replica of several: \
+         the map varies the freeze's length (like metastable) or the lost replica's outage \
+         (like failover)"
+    )]
+    NoTrigger { scenario: String },
+    /// One cell's parameters (a load or a trigger size the parameters refuse).
+    #[error("the cell at load {load} and trigger {trigger_s} s: {error}")]
+    Cell {
+        load: f64,
+        trigger_s: f64,
+        error: ParamError,
+    },
+}
+
 /// What a map's trigger is ([`MapSpec::trigger`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -51,12 +73,12 @@ pub enum Trigger {
 impl MapSpec {
     /// The scenario's trigger: its freeze, else a down phase of one replica of several; an
     /// error names what the map needs.
-    pub fn trigger(&self) -> Result<Trigger, String> {
+    pub fn trigger(&self) -> Result<Trigger, MapError> {
         let phases = &self.scenario.def().phases;
         if phases.iter().any(|p| p.phase == PhaseKind::Freeze) {
             return Ok(Trigger::Freeze);
         }
-        let base = Params::for_scenario(&self.scenario, &self.raw).map_err(|e| e.to_string())?;
+        let base = Params::for_scenario(&self.scenario, &self.raw)?;
         let lost = phases
             .iter()
             .position(|p| p.replica.is_some() && matches!(p.phase, PhaseKind::Down { .. }));
@@ -65,12 +87,9 @@ impl MapSpec {
                 phase,
                 replicas: base.replicas(),
             }),
-            _ => Err(format!(
-                "scenario {} has no freeze phase and no down phase of one replica of several: \
-                 the map varies the freeze's length (like metastable) or the lost replica's \
-                 outage (like failover)",
-                self.scenario.name()
-            )),
+            _ => Err(MapError::NoTrigger {
+                scenario: self.scenario.name().to_string(),
+            }),
         }
     }
 
@@ -121,15 +140,17 @@ impl MapSpec {
 }
 
 /// Simulates every cell of `spec` for every strategy and seed of its parameters.
-pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, String> {
-    let base = Params::for_scenario(&spec.scenario, &spec.raw).map_err(|e| e.to_string())?;
+pub fn phase_map(spec: &MapSpec) -> Result<PhaseMap, MapError> {
+    let base = Params::for_scenario(&spec.scenario, &spec.raw)?;
     let trigger = spec.trigger()?;
     let mut cells_params = Vec::new();
     for &load in &spec.loads {
         for &t in &spec.triggers_s {
-            let (scenario, p) = spec
-                .cell(load, t)
-                .map_err(|e| format!("the cell at load {load} and trigger {t} s: {e}"))?;
+            let (scenario, p) = spec.cell(load, t).map_err(|error| MapError::Cell {
+                load,
+                trigger_s: t,
+                error,
+            })?;
             cells_params.push((load, t, scenario, p));
         }
     }
@@ -275,6 +296,10 @@ mod tests {
             raw: BTreeMap::new(),
             ..spec
         };
-        assert!(e03a.trigger().unwrap_err().contains("no freeze phase"));
+        assert!(e03a
+            .trigger()
+            .unwrap_err()
+            .to_string()
+            .contains("no freeze phase"));
     }
 }
