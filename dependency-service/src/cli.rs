@@ -43,6 +43,21 @@ pub enum ConfigError {
     Param(String),
     #[error("{}", e03_core::cli::unknown_env_message(.0))]
     UnknownEnv(String),
+    /// `--plan FILE` that cannot be read (`error`: the system's reason).
+    #[error("invalid --plan {:?}: cannot read it: {error}", path.display())]
+    PlanRead {
+        path: std::path::PathBuf,
+        error: String,
+    },
+    /// `--plan FILE` that is not a plan (`error`: the JSON reader's message).
+    #[error("invalid --plan {:?}: {error}", path.display())]
+    PlanJson {
+        path: std::path::PathBuf,
+        error: String,
+    },
+    /// `--plan` with other flags.
+    #[error("--plan FILE takes no other flag: the plan is the whole setting")]
+    PlanAlone,
 }
 
 /// What the command line asks for, validated: the service's plan. `lab run` writes it as JSON
@@ -360,24 +375,25 @@ pub fn answer_spin_us(spin: &str) -> Result<std::time::Duration, ConfigError> {
 
 /// `PROGRAM --plan FILE`: the plan in FILE ([`Plan`] as JSON); `None` for any other command
 /// line, `Err` when `--plan` comes with other flags or the file is not a plan.
-fn plan_file(args: &[OsString]) -> Option<Result<Plan, String>> {
+fn plan_file(args: &[OsString]) -> Option<Result<Plan, ConfigError>> {
     match args {
         [_, flag, file] if flag == "--plan" => {
-            let path = std::path::Path::new(file);
+            let path = std::path::PathBuf::from(file);
             Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| {
-                        format!("invalid --plan {:?}: cannot read it: {e}", path.display())
+                std::fs::read_to_string(&path)
+                    .map_err(|e| ConfigError::PlanRead {
+                        path: path.clone(),
+                        error: e.to_string(),
                     })
                     .and_then(|text| {
-                        serde_json::from_str(&text)
-                            .map_err(|e| format!("invalid --plan {:?}: {e}", path.display()))
+                        serde_json::from_str(&text).map_err(|e| ConfigError::PlanJson {
+                            path: path.clone(),
+                            error: e.to_string(),
+                        })
                     }),
             )
         }
-        _ if args.iter().skip(1).any(|a| a == "--plan") => Some(Err(
-            "--plan FILE takes no other flag: the plan is the whole setting".into(),
-        )),
+        _ if args.iter().skip(1).any(|a| a == "--plan") => Some(Err(ConfigError::PlanAlone)),
         _ => None,
     }
 }

@@ -64,6 +64,8 @@ use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
 use e03_core::events::HEADER_OP;
 use e03_core::AttemptResult;
 
+pub use crate::hop_error::{HopError, HOP_USAGE};
+
 /// What a hop process is, as `lab` passes it in `--config` (JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,38 +102,33 @@ pub struct HopSetup {
 }
 
 /// Checks a layer and a role; the message names the key and what it accepts.
-pub fn check_role(layer: u32, role: &Role) -> Result<(), String> {
+pub fn check_role(layer: u32, role: &Role) -> Result<(), HopError> {
     let most = MAX_HOPS as u32 + 1;
     if !(1..=most).contains(&layer) {
-        return Err(format!(
-            "layer = {layer}: expected a whole number from 1 to {most} (1: called by the top \
-             caller)"
-        ));
+        return Err(HopError::Layer { layer, most });
     }
     match role {
         Role::Proxy { spec, upstream, .. } => {
-            spec.check("role.spec").map_err(|e| e.to_string())?;
+            spec.check("role.spec")?;
             let ok = reqwest::Url::parse(upstream)
                 .is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some_and(|h| !h.is_empty()));
             if !ok {
-                return Err(format!(
-                    "role.upstream = {upstream:?}: expected the upstream's base URL, \
-                     http://HOST:PORT"
-                ));
+                return Err(HopError::Upstream {
+                    upstream: upstream.clone(),
+                });
             }
             Ok(())
         }
-        Role::Bottom { bottom } => bottom.check().map_err(|e| format!("role.{e}")),
+        Role::Bottom { bottom } => bottom
+            .check()
+            .map_err(|e| HopError::Role(e.within("role."))),
     }
 }
 
 /// Checks a [`HopSetup`]'s log name; the relative path it names.
-pub fn check_log_name(log: &str) -> Result<PathBuf, String> {
-    let bad = || {
-        format!(
-            "log = {log:?}: expected a relative path of plain names (letters, digits, '.', '-', \
-             '_'; no '..') ending in .jsonl, under the hop's --log-dir"
-        )
+pub fn check_log_name(log: &str) -> Result<PathBuf, HopError> {
+    let bad = || HopError::LogName {
+        log: log.to_string(),
     };
     let path = Path::new(log);
     let plain = |c: Component| match c {
@@ -374,7 +371,7 @@ impl Hop {
     }
 }
 
-fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
+fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, HopError> {
     match headers.get(name) {
         None => Ok(None),
         Some(v) => v
@@ -382,10 +379,9 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .map(Some)
-            .ok_or_else(|| {
-                format!(
-                    "header {name}: expected a whole number (ms or a request number), got {v:?}"
-                )
+            .ok_or_else(|| HopError::Header {
+                name: name.to_string(),
+                value: format!("{v:?}"),
             }),
     }
 }
@@ -394,7 +390,7 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
 /// message naming the bad header (the fuzz target `headers` drives it). The request number is
 /// [`REQUEST_HEADER`] (a hop's call), else [`HEADER_OP`] (the top caller, the swarm's driver,
 /// sends its operation number there), else 0.
-pub fn call_headers(headers: &HeaderMap) -> Result<(u64, Option<u64>), String> {
+pub fn call_headers(headers: &HeaderMap) -> Result<(u64, Option<u64>), HopError> {
     let req = match header_u64(headers, REQUEST_HEADER) {
         Ok(None) => header_u64(headers, HEADER_OP),
         other => other,
@@ -408,7 +404,7 @@ pub fn call_headers(headers: &HeaderMap) -> Result<(u64, Option<u64>), String> {
 async fn work(State(hop): State<Arc<Hop>>, headers: HeaderMap) -> (StatusCode, String) {
     let (req, received_ms) = match call_headers(&headers) {
         Ok(values) => values,
-        Err(e) => return (StatusCode::BAD_REQUEST, e),
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()),
     };
     // The configuration the call arrived under: it keeps it (and its log) to its end.
     let active = hop.active.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -486,7 +482,7 @@ async fn configure(State(hop): State<Arc<Hop>>, body: Bytes) -> (StatusCode, Str
     };
     let (setup, rel) = match check_setup(&body) {
         Ok(checked) => checked,
-        Err(e) => return (StatusCode::BAD_REQUEST, e),
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()),
     };
     let path = log_dir.join(rel);
     if let Some(parent) = path.parent() {
@@ -516,16 +512,13 @@ async fn configure(State(hop): State<Arc<Hop>>, body: Bytes) -> (StatusCode, Str
 
 /// A `POST /control/configure` body, read and checked: the setup and its log's relative path,
 /// or the 400 message. Nothing is opened or changed (the fuzz target `control` drives it).
-pub fn check_setup(body: &[u8]) -> Result<(HopSetup, PathBuf), String> {
-    let setup: HopSetup = serde_json::from_slice(body).map_err(|e| {
-        format!(
-            "invalid hop configuration: {e}; expected JSON {{\"layer\": 1, \"log\": \
-             \"RUN/SCENARIO/VARIANT/layer-1-NAME.jsonl\", \"role\": ...}} (see lab hop --help)"
-        )
+pub fn check_setup(body: &[u8]) -> Result<(HopSetup, PathBuf), HopError> {
+    let setup: HopSetup = serde_json::from_slice(body).map_err(|e| HopError::SetupJson {
+        json: e.to_string(),
     })?;
     let rel = check_role(setup.layer, &setup.role)
         .and_then(|()| check_log_name(&setup.log))
-        .map_err(|e| format!("invalid hop configuration: {e}"))?;
+        .map_err(|e| HopError::Setup(Box::new(e)))?;
     Ok((setup, rel))
 }
 
@@ -627,11 +620,8 @@ enum Start {
     Unconfigured { listen: String, log_dir: PathBuf },
 }
 
-const HOP_USAGE: &str = "expected `lab hop --config JSON` or `lab hop --listen IP:PORT --log-dir \
-                         DIR` (see lab hop --help)";
-
 /// Reads `lab hop`'s arguments; `Err` is the message (exit 2).
-fn start_of(args: &[String]) -> Result<Option<Start>, String> {
+fn start_of(args: &[String]) -> Result<Option<Start>, HopError> {
     let mut config = None;
     let mut listen = None;
     let mut log_dir = None;
@@ -642,31 +632,34 @@ fn start_of(args: &[String]) -> Result<Option<Start>, String> {
             "--config" => &mut config,
             "--listen" => &mut listen,
             "--log-dir" => &mut log_dir,
-            other => return Err(format!("unexpected argument {other:?}: {HOP_USAGE}")),
+            other => {
+                return Err(HopError::Unexpected {
+                    arg: other.to_string(),
+                })
+            }
         };
         match it.next() {
             Some(v) => *slot = Some(v.clone()),
-            None => return Err(format!("{flag} needs a value: {HOP_USAGE}")),
+            None => return Err(HopError::NeedsValue { flag: flag.clone() }),
         }
     }
     match (config, listen, log_dir) {
         (Some(text), None, None) => {
-            let config: HopConfig = serde_json::from_str(&text).map_err(|e| {
-                format!("--config: {e}: expected a hop configuration in JSON (see lab hop --help)")
-            })?;
-            check_role(config.layer, &config.role).map_err(|e| format!("--config: {e}"))?;
+            let config: HopConfig =
+                serde_json::from_str(&text).map_err(|e| HopError::ConfigJson {
+                    json: e.to_string(),
+                })?;
+            check_role(config.layer, &config.role).map_err(|e| HopError::Config(Box::new(e)))?;
             Ok(Some(Start::Configured(config)))
         }
         (None, Some(listen), Some(dir)) => {
             let log_dir = PathBuf::from(&dir);
             if !log_dir.is_dir() {
-                return Err(format!(
-                    "--log-dir {dir:?}: no such directory (the folder the hop's logs go under)"
-                ));
+                return Err(HopError::LogDir { dir });
             }
             Ok(Some(Start::Unconfigured { listen, log_dir }))
         }
-        _ => Err(HOP_USAGE.into()),
+        _ => Err(HopError::Usage),
     }
 }
 

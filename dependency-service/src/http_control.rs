@@ -53,7 +53,7 @@ fn answer(status: StatusCode, json: bool, body: String) -> Response {
 async fn start(State(c): State<Arc<Control>>, body: Bytes) -> Response {
     let spec = match crate::routes::validate_start(&body) {
         Ok(s) => s,
-        Err(msg) => return answer(StatusCode::BAD_REQUEST, false, msg),
+        Err(e) => return answer(StatusCode::BAD_REQUEST, false, e.to_string()),
     };
     if spec.shard.is_some_and(|s| !s.is_whole()) {
         return answer(
@@ -154,7 +154,7 @@ async fn stop(State(c): State<Arc<Control>>, body: Bytes) -> Response {
             true,
             serde_json::to_string(&counts).expect("counts serialise"),
         ),
-        Err(e) => answer(StatusCode::INTERNAL_SERVER_ERROR, false, e),
+        Err(e) => answer(StatusCode::INTERNAL_SERVER_ERROR, false, e.to_string()),
     }
 }
 

@@ -22,6 +22,7 @@ use e03_io::exit::USAGE;
 use tokio::net::TcpListener;
 
 use crate::http_forward::{handle, Forwarder, UPSTREAM_TIMEOUT};
+pub use crate::http_proxy_error::ProxyError;
 use crate::proxy_run::ProxyRun;
 
 /// Where it listens unless told: loopback (a fault injector is not for the network unless
@@ -66,11 +67,12 @@ pub struct Upstream(pub reqwest::Url);
 
 impl Upstream {
     /// `value` as an upstream; the error names `--upstream` and what it accepts.
-    pub fn parse(value: &str) -> Result<Upstream, String> {
+    pub fn parse(value: &str) -> Result<Upstream, ProxyError> {
         let accepts = "an http:// URL of the service behind the proxy (http://HOST:PORT[/PATH])";
-        let mut url = reqwest::Url::parse(value).map_err(|_| refuse("upstream", value, accepts))?;
+        let mut url = reqwest::Url::parse(value)
+            .map_err(|_| ProxyError::invalid("upstream", value, accepts))?;
         if url.scheme() != "http" || url.host().is_none() || url.query().is_some() {
-            return Err(refuse("upstream", value, accepts));
+            return Err(ProxyError::invalid("upstream", value, accepts));
         }
         if !url.path().ends_with('/') {
             let p = format!("{}/", url.path());
@@ -108,15 +110,10 @@ pub struct HttpProxyPlan {
     pub upstream_timeout: Duration,
 }
 
-/// A usage error: the flag, the value and what it accepts.
-fn refuse(flag: &str, value: &str, accepts: &str) -> String {
-    format!("invalid --{flag} {value:?}: expected {accepts}")
-}
-
 impl HttpProxyPlan {
     /// The plan of `args` (after `lab proxy`), or the message of a usage error; `Ok(None)`:
     /// help was asked for.
-    pub fn parse(args: &[String]) -> Result<Option<HttpProxyPlan>, String> {
+    pub fn parse(args: &[String]) -> Result<Option<HttpProxyPlan>, ProxyError> {
         let mut given: BTreeMap<&str, String> = BTreeMap::new();
         let mut rest = args.iter();
         while let Some(a) = rest.next() {
@@ -129,7 +126,9 @@ impl HttpProxyPlan {
                 "--http" => continue,
                 "--fault-headers" => {
                     if given.insert("fault-headers", String::new()).is_some() {
-                        return Err("--fault-headers given twice".into());
+                        return Err(ProxyError::Twice {
+                            flag: "--fault-headers".into(),
+                        });
                     }
                     continue;
                 }
@@ -144,29 +143,27 @@ impl HttpProxyPlan {
                 | "--timeline-json"
                 | "--log-dir" => {
                     let Some(v) = inline.or_else(|| rest.next().cloned()) else {
-                        return Err(format!("{flag} needs a value; see lab proxy --http --help"));
+                        return Err(ProxyError::NeedsValue {
+                            flag: flag.to_string(),
+                        });
                     };
                     if given.insert(&flag[2..], v).is_some() {
-                        return Err(format!("{flag} given twice"));
+                        return Err(ProxyError::Twice {
+                            flag: flag.to_string(),
+                        });
                     }
                 }
-                _ => {
-                    return Err(format!(
-                        "unknown argument {a:?}; see lab proxy --http --help"
-                    ))
-                }
+                _ => return Err(ProxyError::Unknown { arg: a.clone() }),
             }
         }
-        let upstream = given.get("upstream").ok_or_else(|| {
-            "--upstream URL is required: the service behind the proxy, http://HOST:PORT".to_string()
-        })?;
+        let upstream = given.get("upstream").ok_or(ProxyError::NoUpstream)?;
         let url = Upstream::parse(upstream)?.0;
         let listen = given
             .get("listen")
             .cloned()
             .unwrap_or_else(|| DEFAULT_LISTEN.into());
         if listen.parse::<SocketAddr>().is_err() {
-            return Err(refuse(
+            return Err(ProxyError::invalid(
                 "listen",
                 &listen,
                 "an address, IP:PORT (127.0.0.1:8480)",
@@ -182,7 +179,7 @@ impl HttpProxyPlan {
         let timeline = match given.get("timeline-json") {
             None => None,
             Some(_) if given.contains_key("scenario") => {
-                return Err("--timeline-json with --scenario: give one of them".into())
+                return Err(ProxyError::TimelineAndScenario)
             }
             Some(v) => Some(timeline_of(v)?),
         };
@@ -190,13 +187,17 @@ impl HttpProxyPlan {
             None | Some("process") => false,
             Some("first-request") => true,
             Some(v) => {
-                return Err(refuse("timeline-start", v, "process or first-request"));
+                return Err(ProxyError::invalid(
+                    "timeline-start",
+                    v,
+                    "process or first-request",
+                ));
             }
         };
         let log = given.get("log").map(PathBuf::from);
         if let Some(path) = &log {
             if path.as_os_str().is_empty() || path.exists() {
-                return Err(refuse(
+                return Err(ProxyError::invalid(
                     "log",
                     &path.display().to_string(),
                     "a new file (the proxy never writes over a file)",
@@ -206,7 +207,7 @@ impl HttpProxyPlan {
         let control_listen = given.get("control-listen").cloned();
         if let Some(c) = &control_listen {
             if c.parse::<SocketAddr>().is_err() {
-                return Err(refuse(
+                return Err(ProxyError::invalid(
                     "control-listen",
                     c,
                     "an address, IP:PORT (127.0.0.1:8481)",
@@ -216,21 +217,16 @@ impl HttpProxyPlan {
                 .into_iter()
                 .find(|k| given.contains_key(k))
             {
-                return Err(format!(
-                    "--{clash} with --control-listen: a controlled proxy's runs come with their \
-                     scenario by start calls (lab run --upstream), logged under --log-dir"
-                ));
+                return Err(ProxyError::WithControl {
+                    flag: clash.to_string(),
+                });
             }
         }
         let log_dir = given.get("log-dir").map(PathBuf::from);
         match (&log_dir, &control_listen) {
-            (Some(_), None) => {
-                return Err(
-                    "--log-dir is for --control-listen (a standalone proxy: --log FILE)".into(),
-                )
-            }
+            (Some(_), None) => return Err(ProxyError::LogDirAlone),
             (Some(d), Some(_)) if !d.is_dir() => {
-                return Err(refuse(
+                return Err(ProxyError::invalid(
                     "log-dir",
                     &d.display().to_string(),
                     "an existing directory",
@@ -240,17 +236,16 @@ impl HttpProxyPlan {
         }
         let seed = match given.get("seed") {
             None => 42,
-            Some(v) => v
-                .trim()
-                .parse()
-                .map_err(|_| refuse("seed", v, "a whole number from 0 to 18446744073709551615"))?,
+            Some(v) => v.trim().parse().map_err(|_| {
+                ProxyError::invalid("seed", v, "a whole number from 0 to 18446744073709551615")
+            })?,
         };
         let upstream_timeout = match given.get("upstream-timeout-ms") {
             None => UPSTREAM_TIMEOUT,
             Some(v) => match v.trim().parse::<u64>() {
                 Ok(ms @ 1..=3_600_000) => Duration::from_millis(ms),
                 _ => {
-                    return Err(refuse(
+                    return Err(ProxyError::invalid(
                         "upstream-timeout-ms",
                         v,
                         "a whole number of milliseconds from 1 to 3600000",
@@ -285,12 +280,15 @@ impl HttpProxyPlan {
 }
 
 /// `--scenario`'s value: one scenario with a single dependency whose phases a proxy can apply.
-fn scenario_of(value: &str) -> Result<(Scenario, Option<String>), String> {
+fn scenario_of(value: &str) -> Result<(Scenario, Option<String>), ProxyError> {
     const ACCEPTS: &str = "none, a scenario file or a built-in scenario with one dependency";
-    let mut args = e03_io::scenario_files::resolve_with(value, &[])
-        .map_err(|e| format!("invalid --scenario {value:?}: {e}"))?;
+    let mut args =
+        e03_io::scenario_files::resolve_with(value, &[]).map_err(|e| ProxyError::Scenario {
+            value: value.to_string(),
+            why: e.to_string(),
+        })?;
     if args.len() != 1 {
-        return Err(refuse("scenario", value, ACCEPTS));
+        return Err(ProxyError::invalid("scenario", value, ACCEPTS));
     }
     let arg = args.remove(0);
     let s = arg.scenario;
@@ -299,25 +297,26 @@ fn scenario_of(value: &str) -> Result<(Scenario, Option<String>), String> {
     } else if s.def().phases.iter().any(|p| p.replica.is_some()) {
         Some("it has a phase of one replica; a proxy stands in front of one service".into())
     } else {
-        let params = Params::for_scenario(&s, &BTreeMap::new()).map_err(|e| e.to_string())?;
+        let params = Params::for_scenario(&s, &BTreeMap::new())?;
         FaultProxy::cannot_apply(&params.timeline(&s))
             .map(|(phase, why)| format!("its {phase} phase cannot be applied by a proxy: {why}"))
     };
     if let Some(why) = why {
-        return Err(format!("invalid --scenario {value:?}: {why}"));
+        return Err(ProxyError::Scenario {
+            value: value.to_string(),
+            why,
+        });
     }
     Ok((s, arg.file.map(|_| arg.text)))
 }
 
 /// `--timeline-json`'s value: a timeline whose phases a proxy can apply.
-fn timeline_of(value: &str) -> Result<Timeline, String> {
-    let timeline: Timeline = serde_json::from_str(value).map_err(|e| {
-        format!("invalid --timeline-json: {e}: expected a timeline as the lab writes it")
+fn timeline_of(value: &str) -> Result<Timeline, ProxyError> {
+    let timeline: Timeline = serde_json::from_str(value).map_err(|e| ProxyError::TimelineJson {
+        json: e.to_string(),
     })?;
     match FaultProxy::cannot_apply(&timeline) {
-        Some((phase, why)) => Err(format!(
-            "invalid --timeline-json: its {phase} phase cannot be applied by a proxy: {why}"
-        )),
+        Some((phase, why)) => Err(ProxyError::TimelinePhase { phase, why }),
         None => Ok(timeline),
     }
 }
@@ -336,21 +335,28 @@ pub struct BoundHttpProxy {
 impl BoundHttpProxy {
     /// Binds the listeners, and for a standalone proxy opens the log, keeps the scenario beside
     /// it and starts its run.
-    pub async fn bind(plan: &HttpProxyPlan) -> Result<Self, String> {
+    pub async fn bind(plan: &HttpProxyPlan) -> Result<Self, ProxyError> {
         let listener = TcpListener::bind(&plan.listen)
             .await
-            .map_err(|e| format!("cannot listen on --listen {}: {e}", plan.listen))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|e| ProxyError::Listen {
+                flag: "--listen",
+                addr: plan.listen.clone(),
+                error: e.to_string(),
+            })?;
+        let local = |e: std::io::Error| ProxyError::LocalAddr {
+            error: e.to_string(),
+        };
+        let addr = listener.local_addr().map_err(local)?;
         let control_listener = match &plan.control_listen {
             None => None,
-            Some(c) => Some(
-                TcpListener::bind(c)
-                    .await
-                    .map_err(|e| format!("cannot listen on --control-listen {c}: {e}"))?,
-            ),
+            Some(c) => Some(TcpListener::bind(c).await.map_err(|e| ProxyError::Listen {
+                flag: "--control-listen",
+                addr: c.clone(),
+                error: e.to_string(),
+            })?),
         };
         let control = match &control_listener {
-            Some(l) => Some(l.local_addr().map_err(|e| e.to_string())?),
+            Some(l) => Some(l.local_addr().map_err(local)?),
             None => None,
         };
         let client = reqwest::Client::builder()
@@ -358,7 +364,9 @@ impl BoundHttpProxy {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(plan.upstream_timeout)
             .build()
-            .map_err(|e| format!("cannot build the upstream client: {e}"))?;
+            .map_err(|e| ProxyError::Client {
+                error: e.to_string(),
+            })?;
         let fwd = Arc::new(Forwarder {
             upstream: plan.upstream.clone(),
             client,
@@ -434,7 +442,7 @@ impl BoundHttpProxy {
 
 /// The run of a proxy without a control listener: its scenario, its log (`--log`), time zero at
 /// its start or its first request.
-fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, String> {
+fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, ProxyError> {
     let log = match &plan.log {
         None => None,
         Some(path) => {
@@ -442,11 +450,17 @@ fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, String> {
                 .write(true)
                 .create_new(true)
                 .open(path)
-                .map_err(|e| format!("cannot create --log {}: {e}", path.display()))?;
+                .map_err(|e| ProxyError::CreateLog {
+                    path: path.clone(),
+                    error: e.to_string(),
+                })?;
             keep_scenario(path, plan.scenario_text.as_deref());
             Some(
-                e03_io::sink::LogSink::to_file(file, path.clone())
-                    .map_err(|e| format!("cannot start the log writer: {e}"))?,
+                e03_io::sink::LogSink::to_file(file, path.clone()).map_err(|e| {
+                    ProxyError::LogWriter {
+                        error: e.to_string(),
+                    }
+                })?,
             )
         }
     };

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 
 use crate::proxies::{Proxy, ProxyView, Shared};
 use crate::proxy_link::{start, stop};
+use crate::request_error::RequestError;
 
 /// What `GET /version` answers.
 pub const VERSION: &str = concat!("e03-lab-proxy ", env!("CARGO_PKG_VERSION"));
@@ -75,16 +76,19 @@ fn error(status: StatusCode, msg: impl Into<String>) -> Response {
     )
 }
 
-fn bad(msg: impl Into<String>) -> Response {
-    error(StatusCode::BAD_REQUEST, msg)
+fn bad(msg: impl std::fmt::Display) -> Response {
+    error(StatusCode::BAD_REQUEST, msg.to_string())
 }
 
 fn unknown_proxy(name: &str) -> Response {
     error(StatusCode::NOT_FOUND, format!("proxy not found: {name}"))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, String> {
-    serde_json::from_slice(body).map_err(|e| format!("invalid {what}: {e}"))
+fn parse<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, RequestError> {
+    serde_json::from_slice(body).map_err(|e| RequestError::Body {
+        what: what.to_string(),
+        json: e.to_string(),
+    })
 }
 
 /// `POST /lab/log`: the body of the call.
@@ -100,7 +104,7 @@ struct LogBody {
 
 /// Where `file` goes under `dir`: a relative path of plain components whose file is a proxy
 /// log the lab names (`wire-*.jsonl`), so the call never replaces a file the lab did not write.
-fn log_path(dir: &std::path::Path, file: &str) -> Result<std::path::PathBuf, String> {
+fn log_path(dir: &std::path::Path, file: &str) -> Result<std::path::PathBuf, RequestError> {
     use std::path::Component;
     let rel = std::path::Path::new(file);
     let plain = !file.is_empty()
@@ -111,10 +115,9 @@ fn log_path(dir: &std::path::Path, file: &str) -> Result<std::path::PathBuf, Str
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with("wire-") && n.ends_with(".jsonl"));
     if !plain || !named {
-        return Err(format!(
-            "invalid log: file {file:?}: expected a relative path under --log-dir, without \
-             '..', to a file named wire-*.jsonl"
-        ));
+        return Err(RequestError::ProxyLog {
+            file: file.to_string(),
+        });
     }
     Ok(dir.join(rel))
 }

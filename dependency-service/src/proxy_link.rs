@@ -21,13 +21,19 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::proxies::{wall_us, Proxy, Shared};
+use crate::request_error::RequestError;
 
 /// Binds the proxy's listen address and starts accepting; the bound address replaces a port 0.
-pub(crate) async fn start(p: &Shared, proxy: &mut Proxy) -> Result<(), String> {
+pub(crate) async fn start(p: &Shared, proxy: &mut Proxy) -> Result<(), RequestError> {
     let listener = TcpListener::bind(&proxy.listen)
         .await
-        .map_err(|e| format!("invalid proxy: listen {:?}: {e}", proxy.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(|e| RequestError::Listen {
+            listen: proxy.listen.clone(),
+            error: e.to_string(),
+        })?;
+    let addr = listener.local_addr().map_err(|e| RequestError::LocalAddr {
+        error: e.to_string(),
+    })?;
     proxy.listen = addr.to_string();
     proxy.enabled = true;
     let mut set = JoinSet::new();

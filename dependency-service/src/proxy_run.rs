@@ -87,7 +87,10 @@ impl ProxyRun {
 
     /// Writes the last record (`complete`: the run reached its end; a proxy stopped by a signal
     /// says false, as `lab serve` does) and closes the log; the run's counts.
-    pub async fn end(&self, complete: bool) -> Result<RunCounts, String> {
+    pub async fn end(
+        &self,
+        complete: bool,
+    ) -> Result<RunCounts, crate::request_error::RequestError> {
         if let Some(&(t0, _)) = self.t0.get() {
             self.record(Event::RunEnd(RunEnd {
                 tag: self.tag.clone(),
@@ -100,7 +103,9 @@ impl ProxyRun {
         if let Some(log) = &self.log {
             log.close()
                 .await
-                .map_err(|e| format!("the log was not written whole: {e}"))?;
+                .map_err(|e| crate::request_error::RequestError::LogNotWhole {
+                    error: e.to_string(),
+                })?;
         }
         Ok(RunCounts {
             arrivals: self.arrivals.load(Ordering::SeqCst),

@@ -21,6 +21,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+
+use crate::request_error::RequestError;
 use e03_core::control::{
     valid_run_dir, valid_strategy_id, ClockReading, StartAnswer, StartRun, StopRun, CLOCK_PATH,
     HEALTH_PATH, READY_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
@@ -398,36 +400,30 @@ fn bad_request(msg: String) -> Response {
 
 /// Checks a start call (`POST /control/start`'s body) into a [`RunSpec`]; the error is the 400
 /// message. The scenario comes with its definition (a user's file), or is a built-in one.
-pub fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
-    let req: StartRun =
-        serde_json::from_slice(body).map_err(|e| format!("malformed start call JSON: {e}"))?;
+pub fn validate_start(body: &[u8]) -> Result<RunSpec, RequestError> {
+    let req: StartRun = serde_json::from_slice(body).map_err(|e| RequestError::StartJson {
+        json: e.to_string(),
+    })?;
     if !valid_strategy_id(&req.strategy) {
-        return Err(format!(
-            "invalid strategy {:?}: expected 1 to 32 ASCII letters, digits or '-'",
-            req.strategy
-        ));
+        return Err(RequestError::Strategy { id: req.strategy });
     }
     if req.run.is_empty() || req.run.len() > MAX_RUN_ID || req.run.chars().any(char::is_control) {
-        return Err(format!(
-            "invalid run id {:?}: expected 1 to {MAX_RUN_ID} printable characters",
-            req.run
-        ));
+        return Err(RequestError::RunId {
+            run: req.run,
+            most: MAX_RUN_ID,
+        });
     }
     if let Some(dir) = req.run_dir.as_deref().filter(|d| !valid_run_dir(d)) {
-        return Err(format!(
-            "invalid run_dir {dir:?}: expected one folder name of 1 to 255 ASCII letters, \
-             digits, '-', '_' or '.', not starting with '.'"
-        ));
+        return Err(RequestError::RunDir {
+            dir: dir.to_string(),
+        });
     }
     // Typed and checked when read (`Params`' `serde(try_from)`): the values the swarm resolved,
     // the strategies by value; nothing is merged or parsed again here.
     let params = req.params;
-    let t0 = instant_at_unix_ms(req.start_unix_ms).ok_or_else(|| {
-        format!(
-            "invalid start_unix_ms {}: expected a time within {} s of the service's clock",
-            req.start_unix_ms,
-            MAX_START_OFFSET.as_secs()
-        )
+    let t0 = instant_at_unix_ms(req.start_unix_ms).ok_or(RequestError::StartTime {
+        start_unix_ms: req.start_unix_ms,
+        within_s: MAX_START_OFFSET.as_secs(),
     })?;
     Ok(RunSpec {
         run: req.run,
@@ -447,10 +443,10 @@ pub fn validate_start(body: &[u8]) -> Result<RunSpec, String> {
 async fn start(State(svc): State<Arc<Service>>, body: Bytes) -> Response {
     let spec = match validate_start(&body) {
         Ok(spec) => spec,
-        Err(msg) => return bad_request(msg),
+        Err(e) => return bad_request(e.to_string()),
     };
-    if let Err(msg) = svc.check_wire(&spec) {
-        return bad_request(msg);
+    if let Err(e) = svc.check_wire(&spec) {
+        return bad_request(e.to_string());
     }
     let log_file = spec.log_file();
     let work = svc.work_url(&spec);
@@ -661,7 +657,7 @@ mod tests {
             3,
             "the typed value is used as sent"
         );
-        let err = |body: String| validate_start(body.as_bytes()).err().unwrap();
+        let err = |body: String| validate_start(body.as_bytes()).err().unwrap().to_string();
         assert!(err("{nope".into()).starts_with("malformed start call JSON"));
         assert!(err(ok(&typed(&[]), "../x", now)).starts_with("invalid strategy \"../x\""));
         // A typed value out of its range, named by its parameter.
@@ -698,12 +694,14 @@ mod tests {
         // The service kept no table: the name alone is unknown.
         let e = validate_start(body("mine-route", None).as_bytes())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("unknown scenario \"mine-route\""), "{e}");
         // A definition under another name, or a built-in name with another definition.
         let e = validate_start(body("other", Some(first)).as_bytes())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("comes with the definition of \"mine-route\""),
             "{e}"
@@ -711,7 +709,8 @@ mod tests {
         let fake = first.replace("mine-route", "e03b");
         let e = validate_start(body("e03b", Some(&fake)).as_bytes())
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("taken by a built-in scenario"), "{e}");
     }
 }

@@ -251,18 +251,14 @@ impl Service {
 
     /// Whether this service can run `spec`: a run with wire phases needs the fault proxy in
     /// front; the error is the start call's 400.
-    pub fn check_wire(&self, spec: &RunSpec) -> Result<(), String> {
+    pub fn check_wire(&self, spec: &RunSpec) -> Result<(), crate::request_error::RequestError> {
         let wire = spec.params.timeline(&spec.scenario).wire;
         match (wire.first(), &self.wire_front) {
-            (Some(w), None) => Err(format!(
-                "scenario {} has a wire phase ({} from {} s), and this dependency has no fault \
-                 proxy in front of it: start it from `lab run`, or as `lab serve --scenario \
-                 {}` (docs/wire.md)",
-                spec.scenario.name(),
-                w.fault.name(),
-                w.start.as_secs_f64(),
-                spec.scenario.name()
-            )),
+            (Some(w), None) => Err(crate::request_error::RequestError::NoWireFront {
+                scenario: spec.scenario.name().to_string(),
+                fault: w.fault.name().to_string(),
+                start_s: w.start.as_secs_f64(),
+            }),
             _ => Ok(()),
         }
     }

@@ -100,6 +100,59 @@ impl SpecError {
         }
     }
 
+    /// The same error with its key written under `prefix` (`role.` + `bottom status`): the
+    /// key, and a rule's text, which starts with it.
+    pub fn within(self, prefix: &str) -> Self {
+        let under = |key: String| format!("{prefix}{key}");
+        match self {
+            SpecError::Value {
+                key,
+                value,
+                accepts,
+            } => SpecError::Value {
+                key: under(key),
+                value,
+                accepts,
+            },
+            SpecError::Expected { key, accepts } => SpecError::Expected {
+                key: under(key),
+                accepts,
+            },
+            SpecError::Missing { key, what } => SpecError::Missing {
+                key: under(key),
+                what,
+            },
+            SpecError::Not {
+                key,
+                value,
+                accepts,
+            } => SpecError::Not {
+                key: under(key),
+                value,
+                accepts,
+            },
+            SpecError::Must { kind, key, accepts } => SpecError::Must {
+                kind: under(kind),
+                key,
+                accepts,
+            },
+            SpecError::UnknownKey {
+                table,
+                key,
+                accepts,
+            } => SpecError::UnknownKey {
+                table: under(table),
+                key,
+                accepts,
+            },
+            SpecError::Settings { scenario, message } => SpecError::Settings { scenario, message },
+            SpecError::Rule { key, message } => SpecError::Rule {
+                key: under(key),
+                message: under(message),
+            },
+        }
+    }
+
     /// The key the error names, as written.
     pub fn key(&self) -> &str {
         match self {
@@ -142,6 +195,12 @@ mod tests {
         assert_eq!(
             SpecError::unknown_key("hedge", "x", "max_attempts").to_string(),
             "unknown key `x` in hedge: expected max_attempts"
+        );
+        assert_eq!(
+            SpecError::value("bottom status", 200, "an HTTP error status")
+                .within("role.")
+                .to_string(),
+            "role.bottom status = 200: expected an HTTP error status"
         );
         let e = SpecError::rule("status", "status is only for bottom = \"fail\"");
         assert_eq!(e.to_string(), "status is only for bottom = \"fail\"");

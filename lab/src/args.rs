@@ -223,7 +223,7 @@ fn upstream(
     let Some(v) = sub.try_get_one::<String>("upstream").ok().flatten() else {
         return Ok(None);
     };
-    let up = dependency_service::http_proxy::Upstream::parse(v)?;
+    let up = dependency_service::http_proxy::Upstream::parse(v).map_err(|e| e.to_string())?;
     if shards > 1 {
         return Err("--upstream with --swarm-shards: a proxy takes one swarm per run".into());
     }

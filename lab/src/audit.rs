@@ -138,7 +138,7 @@ fn parse(args: &[std::ffi::OsString]) -> Result<Option<AuditArgs>, String> {
             "--upstream" => {
                 let v = value("an http:// URL of your service")?;
                 // Checked as the proxy checks it; sent to exactly the URL given.
-                dependency_service::http_proxy::Upstream::parse(&v)?;
+                dependency_service::http_proxy::Upstream::parse(&v).map_err(|e| e.to_string())?;
                 let url = reqwest::Url::parse(v.trim()).map_err(|e| e.to_string())?;
                 a.upstream = Some(dependency_service::http_proxy::Upstream(url));
             }
