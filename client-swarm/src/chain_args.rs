@@ -13,6 +13,7 @@ use e03_io::rundir as outdir;
 use crate::flags::{chain_hops, command};
 use crate::plan::{parse_targets, HostSettings};
 use crate::run_dir::{claim_run_dir, preflight, refuse_root, CLAIMED};
+use crate::usage_error::UsageError;
 
 /// Asks every hop to shut down (`POST /control/shutdown`); one that is gone already is said.
 pub async fn shutdown_hops(hops: &[String]) {
@@ -50,22 +51,20 @@ pub struct ScenarioArgs {
 }
 
 /// Reads a swarm command line for chain scenarios; `Err` is the one-line message (exit 2).
-pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
+pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, UsageError> {
     crate::program::set(args.first());
     let m = command()
         .try_get_matches_from(args)
-        .map_err(|e| e03_core::cli::clap_body(&e))?;
+        .map_err(|e| UsageError::Clap(e03_core::cli::clap_body(&e)))?;
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     if let Some(name) = unknown_env(env_names).into_iter().next() {
-        return Err(e03_core::cli::unknown_env_message(&name));
+        return Err(UsageError::UnknownEnv(name));
     }
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let scenarios = e03_io::scenario_files::resolve(&value("scenarios"))
-        .map_err(|e| {
-            format!(
-                "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
-                value("scenarios")
-            )
+        .map_err(|e| UsageError::Scenarios {
+            value: value("scenarios"),
+            error: e,
         })?
         .into_iter()
         .map(|a| ScenarioArgs {
@@ -73,7 +72,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
             text: a.text,
         })
         .collect();
-    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
+    let targets = parse_targets(&value("targets"))?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
     let host = HostSettings::from_env(&|k| std::env::var(k).ok());
@@ -93,7 +92,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, String> {
 /// Claims the run directory of [`ChainArgs`] as the swarm claims its own (`--claim-run-dir`:
 /// `OUT/<run id>/`, `OUT/latest`; uid 0 refused) and checks it can be written; the run
 /// directory. `Err` is the one-line message (exit 2).
-pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, String> {
+pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, UsageError> {
     let env = |k: &str| a.host.var(k);
     let scenarios: Vec<Scenario> = a.scenarios.iter().map(|s| s.scenario.clone()).collect();
     let dir = match &a.claim {

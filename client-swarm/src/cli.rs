@@ -26,6 +26,7 @@ use crate::plan_file::{load_plan, plan_arg};
 use crate::run_all::run_all;
 use crate::run_dir::{claim_if_asked, preflight_shard, CLAIMED};
 use crate::setup::setup;
+use crate::usage_error::UsageError;
 use e03_io::exit::{FAILED as EXIT_FAILED, USAGE as EXIT_USAGE};
 
 /// Runtime worker threads per core (see [`worker_threads`]).
@@ -44,7 +45,7 @@ const TOKIO_WORKER_THREADS: &str = "TOKIO_WORKER_THREADS";
 /// all four strategies at once, lateness p99 of C, the worst strategy): 1,000 clients: 2
 /// workers 17-20 ms, 4 workers 1.8 ms, 8 workers 0.8-3.0 ms (five runs); 2,000 clients: 2
 /// workers 88 ms, 4 workers 64 ms, 8 workers 17-22 ms (the rest is CPU at the freeze's end).
-fn worker_threads(env: Option<OsString>, cores: usize) -> Result<usize, String> {
+fn worker_threads(env: Option<OsString>, cores: usize) -> Result<usize, UsageError> {
     let Some(value) = env else {
         return Ok(cores.max(1) * WORKERS_PER_CORE);
     };
@@ -52,22 +53,20 @@ fn worker_threads(env: Option<OsString>, cores: usize) -> Result<usize, String> 
         .to_str()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n >= 1)
-        .ok_or_else(|| {
-            format!(
-                "invalid {TOKIO_WORKER_THREADS} {value:?}: expected a whole number of runtime worker threads, at least 1"
-            )
+        .ok_or_else(|| UsageError::WorkerThreads {
+            value: value.clone(),
         })
 }
 
 /// The plan of a command line, resolved from its flags and env vars as `main_entry` resolves
 /// it (for a look at it, or to write it as `--plan FILE`); `Err` is the one-line message.
-pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, String> {
+pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, UsageError> {
     if let Some(path) = plan_arg(args)? {
         return load_plan(&path).map(|s| s.to_plan());
     }
     let m = command()
         .try_get_matches_from(args)
-        .map_err(|e| e03_core::cli::clap_body(&e))?;
+        .map_err(|e| UsageError::Clap(e03_core::cli::clap_body(&e)))?;
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     setup(&m, env_names.collect(), &|k| std::env::var(k).ok()).map(|s| s.to_plan())
 }
@@ -233,7 +232,7 @@ mod tests {
         assert_eq!(worker_threads(None, 2), Ok(8));
         assert_eq!(worker_threads(Some("3".into()), 2), Ok(3));
         for bad in ["0", "-1", "many", ""] {
-            let e = worker_threads(Some(bad.into()), 2).unwrap_err();
+            let e = worker_threads(Some(bad.into()), 2).unwrap_err().to_string();
             assert!(
                 e.contains("TOKIO_WORKER_THREADS") && e.contains(&format!("{bad:?}")),
                 "{e}"

@@ -6,6 +6,7 @@
 //! On its own so that what reads a command line (the plan resolved from it, the chain
 //! scenarios' arguments, the lab's wrapper) reads it one way; it names nothing else of the crate.
 
+use crate::usage_error::UsageError;
 use clap::{Arg, ArgMatches, Command};
 use e03_core::cli::with_param_args;
 
@@ -136,31 +137,27 @@ pub(crate) fn command() -> Command {
 }
 
 /// `--shard I/N` (`E03_SHARD`) given as text, checked: `None` when not given or empty.
-pub(crate) fn shard_arg(value: Option<&str>) -> Result<Option<e03_core::shard::Shard>, String> {
+pub(crate) fn shard_arg(value: Option<&str>) -> Result<Option<e03_core::shard::Shard>, UsageError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|e| format!("invalid --shard (E03_SHARD) {e}")),
+        Some(v) => v.parse().map(Some).map_err(UsageError::Shard),
     }
 }
 
 /// `--metrics-listen` (`E03_METRICS_LISTEN`), checked: `None` when not given or empty.
-pub fn metrics_listen(value: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+pub fn metrics_listen(value: Option<&str>) -> Result<Option<std::net::SocketAddr>, UsageError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(v) => Ok(Some(v.parse::<std::net::SocketAddr>().map_err(|_| {
-            format!(
-                "invalid --metrics-listen (E03_METRICS_LISTEN) {v:?}: expected IP:PORT, \
-                 for example 127.0.0.1:9464 (port 0: any free port)"
-            )
+            UsageError::MetricsListen {
+                value: v.to_string(),
+            }
         })?)),
     }
 }
 
 /// `--chain-hops`: comma-separated base URLs (`http://HOST:PORT`).
-pub(crate) fn chain_hops(m: &ArgMatches) -> Result<Vec<String>, String> {
+pub(crate) fn chain_hops(m: &ArgMatches) -> Result<Vec<String>, UsageError> {
     let Some(value) = m.get_one::<String>("chain-hops") else {
         return Ok(Vec::new());
     };
@@ -169,10 +166,10 @@ pub(crate) fn chain_hops(m: &ArgMatches) -> Result<Vec<String>, String> {
         let ok = reqwest::Url::parse(part)
             .is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some_and(|h| !h.is_empty()));
         if !ok {
-            return Err(format!(
-                "invalid --chain-hops {value:?}: entry {part:?} is not a base URL; expected a \
-                 comma-separated list like http://hop-1:8080,http://hop-2:8080"
-            ));
+            return Err(UsageError::ChainHops {
+                value: value.clone(),
+                part: part.to_string(),
+            });
         }
         hops.push(part.trim_end_matches('/').to_string());
     }

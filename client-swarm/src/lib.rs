@@ -53,6 +53,7 @@ mod signal;
 mod single;
 mod stop;
 mod top;
+mod usage_error;
 
 pub use chain_args::{chain_args, claim_chain_run, shutdown_hops, ChainArgs, ScenarioArgs};
 pub use cli::{main_entry, out_and_scenarios, report_when_stopped, resolve_plan, scenarios_value};
@@ -69,3 +70,4 @@ pub use run::run_swarm;
 pub use signal::shutdown_signal;
 pub use single::client_entry;
 pub use top::drive_top_caller;
+pub use usage_error::UsageError;

@@ -12,6 +12,7 @@ use e03_core::Scenario;
 use e03_io::rundir::{self as outdir, RunChoice, RunDir};
 
 use crate::setup::Setup;
+use crate::usage_error::UsageError;
 
 /// Checks, before any traffic, what would otherwise fail in the middle of a run: uid 0 in compose
 /// (refused unless `E03_ALLOW_ROOT=1`), an output directory the swarm cannot write (with the
@@ -21,7 +22,7 @@ pub(crate) fn preflight(
     out: &Path,
     scenarios: &[Scenario],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
+) -> Result<(), UsageError> {
     preflight_shard(out, scenarios, None, env)
 }
 
@@ -32,7 +33,7 @@ pub(crate) fn preflight_shard(
     scenarios: &[Scenario],
     shard: Option<e03_core::shard::Shard>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
+) -> Result<(), UsageError> {
     let shard = shard.filter(|s| !s.is_whole());
     let sibling = |name: &str| {
         shard.is_some_and(|s| {
@@ -50,11 +51,11 @@ pub(crate) fn preflight_shard(
             .and_then(|()| std::fs::write(&probe, b""))
             .and_then(|()| std::fs::remove_file(&probe));
         if let Err(e) = written {
-            return Err(format!(
-                "cannot write into {} (--out): {e}{}",
-                dir.display(),
-                chown_fix(env)
-            ));
+            return Err(UsageError::Unwritable {
+                dir,
+                error: e.to_string(),
+                fix: chown_fix(env),
+            });
         }
         let earlier = std::fs::read_dir(&dir)
             .map(|entries| {
@@ -65,27 +66,17 @@ pub(crate) fn preflight_shard(
             })
             .unwrap_or(false);
         if earlier && !on("E03_OVERWRITE") {
-            return Err(format!(
-                "{} already holds the logs of an earlier run; give this run a directory of its \
-                 own (a new --out, or --claim-run-dir for a fresh DIR/<run id>/ as compose \
-                 does), or set E03_OVERWRITE=1 to replace them",
-                dir.display()
-            ));
+            return Err(UsageError::EarlierRun { dir });
         }
     }
     Ok(())
 }
 
 /// uid 0 in compose is refused unless `E03_ALLOW_ROOT=1`.
-pub(crate) fn refuse_root(env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+pub(crate) fn refuse_root(env: &dyn Fn(&str) -> Option<String>) -> Result<(), UsageError> {
     let on = |name: &str| env(name).is_some_and(|v| v == "1" || v == "true");
     if env("E03_UID").as_deref() == Some("0") && !on("E03_ALLOW_ROOT") {
-        return Err(
-            "E03_UID=0 runs the containers as root; keep the default non-root user and give it \
-             the results folder instead (on the host: sudo chown -R 1000:1000 results), or set \
-             E03_ALLOW_ROOT=1 to run as root on purpose"
-                .into(),
-        );
+        return Err(UsageError::Root);
     }
     Ok(())
 }
@@ -114,25 +105,22 @@ pub(crate) fn claim_run_dir(
     id: Option<String>,
     scenarios: &[Scenario],
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<RunDir, String> {
+) -> Result<RunDir, UsageError> {
     refuse_root(env)?;
     let choice = RunChoice {
         id,
         overwrite: env("E03_OVERWRITE").is_some_and(|v| v == "1" || v == "true"),
     };
-    outdir::check_choice(out, &choice, "--run-id (E03_RUN_ID)").map_err(|e| e.to_string())?;
-    let run = outdir::claim(out, &choice).map_err(|e| {
-        format!(
-            "cannot write into {} (--out): {}{}",
-            out.display(),
-            e.root_cause(),
-            chown_fix(env)
-        )
+    outdir::check_choice(out, &choice, "--run-id (E03_RUN_ID)")?;
+    let run = outdir::claim(out, &choice).map_err(|e| UsageError::Unwritable {
+        dir: out.to_path_buf(),
+        error: e.root_cause().to_string(),
+        fix: chown_fix(env),
     })?;
     if choice.id.is_some() {
         for scenario in scenarios {
             outdir::remove_old_logs(&run.dir.join(scenario.name()))
-                .map_err(|e| format!("{e:#}"))?;
+                .map_err(|e| UsageError::OldLogs(format!("{e:#}")))?;
         }
     }
     Ok(run)
@@ -145,7 +133,7 @@ pub(crate) static CLAIMED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::n
 pub(crate) fn claim_if_asked(
     setup: &mut Setup,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), String> {
+) -> Result<(), UsageError> {
     let Some(id) = setup.claim.take() else {
         return Ok(());
     };
@@ -180,7 +168,7 @@ mod tests {
         let check = |env: HashMap<String, String>| {
             preflight(&dir, &[Scenario::e03b()], &move |k| env.get(k).cloned())
         };
-        let err = check(vars(&[("E03_UID", "0")])).unwrap_err();
+        let err = check(vars(&[("E03_UID", "0")])).unwrap_err().to_string();
         assert!(
             err.contains("E03_ALLOW_ROOT=1") && err.contains("chown"),
             "{err}"
@@ -189,7 +177,7 @@ mod tests {
         assert!(dir.join("e03b").is_dir());
 
         std::fs::write(dir.join("e03b/client-A-seed42.jsonl"), "").unwrap();
-        let err = check(vars(&[])).unwrap_err();
+        let err = check(vars(&[])).unwrap_err().to_string();
         assert!(err.contains("E03_OVERWRITE=1"), "{err}");
         check(vars(&[("E03_OVERWRITE", "1")])).unwrap();
 
@@ -197,8 +185,9 @@ mod tests {
         let blocked = dir.join("blocked");
         std::fs::write(&blocked, "").unwrap();
         let env = vars(&[("E03_UID", "1000"), ("E03_GID", "1000")]);
-        let err =
-            preflight(&blocked, &[Scenario::e03b()], &move |k| env.get(k).cloned()).unwrap_err();
+        let err = preflight(&blocked, &[Scenario::e03b()], &move |k| env.get(k).cloned())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("cannot write into"), "{err}");
         assert!(err.contains("sudo chown -R 1000:1000 results"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
@@ -244,7 +233,9 @@ mod tests {
         std::fs::create_dir_all(named.dir.join("e03b")).unwrap();
         std::fs::write(named.dir.join("e03b/client-A-seed42.jsonl"), "").unwrap();
         std::fs::write(named.dir.join("e03b/mine.txt"), "").unwrap();
-        let err = claim_run_dir(&out, Some("named".into()), &scenarios, &none).unwrap_err();
+        let err = claim_run_dir(&out, Some("named".into()), &scenarios, &none)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("already exists") && err.contains("E03_OVERWRITE=1"),
             "{err}"
@@ -255,16 +246,22 @@ mod tests {
         assert!(!named.dir.join("e03b/client-A-seed42.jsonl").exists());
         assert!(named.dir.join("e03b/mine.txt").exists());
 
-        let err = claim_run_dir(&out, Some("../up".into()), &scenarios, &none).unwrap_err();
+        let err = claim_run_dir(&out, Some("../up".into()), &scenarios, &none)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("--run-id (E03_RUN_ID)"), "{err}");
         let root = env(&[("E03_UID", "0")]);
-        let err = claim_run_dir(&out, None, &scenarios, &root).unwrap_err();
+        let err = claim_run_dir(&out, None, &scenarios, &root)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("E03_ALLOW_ROOT=1"), "{err}");
 
         // An --out that cannot be created: the fix is named.
         let blocked = out.join("notes.txt").join("results");
         let compose = env(&[("E03_UID", "1000"), ("E03_GID", "1000")]);
-        let err = claim_run_dir(&blocked, None, &scenarios, &compose).unwrap_err();
+        let err = claim_run_dir(&blocked, None, &scenarios, &compose)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("cannot write into") && err.contains("sudo chown -R 1000:1000 results"),
             "{err}"

@@ -10,10 +10,11 @@ use std::path::PathBuf;
 
 use clap::ArgMatches;
 use e03_core::cli::unknown_env;
-use e03_core::{Params, Scenario};
+use e03_core::{ParamError, Params, Scenario};
 
 use crate::flags::{chain_hops, metrics_listen, shard_arg};
 use crate::plan::{parse_targets, HostSettings, PlannedScenario, SwarmRunPlan, Target};
+use crate::usage_error::UsageError;
 
 /// A validated command line.
 #[derive(Debug)]
@@ -81,11 +82,11 @@ impl Setup {
 
     /// A plan made ready to run: its scenarios made `Scenario` values, every
     /// strategy given a target. `Err` is the one-line message.
-    pub(crate) fn from_plan(plan: SwarmRunPlan) -> Result<Setup, String> {
+    pub(crate) fn from_plan(plan: SwarmRunPlan) -> Result<Setup, UsageError> {
         let mut scenarios = Vec::new();
         for s in &plan.scenarios {
-            s.definition.check().map_err(|e| e.to_string())?;
-            scenarios.push(Scenario::from_def(s.definition.clone()).map_err(|e| e.to_string())?);
+            s.definition.check()?;
+            scenarios.push(Scenario::from_def(s.definition.clone())?);
         }
         let params: Vec<Params> = plan.scenarios.iter().map(|s| s.params.clone()).collect();
         check_targets(&params, &plan.targets, "")?;
@@ -112,30 +113,30 @@ impl Setup {
 }
 
 /// Every strategy of every scenario needs a target; `given` is the `--targets` text, if any.
-fn check_targets(params: &[Params], targets: &[Target], given: &str) -> Result<(), String> {
+fn check_targets(params: &[Params], targets: &[Target], given: &str) -> Result<(), UsageError> {
     for p in params {
         let ids: Vec<&str> = p.strategies().iter().map(|s| s.id.as_str()).collect();
         if let Some(missing) = ids
             .iter()
             .find(|id| !targets.iter().any(|t| t.strategy == **id))
         {
-            return Err(format!(
-                "invalid --targets (E03_TARGETS) {given:?}: strategy {missing} of E03_STRATEGIES={} has \
-                 no target; expected one entry {missing}=WORK_URL@CONTROL_URL per strategy",
-                ids.join(",")
-            ));
+            return Err(UsageError::NoTarget {
+                given: given.to_string(),
+                missing: missing.to_string(),
+                ids: ids.join(","),
+            });
         }
         // A run over replicas needs each strategy's every replica (`ID:R`).
         for id in &ids {
             if let Some(r) = (1..p.replicas())
                 .find(|&r| !targets.iter().any(|t| t.strategy == *id && t.replica == r))
             {
-                return Err(format!(
-                    "invalid --targets (E03_TARGETS) {given:?}: strategy {id} has no target for \
-                     replica {r} of E03_REPLICAS={}; expected one entry {id}:{r}=WORK_URL@CONTROL_URL \
-                     per replica after the first",
-                    p.replicas()
-                ));
+                return Err(UsageError::NoReplicaTarget {
+                    given: given.to_string(),
+                    id: id.to_string(),
+                    replica: r,
+                    replicas: p.replicas(),
+                });
             }
         }
     }
@@ -149,18 +150,18 @@ fn check_shard(
     shard: Option<e03_core::shard::Shard>,
     params: &[Params],
     claim: bool,
-) -> Result<(), String> {
+) -> Result<(), UsageError> {
     let Some(shard) = shard.filter(|s| !s.is_whole()) else {
         return Ok(());
     };
     if let Some(why) = params.iter().find_map(|p| p.unshardable(shard.count)) {
-        return Err(format!("invalid --shard (E03_SHARD) {shard}: {why}"));
+        return Err(UsageError::Unshardable {
+            shard,
+            why: why.to_string(),
+        });
     }
     if claim {
-        return Err(format!(
-            "invalid --shard (E03_SHARD) {shard} with --claim-run-dir: every shard writes into \
-             the one --out; claim the run directory once, before the shards start"
-        ));
+        return Err(UsageError::ShardClaims { shard });
     }
     Ok(())
 }
@@ -170,12 +171,12 @@ pub(crate) fn setup(
     m: &ArgMatches,
     env_names: Vec<String>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Setup, String> {
+) -> Result<Setup, UsageError> {
     if let Some(name) = unknown_env(env_names).into_iter().next() {
-        return Err(e03_core::cli::unknown_env_message(&name));
+        return Err(UsageError::UnknownEnv(name));
     }
     // A user's strategies first: a scenario (file) may name them.
-    let policies = e03_io::scenario_files::load_policies_from_env().map_err(|e| e.to_string())?;
+    let policies = e03_io::scenario_files::load_policies_from_env()?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let specs = policies
         .as_ref()
@@ -183,39 +184,34 @@ pub(crate) fn setup(
         .unwrap_or_default();
     let policies = policies.map(|p| p.text);
     let args = e03_io::scenario_files::resolve_with(&value("scenarios"), &specs).map_err(|e| {
-        format!(
-            "invalid --scenarios (E03_SCENARIOS) {:?}: {e}",
-            value("scenarios")
-        )
+        UsageError::Scenarios {
+            value: value("scenarios"),
+            error: e,
+        }
     })?;
     let definitions: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
     let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario.clone()).collect();
     let params = scenarios
         .iter()
-        .map(|s| e03_core::cli::params_for_scenario(m, s).map_err(|e| e.to_string()))
-        .collect::<Result<Vec<Params>, String>>()?;
-    let targets = parse_targets(&value("targets")).map_err(|e| e.to_string())?;
+        .map(|s| e03_core::cli::params_for_scenario(m, s))
+        .collect::<Result<Vec<Params>, ParamError>>()?;
+    let targets = parse_targets(&value("targets"))?;
     check_targets(&params, &targets, &value("targets"))?;
     let metrics_listen = metrics_listen(m.get_one::<String>("metrics-listen").map(String::as_str))?;
-    let progress =
-        m.get_one::<String>("progress")
-            .map_or(Ok(crate::progress::ProgressMode::Auto), |v| {
-                v.parse()
-                    .map_err(|e: e03_io::error::InputError| e.to_string())
-            })?;
+    let progress = m
+        .get_one::<String>("progress")
+        .map_or(Ok(crate::progress::ProgressMode::Auto), |v| v.parse())?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
     let shard = shard_arg(m.get_one::<String>("shard").map(String::as_str))?;
     check_shard(shard, &params, claim)?;
-    let send_logs = e03_io::ship::collector_url(&value("send-logs"))
-        .map_err(|e| format!("invalid --send-logs (E03_SEND_LOGS) {e}"))?;
+    let send_logs =
+        e03_io::ship::collector_url(&value("send-logs")).map_err(UsageError::SendLogs)?;
     if !claim
         && run_id.is_some()
         && m.value_source("run-id") == Some(clap::parser::ValueSource::CommandLine)
     {
-        return Err(
-            "--run-id needs --claim-run-dir (without it, --out is the run directory)".into(),
-        );
+        return Err(UsageError::RunIdAlone);
     }
     Ok(Setup {
         targets,
@@ -242,10 +238,10 @@ mod tests {
     use super::*;
     use crate::flags::command;
 
-    fn parse(args: &[&str]) -> Result<Setup, String> {
+    fn parse(args: &[&str]) -> Result<Setup, UsageError> {
         let m = command()
             .try_get_matches_from(args.iter().copied())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| UsageError::Clap(e.to_string()))?;
         setup(&m, Vec::new(), &|_| None)
     }
 
@@ -300,7 +296,8 @@ mod tests {
             "--metrics-listen",
             "localhost",
         ])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("--metrics-listen (E03_METRICS_LISTEN) \"localhost\"")
                 && e.contains("IP:PORT"),
@@ -320,13 +317,15 @@ mod tests {
         };
         assert_eq!(with("lines").unwrap().progress, ProgressMode::Lines);
         assert_eq!(with("off").unwrap().progress, ProgressMode::Off);
-        let e = with("fancy").unwrap_err();
+        let e = with("fancy").unwrap_err().to_string();
         assert!(e.contains("--progress (E03_PROGRESS) \"fancy\""), "{e}");
     }
 
     #[test]
     fn every_strategy_needs_a_target() {
-        let e = parse(&["cs", "--targets", T, "--strategies", "A,C"]).unwrap_err();
+        let e = parse(&["cs", "--targets", T, "--strategies", "A,C"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("strategy C") && e.contains("E03_TARGETS"), "{e}");
     }
 
@@ -341,7 +340,8 @@ mod tests {
             "--replicas",
             "2",
         ])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("strategy A has no target for replica 1 of E03_REPLICAS=2")
                 && e.contains("A:1=WORK_URL@CONTROL_URL"),
@@ -383,7 +383,8 @@ mod tests {
             "--chain-hops",
             "hop-1:8080",
         ])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("--chain-hops") && e.contains("\"hop-1:8080\""),
             "{e}"
@@ -403,9 +404,12 @@ mod tests {
             "--scenarios",
             "e03z",
         ])
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("E03_SCENARIOS") && e.contains("e03z"), "{e}");
-        let e = parse(&["cs", "--targets", T, "--strategies", "A", "--clients", "0"]).unwrap_err();
+        let e = parse(&["cs", "--targets", T, "--strategies", "A", "--clients", "0"])
+            .unwrap_err()
+            .to_string();
         // Named as typed: the flag, not its env var.
         assert!(e.contains("invalid --clients=\"0\""), "{e}");
         assert!(!e.contains("E03_CLIENTS"), "{e}");
@@ -416,15 +420,18 @@ mod tests {
         let m = command()
             .try_get_matches_from(["cs", "--targets", T, "--strategies", "A"])
             .unwrap();
-        let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()], &|_| None).unwrap_err();
+        let e = setup(&m, vec!["E03_CLIENT".into(), "HOME".into()], &|_| None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("E03_CLIENT:"), "{e}");
         assert!(e.contains("did you mean E03_CLIENTS?"), "{e}");
     }
 
     #[test]
     fn a_run_id_without_claim_run_dir_is_a_usage_error() {
-        let err =
-            parse(&["cs", "--targets", T, "--strategies", "A,B", "--run-id", "x"]).unwrap_err();
+        let err = parse(&["cs", "--targets", T, "--strategies", "A,B", "--run-id", "x"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("--run-id needs --claim-run-dir"), "{err}");
         let s = parse(&[
             "cs",

@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::client::StrategyRun;
 use crate::http::{build_client, endpoint, WorkEndpoint};
+use crate::usage_error::UsageError;
 
 /// The settings `lab client` reads besides the run parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,20 +69,23 @@ fn command() -> Command {
     e03_core::cli::with_param_args(cmd)
 }
 
-fn target(m: &clap::ArgMatches) -> Result<Target, String> {
+fn target(m: &clap::ArgMatches) -> Result<Target, UsageError> {
     let given = |k: &str| m.get_one::<String>(k).map(|s| s.trim().to_string());
-    let url_text = given("E03_TARGET_URL")
-        .ok_or("E03_TARGET_URL (--url): not given: the URL to send the operations to")?;
-    let url = endpoint(&url_text, "").ok_or(format!(
-        "invalid E03_TARGET_URL {url_text:?}: expected an http:// URL"
-    ))?;
+    let url_text = given("E03_TARGET_URL").ok_or(UsageError::NoTargetUrl)?;
+    let url = endpoint(&url_text, "").ok_or_else(|| UsageError::Invalid {
+        name: "E03_TARGET_URL",
+        value: url_text.clone(),
+        accepts: "an http:// URL",
+    })?;
     let post = match given("E03_TARGET_METHOD").as_deref() {
         None | Some("GET") => false,
         Some("POST") => true,
         Some(v) => {
-            return Err(format!(
-                "invalid E03_TARGET_METHOD {v:?}: expected GET or POST"
-            ))
+            return Err(UsageError::Invalid {
+                name: "E03_TARGET_METHOD",
+                value: v.to_string(),
+                accepts: "GET or POST",
+            })
         }
     };
     let operations = match given("E03_OPERATIONS") {
@@ -90,9 +94,11 @@ fn target(m: &clap::ArgMatches) -> Result<Target, String> {
             .parse::<u32>()
             .ok()
             .filter(|n| (1..=10_000).contains(n))
-            .ok_or(format!(
-                "invalid E03_OPERATIONS {v:?}: expected a number of operations, 1 to 10000"
-            ))?,
+            .ok_or_else(|| UsageError::Invalid {
+                name: "E03_OPERATIONS",
+                value: v.clone(),
+                accepts: "a number of operations, 1 to 10000",
+            })?,
     };
     Ok(Target {
         url,
@@ -118,7 +124,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
     }
     let target = match target(&m) {
         Ok(t) => t,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let params = match e03_core::cli::params_from_matches(&m) {
         Ok(p) => p,
@@ -270,7 +276,7 @@ mod tests {
                 "invalid E03_OPERATIONS \"0\"",
             ),
         ] {
-            let e = target(&matches(args)).unwrap_err();
+            let e = target(&matches(args)).unwrap_err().to_string();
             assert!(e.contains(said), "{args:?}: {e}");
         }
     }

@@ -74,7 +74,8 @@ pub fn child_settings(env: &dyn Fn(&str) -> Option<String>) -> Result<ChildSetti
     let answer_spin = env("E03_ANSWER_SPIN_US")
         .map(|v| dependency_service::answer_spin_us(&v).map_err(|e| e.to_string()))
         .transpose()?;
-    let metrics_listen = client_swarm::metrics_listen(env("E03_METRICS_LISTEN").as_deref())?;
+    let metrics_listen = client_swarm::metrics_listen(env("E03_METRICS_LISTEN").as_deref())
+        .map_err(|e| e.to_string())?;
     Ok(ChildSettings {
         progress,
         answer_spin,

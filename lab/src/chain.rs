@@ -372,7 +372,7 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
         checked_hops(&a)?;
         match claimed {
             Some(dir) => Ok(dir),
-            None => client_swarm::claim_chain_run(&a),
+            None => client_swarm::claim_chain_run(&a).map_err(|e| e.to_string()),
         }
     };
     let code = match run.then(checked) {
