@@ -377,12 +377,27 @@ pub(crate) fn hop_by_hop(name: &HeaderName) -> bool {
     HOP_BY_HOP.contains(&name.as_str())
 }
 
+/// An upstream answer's body that could not be read whole.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The read failed: the reasons, outermost first.
+    #[error("{0}")]
+    Read(String),
+    /// Over [`MAX_ANSWER_BODY`].
+    #[error("larger than {MAX_ANSWER_BODY} bytes")]
+    TooLarge,
+}
+
 /// The answer's body, at most [`MAX_ANSWER_BODY`] bytes.
-async fn read_limited(mut r: reqwest::Response) -> Result<Bytes, String> {
+async fn read_limited(mut r: reqwest::Response) -> Result<Bytes, BodyError> {
     let mut buf = Vec::new();
-    while let Some(chunk) = r.chunk().await.map_err(|e| error_chain(&e))? {
+    while let Some(chunk) = r
+        .chunk()
+        .await
+        .map_err(|e| BodyError::Read(error_chain(&e)))?
+    {
         if buf.len() + chunk.len() > MAX_ANSWER_BODY {
-            return Err(format!("larger than {MAX_ANSWER_BODY} bytes"));
+            return Err(BodyError::TooLarge);
         }
         buf.extend_from_slice(&chunk);
     }

@@ -128,7 +128,7 @@ impl WireFront {
             .no_proxy()
             .timeout(REMOTE_CALL_TIMEOUT)
             .build()?;
-        let fail = |e: String| anyhow::anyhow!("--wire-proxy {api}: {e}");
+        let fail = |e: &dyn std::fmt::Display| anyhow::anyhow!("--wire-proxy {api}: {e}");
         let api = Api::Remote {
             http,
             base: api.trim_end_matches('/').to_string(),
@@ -138,7 +138,7 @@ impl WireFront {
             match call(&api, Method::GET, "/version", None).await {
                 Ok(_) => break,
                 Err(e) if Instant::now() >= deadline => {
-                    return Err(fail(format!("no answer: {e}")))
+                    return Err(fail(&format!("no answer: {e}")))
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
             }
@@ -147,7 +147,7 @@ impl WireFront {
         if call(&api, Method::GET, &front, None).await.is_ok() {
             call(&api, Method::DELETE, &front, None)
                 .await
-                .map_err(fail)?;
+                .map_err(|e| fail(&e))?;
         }
         let body = serde_json::json!({
             "name": FRONT,
@@ -156,12 +156,12 @@ impl WireFront {
         });
         let view = call(&api, Method::POST, "/proxies", Some(body))
             .await
-            .map_err(fail)?;
+            .map_err(|e| fail(&e))?;
         let port = view["listen"]
             .as_str()
             .and_then(|a| a.parse::<SocketAddr>().ok())
             .map(|a| a.port())
-            .ok_or_else(|| fail(format!("the proxy named no listen address: {view}")))?;
+            .ok_or_else(|| fail(&format!("the proxy named no listen address: {view}")))?;
         // An IPv6 host comes with its brackets.
         let remote_work = format!("http://{host}:{port}");
         Ok(WireFront {
@@ -277,7 +277,7 @@ impl WireFront {
 }
 
 /// Applies (`on`) or undoes phase `i`.
-async fn apply(api: &Api, i: usize, w: &WireWindow, on: bool) -> Result<(), String> {
+async fn apply(api: &Api, i: usize, w: &WireWindow, on: bool) -> Result<(), ApiError> {
     let front = format!("/proxies/{FRONT}");
     match (w.fault, on) {
         (WireFault::Refused, on) => call(
@@ -296,7 +296,7 @@ async fn apply(api: &Api, i: usize, w: &WireWindow, on: bool) -> Result<(), Stri
             },
             true,
         ) => {
-            let kind = serde_json::to_value(toxic).map_err(|e| e.to_string())?;
+            let kind = serde_json::to_value(toxic).map_err(ApiError::transport)?;
             let body = serde_json::json!({
                 "name": format!("phase-{i}"),
                 "type": kind["type"],
@@ -319,48 +319,74 @@ async fn apply(api: &Api, i: usize, w: &WireWindow, on: bool) -> Result<(), Stri
     }
 }
 
+/// A call of the fault proxy's API that failed; its text goes to a log line or a start error.
+#[derive(Debug, thiserror::Error)]
+enum ApiError {
+    /// The call could not be made, or its answer not read: the library's reason.
+    #[error("{0}")]
+    Transport(String),
+    /// The remote proxy did not answer `url`.
+    #[error("{url}: {error}")]
+    Unreachable { url: String, error: String },
+    /// An answer other than 2xx: its status and body.
+    #[error("{status}: {body}")]
+    Status { status: u16, body: String },
+}
+
+impl ApiError {
+    fn transport(e: impl std::fmt::Display) -> Self {
+        ApiError::Transport(e.to_string())
+    }
+}
+
 /// One call of the proxy's API; the JSON answer of a 2xx (null for a 204, a string for text).
 async fn call(
     api: &Api,
     method: Method,
     path: &str,
     body: Option<serde_json::Value>,
-) -> Result<serde_json::Value, String> {
+) -> Result<serde_json::Value, ApiError> {
     let (status, bytes) = match api {
         Api::Local(router) => {
             let req = Request::builder()
                 .method(method)
                 .uri(path)
                 .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-                .map_err(|e| e.to_string())?;
+                .map_err(ApiError::transport)?;
             let resp = router
                 .clone()
                 .oneshot(req)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(ApiError::transport)?;
             let status = resp.status();
             let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(ApiError::transport)?;
             (status.as_u16(), bytes.to_vec())
         }
         Api::Remote { http, base } => {
             let method = reqwest::Method::from_bytes(method.as_str().as_bytes())
-                .map_err(|e| e.to_string())?;
+                .map_err(ApiError::transport)?;
             let mut req = http.request(method, format!("{base}{path}"));
             if let Some(b) = body {
                 req = req
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(b.to_string());
             }
-            let resp = req.send().await.map_err(|e| format!("{base}{path}: {e}"))?;
+            let resp = req.send().await.map_err(|e| ApiError::Unreachable {
+                url: format!("{base}{path}"),
+                error: e.to_string(),
+            })?;
             let status = resp.status().as_u16();
-            let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+            let bytes = resp.bytes().await.map_err(ApiError::transport)?;
             (status, bytes.to_vec())
         }
     };
     if !(200..300).contains(&status) {
-        return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
+        return Err(ApiError::Status {
+            status,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        });
     }
     if bytes.is_empty() {
         return Ok(serde_json::Value::Null);
