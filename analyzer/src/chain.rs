@@ -12,14 +12,14 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use e03_core::chain::{CallRecord, ChainDef, ChainVariant, TopRecord};
 use e03_core::checks::CheckSpec;
-use e03_core::events::{Event, ProxiedRecord};
 use e03_metrics::chain::{
     chain_checks, chain_conclusion, chain_json, chain_table, check_rows_table, ChainRun,
 };
 use e03_metrics::checks::{CheckRow, CHECK_HEADING};
 use e03_metrics::tables::Table;
+use e03_model::chain::{CallRecord, ChainDef, ChainVariant, TopRecord};
+use e03_model::events::{Event, ProxiedRecord};
 use serde::de::DeserializeOwned;
 
 use crate::blocks::Block;

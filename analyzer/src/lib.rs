@@ -26,9 +26,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use e03_core::control::{client_log_path, ledger_log_path, server_log_path, shard_log_name};
-use e03_core::shard::Shard;
 use e03_core::{ParamError, Params, Scenario};
 use e03_metrics::fidelity::REPLICA_SEQ_SHIFT;
+use e03_model::shard::Shard;
 
 pub mod audit;
 mod blocks;
@@ -347,24 +347,24 @@ fn analyze_run(
         let status = reader::read_log_file(&path, |e| {
             let moved;
             let e = match e {
-                e03_core::events::Event::Arrival(a) if seq_base > 0 => {
+                e03_model::events::Event::Arrival(a) if seq_base > 0 => {
                     let mut a = a.clone();
                     a.seq += seq_base;
-                    moved = e03_core::events::Event::Arrival(a);
+                    moved = e03_model::events::Event::Arrival(a);
                     &moved
                 }
-                e03_core::events::Event::Response(r) if seq_base > 0 => {
+                e03_model::events::Event::Response(r) if seq_base > 0 => {
                     let mut r = r.clone();
                     r.seq += seq_base;
-                    moved = e03_core::events::Event::Response(r);
+                    moved = e03_model::events::Event::Response(r);
                     &moved
                 }
                 e => e,
             };
             feed(&mut acc, e);
             match (tally.as_mut(), e, shard) {
-                (Some(t), e03_core::events::Event::Arrival(a), None) => t.arrival(a),
-                (Some(t), e03_core::events::Event::Attempt(a), Some(s)) => t.attempt(s.index, a),
+                (Some(t), e03_model::events::Event::Arrival(a), None) => t.arrival(a),
+                (Some(t), e03_model::events::Event::Attempt(a), Some(s)) => t.attempt(s.index, a),
                 _ => {}
             }
         })?;
@@ -376,7 +376,7 @@ fn analyze_run(
     let ledger = dir.join(file_name(&ledger_log_path(&scenario, strategy, seed)));
     if ledger.exists() {
         let status = reader::read_log_file(&ledger, |e| {
-            if let e03_core::events::Event::Charge(_) = e {
+            if let e03_model::events::Event::Charge(_) = e {
                 feed(&mut acc, e)
             }
         })?;
@@ -398,7 +398,7 @@ fn analyze_run(
             source,
         })?;
         for (i, line) in text.lines().enumerate() {
-            match serde_json::from_str::<e03_core::wire::ProxyRecord>(line) {
+            match serde_json::from_str::<e03_model::wire::ProxyRecord>(line) {
                 Ok(r) => tally.proxy_record(&r),
                 Err(e) => warnings.push(format!("{}:{}: {e}", wire.display(), i + 1)),
             }

@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use e03_core::events::{Event, RunEnd, RunStart};
 use e03_core::params::spec;
 use e03_core::Params;
+use e03_model::events::{Event, RunEnd, RunStart};
 
 use crate::{records, AnalyzeError};
 

@@ -1,7 +1,7 @@
 //! The four records that fill a log (arrival, response, attempt, operation), read straight
 //! from the bytes the lab writes.
 //!
-//! `e03_core::events` describes every record with its run tag `#[serde(flatten)]`ed in. That
+//! `e03_model::events` describes every record with its run tag `#[serde(flatten)]`ed in. That
 //! makes serde buffer each record into an owned tree of keys and values before it builds the
 //! struct, and each record owns its run id and strategy as `String`s: several allocations a
 //! line, and most of the time the analyzer spent on a large log. Yet every log line of those
@@ -19,7 +19,7 @@
 use serde::de::value::{BorrowedStrDeserializer, Error as ValueError};
 use serde::de::DeserializeOwned;
 
-use e03_core::events::{Arrival, Attempt, Event, OperationRecord, Response, RunTag};
+use e03_model::events::{Arrival, Attempt, Event, OperationRecord, Response, RunTag};
 
 /// A position in a line; every read either advances past what it expected or gives `None`.
 struct Cursor<'a> {
@@ -299,11 +299,11 @@ pub(crate) fn take_tag(event: Event, tag: &mut RunTag) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::budget::Rejection;
-    use e03_core::events::{AttemptEnd, Cause, Outcome};
-    use e03_core::priority::Priority;
-    use e03_core::steps::Flow;
-    use e03_core::GiveUp;
+    use e03_model::budget::Rejection;
+    use e03_model::events::{AttemptEnd, Cause, Outcome};
+    use e03_model::priority::Priority;
+    use e03_model::steps::Flow;
+    use e03_model::GiveUp;
     use proptest::prelude::*;
     use proptest::sample::select;
 

@@ -42,7 +42,7 @@ impl PhaseShade {
 }
 
 /// Every phase of a timeline that is not normal service, in seconds, with its kind.
-pub(crate) fn phase_shades(t: &e03_core::timeline::Timeline) -> Vec<(f64, f64, PhaseShade)> {
+pub(crate) fn phase_shades(t: &e03_model::timeline::Timeline) -> Vec<(f64, f64, PhaseShade)> {
     let s = |d: std::time::Duration| d.as_secs_f64();
     let mut v: Vec<(f64, f64, PhaseShade)> = Vec::new();
     v.extend(
@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn every_phase_kind_is_shaded_under_its_own_name() {
-        use e03_core::timeline::*;
+        use e03_model::timeline::*;
         use std::time::Duration;
         let s = Duration::from_secs;
         let t = Timeline {
@@ -123,18 +123,18 @@ mod tests {
                     start: s(40),
                     end: s(41),
                     fault: WireFault::Toxic {
-                        toxic: e03_core::wire::ToxicKind::Timeout { timeout_ms: 0 },
-                        stream: e03_core::wire::Direction::Downstream,
+                        toxic: e03_model::wire::ToxicKind::Timeout { timeout_ms: 0 },
+                        stream: e03_model::wire::Direction::Downstream,
                         toxicity: 1.0,
                     },
                     latency: Duration::ZERO,
                 },
             ],
-            http: vec![e03_core::http_fault::HttpFaultWindow {
+            http: vec![e03_model::http_fault::HttpFaultWindow {
                 start: s(50),
                 end: s(52),
-                rule: e03_core::http_fault::HttpFaultRule::every(
-                    e03_core::http_fault::HttpFault::Hang,
+                rule: e03_model::http_fault::HttpFaultRule::every(
+                    e03_model::http_fault::HttpFault::Hang,
                 ),
             }],
         };

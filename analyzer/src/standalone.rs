@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use e03_core::events::Event;
 use e03_core::{Params, Scenario};
 use e03_metrics::statuses::{ServerAnswers, ServerTally};
+use e03_model::events::Event;
 
 use crate::outputs::{write_atomic, write_series_csv};
 use crate::tables::Table;

@@ -11,8 +11,9 @@ use e03_metrics::no_model;
 fn main_entry_plain(args: Vec<std::ffi::OsString>) -> i32 {
     main_entry(args, no_model)
 }
-use e03_core::events::*;
-use e03_core::{GiveUp, Scenario};
+use e03_core::Scenario;
+use e03_model::events::*;
+use e03_model::GiveUp;
 
 fn tmp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("analyzer-test-{}-{name}", std::process::id()));
@@ -486,7 +487,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
         ledger.push(Event::Charge(ChargeRecord {
             tag: tag.clone(),
             seq,
-            charge: e03_core::ledger::Charge {
+            charge: e03_model::ledger::Charge {
                 charge: i as u64 + 1,
                 t_us: t + 20,
                 key: None,
@@ -507,8 +508,8 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             end_us: t + 20,
             end: if lost {
                 // As the live client logs a lost answer (lab/tests/wire_outcomes.rs).
-                AttemptEnd::of(&e03_core::AttemptResult::ConnectionError(
-                    e03_core::cause::LOST_ANSWER,
+                AttemptEnd::of(&e03_model::AttemptResult::ConnectionError(
+                    e03_model::cause::LOST_ANSWER,
                 ))
                 .0
             } else {

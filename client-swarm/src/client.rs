@@ -12,10 +12,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e03_core::events::RunTag;
-use e03_core::policy::Policies;
-use e03_core::session::SessionConfig;
-use e03_core::Strategy;
+use e03_model::events::RunTag;
+use e03_model::policy::Policies;
+use e03_model::session::SessionConfig;
+use e03_model::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::time::Instant;
 
@@ -95,14 +95,14 @@ mod tests {
     use axum::http::StatusCode;
     use axum::routing::get;
     use axum::Router;
-    use e03_core::budget::BudgetSpec;
-    use e03_core::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome};
-    use e03_core::operation::Limits;
-    use e03_core::rng::{stream, Stream};
-    use e03_core::session::Starts;
-    use e03_core::session::{ClientSession, FIRST_START_SPREAD_US};
-    use e03_core::workload::{Clients, Ended, Next, Workload};
-    use e03_core::GiveUp;
+    use e03_model::budget::BudgetSpec;
+    use e03_model::events::{us, Attempt, AttemptEnd, Event, OperationRecord, Outcome};
+    use e03_model::operation::Limits;
+    use e03_model::rng::{stream, Stream};
+    use e03_model::session::Starts;
+    use e03_model::session::{ClientSession, FIRST_START_SPREAD_US};
+    use e03_model::workload::{Clients, Ended, Next, Workload};
+    use e03_model::GiveUp;
     use rand::Rng;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -154,7 +154,7 @@ mod tests {
             budget: Arc::new(Mutex::new(Policies::fleet(&strategy, 42))),
             strategy,
             work: WorkEndpoint {
-                http: build_client(4, None, e03_core::strategy::Connections::Reuse).unwrap(),
+                http: build_client(4, None, e03_model::strategy::Connections::Reuse).unwrap(),
                 url: crate::http::endpoint(base, path).unwrap(),
             },
             replicas: Vec::new(),
@@ -244,8 +244,8 @@ mod tests {
         }
         fn on_answer(
             &mut self,
-            _: e03_core::session::AttemptId,
-            _: e03_core::AttemptResult,
+            _: e03_model::session::AttemptId,
+            _: e03_model::AttemptResult,
             _: Duration,
             _: &mut Policies,
             _: &mut Next,

@@ -35,15 +35,15 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use e03_core::balancer::{HealthCheckSpec, Probe};
-use e03_core::breaker::Transition;
-use e03_core::chain::deadline_header_ms;
-use e03_core::events::{
+use e03_model::balancer::{HealthCheckSpec, Probe};
+use e03_model::breaker::Transition;
+use e03_model::chain::deadline_header_ms;
+use e03_model::events::{
     us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, FanOutRecord, HostRecord,
     OperationRecord, Outcome, ProbeRecord,
 };
-use e03_core::workload::{Ended, Next, Outgoing, Workload};
-use e03_core::{AttemptResult, OpOutcome};
+use e03_model::workload::{Ended, Next, Outgoing, Workload};
+use e03_model::{AttemptResult, OpOutcome};
 use tokio::sync::Notify;
 use tokio::time::{timeout_at, Instant};
 
@@ -86,7 +86,7 @@ struct State {
     in_flight: usize,
     /// Each of those attempts' cancel signal, and whether the workload cancelled it (a hedged
     /// operation ended without it: its answer no longer goes to the workload).
-    cancels: HashMap<e03_core::session::AttemptId, (Arc<Notify>, bool)>,
+    cancels: HashMap<e03_model::session::AttemptId, (Arc<Notify>, bool)>,
     /// The wake the timer sleeps until (`None`: it waits for an answer).
     armed: Option<Duration>,
     /// The run was stopped: answers no longer go to the workload.

@@ -137,7 +137,9 @@ pub(crate) fn command() -> Command {
 }
 
 /// `--shard I/N` (`E03_SHARD`) given as text, checked: `None` when not given or empty.
-pub(crate) fn shard_arg(value: Option<&str>) -> Result<Option<e03_core::shard::Shard>, UsageError> {
+pub(crate) fn shard_arg(
+    value: Option<&str>,
+) -> Result<Option<e03_model::shard::Shard>, UsageError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(v) => v.parse().map(Some).map_err(UsageError::Shard),

@@ -13,16 +13,16 @@
 
 use std::time::Duration;
 
-use e03_core::attempt::{Broken, Stage};
-use e03_core::chain::DEADLINE_HEADER;
 use e03_core::control::{
     RunCounts, StartAnswer, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH,
 };
-use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
-use e03_core::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
-use e03_core::priority::{Priority, PRIORITY_HEADER};
-use e03_core::strategy::Connections;
-use e03_core::AttemptResult;
+use e03_model::attempt::{Broken, Stage};
+use e03_model::chain::DEADLINE_HEADER;
+use e03_model::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_model::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
+use e03_model::priority::{Priority, PRIORITY_HEADER};
+use e03_model::strategy::Connections;
+use e03_model::AttemptResult;
 use reqwest::{Client, Request, RequestBuilder, StatusCode, Url};
 
 use crate::error::SwarmError;
@@ -241,14 +241,14 @@ async fn post_json(
 const CLOCK_SAMPLES: usize = 8;
 
 /// The swarm's clock offset to the dependency whose control endpoint is `control`, NTP style
-/// ([`e03_core::clock`]): [`CLOCK_SAMPLES`] `GET /control/clock` one after the other, the one
+/// ([`e03_model::clock`]): [`CLOCK_SAMPLES`] `GET /control/clock` one after the other, the one
 /// of least round trip kept. `None` when the dependency does not answer them (an older
 /// service, or a dependency of the user's own): time zero then goes out on the swarm's clock,
 /// as before.
 pub(crate) async fn measure_clock(
     http: &Client,
     control: &str,
-) -> Option<e03_core::clock::ClockOffset> {
+) -> Option<e03_model::clock::ClockOffset> {
     let url = format!(
         "{}{}",
         control.trim_end_matches('/'),
@@ -270,13 +270,13 @@ pub(crate) async fn measure_clock(
         let bytes = resp.bytes().await.ok()?;
         let received_us = wall_us();
         let reading: e03_core::control::ClockReading = serde_json::from_slice(&bytes).ok()?;
-        samples.push(e03_core::clock::ClockSample {
+        samples.push(e03_model::clock::ClockSample {
             sent_us,
             server_us: reading.unix_us,
             received_us,
         });
     }
-    e03_core::clock::best_offset(&samples)
+    e03_model::clock::best_offset(&samples)
 }
 
 /// `POST /control/start`; where the run's work goes when the dependency has a fault proxy of
@@ -313,7 +313,7 @@ pub(crate) async fn stop_run(
     http: &Client,
     control: &str,
     complete: bool,
-    shard: Option<e03_core::shard::Shard>,
+    shard: Option<e03_model::shard::Shard>,
 ) -> Result<RunCounts, SwarmError> {
     let body = serde_json::to_string(&StopRun { complete, shard }).expect("StopRun serialises");
     let bytes = post_json(http, control, STOP_PATH, body).await?;
@@ -441,7 +441,7 @@ mod tests {
     }
 
     /// The simulator passes every request through a toxic on the requests as one chunk of
-    /// `e03_core::wire::REQUEST_BYTES`: that is the size of this client's `GET /work` for
+    /// `e03_model::wire::REQUEST_BYTES`: that is the size of this client's `GET /work` for
     /// client 1, operation 1, attempt 1 to `127.0.0.1` on a five-digit port, as the dependency
     /// reads it from the socket (each more digit in an id or the port adds a byte).
     #[tokio::test]
@@ -480,7 +480,7 @@ mod tests {
         let port_digits = addr.port().to_string().len();
         assert_eq!(
             got.len() + 5 - port_digits,
-            e03_core::wire::REQUEST_BYTES,
+            e03_model::wire::REQUEST_BYTES,
             "{}",
             String::from_utf8_lossy(&got)
         );

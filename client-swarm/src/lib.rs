@@ -3,7 +3,7 @@
 //!
 //! One [`run_swarm`] call runs one scenario x seed: every strategy of the plan at the same
 //! time, each against its own dependency, all with the same time zero. The retry decisions come
-//! from the pure core (`e03_core::Operation`, strategies and budgets as data); this crate only
+//! from the pure core (`e03_model::Operation`, strategies and budgets as data); this crate only
 //! supplies the clock, the sockets and the log files.
 //!
 //! Map of the modules:

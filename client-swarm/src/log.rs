@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use e03_core::events::Event;
 use e03_io::sink::{LogError, LogSink};
+use e03_model::events::Event;
 
 use crate::error::SwarmError;
 
@@ -124,7 +124,7 @@ pub(crate) async fn test_log_events(log: ClientLog, path: &Path) -> Vec<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::events::{RunEnd, RunTag, Source};
+    use e03_model::events::{RunEnd, RunTag, Source};
 
     fn end(records: u64) -> Event {
         Event::RunEnd(RunEnd {

@@ -60,7 +60,7 @@ pub struct SwarmRunPlan {
     pub report_when_stopped: bool,
     /// `--shard I/N` (`E03_SHARD`): this swarm runs one shard of each run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<e03_core::shard::Shard>,
+    pub shard: Option<e03_model::shard::Shard>,
     /// `--send-logs URL` (`E03_SEND_LOGS`): the analyzer's collector, to which each client log
     /// (and each kept scenario file) is sent when its run ends (`e03_io::ship`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,7 +140,7 @@ pub struct SwarmPlan {
     /// This swarm is one shard of a run split over swarm processes (`--shard I/N`): it runs
     /// that shard's clients, registers with each dependency for the run, and logs into
     /// `client-<strategy>-seed<seed>-shard<I>of<N>.jsonl`. `None`: the whole run.
-    pub shard: Option<e03_core::shard::Shard>,
+    pub shard: Option<e03_model::shard::Shard>,
     /// The analyzer's collector, to which each client log is sent when its run ends.
     pub send_logs: Option<String>,
 }

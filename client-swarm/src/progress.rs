@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use e03_core::timeline::Timeline;
+use e03_model::timeline::Timeline;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -224,7 +224,7 @@ impl Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::timeline::FreezeWindow;
+    use e03_model::timeline::FreezeWindow;
 
     #[test]
     fn modes_parse_and_bad_ones_name_the_flag() {

@@ -5,7 +5,7 @@
 //!
 //! 1. resolve its target and build its HTTP client (bad input fails here, before anything is
 //!    sent), and measure the swarm's clock offset to its dependency (`GET /control/clock`,
-//!    NTP style, [`e03_core::clock`]);
+//!    NTP style, [`e03_model::clock`]);
 //! 2. open its client log and write `run_start` (with the offset);
 //! 3. `POST /control/start` with the shared `start_unix_ms` (time zero a little in the future,
 //!    converted once into a tokio `Instant` so both sides count from the same moment), sent on
@@ -23,9 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use e03_core::control::{run_id, shard_log_path, RunCounts, StartRun};
-use e03_core::events::{us, Event, RunEnd, RunStart, RunTag, Source};
-use e03_core::shard::Shard;
-use e03_core::Strategy;
+use e03_model::events::{us, Event, RunEnd, RunStart, RunTag, Source};
+use e03_model::shard::Shard;
+use e03_model::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -55,7 +55,7 @@ pub async fn run_swarm(
 /// One strategy, resolved: its target, client and log.
 struct Prepared {
     /// The swarm's clock offset to this dependency, if it answers `GET /control/clock`.
-    clock: Option<e03_core::clock::ClockOffset>,
+    clock: Option<e03_model::clock::ClockOffset>,
     strategy: Strategy,
     control_url: String,
     work: WorkEndpoint,
@@ -74,7 +74,7 @@ struct Prepared {
 struct Replica {
     control_url: String,
     work: WorkEndpoint,
-    clock: Option<e03_core::clock::ClockOffset>,
+    clock: Option<e03_model::clock::ClockOffset>,
 }
 
 /// A shard's registration for its run with the dependency of `strategy` (see
@@ -98,7 +98,7 @@ async fn register(
     strategy: &Strategy,
     http: &reqwest::Client,
     control: &str,
-    clock: Option<e03_core::clock::ClockOffset>,
+    clock: Option<e03_model::clock::ClockOffset>,
     start_unix_ms: u64,
 ) -> Result<Registration, SwarmError> {
     let patience = std::time::Instant::now() + crate::http::SHARD_PATIENCE;
@@ -120,7 +120,7 @@ async fn register_once(
     strategy: &Strategy,
     http: &reqwest::Client,
     control: &str,
-    clock: Option<e03_core::clock::ClockOffset>,
+    clock: Option<e03_model::clock::ClockOffset>,
     start_unix_ms: u64,
 ) -> Result<Registration, SwarmError> {
     let proposed = clock.map_or(start_unix_ms, |c| c.on_server_ms(start_unix_ms));

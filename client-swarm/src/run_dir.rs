@@ -31,7 +31,7 @@ pub(crate) fn preflight(
 pub(crate) fn preflight_shard(
     out: &Path,
     scenarios: &[Scenario],
-    shard: Option<e03_core::shard::Shard>,
+    shard: Option<e03_model::shard::Shard>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), UsageError> {
     let shard = shard.filter(|s| !s.is_whole());

@@ -45,7 +45,7 @@ pub(crate) struct Setup {
     /// Whether `lab swarm` analyses the logs after a signal stopped it.
     pub(crate) report_when_stopped: bool,
     /// `--shard I/N` (`E03_SHARD`): one shard of each run.
-    pub(crate) shard: Option<e03_core::shard::Shard>,
+    pub(crate) shard: Option<e03_model::shard::Shard>,
     /// `--send-logs URL` (`E03_SEND_LOGS`): the analyzer's collector.
     pub(crate) send_logs: Option<String>,
 }
@@ -147,7 +147,7 @@ fn check_targets(params: &[Params], targets: &[Target], given: &str) -> Result<(
 /// whole fleet: [`Params::unshardable`]), and it does not claim a run directory of its own
 /// (every shard writes into the one `--out`).
 fn check_shard(
-    shard: Option<e03_core::shard::Shard>,
+    shard: Option<e03_model::shard::Shard>,
     params: &[Params],
     claim: bool,
 ) -> Result<(), UsageError> {

@@ -20,10 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{Arg, Command};
-use e03_core::events::RunTag;
-use e03_core::session::{ClientSession, SessionConfig, Starts};
-use e03_core::workload::Clients;
 use e03_io::exit::{OK as EXIT_OK, USAGE as EXIT_USAGE};
+use e03_model::events::RunTag;
+use e03_model::session::{ClientSession, SessionConfig, Starts};
+use e03_model::workload::Clients;
 use precise_timer::PreciseTimer;
 use tokio::sync::mpsc;
 
@@ -206,7 +206,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
             if let Some(line) = attempt_line(&event) {
                 println!("{line}");
             }
-            if let e03_core::events::Event::Operation(op) = &event {
+            if let e03_model::events::Event::Operation(op) = &event {
                 let outcome = match op.reason {
                     None => "Success".to_string(),
                     Some(why) => format!("Failed({why:?})"),
@@ -221,8 +221,8 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
 
 /// `attempt 2: 503 after 1.2 ms`, or the way it ended without an answer
 /// (`attempt 1: connect_refused after 0.2 ms`); nothing for an operation record.
-fn attempt_line(event: &e03_core::events::Event) -> Option<String> {
-    let e03_core::events::Event::Attempt(a) = event else {
+fn attempt_line(event: &e03_model::events::Event) -> Option<String> {
+    let e03_model::events::Event::Attempt(a) = event else {
         return None;
     };
     Some(format!(

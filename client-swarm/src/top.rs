@@ -1,5 +1,5 @@
 //! The chain's top caller on tokio's clock: the core's workload of a chain variant
-//! ([`e03_core::workload::top_caller`]) driven by the swarm's one live driver ([`crate::drive`]),
+//! ([`e03_model::workload::top_caller`]) driven by the swarm's one live driver ([`crate::drive`]),
 //! as every other workload is, against the first hop of the chain.
 //!
 //! The driver sends each attempt with the swarm's headers: the hop reads the top request's
@@ -12,10 +12,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use e03_core::chain::{ChainVariant, TopRecord};
-use e03_core::events::{Event, Outcome, RunTag};
-use e03_core::strategy::Connections;
-use e03_core::{GiveUp, OpOutcome};
+use e03_model::chain::{ChainVariant, TopRecord};
+use e03_model::events::{Event, Outcome, RunTag};
+use e03_model::strategy::Connections;
+use e03_model::{GiveUp, OpOutcome};
 use precise_timer::PreciseTimer;
 use tokio::sync::mpsc;
 
@@ -37,7 +37,7 @@ pub async fn drive_top_caller(
 ) -> anyhow::Result<bool> {
     let url = endpoint(base, "/work")
         .ok_or_else(|| anyhow::anyhow!("the first hop's URL {base:?} is not an http:// URL"))?;
-    let (workload, policies) = e03_core::workload::top_caller(variant, requests, seed);
+    let (workload, policies) = e03_model::workload::top_caller(variant, requests, seed);
     let strategy = variant.top.strategy();
     let wall0_us = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -57,7 +57,7 @@ pub async fn drive_top_caller(
         strategy,
         t0: tokio::time::Instant::now(),
         seed,
-        session: e03_core::workload::top_session(variant, requests),
+        session: e03_model::workload::top_session(variant, requests),
         timer: PreciseTimer::start(),
         post: false,
         deadline_header: variant.propagate,
@@ -106,8 +106,8 @@ mod tests {
     use axum::http::{HeaderMap, StatusCode};
     use axum::routing::get;
     use axum::Router;
-    use e03_core::chain::{HopSpec, DEADLINE_HEADER, DEADLINE_STATUS, GAVE_UP_STATUS};
-    use e03_core::events::HEADER_OP;
+    use e03_model::chain::{HopSpec, DEADLINE_HEADER, DEADLINE_STATUS, GAVE_UP_STATUS};
+    use e03_model::events::HEADER_OP;
 
     fn variant(attempts: u32, timeout_ms: u64, propagate: bool) -> ChainVariant {
         ChainVariant {

@@ -6,10 +6,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use e03_core::scenario::ScenarioError;
-use e03_core::shard::{Shard, ShardError};
-use e03_core::spec_error::SpecError;
 use e03_core::ParamError;
 use e03_io::error::InputError;
+use e03_model::shard::{Shard, ShardError};
+use e03_model::spec_error::SpecError;
 
 use crate::plan::TargetsError;
 

@@ -7,7 +7,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::{fake_dependency, read_log, temp_dir};
-use e03_core::events::Event;
+use e03_model::events::Event;
 
 const BIN: &str = env!("CARGO_BIN_EXE_client-swarm");
 

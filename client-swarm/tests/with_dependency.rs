@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use client_swarm::{run_swarm, SwarmPlan};
 use common::{dependency, params, read_log, temp_dir};
-use e03_core::events::{Attempt, Event, OperationRecord};
-use e03_core::{GiveUp, Scenario};
+use e03_core::Scenario;
+use e03_model::events::{Attempt, Event, OperationRecord};
+use e03_model::GiveUp;
 
 fn attempts(log: &[Event]) -> Vec<&Attempt> {
     log.iter()

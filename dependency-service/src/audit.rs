@@ -1,4 +1,4 @@
-//! The live driver of `lab audit`'s probes ([`e03_core::audit`]): an HTTP listener that answers
+//! The live driver of `lab audit`'s probes ([`e03_model::audit`]): an HTTP listener that answers
 //! `/audit/<probe>/<instance>` as the probe's [`ProbeTarget`] says and keeps one record per
 //! request, written when it was answered or when the client gave up on it (its connection closed
 //! and hyper dropped the handler).
@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use e03_core::audit::{AuditRecord, Probe, ProbeRequest, ProbeTarget, OPERATION_HEADER};
+use e03_model::audit::{AuditRecord, Probe, ProbeRequest, ProbeTarget, OPERATION_HEADER};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;

@@ -55,14 +55,14 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
-use e03_core::attempt::{Broken, Stage};
-use e03_core::chain::{
+use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
+use e03_model::attempt::{Broken, Stage};
+use e03_model::chain::{
     deadline_on_arrival, Bottom, CallRecord, HopCall, HopSpec, HopStep, DEADLINE_HEADER, MAX_HOPS,
     REQUEST_HEADER,
 };
-use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
-use e03_core::events::HEADER_OP;
-use e03_core::AttemptResult;
+use e03_model::events::HEADER_OP;
+use e03_model::AttemptResult;
 
 pub use crate::hop_error::{HopError, HOP_USAGE};
 

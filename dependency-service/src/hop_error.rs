@@ -2,7 +2,7 @@
 //! `POST /control/configure` body and of a call's headers. Its text names the flag, the key or
 //! the header, and what it accepts.
 
-use e03_core::spec_error::SpecError;
+use e03_model::spec_error::SpecError;
 
 /// What `lab hop` accepts, in the messages of its arguments.
 pub const HOP_USAGE: &str = "expected `lab hop --config JSON` or `lab hop --listen IP:PORT \

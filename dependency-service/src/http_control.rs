@@ -3,7 +3,7 @@
 //! `POST /control/stop`, `POST /control/shutdown`), so `lab run --upstream URL` drives any
 //! strategy, workload and timeline at a user's service through the proxy, with no lab service
 //! behind it. A start call is checked as `lab serve` checks it ([`crate::routes::validate_start`]);
-//! its run's timeline is the proxy's ([`e03_core::fault_proxy`]) and its log goes where
+//! its run's timeline is the proxy's ([`e03_model::fault_proxy`]) and its log goes where
 //! `lab serve`'s would, under `--log-dir`.
 
 use std::path::PathBuf;
@@ -18,8 +18,8 @@ use axum::Router;
 use e03_core::control::{
     StartAnswer, StopRun, CLOCK_PATH, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
 };
-use e03_core::events::RunTag;
-use e03_core::fault_proxy::FaultProxy;
+use e03_model::events::RunTag;
+use e03_model::fault_proxy::FaultProxy;
 
 use crate::http_forward::Forwarder;
 use crate::proxy_run::ProxyRun;
@@ -107,7 +107,7 @@ async fn start(State(c): State<Arc<Control>>, body: Bytes) -> Response {
     let run = Arc::new(ProxyRun::new(
         FaultProxy::new(
             timeline,
-            e03_core::rng::stream(spec.seed, e03_core::rng::Stream::Wire, u32::MAX),
+            e03_model::rng::stream(spec.seed, e03_model::rng::Stream::Wire, u32::MAX),
         ),
         RunTag {
             run: spec.run.clone(),

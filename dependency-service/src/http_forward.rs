@@ -14,11 +14,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use e03_core::events::{
+use e03_model::events::{
     Arrival, Cause, Event, ProxiedEnd, ProxiedRecord, Response as ResponseRecord,
 };
-use e03_core::fault_proxy::{Act, Decision};
-use e03_core::http_fault::RequestView;
+use e03_model::fault_proxy::{Act, Decision};
+use e03_model::http_fault::RequestView;
 
 use crate::identity::Identity;
 use crate::proxy_run::{unix_ms, ProxyRun};

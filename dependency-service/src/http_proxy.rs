@@ -1,7 +1,7 @@
 //! `lab proxy --http`: an HTTP reverse proxy with faults, in front of any HTTP/1.1 upstream
 //! ([docs/http-proxy.md]). A scenario's timeline drives it (`down`, `freeze`, `rate_limited`
 //! and the HTTP fault phases `abort`, `delay`, `hang`, `reset`), decided by the core's
-//! [`e03_core::fault_proxy::FaultProxy`]; every request is logged in the lab's server log schema
+//! [`e03_model::fault_proxy::FaultProxy`]; every request is logged in the lab's server log schema
 //! (`arrival`, `response`, `proxied`), so `lab analyze --server-log` counts what it saw.
 //!
 //! This file is the command line ([`main_entry`]: flags to a typed [`HttpProxyPlan`], once)
@@ -14,11 +14,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
-use e03_core::events::RunTag;
-use e03_core::fault_proxy::FaultProxy;
-use e03_core::timeline::Timeline;
 use e03_core::{Params, Scenario};
 use e03_io::exit::USAGE;
+use e03_model::events::RunTag;
+use e03_model::fault_proxy::FaultProxy;
+use e03_model::timeline::Timeline;
 use tokio::net::TcpListener;
 
 use crate::http_forward::{handle, Forwarder, UPSTREAM_TIMEOUT};
@@ -478,7 +478,7 @@ fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, ProxyError> {
     Ok(ProxyRun::new(
         FaultProxy::new(
             timeline,
-            e03_core::rng::stream(plan.seed, e03_core::rng::Stream::Wire, u32::MAX),
+            e03_model::rng::stream(plan.seed, e03_model::rng::Stream::Wire, u32::MAX),
         ),
         RunTag {
             run: format!("proxy-{name}-{}", std::process::id()),

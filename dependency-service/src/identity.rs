@@ -1,7 +1,7 @@
 //! The swarm's identity of an attempt, read from the `x-e03-*` request headers.
 //!
 //! All three present and valid: the attempt's fault key is
-//! [`e03_core::faults::request_key`], so its E03-A fate is the same live and simulated. None
+//! [`e03_model::faults::request_key`], so its E03-A fate is the same live and simulated. None
 //! present (any other HTTP client): the service's arrival number is used instead. A header that
 //! is present but not a whole number is malformed: the arrival is logged, then answered 400.
 //! The same for the caller's deadline ([`DEADLINE_HEADER`], whole ms), which deadline-aware
@@ -9,10 +9,10 @@
 //! absent: critical), which priority admission reads.
 
 use axum::http::HeaderMap;
-use e03_core::chain::DEADLINE_HEADER;
-use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
-use e03_core::faults::request_key;
-use e03_core::priority::{Priority, PRIORITY_HEADER};
+use e03_model::chain::DEADLINE_HEADER;
+use e03_model::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_model::faults::request_key;
+use e03_model::priority::{Priority, PRIORITY_HEADER};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Identity {

@@ -14,9 +14,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use e03_core::dependency::Admission;
-use e03_core::events::Cause;
-use e03_core::timeline::Phase;
+use e03_model::dependency::Admission;
+use e03_model::events::Cause;
+use e03_model::timeline::Phase;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use e03_core::wire::{ProxyRecord, Toxic};
 use e03_io::sink::LogSink;
+use e03_model::wire::{ProxyRecord, Toxic};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinSet;

@@ -1,5 +1,5 @@
 //! `lab proxy`: a TCP fault proxy that serves Toxiproxy's HTTP API, the live driver of the core's
-//! toxics ([`e03_core::wire`]). Issue "Faults on the wire", item 1.
+//! toxics ([`e03_model::wire`]). Issue "Faults on the wire", item 1.
 //!
 //! Why not the `noxious` crate (a Rust port of Toxiproxy, the issue's first suggestion): its last
 //! release is 1.0.4 of April 2021, on tokio-util 0.6 and rand 0.8 (a second copy of each in this
@@ -42,7 +42,7 @@ use crate::proxies::Shared;
 pub use crate::proxies::{Proxies, ProxyView};
 pub use crate::proxy_api::{api, VERSION};
 use crate::proxy_link::stop;
-pub use e03_core::wire::ProxyRecord;
+pub use e03_model::wire::ProxyRecord;
 
 /// A running `lab proxy`: the API's address.
 pub struct BoundProxy {

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use e03_core::wire::Toxic;
+use e03_model::wire::Toxic;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use e03_core::rng::{stream, Stream};
-use e03_core::wire::{Direction, Link, Pass, ProxyRecord, Toxic};
+use e03_model::rng::{stream, Stream};
+use e03_model::wire::{Direction, Link, Pass, ProxyRecord, Toxic};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -254,7 +254,7 @@ async fn pump(
     mut to: OwnedWriteHalf,
     dir: Direction,
     mut toxics: watch::Receiver<Arc<Vec<Toxic>>>,
-    mut rng: e03_core::rng::LabRng,
+    mut rng: e03_model::rng::LabRng,
     end: mpsc::Sender<End>,
     mut kill: watch::Receiver<Option<End>>,
     bytes: Arc<AtomicU64>,
@@ -283,7 +283,7 @@ async fn pump(
             }
         }
     }));
-    let draw = |toxics: &[Toxic], rng: &mut e03_core::rng::LabRng| {
+    let draw = |toxics: &[Toxic], rng: &mut e03_model::rng::LabRng| {
         let link = Link::draw(toxics, dir, rng);
         if let Ok(mut names) = applied.lock() {
             for n in link.names() {

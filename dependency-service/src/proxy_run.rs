@@ -8,9 +8,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use e03_core::control::RunCounts;
-use e03_core::events::{Event, RunEnd, RunStart, RunTag, Source};
-use e03_core::fault_proxy::FaultProxy;
 use e03_io::sink::LogSink;
+use e03_model::events::{Event, RunEnd, RunStart, RunTag, Source};
+use e03_model::fault_proxy::FaultProxy;
 
 pub struct ProxyRun {
     pub machine: Mutex<FaultProxy>,

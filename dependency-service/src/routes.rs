@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 
 use crate::lost::lost_answer;
 use crate::run::Status;
-use e03_core::ledger::{valid_key, ChargeRequest, CHARGE_PATH, IDEMPOTENCY_KEY, MAX_KEY_LEN};
+use e03_model::ledger::{valid_key, ChargeRequest, CHARGE_PATH, IDEMPOTENCY_KEY, MAX_KEY_LEN};
 
 use crate::identity::Identity;
 use crate::service::{instant_at_unix_ms, RunSpec, Service, StartError, Started, MAX_START_OFFSET};
@@ -84,7 +84,7 @@ async fn health() -> &'static str {
     "ok"
 }
 
-/// `GET /control/clock`: the wall clock, for the swarm's clock offset (`e03_core::clock`).
+/// `GET /control/clock`: the wall clock, for the swarm's clock offset (`e03_model::clock`).
 pub(crate) async fn clock() -> Response {
     let unix_us = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -278,7 +278,7 @@ pub const MAX_AMOUNT: u64 = 1_000_000_000;
 
 /// A charge's request from its headers and body, or the refusal (status and message):
 /// 400 for a malformed `Idempotency-Key` (more than one, empty, longer than
-/// [`e03_core::ledger::MAX_KEY_LEN`] bytes, or not visible ASCII) or a body that is not JSON,
+/// [`e03_model::ledger::MAX_KEY_LEN`] bytes, or not visible ASCII) or a body that is not JSON,
 /// 422 for JSON that is not an object with a whole `amount` from 1 to [`MAX_AMOUNT`]. No body:
 /// amount 1. (A body over [`WORK_BODY_LIMIT`] is refused 413 before this.)
 pub fn charge_request(
@@ -560,17 +560,17 @@ mod tests {
             .unwrap();
         let body = String::from_utf8_lossy(&body);
         for name in [
-            e03_core::events::HEADER_CLIENT,
-            e03_core::events::HEADER_OP,
-            e03_core::events::HEADER_ATTEMPT,
-            e03_core::chain::DEADLINE_HEADER,
-            e03_core::priority::PRIORITY_HEADER,
+            e03_model::events::HEADER_CLIENT,
+            e03_model::events::HEADER_OP,
+            e03_model::events::HEADER_ATTEMPT,
+            e03_model::chain::DEADLINE_HEADER,
+            e03_model::priority::PRIORITY_HEADER,
         ] {
             assert!(body.contains(name), "{name} missing from {body:?}");
         }
         assert!(body.contains("expected a whole number"), "{body}");
         assert!(
-            body.contains(e03_core::priority::Priority::ACCEPTS),
+            body.contains(e03_model::priority::Priority::ACCEPTS),
             "{body}"
         );
     }

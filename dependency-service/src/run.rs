@@ -25,16 +25,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use e03_core::chain::deadline_on_arrival;
 use e03_core::control::RunCounts;
-use e03_core::dependency::Caller;
-use e03_core::dependency::ServiceConfig;
-use e03_core::events::{
+use e03_model::chain::deadline_on_arrival;
+use e03_model::dependency::Caller;
+use e03_model::dependency::ServiceConfig;
+use e03_model::events::{
     self, Arrival, Cause, ChargeRecord, Event, RunEnd, RunStart, RunTag, Source,
 };
-use e03_core::ledger::ChargeRequest;
-use e03_core::schedule::{Answer, Step};
-use e03_core::{DependencyNode, ReqId};
+use e03_model::ledger::ChargeRequest;
+use e03_model::schedule::{Answer, Step};
+use e03_model::{DependencyNode, ReqId};
 use precise_timer::PreciseTimer;
 use tokio::sync::{oneshot, Notify, RwLock};
 use tokio::time::Instant;
@@ -481,7 +481,7 @@ impl Run {
     }
 
     /// How a readiness probe arriving now is answered
-    /// ([`e03_core::timeline::Timeline::readiness`]): when, and with what status.
+    /// ([`e03_model::timeline::Timeline::readiness`]): when, and with what status.
     pub fn readiness(&self) -> (Instant, u16) {
         let now = self.since_t0(Instant::now());
         let st = self.lock();

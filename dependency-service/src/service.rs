@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use e03_core::control::{self, RunCounts};
-use e03_core::events::RunTag;
-use e03_core::shard::Shard;
 use e03_core::{Params, Scenario};
+use e03_model::events::RunTag;
+use e03_model::shard::Shard;
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;

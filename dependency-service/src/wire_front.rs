@@ -23,7 +23,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Method, Request};
 use axum::Router;
-use e03_core::timeline::{WireFault, WireWindow};
+use e03_model::timeline::{WireFault, WireWindow};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tower::ServiceExt;

@@ -130,7 +130,7 @@ async fn five_hundred_concurrent_connections_are_all_answered() {
     let log = common::read_log(&log_dir.join(common::STANDALONE_LOG));
     let arrivals = log
         .iter()
-        .filter(|e| matches!(e, e03_core::events::Event::Arrival(_)))
+        .filter(|e| matches!(e, e03_model::events::Event::Arrival(_)))
         .count();
     assert_eq!(arrivals, 500);
 }

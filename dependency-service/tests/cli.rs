@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use e03_core::events::Event;
+use e03_model::events::Event;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dependency-service");
 
@@ -231,7 +231,7 @@ fn stop(mut child: std::process::Child) -> Option<i32> {
 }
 
 /// The standalone run's log and its `run_start` (its first record).
-fn standalone_log(dir: &std::path::Path) -> (Vec<Event>, e03_core::events::RunStart) {
+fn standalone_log(dir: &std::path::Path) -> (Vec<Event>, e03_model::events::RunStart) {
     let log = common::read_log(&dir.join(common::STANDALONE_LOG));
     let Some(Event::RunStart(start)) = log.first().cloned() else {
         panic!("no run_start first: {:?}", log.first())
@@ -277,7 +277,7 @@ fn a_built_in_scenario_is_served_alone_with_its_own_parameters() {
     assert!(log
         .iter()
         .any(|e| matches!(e, Event::Response(r) if r.status == 503
-        && r.cause == e03_core::events::Cause::Down)));
+        && r.cause == e03_model::events::Cause::Down)));
     let _ = std::fs::remove_dir_all(dir);
 }
 

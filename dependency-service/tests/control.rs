@@ -5,7 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use e03_core::control::{RunCounts, START_PATH, STOP_PATH};
-use e03_core::events::{Cause, Event, Source};
+use e03_model::events::{Cause, Event, Source};
 
 const STOP_COMPLETE: &str = r#"{"complete":true}"#;
 

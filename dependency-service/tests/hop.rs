@@ -6,7 +6,7 @@ use std::time::Duration;
 use dependency_service::hop::{
     bind, bind_unconfigured, configure_hop, inflight_of, HopConfig, HopSetup, Role, CONFIGURE_PATH,
 };
-use e03_core::chain::{Bottom, CallRecord, HopSpec, DEADLINE_HEADER};
+use e03_model::chain::{Bottom, CallRecord, HopSpec, DEADLINE_HEADER};
 
 fn spec(name: &str, attempts: u32) -> HopSpec {
     HopSpec {
@@ -26,7 +26,7 @@ async fn top_requests(base: &str, requests: u32) -> Vec<u16> {
     for op in 0..requests {
         let resp = client
             .get(format!("{base}/work"))
-            .header(e03_core::events::HEADER_OP, op)
+            .header(e03_model::events::HEADER_OP, op)
             .timeout(Duration::from_secs(20))
             .send()
             .await

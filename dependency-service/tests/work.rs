@@ -8,8 +8,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use e03_core::events::{Cause, Event};
 use e03_core::Scenario;
+use e03_model::events::{Cause, Event};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_pool_rejects_at_once_and_serves_workers_then_queue() {
@@ -136,7 +136,7 @@ async fn capacity_is_workers_over_service_time() {
 }
 
 /// The simulator passes every answer through a toxic as one chunk of
-/// `e03_core::wire::ANSWER_BYTES`: that is the size of the service's `200 OK` to `GET /work` on a
+/// `e03_model::wire::ANSWER_BYTES`: that is the size of the service's `200 OK` to `GET /work` on a
 /// kept-alive connection, head and body, as a client reads it from the socket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answer_on_the_wire_is_answer_bytes_long() {
@@ -185,12 +185,12 @@ async fn the_answer_on_the_wire_is_answer_bytes_long() {
         assert_eq!(got.len(), total);
         assert_eq!(
             total,
-            e03_core::wire::ANSWER_BYTES,
+            e03_model::wire::ANSWER_BYTES,
             "{}",
             String::from_utf8_lossy(&got)
         );
         let head = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        assert_eq!(head, e03_core::wire::ANSWER_HEAD_BYTES);
+        assert_eq!(head, e03_model::wire::ANSWER_HEAD_BYTES);
     }
     srv.shutdown().await;
 }

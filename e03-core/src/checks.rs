@@ -107,7 +107,7 @@ pub enum CheckMetric {
     /// rotation (unhealthy by its probes, or ejected), in s from time zero: the switch of an
     /// active-passive pair.
     OutOfRotationS,
-    /// The share of critical operations that succeeded ([`crate::priority::Priority`]).
+    /// The share of critical operations that succeeded ([`e03_model::priority::Priority`]).
     CriticalSuccess,
     /// The share of best-effort operations that succeeded.
     BestEffortSuccess,
@@ -138,7 +138,7 @@ pub enum CheckMetric {
     /// Requests sent beyond one per operation, in percent of the operations (hedges and
     /// retries: `100 x (attempts / operations - 1)`).
     ExtraRequests,
-    /// Chain scenarios (see [`crate::chain`]): calls that reached the bottom layer per top
+    /// Chain scenarios (see [`e03_model::chain`]): calls that reached the bottom layer per top
     /// request.
     BottomCallsPerRequest,
     /// Chain scenarios: the longest top operation, in ms.

@@ -19,14 +19,14 @@ pub const HEALTH_PATH: &str = "/health";
 /// The readiness probe of the callers' active health checks (`E03_HEALTH_INTERVAL_MS`), on the
 /// work listener: `200` when the current run's timeline has the dependency serving, the down
 /// phase's status when it is down, held while it is frozen
-/// ([`crate::timeline::Timeline::readiness`]); `503` with no run. A probe is not an arrival:
+/// ([`e03_model::timeline::Timeline::readiness`]); `503` with no run. A probe is not an arrival:
 /// the server log has no record of it, the client log has one `probe` record each.
 pub const READY_PATH: &str = "/ready";
 /// `POST` here ends the current run (not complete) and shuts the service down, so a compose
 /// run ends when its swarm is done.
 pub const SHUTDOWN_PATH: &str = "/control/shutdown";
 /// `GET` here answers the dependency's wall clock ([`ClockReading`]), for the swarm's clock
-/// offset ([`crate::clock`]).
+/// offset ([`e03_model::clock`]).
 pub const CLOCK_PATH: &str = "/control/clock";
 
 /// The answer of [`CLOCK_PATH`]: the server's wall clock, in µs since the Unix epoch.
@@ -58,13 +58,13 @@ pub struct StartRun {
     /// `<log dir>/<run_dir>/<scenario>/server-..`. `None`: straight under the log directory.
     #[serde(default)]
     pub run_dir: Option<String>,
-    /// The caller is shard `I/N` of a run split over N swarm processes ([`crate::shard`]): it
+    /// The caller is shard `I/N` of a run split over N swarm processes ([`e03_model::shard`]): it
     /// registers for the run. The first shard's call starts it at its `start_unix_ms`; the
     /// others of the same run (scenario, strategy, seed, run directory and N) join it while its
     /// time zero has not come, and learn the run's id and time zero from the answer. The run
     /// ends when every shard that registered has stopped it. `None`: one swarm, as always.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<e03_model::shard::Shard>,
     /// The dependency is replica `r` of the run's `E03_REPLICAS` (0 is the first): it runs
     /// that replica's timeline and logs to [`replica_log_path`]. `None`: the only one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,7 +88,7 @@ struct StartRunFields {
     #[serde(default)]
     run_dir: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    shard: Option<crate::shard::Shard>,
+    shard: Option<e03_model::shard::Shard>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     replica: Option<u32>,
 }
@@ -174,7 +174,7 @@ pub struct StopRun {
     /// The caller is this shard of a run split over swarm processes (see [`StartRun::shard`]):
     /// the run ends when every shard that registered has stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<e03_model::shard::Shard>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,7 +284,7 @@ pub fn run_log_names(strategy: &str, seed: u64, replicas: u32, shards: u32) -> V
     if shards > 1 {
         names.extend(
             (0..shards)
-                .filter_map(|i| crate::shard::Shard::new(i, shards))
+                .filter_map(|i| e03_model::shard::Shard::new(i, shards))
                 .map(|shard| shard_log_name(strategy, seed, shard)),
         );
     } else {
@@ -323,7 +323,7 @@ pub fn shard_log_path(
     scenario: &Scenario,
     strategy: &str,
     seed: u64,
-    shard: crate::shard::Shard,
+    shard: e03_model::shard::Shard,
 ) -> String {
     if shard.is_whole() {
         return client_log_path(scenario, strategy, seed);
@@ -336,7 +336,7 @@ pub fn shard_log_path(
 }
 
 /// The file name of [`shard_log_path`].
-pub fn shard_log_name(strategy: &str, seed: u64, shard: crate::shard::Shard) -> String {
+pub fn shard_log_name(strategy: &str, seed: u64, shard: e03_model::shard::Shard) -> String {
     format!(
         "client-{strategy}-seed{seed}-shard{}of{}.jsonl",
         shard.index, shard.count

@@ -2,7 +2,7 @@
 //! of the call (or the file's key) and what it accepts.
 
 use crate::scenario::ScenarioError;
-use crate::spec_error::SpecError;
+use e03_model::spec_error::SpecError;
 
 /// A [`crate::control::StartRun`] read back that cannot be used, or a
 /// [`crate::control::RUN_LOGS_FILE`] that does not list logs.

@@ -4,8 +4,8 @@
 //! reads the parameter table, scenario, policy and chain files, presets, checks, thresholds, the
 //! command line and the control protocol into typed values, and builds the model's configs from
 //! them. It does no IO either: files are read by `e03-io`, flags by the `cli` feature's clap
-//! parser. The model's modules are re-exported under their own names (`e03_core::strategy` is
-//! `e03_model::strategy`) while call sites move to `e03_model`.
+//! parser. The model's types are named by their own crate, `e03_model::strategy::Strategy`;
+//! this crate re-exports none of them.
 //!
 //! Map of the modules:
 //!
@@ -37,18 +37,5 @@ pub mod strategy_table;
 pub mod thresholds;
 pub mod toml_table;
 
-pub use e03_model::{
-    adaptive, arrivals, attempt, audit, balancer, breaker, budget, bulkhead, cause, chain,
-    chain_proxy, clock, dependency, events, fault_headers, fault_proxy, faults, hedge, http_fault,
-    identity_headers, ledger, limit, node, operation, policy, priority, rng, schedule, session,
-    shard, sliding_window, spec_error, steps, strategy, timeline, wire, workload,
-};
-
-pub use e03_model::{
-    Admission, AttemptResult, Backoff, Completion, DependencyModel, DependencyNode,
-    DependencySchedule, GiveUp, Jitter, Next, OpOutcome, Operation, ReqId, RetryBudget, Strategy,
-    Timeline, TokenBucket, Unlimited, WorkDone,
-};
 pub use params::{ParamError, Params};
 pub use scenario::Scenario;
-pub use spec_error::SpecError;

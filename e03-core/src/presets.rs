@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
-use crate::breaker::BreakerSpec;
-use crate::budget::BudgetSpec;
-use crate::hedge::{HedgeDelay, HedgeSpec};
-use crate::limit::LimitKind;
-use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
+use e03_model::breaker::BreakerSpec;
+use e03_model::budget::BudgetSpec;
+use e03_model::hedge::{HedgeDelay, HedgeSpec};
+use e03_model::limit::LimitKind;
+use e03_model::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
 
 /// Every preset: (name, one line saying what it is and where its defaults come from).
 const NAMES: &[(&str, &str)] = &[
@@ -164,10 +164,10 @@ fn base_strategy(id: &str, name: &str, backoff: Backoff, jitter: Jitter) -> Stra
 /// gRPC's hedging policy (proposal A6, "gRPC Retry Design", section "Hedging Policy"), with
 /// the proposal's example `hedgingPolicy` (`maxAttempts` 4, `hedgingDelay` 0.5 s; A6 has no
 /// default delay, and "0s, or unset" sends every attempt at once) and its example
-/// `retryThrottling` (10 tokens, ratio 0.1, [`crate::budget::GrpcThrottle`]), which "also
+/// `retryThrottling` (10 tokens, ratio 0.1, [`e03_model::budget::GrpcThrottle`]), which "also
 /// applies to hedged RPCs". The example's non-fatal codes (UNAVAILABLE, INTERNAL, ABORTED) are
 /// the lab's retryable answers (5xx, 429, timeouts, broken connections); a hedging policy
-/// excludes a retry policy. The rules: [`crate::hedge`].
+/// excludes a retry policy. The rules: [`e03_model::hedge`].
 pub fn grpc_hedging() -> Strategy {
     Strategy {
         budget: Some(BudgetSpec::grpc()),
@@ -211,7 +211,7 @@ pub fn polly_hedging() -> Strategy {
 /// `random(0, min(initialBackoff * backoffMultiplier^(n-1), maxBackoff))` (full jitter);
 /// `maxAttempts` is required and capped at 5 (we use 5); A6 has no default backoff, so the
 /// scenario's base and cap with multiplier 2. Budget: `retryThrottling` with A6's example values
-/// (10 tokens, ratio 0.1; see [`crate::budget::GrpcThrottle`]). A server's pushback
+/// (10 tokens, ratio 0.1; see [`e03_model::budget::GrpcThrottle`]). A server's pushback
 /// (`grpc-retry-pushback-ms`) overrides the wait; the lab's `Retry-After` plays that part.
 pub fn grpc(base: Duration, cap: Duration) -> Strategy {
     Strategy {
@@ -229,7 +229,7 @@ pub fn grpc(base: Duration, cap: Duration) -> Strategy {
 /// The AWS SDKs' standard retry mode (AWS SDKs and Tools reference guide, "Retry behavior"):
 /// 3 attempts; the wait before retry `i` is `min(random(0, 1) * 2^i * base, 20 s)` (the base
 /// differs between SDKs, so the scenario's); a 500-token quota (see
-/// [`crate::budget::AwsQuota`]). The standard mode does not read `Retry-After`.
+/// [`e03_model::budget::AwsQuota`]). The standard mode does not read `Retry-After`.
 pub fn aws_standard(base: Duration) -> Strategy {
     Strategy {
         budget: Some(BudgetSpec::aws_standard()),
@@ -249,7 +249,7 @@ pub fn aws_standard(base: Duration) -> Strategy {
 
 /// The AWS SDKs' adaptive retry mode ("Retry behavior", AWS SDKs and Tools Reference Guide;
 /// botocore's `retries/adaptive.py`): standard mode ([`aws_standard`]) with the client-side
-/// rate limiter in front of every attempt ([`crate::adaptive::ClientRateLimiter`], its
+/// rate limiter in front of every attempt ([`e03_model::adaptive::ClientRateLimiter`], its
 /// constants there), shared by the strategy's clients.
 pub fn aws_adaptive(base: Duration) -> Strategy {
     Strategy {
@@ -289,7 +289,7 @@ pub fn aws_2026() -> Strategy {
 }
 
 /// Finagle's `RetryBudget` / tower's `TpsBudget` with their defaults (ttl 10 s, 10 retries per
-/// second, 20%; see [`crate::budget::TpsBudget`]). Both limit retries with the budget rather
+/// second, 20%; see [`e03_model::budget::TpsBudget`]). Both limit retries with the budget rather
 /// than an attempt count, and the lab does not adopt a backoff of theirs: the scenario's
 /// backoff with full jitter, and the scenario's attempt limit.
 pub fn tps(id: &str, name: &str, base: Duration, cap: Duration) -> Strategy {
@@ -302,7 +302,7 @@ pub fn tps(id: &str, name: &str, base: Duration, cap: Duration) -> Strategy {
 /// Envoy's router retry policy defaults: `num_retries` 1 (2 attempts); a fully jittered
 /// exponential backoff with `base_interval` 25 ms and `max_interval` ten times that (250 ms);
 /// the cluster's retry budget with `budget_percent` 20% and `min_retry_concurrency` 3 (see
-/// [`crate::budget::EnvoyBudget`]).
+/// [`e03_model::budget::EnvoyBudget`]).
 pub fn envoy() -> Strategy {
     Strategy {
         budget: Some(BudgetSpec::envoy()),
@@ -320,7 +320,7 @@ pub fn envoy() -> Strategy {
 }
 
 /// Google SRE book, "Handling Overload": client-side adaptive throttling with K = 2 over the
-/// last 2 minutes (see [`crate::budget::SreThrottle`]), and the book's per-request limit of 3
+/// last 2 minutes (see [`e03_model::budget::SreThrottle`]), and the book's per-request limit of 3
 /// attempts. The book gives no backoff: the scenario's, with full jitter.
 pub fn sre_adaptive(base: Duration, cap: Duration) -> Strategy {
     Strategy {
@@ -378,7 +378,7 @@ pub fn retry_everything(base: Duration, cap: Duration) -> Strategy {
 }
 
 /// Seed 003's retry budget: 3 attempts per request, no backoff, and retries at most 10% of the
-/// requests (see [`crate::budget::RatioBudget`]).
+/// requests (see [`e03_model::budget::RatioBudget`]).
 pub fn budget10() -> Strategy {
     Strategy {
         budget: Some(BudgetSpec::ratio(0.1)),
@@ -394,15 +394,15 @@ pub fn budget10() -> Strategy {
 
 /// Strategy C (exponential backoff with full jitter, the scenario's base and cap, its attempt
 /// limit) behind a client-side adaptive concurrency limit of `kind`, with Netflix
-/// concurrency-limits' defaults ([`crate::limit::AimdLimit`], [`crate::limit::Gradient2Limit`];
-/// [`crate::limit::ClientLimiter`] says how a client uses it).
+/// concurrency-limits' defaults ([`e03_model::limit::AimdLimit`], [`e03_model::limit::Gradient2Limit`];
+/// [`e03_model::limit::ClientLimiter`] says how a client uses it).
 pub fn client_limited(id: &str, kind: LimitKind, base: Duration, cap: Duration) -> Strategy {
     let name = match kind {
         LimitKind::Gradient2 => "C + client Gradient2 limit",
         _ => "C + client AIMD limit",
     };
     Strategy {
-        client_limit: kind.limit(crate::limit::AimdLimit::default().timeout),
+        client_limit: kind.limit(e03_model::limit::AimdLimit::default().timeout),
         ..base_strategy(id, name, Backoff::Exponential { base, cap }, Jitter::Full)
     }
 }
@@ -410,8 +410,8 @@ pub fn client_limited(id: &str, kind: LimitKind, base: Duration, cap: Duration) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::{AttemptClass, RetryBudget, RetryCause};
-    use crate::policy::ClientPolicy;
+    use e03_model::budget::{AttemptClass, RetryBudget, RetryCause};
+    use e03_model::policy::ClientPolicy;
 
     const BASE: Duration = Duration::from_millis(200);
     const CAP: Duration = Duration::from_millis(2000);
@@ -421,7 +421,7 @@ mod tests {
     /// `Delay` 2 s, no throttle); neither retries.
     #[test]
     fn the_hedging_presets_hold_their_sources_values() {
-        use crate::hedge::{HedgeDelay, HedgeSpec};
+        use e03_model::hedge::{HedgeDelay, HedgeSpec};
         let g = preset("grpc-hedging", BASE, CAP).unwrap();
         assert_eq!(
             g.hedge,
@@ -486,8 +486,8 @@ mod tests {
         let s = preset("aimd-client", BASE, CAP).unwrap();
         assert_eq!(
             s.client_limit,
-            Some(crate::limit::ConcurrencyLimit::Aimd(
-                crate::limit::AimdLimit::default()
+            Some(e03_model::limit::ConcurrencyLimit::Aimd(
+                e03_model::limit::AimdLimit::default()
             ))
         );
         let mut p = ClientPolicy::new(&s, 1);
@@ -498,7 +498,7 @@ mod tests {
         }
         assert_eq!(
             p.admit(t, 1),
-            Err(crate::budget::Rejection::ConcurrencyLimited)
+            Err(e03_model::budget::Rejection::ConcurrencyLimited)
         );
         p.round_trip(ms(40), 20, AttemptClass::Success);
         assert_eq!((p.client_limit(), p.in_flight()), (Some(21), Some(19)));
@@ -593,7 +593,7 @@ mod tests {
         assert_eq!((r.backoff, r.jitter), (c.backoff, c.jitter));
         assert_eq!(r.classify, Classify::Everything);
         assert_eq!(
-            r.classify(&crate::AttemptResult::status(404)),
+            r.classify(&e03_model::AttemptResult::status(404)),
             AttemptClass::Failure(RetryCause::Error),
             "a 404 is retried"
         );
@@ -622,7 +622,7 @@ mod tests {
             }
         }
         assert_eq!(sent, 11_000);
-        let mut rng = crate::rng::stream(1, crate::rng::Stream::Jitter, 0);
+        let mut rng = e03_model::rng::stream(1, e03_model::rng::Stream::Jitter, 0);
         assert_eq!(s.wait(1, Duration::ZERO, &mut rng), Duration::ZERO);
     }
 }

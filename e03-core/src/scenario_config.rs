@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::dependency::ServiceConfig;
-use crate::faults::FaultModel;
-use crate::http_fault::HttpFaultWindow;
 use crate::params::{ms, secs, ParamError, Params};
 use crate::scenario::Scenario;
-use crate::timeline::{
+use e03_model::dependency::ServiceConfig;
+use e03_model::faults::FaultModel;
+use e03_model::http_fault::HttpFaultWindow;
+use e03_model::timeline::{
     DegradedWindow, DownWindow, FreezeWindow, PhaseKind, RateLimitWindow, Timeline, WireFault,
     WireWindow,
 };
@@ -40,7 +40,7 @@ impl Params {
     }
 
     /// [`Self::service_config`] for the dependency that `strategy`'s runs face: with the
-    /// strategy table's own queue policy and admission ([`crate::strategy::ServerSide`]) where
+    /// strategy table's own queue policy and admission ([`e03_model::strategy::ServerSide`]) where
     /// it sets them. An id the run does not have (a standalone run's) takes the run's.
     pub fn service_config_for(
         &self,
@@ -80,7 +80,7 @@ impl Params {
             concurrency_limit: server
                 .concurrency_limit
                 .unwrap_or_else(|| {
-                    crate::limit::LimitKind::parse(&s.concurrency_limit).unwrap_or_default()
+                    e03_model::limit::LimitKind::parse(&s.concurrency_limit).unwrap_or_default()
                 })
                 .limit(ms(s.limit_timeout_ms)),
             timeline: self.timeline_of(scenario, replica),
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_row_s_own_server_policy_overrides_the_run_s_and_only_for_its_dependency() {
-        use crate::dependency::QueueDiscipline;
+        use e03_model::dependency::QueueDiscipline;
         let shed = Scenario::named("shedding").unwrap();
         let raw = BTreeMap::from([("E03_QUEUE_POLICY".to_string(), "codel".to_string())]);
         let p = Params::for_scenario(&shed, &raw).unwrap();
@@ -325,11 +325,11 @@ mod tests {
             QueueDiscipline::AdaptiveLifo
         );
         assert_eq!(c("fifo").queue_policy.target, Duration::from_millis(5));
-        use crate::dependency::AdmissionRule;
+        use e03_model::dependency::AdmissionRule;
         assert_eq!(c("by-deadline").admission, AdmissionRule::Deadline);
         assert_eq!(c("codel").admission, AdmissionRule::All);
         assert!(p.admits_by_deadline_for("by-deadline") && !p.admits_by_deadline_for("fifo"));
-        use crate::limit::{AimdLimit, ConcurrencyLimit, Gradient2Limit};
+        use e03_model::limit::{AimdLimit, ConcurrencyLimit, Gradient2Limit};
         assert_eq!(
             c("aimd").concurrency_limit,
             Some(ConcurrencyLimit::Aimd(AimdLimit::default()))

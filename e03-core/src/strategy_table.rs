@@ -19,7 +19,7 @@
 //! breaker = { failure_ratio = 0.5, min_throughput = 10, sampling_window_ms = 2000, break_duration_ms = 2000 }
 //! retry_after = "at_least" # at_least (wait at least what a Retry-After says) | ignore
 //! # hedge = { max_attempts = 2, delay_ms = 50 }   (or percentile = 95): hedging in place
-//! # of retries (gRPC A6's rules; see `crate::hedge`); backoff may then be left out
+//! # of retries (gRPC A6's rules; see `e03_model::hedge`); backoff may then be left out
 //! ```
 //!
 //! The table is kept as a [`StrategySpec`] (base and cap may be left to the run), and becomes a
@@ -32,12 +32,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::breaker::BreakerSpec;
-use crate::budget::BudgetSpec;
-use crate::spec_error::SpecError;
-use crate::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
 use crate::toml_table::fail_at;
 pub use crate::toml_table::TableError;
+use e03_model::breaker::BreakerSpec;
+use e03_model::budget::BudgetSpec;
+use e03_model::spec_error::SpecError;
+use e03_model::strategy::{Backoff, Classify, Jitter, RetryAfter, Strategy};
 
 /// The backoff of a strategy table; `None` base or cap take the run's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -74,9 +74,9 @@ pub struct StrategySpec {
     #[serde(default)]
     pub breaker: Option<BreakerSpec>,
     /// `idempotency = "per_operation" | "per_attempt" | "none"`: the strategy's operations are
-    /// charges with that key policy (see [`crate::ledger::KeyPolicy`]).
+    /// charges with that key policy (see [`e03_model::ledger::KeyPolicy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotency: Option<crate::ledger::KeyPolicy>,
+    pub idempotency: Option<e03_model::ledger::KeyPolicy>,
     /// `retry_after = "at_least" | "ignore"`: what a `Retry-After` does to the wait (default
     /// `at_least`: wait at least as long as it says).
     #[serde(default)]
@@ -84,36 +84,36 @@ pub struct StrategySpec {
     /// `connections = "reuse" | "new"`: whether a client keeps its connection between attempts
     /// (default `reuse`).
     #[serde(default)]
-    pub connections: crate::strategy::Connections,
+    pub connections: e03_model::strategy::Connections,
     /// `queue_policy = "fifo" | "codel" | "adaptive_lifo"`, `admission = "all" | "deadline" |
     /// "priority"` and `concurrency_limit = "none" | "aimd" |
     /// "gradient2"`: the dependency's policy this
     /// strategy's runs face (default: the run's).
     #[serde(
         default,
-        skip_serializing_if = "crate::strategy::ServerSide::is_default"
+        skip_serializing_if = "e03_model::strategy::ServerSide::is_default"
     )]
-    pub server: crate::strategy::ServerSide,
+    pub server: e03_model::strategy::ServerSide,
     /// `client_limit = "none" | "aimd" | "gradient2"`: a client-side adaptive concurrency limit
     /// shared by the strategy's clients, with the library's defaults
-    /// ([`crate::limit::ClientLimiter`]; default none).
+    /// ([`e03_model::limit::ClientLimiter`]; default none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_limit: Option<crate::limit::LimitKind>,
+    pub client_limit: Option<e03_model::limit::LimitKind>,
     /// `client_rate = "none" | "aws_adaptive"`: the AWS SDKs' adaptive mode's client-side
-    /// rate limiter in front of every attempt ([`crate::adaptive::ClientRateLimiter`]; default
+    /// rate limiter in front of every attempt ([`e03_model::adaptive::ClientRateLimiter`]; default
     /// none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adaptive_rate: bool,
     /// `hedge = { max_attempts = 2, delay_ms = 50 }` or `hedge = { max_attempts = 2,
-    /// percentile = 95 }`: hedging in place of retries ([`crate::hedge`]).
+    /// percentile = 95 }`: hedging in place of retries ([`e03_model::hedge`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hedge: Option<crate::hedge::HedgeSpec>,
+    pub hedge: Option<e03_model::hedge::HedgeSpec>,
     /// `fallbacks = 2`: the last two calls of each fan-out request have a fallback
-    /// ([`crate::strategy::Strategy::fallbacks`]; default 0).
+    /// ([`e03_model::strategy::Strategy::fallbacks`]; default 0).
     #[serde(default)]
     pub fallbacks: u32,
     /// `bulkhead = [50]` (one pool shared by every dependency) or `bulkhead = [30, 20]` (a
-    /// pool per dependency): [`crate::strategy::Strategy::bulkhead`]; default none.
+    /// pool per dependency): [`e03_model::strategy::Strategy::bulkhead`]; default none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bulkhead: Vec<u32>,
 }
@@ -394,16 +394,16 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         Some(v) => Some(breaker_table(v).or_else(|e| fail!("breaker", e.to_string()))?),
     };
 
-    let idempotency = match string("idempotency", crate::ledger::KeyPolicy::ACCEPTS)? {
+    let idempotency = match string("idempotency", e03_model::ledger::KeyPolicy::ACCEPTS)? {
         None => None,
-        Some(s) => match crate::ledger::KeyPolicy::parse(&s) {
+        Some(s) => match e03_model::ledger::KeyPolicy::parse(&s) {
             Some(p) => Some(p),
             None => {
                 return fail!(
                     "idempotency",
                     format!(
                         "idempotency = {s:?}: expected {}",
-                        crate::ledger::KeyPolicy::ACCEPTS
+                        e03_model::ledger::KeyPolicy::ACCEPTS
                     )
                 )
             }
@@ -422,7 +422,7 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         }
     };
 
-    use crate::strategy::Connections;
+    use e03_model::strategy::Connections;
     let connections = match string("connections", Connections::ACCEPTS)?.as_deref() {
         None | Some("reuse") => Connections::Reuse,
         Some("new") => Connections::New,
@@ -434,9 +434,9 @@ pub fn parse_strategy_table(table: &Table, at: usize) -> Result<StrategySpec, Ta
         }
     };
 
-    use crate::dependency::{AdmissionRule, QueueDiscipline};
-    use crate::limit::LimitKind;
-    use crate::strategy::ServerSide;
+    use e03_model::dependency::{AdmissionRule, QueueDiscipline};
+    use e03_model::limit::LimitKind;
+    use e03_model::strategy::ServerSide;
     // A name out of a fixed set (a type with `ACCEPTS` and `parse`): `None` when absent, an
     // error naming the key and the set.
     macro_rules! named {
@@ -527,8 +527,8 @@ const MAX_FALLBACKS: i64 = 1000;
 
 /// A `hedge = { ... }` value, every key checked: `max_attempts` (2 to 11) and one of
 /// `delay_ms` (0 to 3600000) or `percentile` (over 0, under 100).
-fn hedge_table(v: &toml::Value) -> Result<crate::hedge::HedgeSpec, SpecError> {
-    use crate::hedge::{HedgeDelay, HedgeSpec, MAX_ATTEMPTS};
+fn hedge_table(v: &toml::Value) -> Result<e03_model::hedge::HedgeSpec, SpecError> {
+    use e03_model::hedge::{HedgeDelay, HedgeSpec, MAX_ATTEMPTS};
     let toml::Value::Table(t) = v else {
         return Err(SpecError::expected(
             format!("hedge = {v}"),
@@ -665,7 +665,7 @@ impl StrategySpec {
             server: self.server,
             client_limit: self
                 .client_limit
-                .and_then(|k| k.limit(crate::limit::AimdLimit::default().timeout)),
+                .and_then(|k| k.limit(e03_model::limit::AimdLimit::default().timeout)),
             adaptive_rate: self.adaptive_rate,
             hedge: self.hedge,
             fallbacks: self.fallbacks,
@@ -811,7 +811,7 @@ mod tests {
 
     #[test]
     fn a_hedge_table_is_read_and_what_it_excludes_is_named() {
-        use crate::hedge::{HedgeDelay, HedgeSpec};
+        use e03_model::hedge::{HedgeDelay, HedgeSpec};
         let s = table("id = \"h\"\nhedge = { max_attempts = 3, delay_ms = 50 }").unwrap();
         assert_eq!(s.backoff, BackoffSpec::None, "backoff may be left out");
         let want = HedgeSpec {
@@ -873,14 +873,14 @@ mod tests {
 
     #[test]
     fn a_row_can_name_the_server_policy_it_faces_and_a_bad_one_is_named() {
-        use crate::dependency::QueueDiscipline;
+        use e03_model::dependency::QueueDiscipline;
         let s = table("id = \"k\"\nbackoff = \"none\"\nqueue_policy = \"adaptive_lifo\"\nadmission = \"deadline\"")
             .unwrap()
             .resolve(MS, MS);
         assert_eq!(s.server.queue_policy, Some(QueueDiscipline::AdaptiveLifo));
         assert_eq!(
             s.server.admission,
-            Some(crate::dependency::AdmissionRule::Deadline)
+            Some(e03_model::dependency::AdmissionRule::Deadline)
         );
         let plain = table("id = \"k\"\nbackoff = \"none\"")
             .unwrap()
@@ -903,7 +903,7 @@ mod tests {
             .resolve(MS, MS);
         assert_eq!(
             s.server.concurrency_limit,
-            Some(crate::limit::LimitKind::Aimd)
+            Some(e03_model::limit::LimitKind::Aimd)
         );
         let e = err("id = \"k\"\nbackoff = \"none\"\nconcurrency_limit = \"vegas\"");
         assert_eq!(e.key, "concurrency_limit");
@@ -938,11 +938,11 @@ mod tests {
 
     #[test]
     fn a_key_policy_makes_a_charging_strategy_and_a_bad_one_is_named() {
-        use crate::ledger::KeyPolicy;
+        use e03_model::ledger::KeyPolicy;
         let s = table("id = \"k\"\nbackoff = \"none\"\nconnections = \"new\"").unwrap();
         assert_eq!(
             s.resolve(MS, MS).connections,
-            crate::strategy::Connections::New
+            e03_model::strategy::Connections::New
         );
         let e = err("id = \"k\"\nbackoff = \"none\"\nconnections = \"pool\"");
         assert_eq!(e.key, "connections");

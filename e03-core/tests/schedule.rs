@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use e03_core::dependency::*;
-use e03_core::events::Cause;
-use e03_core::schedule::*;
 use e03_core::{Params, Scenario};
+use e03_model::dependency::*;
+use e03_model::events::Cause;
+use e03_model::schedule::*;
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
@@ -63,7 +63,7 @@ fn lost_and_permanent_fates_answer_after_the_work_with_their_causes() {
     s.advance(ms(100), &mut steps);
     let a = answers(&steps);
     assert_eq!((a[0].cause, a[0].at), (Cause::Permanent, ms(40)));
-    assert!(e03_core::faults::PERMANENT_STATUSES.contains(&a[0].status));
+    assert!(e03_model::faults::PERMANENT_STATUSES.contains(&a[0].status));
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn a_rate_limited_phase_answers_429_with_retry_after_at_once() {
     cfg.faults = Default::default();
     cfg.timeline
         .rate_limited
-        .push(e03_core::timeline::RateLimitWindow {
+        .push(e03_model::timeline::RateLimitWindow {
             start: ms(0),
             end: ms(1000),
             calls: 2,
@@ -196,7 +196,7 @@ fn a_rate_limited_phase_answers_429_with_retry_after_at_once() {
 fn a_down_phase_answers_its_status_at_once() {
     let mut cfg = Params::default().service_config(&Scenario::e03a(), 1);
     cfg.faults = Default::default();
-    cfg.timeline.down.push(e03_core::timeline::DownWindow {
+    cfg.timeline.down.push(e03_model::timeline::DownWindow {
         start: ms(100),
         end: ms(200),
         status: 502,
@@ -224,7 +224,7 @@ fn a_down_phase_with_latency_answers_later_without_a_worker() {
     cfg.faults = Default::default();
     cfg.workers = 1;
     cfg.queue = 0;
-    cfg.timeline.down.push(e03_core::timeline::DownWindow {
+    cfg.timeline.down.push(e03_model::timeline::DownWindow {
         start: ms(100),
         end: ms(200),
         status: 503,

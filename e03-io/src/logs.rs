@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use e03_core::chain::ChainVariant;
+use e03_model::chain::ChainVariant;
 
 /// The top caller's log in a chain variant's directory.
 pub const TOP_LOG: &str = "top.jsonl";
@@ -61,9 +61,9 @@ pub fn write_jsonl<T: serde::Serialize>(path: &Path, records: &[T]) -> std::io::
 pub fn write_chain_logs(
     dir: &Path,
     variant: &ChainVariant,
-    tops: &[e03_core::chain::TopRecord],
-    calls: &[e03_core::chain::CallRecord],
-    proxied: &[(u32, e03_core::events::ProxiedRecord)],
+    tops: &[e03_model::chain::TopRecord],
+    calls: &[e03_model::chain::CallRecord],
+    proxied: &[(u32, e03_model::events::ProxiedRecord)],
 ) -> std::io::Result<()> {
     write_jsonl(&dir.join(TOP_LOG), tops)?;
     for layer in 1..=variant.bottom_layer() {
@@ -75,7 +75,7 @@ pub fn write_chain_logs(
             let lines: Vec<_> = proxied
                 .iter()
                 .filter(|(l, _)| *l == layer)
-                .map(|(_, p)| e03_core::events::Event::Proxied(p.clone()))
+                .map(|(_, p)| e03_model::events::Event::Proxied(p.clone()))
                 .collect();
             write_jsonl(&dir.join(proxy_log_name(variant, layer)), &lines)?;
         }

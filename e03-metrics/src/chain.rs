@@ -1,11 +1,11 @@
-//! The figures of a chain run (see [`e03_core::chain`]): calls per layer, calls at the bottom
+//! The figures of a chain run (see [`e03_model::chain`]): calls per layer, calls at the bottom
 //! per top request, how long the top operations lasted, and the work the lower layers did for
 //! a top caller that had already given up. Computed from the records the hops and the top
 //! caller log (live) or the simulator produces (the same records).
 
-use e03_core::chain::{CallRecord, ChainVariant, TopRecord};
 use e03_core::checks::{CheckMetric, CheckSpec, Published};
-use e03_core::events::ProxiedRecord;
+use e03_model::chain::{CallRecord, ChainVariant, TopRecord};
+use e03_model::events::ProxiedRecord;
 
 use crate::checks::CheckRow;
 use crate::table::Table;
@@ -411,7 +411,7 @@ pub fn any_failed(rows: &[CheckRow]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::chain::HopSpec;
+    use e03_model::chain::HopSpec;
 
     fn variant(hops: usize) -> ChainVariant {
         let h = |n: &str| HopSpec {

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use e03_core::balancer::Change;
 use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published, Reference};
+use e03_model::balancer::Change;
 
 use crate::metrics::{AttemptLine, LineEnd, RunMetrics};
 use crate::peaks::ATTEMPT_LOG_WINDOW_MS;
@@ -451,7 +451,7 @@ pub fn failure_latency_us(s: &ScenarioSummary) -> Option<(u64, usize)> {
         .flat_map(|r| &r.attempt_log)
         .filter(|l| match l.end {
             LineEnd::Status(st) => statuses.contains(&st),
-            LineEnd::Broken(e03_core::attempt::Broken::ConnectRefused) => refused,
+            LineEnd::Broken(e03_model::attempt::Broken::ConnectRefused) => refused,
             _ => false,
         })
         .map(|l| l.end_us.saturating_sub(l.sent_us))
@@ -746,7 +746,7 @@ mod tests {
         let scenario = Scenario::named("breaker").unwrap();
         let params = Params::for_scenario(&scenario, &Default::default()).unwrap();
         let mut a = RunAccumulator::new(scenario.clone(), &params, "breaker", 42);
-        use e03_core::breaker::BreakerState::*;
+        use e03_model::breaker::BreakerState::*;
         for (t, from, to) in [
             (450_000, Closed, Open),
             (2_450_000, Open, HalfOpen),

@@ -1,4 +1,4 @@
-//! The fan-out workload's requests (`E03_WORKLOAD=fan_out`, [`e03_core::workload::FanOut`]):
+//! The fan-out workload's requests (`E03_WORKLOAD=fan_out`, [`e03_model::workload::FanOut`]):
 //! each request called the dependency `E03_FANOUT` times at once and ended with its slowest
 //! call. Counted from the client's `fan_out` records (live) or the simulator's ends: how many,
 //! how many had every call succeed, their latency, and the share slower than

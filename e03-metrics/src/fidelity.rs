@@ -60,8 +60,8 @@ use std::collections::{BTreeMap, HashMap};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use e03_core::dependency::ServiceConfig;
-use e03_core::events::{Arrival, Attempt, AttemptEnd, Cause, Response};
+use e03_model::dependency::ServiceConfig;
+use e03_model::events::{Arrival, Attempt, AttemptEnd, Cause, Response};
 
 use crate::matching::IdentitySketch;
 use crate::quantiles::{histogram, quantile_ms, MAX_T_US};
@@ -253,7 +253,7 @@ pub(crate) struct LiveAccumulator {
     cfg: ServiceConfig,
     /// Each replica's timeline (`E03_REPLICAS`: a `[[timeline]]` phase may be one replica's);
     /// empty: `cfg`'s for every replica.
-    timelines: Vec<e03_core::timeline::Timeline>,
+    timelines: Vec<e03_model::timeline::Timeline>,
     /// Arrival time by sequence number of requests not answered yet: taken out by their
     /// response.
     arrival_us: HashMap<u64, u64>,
@@ -357,13 +357,13 @@ impl LiveAccumulator {
     /// of slop. Arrivals older than that are never answered (a malformed request is answered
     /// 400 unlogged) and are dropped.
     /// Each replica's own timeline, when they differ (see [`Self::timeline`]).
-    pub(crate) fn with_timelines(mut self, timelines: Vec<e03_core::timeline::Timeline>) -> Self {
+    pub(crate) fn with_timelines(mut self, timelines: Vec<e03_model::timeline::Timeline>) -> Self {
         self.timelines = timelines;
         self
     }
 
     /// The timeline of `replica`.
-    fn timeline(&self, replica: usize) -> &e03_core::timeline::Timeline {
+    fn timeline(&self, replica: usize) -> &e03_model::timeline::Timeline {
         self.timelines.get(replica).unwrap_or(&self.cfg.timeline)
     }
 
@@ -406,7 +406,7 @@ impl LiveAccumulator {
         if self.cfg.faults.tail_rate > 0.0 {
             // The service's fault key: the identity's, or its sequence number without one.
             let key = match (a.client, a.op, a.attempt) {
-                (Some(c), Some(o), Some(n)) => e03_core::faults::request_key(c, o, n),
+                (Some(c), Some(o), Some(n)) => e03_model::faults::request_key(c, o, n),
                 _ => a.seq,
             };
             let factor = self.cfg.faults.service_factor(self.cfg.seed, key);
@@ -654,8 +654,8 @@ impl LiveAccumulator {
 
 #[cfg(test)]
 mod tests {
-    use e03_core::events::{AttemptEnd, Cause, RunTag};
     use e03_core::{Params, Scenario};
+    use e03_model::events::{AttemptEnd, Cause, RunTag};
 
     use crate::metrics::RunAccumulator;
 

@@ -17,12 +17,13 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use e03_core::breaker::BreakerState;
-use e03_core::events::{
+use e03_core::{Params, Scenario};
+use e03_model::breaker::BreakerState;
+use e03_model::events::{
     Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
 };
-use e03_core::priority::Priority;
-use e03_core::{GiveUp, Params, Scenario};
+use e03_model::priority::Priority;
+use e03_model::GiveUp;
 
 use crate::fidelity::LiveAccumulator;
 pub use crate::fidelity::{Fidelity, Matched};
@@ -125,7 +126,7 @@ pub struct RunMetrics {
     /// Operations that succeeded.
     #[serde(default)]
     pub succeeded: u64,
-    /// Best-effort operations ([`e03_core::priority::Priority`]), and how many succeeded;
+    /// Best-effort operations ([`e03_model::priority::Priority`]), and how many succeeded;
     /// every other operation is critical.
     #[serde(default)]
     pub best_effort: ClassTally,
@@ -287,7 +288,7 @@ impl RunAccumulator {
             fanout: params
                 .fanout()
                 .map(|_| crate::fanout::FanOutAcc::new(params.fanout_slow())),
-            dependencies: if params.balancer().pick == e03_core::balancer::Pick::Partition {
+            dependencies: if params.balancer().pick == e03_model::balancer::Pick::Partition {
                 vec![Default::default(); params.replicas() as usize]
             } else {
                 Vec::new()
@@ -377,7 +378,7 @@ impl RunAccumulator {
     }
 
     /// A replica left or re-entered the balancer's rotation.
-    pub fn host_change(&mut self, t_us: u64, replica: u32, change: e03_core::balancer::Change) {
+    pub fn host_change(&mut self, t_us: u64, replica: u32, change: e03_model::balancer::Change) {
         self.hosts.push(HostMark {
             t_us,
             replica,
@@ -508,7 +509,7 @@ impl RunAccumulator {
         if let Some(st) = self.steps.as_mut() {
             st.answer(r.seq, r.status, r.cause, r.cost);
         }
-        if r.cause == e03_core::events::Cause::Lost {
+        if r.cause == e03_model::events::Cause::Lost {
             if let Some(l) = self.ledger.as_mut() {
                 l.lost(r.seq);
             }

@@ -176,9 +176,14 @@ impl Served {
     /// An answer as both drivers log it: `admitted` (it had an admission instant), its cause and
     /// status. A worker served it unless it was refused or held by a freeze; it succeeded with a
     /// 2xx. Whether its client had given up is the caller's to say.
-    pub fn of(admitted: bool, cause: e03_core::events::Cause, status: u16, given_up: bool) -> Self {
+    pub fn of(
+        admitted: bool,
+        cause: e03_model::events::Cause,
+        status: u16,
+        given_up: bool,
+    ) -> Self {
         Served {
-            worked: admitted && cause != e03_core::events::Cause::Freeze,
+            worked: admitted && cause != e03_model::events::Cause::Freeze,
             ok: (200..300).contains(&status),
             given_up,
         }
@@ -843,7 +848,7 @@ mod tests {
 
     #[test]
     fn an_answer_is_work_when_admitted_and_not_frozen_and_useful_when_a_2xx() {
-        use e03_core::events::Cause;
+        use e03_model::events::Cause;
         let of = |admitted, cause, status| {
             let s = Served::of(admitted, cause, status, false);
             (s.worked, s.ok)

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use e03_core::attempt::Broken;
+use e03_model::attempt::Broken;
 
 /// Operations of one class, and how many of them succeeded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ pub enum LineEnd {
     /// Not answered before the run ended.
     Unanswered,
     /// Cancelled: its hedged operation ended without it
-    /// ([`AttemptEnd::Cancelled`](e03_core::events::AttemptEnd::Cancelled)).
+    /// ([`AttemptEnd::Cancelled`](e03_model::events::AttemptEnd::Cancelled)).
     Cancelled,
 }
 
@@ -120,8 +120,8 @@ pub struct AttemptLine {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BreakerMark {
     pub t_us: u64,
-    pub from: e03_core::breaker::BreakerState,
-    pub to: e03_core::breaker::BreakerState,
+    pub from: e03_model::breaker::BreakerState,
+    pub to: e03_model::breaker::BreakerState,
 }
 
 /// A replica left or re-entered the callers' balancer's rotation.
@@ -129,5 +129,5 @@ pub struct BreakerMark {
 pub struct HostMark {
     pub t_us: u64,
     pub replica: u32,
-    pub change: e03_core::balancer::Change,
+    pub change: e03_model::balancer::Change,
 }

@@ -6,8 +6,8 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use e03_core::events::{Arrival, Attempt, AttemptEnd};
-use e03_core::shard::Shard;
+use e03_model::events::{Arrival, Attempt, AttemptEnd};
+use e03_model::shard::Shard;
 
 use crate::matching::IdentitySketch;
 use crate::quantiles::{histogram, quantile_ms};
@@ -121,7 +121,7 @@ impl ShardTally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::events::RunTag;
+    use e03_model::events::RunTag;
 
     fn tag() -> RunTag {
         RunTag {

@@ -15,8 +15,8 @@
 
 use std::collections::HashMap;
 
-use e03_core::events::Cause;
-use e03_core::steps::Flow;
+use e03_model::events::Cause;
+use e03_model::steps::Flow;
 
 use crate::table::Table;
 use crate::ScenarioSummary;
@@ -88,7 +88,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 impl StepTally {
     /// A run at load `load` of the workload `cfg` (its items and queries are the denominators).
-    pub fn new(cfg: &e03_core::steps::StepConfig) -> Self {
+    pub fn new(cfg: &e03_model::steps::StepConfig) -> Self {
         StepTally {
             step_us: (cfg.step.as_micros() as u64).max(1),
             load: cfg.load,
@@ -504,7 +504,7 @@ mod tests {
 
     #[test]
     fn costs_are_summed_per_flow_and_wasted_when_not_a_success() {
-        let cfg = e03_core::steps::StepConfig {
+        let cfg = e03_model::steps::StepConfig {
             step: std::time::Duration::from_millis(100),
             steps: 10,
             batch_items: 4,

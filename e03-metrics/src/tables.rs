@@ -197,7 +197,7 @@ pub fn no_answer_table(s: &ScenarioSummary) -> Option<Table> {
     if !wire && s.runs.iter().all(|r| r.no_answer.broken() == 0) {
         return None;
     }
-    use e03_core::attempt::Broken;
+    use e03_model::attempt::Broken;
     let mut headers = vec!["strategy".to_string(), "read timeout".to_string()];
     headers.extend(Broken::ALL.iter().map(|b| match b {
         Broken::ConnectRefused => "connect refused".to_string(),

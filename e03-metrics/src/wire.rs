@@ -6,7 +6,7 @@
 //!   fitted in the timeout, the wire did not. Read from both logs (or the model): the server's
 //!   answer instant against the client's timeout instant, on the run's one clock.
 //! - An operation's work is **done twice** (or more) when the dependency committed the work of
-//!   more than one of its attempts ([`e03_core::cause::Cause::committed`]): a retry was sent
+//!   more than one of its attempts ([`e03_model::cause::Cause::committed`]): a retry was sent
 //!   because the first answer had not arrived yet, and both were worked on.
 //!
 //! [`WireTally`] is switched on only for a timeline with a wire phase, so other runs pay
@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use e03_core::cause::Cause;
+use e03_model::cause::Cause;
 
 /// The figures of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -87,8 +87,8 @@ impl WireTally {
     }
 
     /// One record of the run's proxy log: accepted connections and resets are counted.
-    pub fn proxy_record(&mut self, r: &e03_core::wire::ProxyRecord) {
-        use e03_core::wire::ProxyRecord;
+    pub fn proxy_record(&mut self, r: &e03_model::wire::ProxyRecord) {
+        use e03_model::wire::ProxyRecord;
         match r {
             ProxyRecord::Accepted { .. } => self.connection_opened(),
             ProxyRecord::Connection { end, .. } if end == "reset" => self.connection_reset(),

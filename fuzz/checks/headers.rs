@@ -10,9 +10,9 @@
 
 use dependency_service::hop::call_headers;
 use dependency_service::Identity;
-use e03_core::chain::{DEADLINE_HEADER, REQUEST_HEADER};
-use e03_core::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
-use e03_core::priority::{Priority, PRIORITY_HEADER};
+use e03_model::chain::{DEADLINE_HEADER, REQUEST_HEADER};
+use e03_model::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
+use e03_model::priority::{Priority, PRIORITY_HEADER};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 const NAMES: [&str; 6] = [

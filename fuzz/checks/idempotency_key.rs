@@ -2,11 +2,11 @@
 //! `dependency_service::charge_request`).
 //! Input: the first byte is how many key headers (0 to 2); that many lines are their values;
 //! the rest is the body.
-//! Invariants: an accepted key is well formed (`e03_core::ledger::valid_key`) and is the one
+//! Invariants: an accepted key is well formed (`e03_model::ledger::valid_key`) and is the one
 //! sent; an accepted amount is within range; a refusal is 400 or 422.
 
 use dependency_service::{charge_request, Identity, MAX_AMOUNT};
-use e03_core::ledger::{valid_key, IDEMPOTENCY_KEY};
+use e03_model::ledger::{valid_key, IDEMPOTENCY_KEY};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 
 /// The target's check of one input: returns, or panics on a finding.

@@ -3,7 +3,7 @@
 //! Invariants: every record read survives the JSON trip, and the count adds up.
 
 use analyzer::reader::{params_of, read_events};
-use e03_core::events::Event;
+use e03_model::events::Event;
 
 /// The target's check of one input: returns, or panics on a finding.
 pub fn check(data: &[u8]) {

@@ -1,11 +1,11 @@
 //! A toxic of the fault proxy's API (`POST /proxies/{proxy}/toxics`: `lab proxy`,
-//! docs/wire.md), read by `serde_json` into `e03_core::wire::Toxic` as the proxy does.
+//! docs/wire.md), read by `serde_json` into `e03_model::wire::Toxic` as the proxy does.
 //! Invariants: an accepted toxic has a toxicity from 0 to 1 and a name of 1 to 100 visible ASCII
 //! characters; it survives the JSON trip; a link with it passes any chunk without a panic,
 //! never more bytes than the chunk holds.
 
-use e03_core::rng::{stream, Stream};
-use e03_core::wire::{Direction, Link, Pass, Toxic};
+use e03_model::rng::{stream, Stream};
+use e03_model::wire::{Direction, Link, Pass, Toxic};
 
 /// The target's check of one input: returns, or panics on a finding.
 pub fn check(data: &[u8]) {

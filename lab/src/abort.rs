@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e03_core::checks::CheckMetric;
-use e03_core::events::{Event, Outcome};
 use e03_core::thresholds::ThresholdSpec;
+use e03_model::events::{Event, Outcome};
 
 use crate::args::RunPlan;
 

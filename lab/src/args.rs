@@ -237,7 +237,7 @@ fn upstream(
         }
         for r in 0..p.replicas() {
             if let Some((phase, why)) =
-                e03_core::fault_proxy::FaultProxy::cannot_apply(&p.timeline_of(s, r))
+                e03_model::fault_proxy::FaultProxy::cannot_apply(&p.timeline_of(s, r))
             {
                 return Err(format!(
                     "--upstream with {}: its {phase} phase cannot be applied by a proxy: {why}",

@@ -1,6 +1,6 @@
 //! `lab audit -- COMMAND [ARGS...]`: seed 004's checklist measured on any HTTP client.
 //!
-//! The lab serves the probes of [`e03_core::audit::battery`] on loopback
+//! The lab serves the probes of [`e03_model::audit::battery`] on loopback
 //! ([`dependency_service::audit::AuditServer`]) and runs the client once per probe instance,
 //! with the probe's URL in `E03_TARGET_URL`, the method in `E03_TARGET_METHOD` and the number
 //! of operations to run one after another in `E03_OPERATIONS`. A client still running at its
@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use dependency_service::audit::AuditServer;
-use e03_core::audit::{battery, AuditRecord, Probe};
 use e03_io::rundir::RunChoice;
+use e03_model::audit::{battery, AuditRecord, Probe};
 
 use crate::outdir;
 use crate::{EXIT_STOPPED, EXIT_USAGE};

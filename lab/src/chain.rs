@@ -1,4 +1,4 @@
-//! Chain scenarios (a `[chain]` table, see [`e03_core::chain`]): `lab run` starts one hop
+//! Chain scenarios (a `[chain]` table, see [`e03_model::chain`]): `lab run` starts one hop
 //! process per layer on loopback port 0 (`lab hop`, the dependency service in proxy mode), the
 //! bottom first, each hop told its upstream's address; the lab is the top caller (the swarm's
 //! live driver, driving the core's top-caller workload). `lab
@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use dependency_service::hop::{self, HopConfig, HopSetup, Role};
-use e03_core::chain::{ChainDef, ChainProxy, ChainVariant};
 use e03_core::Scenario;
+use e03_model::chain::{ChainDef, ChainProxy, ChainVariant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -110,7 +110,7 @@ async fn until_stopped<T>(
 /// Marks the variant in `dir` incomplete: the top requests that finished go to `top.jsonl`,
 /// and [`e03_io::logs::STOPPED_MARKER`] says why the rest is missing (the analyzer then
 /// refuses to make tables of it). The calls the hops answered are in their logs.
-fn stopped(dir: &Path, tops: &[e03_core::chain::TopRecord], requests: u32) -> anyhow::Result<()> {
+fn stopped(dir: &Path, tops: &[e03_model::chain::TopRecord], requests: u32) -> anyhow::Result<()> {
     e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), tops)?;
     let marker = dir.join(e03_io::logs::STOPPED_MARKER);
     std::fs::write(

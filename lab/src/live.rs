@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use e03_core::{Scenario, Strategy};
+use e03_core::Scenario;
+use e03_model::Strategy;
 
 use e03_io::progress::ProgressMode;
 
@@ -540,7 +541,7 @@ fn run_group(
     let count = plan.swarm_shards.max(1);
     let mut swarms = Vec::new();
     for i in 0..count {
-        let shard = (count > 1).then(|| e03_core::shard::Shard::new(i, count).expect("i < count"));
+        let shard = (count > 1).then(|| e03_model::shard::Shard::new(i, count).expect("i < count"));
         let (file, shown) = match shard {
             None => (format!("plan-lane{n}-swarm.json"), progress),
             Some(_) => (format!("plan-lane{n}-swarm-shard{i}.json"), {

@@ -264,10 +264,10 @@ fn list(args: &[OsString]) -> i32 {
         "\nStrategies (--strategies; a scenario file may define its own with [[strategy]]):"
     );
     let (base, cap) = (Duration::from_millis(200), Duration::from_millis(2000));
-    let budget = e03_core::budget::BudgetSpec::token_bucket(10.0, 0.1);
+    let budget = e03_model::budget::BudgetSpec::token_bucket(10.0, 0.1);
     let lab: Vec<(String, String)> = ["A", "B", "C", "D", "E", "F"]
         .iter()
-        .filter_map(|id| e03_core::Strategy::standard(id, base, cap, budget))
+        .filter_map(|id| e03_model::Strategy::standard(id, base, cap, budget))
         .map(|s| (s.id, format!("{} (E03)", s.name)))
         .collect();
     let presets = e03_core::presets::names()

@@ -29,7 +29,7 @@ fn fold(name: &str) -> String {
 
 /// The rows a scorecard has, as the grader names them (graded from an empty, complete log).
 pub fn row_names() -> Vec<String> {
-    analyzer::audit::grade(&[e03_core::audit::AuditRecord::AuditEnd { complete: true }])
+    analyzer::audit::grade(&[e03_model::audit::AuditRecord::AuditEnd { complete: true }])
         .rows
         .into_iter()
         .map(|r| r.check)

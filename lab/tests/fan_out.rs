@@ -9,7 +9,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::{files, lab, log_records, temp, text};
-use e03_core::faults::{request_key, FaultModel};
+use e03_model::faults::{request_key, FaultModel};
 
 fn summary_run(dir: &std::path::Path) -> serde_json::Value {
     let summary = files(dir, "summary", ".json");

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use common::{files, lab, log_records, temp, text};
-use e03_core::faults::{request_key, FaultModel};
+use e03_model::faults::{request_key, FaultModel};
 
 /// 100 operations a second for 2 s against 10 workers of 20 ms (500 a second; 345 with the
 /// tail's mean of 1.45 service times), one attempt each: 5% of the requests take 200 ms.

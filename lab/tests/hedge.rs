@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use common::{files, lab, log_records, temp, text};
-use e03_core::faults::{request_key, FaultModel};
+use e03_model::faults::{request_key, FaultModel};
 
 fn runs(dir: &Path) -> Vec<serde_json::Value> {
     let summary = files(dir, "summary", ".json");

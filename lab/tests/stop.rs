@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::lab;
-use e03_core::events::{Event, Source};
+use e03_model::events::{Event, Source};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 

@@ -120,7 +120,7 @@ fn a_lost_answer_is_a_reset_before_the_answer_as_the_simulator_models_it() {
     // Every answer lost after its commit: the service aborts the connection before the head.
     let (_serve, work) = serve("lost", "idempotency", &["--lost-rate", "1"]);
     let ends = client(&format!("http://{work}/charge"), true);
-    let lost = e03_core::cause::LOST_ANSWER.name();
+    let lost = e03_model::cause::LOST_ANSWER.name();
     assert_eq!(ends, [lost, lost]);
     assert_eq!(lost, "reset_before_answer");
 }

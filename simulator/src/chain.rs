@@ -1,30 +1,30 @@
 //! Chains of services on a virtual clock: every hop is the core's [`HopCall`] state machine,
 //! the bottom is [`Bottom::answer`], and the top caller is the core's workload
-//! ([`e03_core::workload::top_caller`]), driven here through the one workload interface as the
+//! ([`e03_model::workload::top_caller`]), driven here through the one workload interface as the
 //! simulator's engine drives any workload; calls take no network time. A caller that stops
 //! waiting for an attempt (its timeout) does not stop the callee, which works on to its own
 //! end, as a server that does not notice its caller left. The records are the ones the live
 //! hops and the live top caller log. A fault proxy in front of a layer
-//! ([`e03_core::chain_proxy`]) is the HTTP fault proxy's own [`FaultProxy`], asked at each
+//! ([`e03_model::chain_proxy`]) is the HTTP fault proxy's own [`FaultProxy`], asked at each
 //! call's arrival at that layer; its records are the ones a live `lab proxy --http` logs.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use e03_core::attempt::Broken;
-use e03_core::chain::{
+use e03_model::attempt::Broken;
+use e03_model::chain::{
     deadline_header_ms, deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep,
     TopRecord,
 };
-use e03_core::chain_proxy::{call_request_headers, ProxyOutcome, CALL_METHOD, CALL_PATH};
-use e03_core::events::{ProxiedEnd, ProxiedRecord, RunTag};
-use e03_core::fault_proxy::FaultProxy;
-use e03_core::http_fault::RequestView;
-use e03_core::policy::Policies;
-use e03_core::session::AttemptId;
-use e03_core::workload::{Clients, Next, Workload};
-use e03_core::AttemptResult;
+use e03_model::chain_proxy::{call_request_headers, ProxyOutcome, CALL_METHOD, CALL_PATH};
+use e03_model::events::{ProxiedEnd, ProxiedRecord, RunTag};
+use e03_model::fault_proxy::FaultProxy;
+use e03_model::http_fault::RequestView;
+use e03_model::policy::Policies;
+use e03_model::session::AttemptId;
+use e03_model::workload::{Clients, Next, Workload};
+use e03_model::AttemptResult;
 
 /// Who waits for a call's answer.
 #[derive(Debug, Clone, Copy)]
@@ -432,12 +432,12 @@ pub fn simulate_chain(
     requests: u32,
     seed: u64,
 ) -> ChainLogs {
-    let (top, policy) = e03_core::workload::top_caller(variant, requests, seed);
+    let (top, policy) = e03_model::workload::top_caller(variant, requests, seed);
     let proxies = variant
         .proxies
         .iter()
         .map(|p| {
-            let rng = e03_core::rng::stream(seed, e03_core::rng::Stream::Wire, p.layer);
+            let rng = e03_model::rng::stream(seed, e03_model::rng::Stream::Wire, p.layer);
             (p.layer, FaultProxy::new(p.timeline.clone(), rng))
         })
         .collect();

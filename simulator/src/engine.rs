@@ -32,22 +32,23 @@
 mod connections;
 mod faults;
 
-use e03_core::attempt::Broken;
-use e03_core::balancer::Probe;
-use e03_core::breaker::BreakerState;
-use e03_core::chain::{deadline_header_ms, deadline_on_arrival};
-use e03_core::dependency::Caller;
-use e03_core::events::Cause;
-use e03_core::ledger::ChargeRequest;
-use e03_core::policy::Policies;
-use e03_core::priority::Priority;
-use e03_core::rng::{stream, LabRng, Stream};
-use e03_core::schedule::{Answer, Step};
-use e03_core::session::AttemptId;
-use e03_core::timeline::{Timeline, WireFault};
-use e03_core::wire::{Direction, Link, REQUEST_BYTES};
-use e03_core::workload::{Ended, FanOutEnd, Next, Outgoing, Workload};
-use e03_core::{Admission, AttemptResult, DependencyNode, Params, ReqId, Scenario, Strategy};
+use e03_core::{Params, Scenario};
+use e03_model::attempt::Broken;
+use e03_model::balancer::Probe;
+use e03_model::breaker::BreakerState;
+use e03_model::chain::{deadline_header_ms, deadline_on_arrival};
+use e03_model::dependency::Caller;
+use e03_model::events::Cause;
+use e03_model::ledger::ChargeRequest;
+use e03_model::policy::Policies;
+use e03_model::priority::Priority;
+use e03_model::rng::{stream, LabRng, Stream};
+use e03_model::schedule::{Answer, Step};
+use e03_model::session::AttemptId;
+use e03_model::timeline::{Timeline, WireFault};
+use e03_model::wire::{Direction, Link, REQUEST_BYTES};
+use e03_model::workload::{Ended, FanOutEnd, Next, Outgoing, Workload};
+use e03_model::{Admission, AttemptResult, DependencyNode, ReqId, Strategy};
 
 use self::faults::{drops, reset_toxicity};
 use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};
@@ -99,7 +100,7 @@ pub trait Observer {
     /// A fan-out request ended (`E03_WORKLOAD=fan_out`), after its calls' operations.
     fn fanout(&mut self, _ended: &FanOutEnd) {}
     /// A replica left or re-entered the balancer's rotation (`E03_REPLICAS`).
-    fn host_change(&mut self, _change: &e03_core::balancer::HostChange) {}
+    fn host_change(&mut self, _change: &e03_model::balancer::HostChange) {}
 }
 
 /// A request on its way to the dependency, held by a toxic on the requests.
@@ -122,7 +123,7 @@ struct Transit {
 struct Client {
     /// The attempt in flight, if one is, and the request carrying it.
     in_flight: Option<(ReqId, AttemptId)>,
-    /// The other attempts in flight: a hedged operation's ([`e03_core::hedge`]). The wire's
+    /// The other attempts in flight: a hedged operation's ([`e03_model::hedge`]). The wire's
     /// connection rules follow `in_flight` only.
     hedges: Vec<(ReqId, AttemptId)>,
     /// Its connection to the proxy in front (a timeline with wire phases only).
@@ -554,7 +555,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 let code = settled.status;
                 let result = if a.cause == Cause::Lost {
                     self.observer.lost(t, a.req);
-                    AttemptResult::ConnectionError(e03_core::cause::LOST_ANSWER)
+                    AttemptResult::ConnectionError(e03_model::cause::LOST_ANSWER)
                 } else {
                     AttemptResult::Status {
                         code,

@@ -1,7 +1,7 @@
 //! A discrete-event simulator of the E03 lab.
 //!
 //! It drives the *same* state machines as the live lab (the core's
-//! [`e03_core::DependencySchedule`], [`e03_core::Operation`], strategies and retry budget) from a virtual clock instead of tokio's:
+//! [`e03_model::DependencySchedule`], [`e03_model::Operation`], strategies and retry budget) from a virtual clock instead of tokio's:
 //! no sockets, no sleeps. A run of E03-B (30 s, 200 clients, about 3 000 requests) takes
 //! milliseconds, so hundreds of seeds and parameter sweeps take seconds, and the analyzer's own
 //! accumulator measures each run, so a simulated run reports the very figures a live run does.

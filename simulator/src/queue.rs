@@ -1,6 +1,6 @@
 //! The clients' event queue: a min-heap of small `Copy` events on a virtual clock in
 //! nanoseconds. The dependency's own due instants (ends of work, late answers, freeze edges) are
-//! not here: they live in the core's [`e03_core::DependencySchedule`], which the engine asks for
+//! not here: they live in the core's [`e03_model::DependencySchedule`], which the engine asks for
 //! its `next_due()` and advances first whenever it is due at or before the next client event.
 //!
 //! Order is `(time, rank, insertion sequence)`, so a run is a pure function of its inputs. At
@@ -17,8 +17,8 @@
 
 use std::collections::BinaryHeap;
 
-use e03_core::schedule::Earliest;
-use e03_core::ReqId;
+use e03_model::schedule::Earliest;
+use e03_model::ReqId;
 
 /// Virtual time: nanoseconds since the run's time zero.
 pub type Nanos = u64;

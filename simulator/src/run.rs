@@ -8,12 +8,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use e03_core::breaker::BreakerState;
-use e03_core::schedule::Answer;
-use e03_core::steps::Flow;
-use e03_core::{AttemptResult, GiveUp, OpOutcome, Params, ReqId, Scenario, Strategy};
+use e03_core::{Params, Scenario};
 use e03_metrics::metrics::{AttemptLine, LineEnd, RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
+use e03_model::breaker::BreakerState;
+use e03_model::schedule::Answer;
+use e03_model::steps::Flow;
+use e03_model::{AttemptResult, GiveUp, OpOutcome, ReqId, Strategy};
 
 use crate::engine::{Engine, Observer};
 use crate::queue::Nanos;
@@ -138,12 +139,12 @@ impl Observer for RunAccumulator {
         RunAccumulator::dropped(self, intended / 1000);
     }
 
-    fn fanout(&mut self, f: &e03_core::workload::FanOutEnd) {
+    fn fanout(&mut self, f: &e03_model::workload::FanOutEnd) {
         let us = |d: std::time::Duration| d.as_micros() as u64;
         RunAccumulator::fanout(self, us(f.start), us(f.end), f.success(), f.degraded());
     }
 
-    fn host_change(&mut self, h: &e03_core::balancer::HostChange) {
+    fn host_change(&mut self, h: &e03_model::balancer::HostChange) {
         let t_us = h.at.as_micros() as u64;
         RunAccumulator::host_change(self, t_us, h.host as u32, h.change);
     }
@@ -152,7 +153,7 @@ impl Observer for RunAccumulator {
         RunAccumulator::breaker_change(self, t / 1000, from, to);
     }
 
-    fn operation(&mut self, e: &e03_core::workload::Ended) {
+    fn operation(&mut self, e: &e03_model::workload::Ended) {
         let (client, op, outcome) = (e.client, e.op, e.outcome);
         let (start, end) = (e.start.as_nanos() as Nanos, e.end.as_nanos() as Nanos);
         if let Some(st) = self.steps_mut() {

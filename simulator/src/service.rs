@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use e03_core::dependency::ServiceConfig;
-use e03_core::schedule::Step;
-use e03_core::{Admission, DependencySchedule, ReqId};
+use e03_model::dependency::ServiceConfig;
+use e03_model::schedule::Step;
+use e03_model::{Admission, DependencySchedule, ReqId};
 
 use crate::queue::Nanos;
 
@@ -85,9 +85,9 @@ fn record(steps: impl Iterator<Item = Step>, out: &mut Vec<Decision>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::rng::{stream, Stream};
-    use e03_core::{Completion, DependencyModel};
     use e03_core::{Params, Scenario};
+    use e03_model::rng::{stream, Stream};
+    use e03_model::{Completion, DependencyModel};
     use rand::Rng;
 
     /// The model driven by hand, the obvious way, without an event queue: before each arrival,
@@ -151,12 +151,12 @@ mod tests {
                             Completion::Timeout => self.out.push(Decision::Answered {
                                 t,
                                 req,
-                                status: e03_core::faults::TIMEOUT_STATUS,
+                                status: e03_model::faults::TIMEOUT_STATUS,
                             }),
                             Completion::Cutoff => self.out.push(Decision::Answered {
                                 t,
                                 req,
-                                status: e03_core::faults::CUTOFF_STATUS,
+                                status: e03_model::faults::CUTOFF_STATUS,
                             }),
                             Completion::Stale => {}
                         }
@@ -213,7 +213,7 @@ mod tests {
                 Admission::Late => h.out.push(Decision::Answered {
                     t,
                     req,
-                    status: e03_core::chain::DEADLINE_STATUS,
+                    status: e03_model::chain::DEADLINE_STATUS,
                 }),
                 Admission::Queued | Admission::Held => {}
             }

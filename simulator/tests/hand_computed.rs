@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e03_core::rng::{stream, Stream};
-use e03_core::{AttemptResult, GiveUp, OpOutcome, Params, ReqId, Scenario};
+use e03_core::{Params, Scenario};
+use e03_model::rng::{stream, Stream};
+use e03_model::{AttemptResult, GiveUp, OpOutcome, ReqId};
 use rand::Rng;
 use simulator::queue::Nanos;
 use simulator::{Engine, Observer};
@@ -34,7 +35,7 @@ impl Observer for Trace {
     fn attempt_end(&mut self, t: Nanos, _req: ReqId, result: AttemptResult) {
         self.ends.push((t, result));
     }
-    fn operation(&mut self, e: &e03_core::workload::Ended) {
+    fn operation(&mut self, e: &e03_model::workload::Ended) {
         let nanos = |d: std::time::Duration| d.as_nanos() as Nanos;
         self.ops
             .push((e.op, nanos(e.start), nanos(e.end), e.attempts, e.outcome));

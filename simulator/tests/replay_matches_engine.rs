@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use e03_core::{Admission, Params, ReqId, Scenario};
+use e03_core::{Params, Scenario};
+use e03_model::{Admission, ReqId};
 use simulator::queue::Nanos;
 use simulator::{replay, Decision, Engine, Observer};
 
@@ -27,7 +28,7 @@ impl Observer for Admissions {
     fn admission(&mut self, t: Nanos, req: ReqId, admission: Admission) {
         self.decided.push((t, req, admission));
     }
-    fn operation(&mut self, _: &e03_core::workload::Ended) {
+    fn operation(&mut self, _: &e03_model::workload::Ended) {
         self.operations += 1;
     }
 }

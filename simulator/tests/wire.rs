@@ -101,7 +101,7 @@ fn a_latency_holds_every_answer_and_its_timeouts_are_the_network_s() {
 /// 40 + 118 = 158 ms); cut into pieces of 10 bytes 1 ms apart, 12 pieces and 11 ms (51 ms).
 #[test]
 fn a_bandwidth_or_a_slicer_holds_each_answer_until_its_last_byte() {
-    assert_eq!(e03_core::wire::ANSWER_BYTES, 118);
+    assert_eq!(e03_model::wire::ANSWER_BYTES, 118);
     let m = toxic_run("bandwidth-1", 5, "bandwidth", "{ rate = 1 }", 1.0);
     assert!(spans(&m).iter().all(|&(_, s)| s == 158_000), "{m:?}");
     let m = toxic_run(
@@ -121,7 +121,7 @@ fn a_bandwidth_or_a_slicer_holds_each_answer_until_its_last_byte() {
 /// pieces and 10 ms (50 ms).
 #[test]
 fn a_bandwidth_or_a_slicer_on_the_requests_holds_each_request_until_its_last_byte() {
-    assert_eq!(e03_core::wire::REQUEST_BYTES, 106);
+    assert_eq!(e03_model::wire::REQUEST_BYTES, 106);
     for (name, toxic, attributes, held_us) in [
         ("up-bandwidth-1", "bandwidth", "{ rate = 1 }", 106_000),
         (
@@ -267,8 +267,8 @@ fn reset_peer_resets_connections_and_their_attempts() {
             .filter(|l| (1_000_000..2_000_000).contains(&l.sent_us))
             .collect();
         assert!(in_phase.len() > 10, "{connections}: {m:?}");
-        use e03_core::attempt::Broken;
         use e03_metrics::metrics::LineEnd;
+        use e03_model::attempt::Broken;
         for l in &in_phase {
             assert_eq!(
                 (l.end, l.end_us),

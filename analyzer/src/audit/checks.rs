@@ -1,7 +1,7 @@
 //! Items 1 to 3 of the checklist: classification, idempotency, the attempt timeout and the
 //! deadline.
 
-use e03_core::audit::{ProbeKind, ProbeRequest};
+use e03_model::audit::{ProbeKind, ProbeRequest};
 
 use super::card::{row, Row, Verdict};
 use super::log::{s, Log, Run};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::audit::{Probe, ProbeKind, ProbeRequest};
+use e03_model::audit::{Probe, ProbeKind, ProbeRequest};
 
 /// What the log says about one run of the client on one probe instance.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,5 +1,5 @@
 //! `lab audit`'s scorecard: seed 004's checklist, graded from the audit's log alone
-//! (`audit.jsonl`, records of [`e03_core::audit`]).
+//! (`audit.jsonl`, records of [`e03_model::audit`]).
 //!
 //! Each row answers one question of the seed's checklist with PASS, WARN or FAIL, the evidence
 //! (counts and times from the log) and the seed's advice in one line. The thresholds, all in
@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
-use e03_core::audit::AuditRecord;
+use e03_model::audit::AuditRecord;
 
 mod backoff;
 pub mod card;

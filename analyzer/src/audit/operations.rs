@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::audit::{ProbeKind, ProbeRequest};
+use e03_model::audit::{ProbeKind, ProbeRequest};
 
 use super::card::{row, Row, Verdict};
 use super::log::{stopped, Log};

@@ -3,7 +3,7 @@
 //! (dotnet/extensions #7001 is the kind of bug it shows: retries up to 11 ms early in about 10%
 //! of cases).
 
-use e03_core::audit::{ProbeKind, ProbeRequest};
+use e03_model::audit::{ProbeKind, ProbeRequest};
 
 use super::card::{row, Row, Verdict};
 use super::log::Log;

@@ -437,9 +437,9 @@ pub fn p_text(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::budget::BudgetSpec;
-    use e03_core::rng::{stream, unit_hash, Stream};
-    use e03_core::Strategy;
+    use e03_model::budget::BudgetSpec;
+    use e03_model::rng::{stream, unit_hash, Stream};
+    use e03_model::Strategy;
     use std::time::Duration;
 
     /// KS by hand: 0.1, 0.4, 0.7, 0.9 against uniform (0, 1): the steps above are 0.15, 0.10,

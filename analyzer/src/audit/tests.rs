@@ -1,7 +1,7 @@
 //! The scorecard graded from hand-made logs.
 
 use super::*;
-use e03_core::audit::{battery, ProbeRequest};
+use e03_model::audit::{battery, ProbeRequest};
 
 fn req(probe: &str, instance: u32, attempt: u32, arrived_ms: u64, ended_ms: u64) -> AuditRecord {
     AuditRecord::Request(ProbeRequest {

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use e03_core::control::{RunCounts, StartRun, StopRun};
-use e03_core::events::Event;
+use e03_model::events::Event;
 
 /// What the fake saw.
 #[derive(Default)]

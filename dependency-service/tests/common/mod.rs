@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dependency_service::{serve, ServiceOptions, StandaloneRun};
-use e03_core::events::Event;
 use e03_core::{Params, Scenario};
+use e03_model::events::Event;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::strategy::Strategy;
+use e03_model::strategy::Strategy;
 
 use super::error::ParamError;
 use super::rules::broken_rule;

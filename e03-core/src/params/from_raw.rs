@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::budget::BudgetSpec;
-use crate::strategy::Strategy;
 use crate::strategy_table::{accepted_ids, resolve_id, StrategySpec};
+use e03_model::budget::BudgetSpec;
+use e03_model::strategy::Strategy;
 
 use super::error::ParamError;
 use super::rules::broken_rule;
@@ -47,19 +47,19 @@ impl Params {
             service_ms: r.num("E03_SERVICE_MS", 0.1, 60_000.0, false)?,
             queue: r.int("E03_QUEUE", 0, 1_000_000)? as usize,
             queue_policy: match r.value("E03_QUEUE_POLICY") {
-                p if crate::dependency::QueueDiscipline::parse(p).is_some() => p.to_string(),
+                p if e03_model::dependency::QueueDiscipline::parse(p).is_some() => p.to_string(),
                 _ => return Err(r.invalid("E03_QUEUE_POLICY")),
             },
             queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
             queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS", 0.0, 60_000.0, true)?,
             admission: match r.value("E03_ADMISSION") {
-                a if crate::dependency::AdmissionRule::parse(a).is_some() => a.to_string(),
+                a if e03_model::dependency::AdmissionRule::parse(a).is_some() => a.to_string(),
                 _ => return Err(r.invalid("E03_ADMISSION")),
             },
             priority_reserve: r.num("E03_PRIORITY_RESERVE", 0.0, 1.0, false)?,
             replicas: r.int("E03_REPLICAS", 1, 16)? as u32,
             concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
-                l if crate::limit::LimitKind::parse(l).is_some() => l.to_string(),
+                l if e03_model::limit::LimitKind::parse(l).is_some() => l.to_string(),
                 _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
             },
             limit_timeout_ms: r.num("E03_LIMIT_TIMEOUT_MS", 0.0, 600_000.0, true)?,
@@ -117,11 +117,11 @@ impl Params {
                 "none" => None,
                 _ => Some(r.num("E03_CONNECT_TIMEOUT_MS", 1.0, 600_000.0, false)?),
             },
-            budget_scope: crate::policy::BudgetScope::parse(r.value("E03_BUDGET_SCOPE"))
+            budget_scope: e03_model::policy::BudgetScope::parse(r.value("E03_BUDGET_SCOPE"))
                 .ok_or_else(|| r.invalid("E03_BUDGET_SCOPE"))?,
             shards: r.int("E03_SHARDS", 1, 100_000)? as u32,
             balancer: match r.value("E03_BALANCER") {
-                b if crate::balancer::Pick::parse(b).is_some() => b.to_string(),
+                b if e03_model::balancer::Pick::parse(b).is_some() => b.to_string(),
                 _ => return Err(r.invalid("E03_BALANCER")),
             },
             outlier_5xx: r.int("E03_OUTLIER_5XX", 0, 1000)? as u32,

@@ -23,7 +23,7 @@
 //! This file holds the [`Params`] type, its accessors and the re-exports, so that every
 //! `params::X` path stays what it was.
 
-use crate::strategy::Strategy;
+use e03_model::strategy::Strategy;
 
 mod edits;
 mod error;

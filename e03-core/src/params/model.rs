@@ -5,22 +5,22 @@
 
 use std::time::Duration;
 
-use crate::operation::Limits;
-use crate::strategy::Strategy;
+use e03_model::operation::Limits;
+use e03_model::strategy::Strategy;
 
 use super::values::{ms, secs};
 use super::Params;
 
 impl Params {
     /// Which requests the dependency admits (`E03_ADMISSION`).
-    pub fn admission(&self) -> crate::dependency::AdmissionRule {
-        crate::dependency::AdmissionRule::parse(&self.service.admission).unwrap_or_default()
+    pub fn admission(&self) -> e03_model::dependency::AdmissionRule {
+        e03_model::dependency::AdmissionRule::parse(&self.service.admission).unwrap_or_default()
     }
 
     /// Whether the dependency admits by deadline (`E03_ADMISSION=deadline`): its callers then
     /// send each attempt's timeout in the deadline header.
     pub fn admits_by_deadline(&self) -> bool {
-        self.admission() == crate::dependency::AdmissionRule::Deadline
+        self.admission() == e03_model::dependency::AdmissionRule::Deadline
     }
 
     /// The share of operations that are best effort, in parts per million
@@ -31,8 +31,8 @@ impl Params {
 
     /// How the dependency serves its queue (`E03_QUEUE_POLICY`, `E03_QUEUE_TARGET_MS`,
     /// `E03_QUEUE_INTERVAL_MS`).
-    pub fn queue_policy(&self) -> crate::dependency::QueuePolicy {
-        use crate::dependency::{QueueDiscipline, QueuePolicy};
+    pub fn queue_policy(&self) -> e03_model::dependency::QueuePolicy {
+        use e03_model::dependency::{QueueDiscipline, QueuePolicy};
         let s = &self.service;
         QueuePolicy {
             discipline: QueueDiscipline::parse(&s.queue_policy).unwrap_or_default(),
@@ -45,12 +45,12 @@ impl Params {
     /// table's `admission` where it sets one, `E03_ADMISSION` otherwise. The swarm sends the
     /// deadline header exactly then.
     pub fn admits_by_deadline_for(&self, strategy: &str) -> bool {
-        self.admission_for(strategy) == crate::dependency::AdmissionRule::Deadline
+        self.admission_for(strategy) == e03_model::dependency::AdmissionRule::Deadline
     }
 
     /// Which requests the dependency that `strategy`'s runs face admits: the strategy table's
     /// `admission` where it sets one, `E03_ADMISSION` otherwise.
-    pub fn admission_for(&self, strategy: &str) -> crate::dependency::AdmissionRule {
+    pub fn admission_for(&self, strategy: &str) -> e03_model::dependency::AdmissionRule {
         self.strategy(strategy)
             .and_then(|s| s.server.admission)
             .unwrap_or_else(|| self.admission())
@@ -78,8 +78,8 @@ impl Params {
     }
 
     /// When the clients' operations start (`E03_WORKLOAD`, `E03_PERIOD_MS`).
-    pub fn starts(&self) -> crate::session::Starts {
-        use crate::session::Starts;
+    pub fn starts(&self) -> e03_model::session::Starts {
+        use e03_model::session::Starts;
         match self.swarm.workload.as_str() {
             "group" => Starts::AtZero,
             "ramp" => Starts::Ramp(ms(self.swarm.period_ms)),
@@ -96,9 +96,9 @@ impl Params {
 
     /// The step workload's configuration for a strategy run at load `load` (burst items per
     /// step).
-    pub fn step_config(&self, load: u32) -> crate::steps::StepConfig {
+    pub fn step_config(&self, load: u32) -> e03_model::steps::StepConfig {
         let p = &self.steps;
-        crate::steps::StepConfig {
+        e03_model::steps::StepConfig {
             step: ms(p.step_ms),
             steps: p.steps,
             batch_items: p.batch_items,
@@ -129,8 +129,8 @@ impl Params {
     }
 
     /// The open loop's offered load over the run (`E03_RATE`, `E03_RATE_PEAK`).
-    pub fn rate_shape(&self) -> crate::arrivals::RateShape {
-        crate::arrivals::RateShape {
+    pub fn rate_shape(&self) -> e03_model::arrivals::RateShape {
+        e03_model::arrivals::RateShape {
             base: self.swarm.rate,
             peak: self.swarm.rate_peak,
             duration: self.duration(),
@@ -138,8 +138,8 @@ impl Params {
     }
 
     /// The open loop of one seed: its arrivals and its slot pool (`E03_MAX_IN_FLIGHT`).
-    pub fn open_loop(&self, seed: u64) -> crate::arrivals::OpenLoop {
-        crate::arrivals::OpenLoop::new(
+    pub fn open_loop(&self, seed: u64) -> e03_model::arrivals::OpenLoop {
+        e03_model::arrivals::OpenLoop::new(
             seed,
             self.session_config(),
             self.rate_shape(),
@@ -154,9 +154,9 @@ impl Params {
     }
 
     /// The policy instances of `strategy` in a run with this seed, one per holder of
-    /// `E03_BUDGET_SCOPE` ([`crate::policy::Policies`]).
-    pub fn policies(&self, strategy: &Strategy, seed: u64) -> crate::policy::Policies {
-        crate::policy::Policies::new(strategy, seed, self.swarm.budget_scope, self.swarm.shards)
+    /// `E03_BUDGET_SCOPE` ([`e03_model::policy::Policies`]).
+    pub fn policies(&self, strategy: &Strategy, seed: u64) -> e03_model::policy::Policies {
+        e03_model::policy::Policies::new(strategy, seed, self.swarm.budget_scope, self.swarm.shards)
     }
 
     /// `E03_REPLICAS`: copies of the dependency.
@@ -168,24 +168,25 @@ impl Params {
     /// `E03_EJECTION_MS`, `E03_OUTLIER_INTERVAL_MS`, `E03_HEALTH_INTERVAL_MS`,
     /// `E03_UNHEALTHY_THRESHOLD`), with Envoy's other defaults and a readiness probe's (a 1 s
     /// timeout, back after 1 good probe).
-    pub fn balancer(&self) -> crate::balancer::BalancerSpec {
+    pub fn balancer(&self) -> e03_model::balancer::BalancerSpec {
         let w = &self.swarm;
-        let mut spec = crate::balancer::BalancerSpec::new(
-            crate::balancer::Pick::parse(&w.balancer).unwrap_or(crate::balancer::Pick::RoundRobin),
+        let mut spec = e03_model::balancer::BalancerSpec::new(
+            e03_model::balancer::Pick::parse(&w.balancer)
+                .unwrap_or(e03_model::balancer::Pick::RoundRobin),
         );
         if w.health_interval_ms > 0 {
-            spec.health = Some(crate::balancer::HealthCheckSpec {
+            spec.health = Some(e03_model::balancer::HealthCheckSpec {
                 interval: Duration::from_millis(w.health_interval_ms),
                 unhealthy_threshold: w.unhealthy_threshold,
-                ..crate::balancer::HealthCheckSpec::default()
+                ..e03_model::balancer::HealthCheckSpec::default()
             });
         }
         if w.outlier_5xx > 0 {
-            spec.outlier = Some(crate::balancer::OutlierSpec {
+            spec.outlier = Some(e03_model::balancer::OutlierSpec {
                 consecutive_5xx: w.outlier_5xx,
                 interval: Duration::from_millis(w.outlier_interval_ms),
                 base_ejection_time: Duration::from_millis(w.ejection_ms),
-                ..crate::balancer::OutlierSpec::default()
+                ..e03_model::balancer::OutlierSpec::default()
             });
         }
         spec
@@ -194,8 +195,8 @@ impl Params {
 
 /// The plan builds the model's configs: a client session's, from the parameters.
 impl Params {
-    pub fn session_config(&self) -> crate::session::SessionConfig {
-        crate::session::SessionConfig {
+    pub fn session_config(&self) -> e03_model::session::SessionConfig {
+        e03_model::session::SessionConfig {
             limits: self.limits(),
             duration: self.duration(),
             think: self.think_range(),

@@ -49,7 +49,7 @@ impl SwarmParams {
         self.balancer == "partition" && (self.outlier_5xx > 0 || self.health_interval_ms > 0)
     }
 
-    /// The most fallbacks a strategy may have ([`Strategy::fallbacks`](crate::strategy::Strategy::fallbacks)): a fan-out's calls,
+    /// The most fallbacks a strategy may have ([`Strategy::fallbacks`](e03_model::strategy::Strategy::fallbacks)): a fan-out's calls,
     /// none with another workload.
     pub(super) fn most_fallbacks(&self) -> u32 {
         if self.workload == "fan_out" {

@@ -103,9 +103,9 @@ impl Params {
             (
                 "E03_BUDGET_SCOPE",
                 match w.budget_scope {
-                    crate::policy::BudgetScope::Fleet => "fleet",
-                    crate::policy::BudgetScope::Shard => "shard",
-                    crate::policy::BudgetScope::Client => "client",
+                    e03_model::policy::BudgetScope::Fleet => "fleet",
+                    e03_model::policy::BudgetScope::Shard => "shard",
+                    e03_model::policy::BudgetScope::Client => "client",
                 }
                 .into(),
             ),

@@ -87,7 +87,7 @@ fn default_replicas() -> u32 {
 }
 
 fn default_priority_reserve() -> f64 {
-    crate::dependency::AdmissionRule::DEFAULT_RESERVE
+    e03_model::dependency::AdmissionRule::DEFAULT_RESERVE
 }
 
 fn default_concurrency_limit() -> String {
@@ -102,7 +102,7 @@ fn default_tail_factor() -> f64 {
     10.0
 }
 
-/// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`crate::steps`]).
+/// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`e03_model::steps`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepParams {
     pub step_ms: f64,
@@ -130,7 +130,7 @@ pub struct SwarmParams {
     /// `open_loop`: rate at the run's middle (0 or at most `rate`: constant).
     #[serde(default)]
     pub rate_peak: f64,
-    /// The share of operations that are best effort ([`crate::priority::Priority`]).
+    /// The share of operations that are best effort ([`e03_model::priority::Priority`]).
     #[serde(default)]
     pub best_effort_share: f64,
     /// `fan_out`: calls per request, and the latency past which a request is slow.
@@ -165,7 +165,7 @@ pub struct SwarmParams {
     pub connect_timeout_ms: Option<f64>,
     /// `E03_BUDGET_SCOPE`: who holds each policy instance.
     #[serde(default)]
-    pub budget_scope: crate::policy::BudgetScope,
+    pub budget_scope: e03_model::policy::BudgetScope,
     /// `E03_SHARDS`: the shards the clients are divided into.
     #[serde(default = "default_shards")]
     pub shards: u32,

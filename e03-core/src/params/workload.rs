@@ -1,5 +1,5 @@
 //! A run's workload built from [`Params`]: the one machine a driver drives
-//! ([`crate::workload::Workload`]: the steps, the open loop, fan-out or N clients, behind a
+//! ([`e03_model::workload::Workload`]: the steps, the open loop, fan-out or N clients, behind a
 //! balancer over replicas), for the whole run or one shard of it, and why a run cannot be split
 //! over shard processes.
 
@@ -9,16 +9,16 @@ impl Params {
     /// The workload of one strategy's run with this seed, in the shape the parameters give:
     /// the step workload (`E03_WORKLOAD=steps`, at the strategy's load level or the first one),
     /// the open loop (`open_loop`), or N clients as one machine (closed loop, group, fixed
-    /// rate). Every driver drives whichever it is through [`Workload`](crate::workload::Workload).
+    /// rate). Every driver drives whichever it is through [`Workload`](e03_model::workload::Workload).
     pub fn workload(
         &self,
-        strategy: &crate::strategy::Strategy,
+        strategy: &e03_model::strategy::Strategy,
         seed: u64,
-    ) -> Box<dyn crate::workload::Workload + Send> {
+    ) -> Box<dyn e03_model::workload::Workload + Send> {
         let inner = self.workload_of_one(strategy, seed);
         match self.replicas() {
             1 => inner,
-            n => Box::new(crate::workload::Balanced::new(
+            n => Box::new(e03_model::workload::Balanced::new(
                 inner,
                 self.balancer(),
                 n as usize,
@@ -30,10 +30,10 @@ impl Params {
     /// [`Self::workload`] against one replica (no balancer).
     fn workload_of_one(
         &self,
-        strategy: &crate::strategy::Strategy,
+        strategy: &e03_model::strategy::Strategy,
         seed: u64,
-    ) -> Box<dyn crate::workload::Workload + Send> {
-        use crate::workload::{Arrivals, Clients, FanOut, Steps};
+    ) -> Box<dyn e03_model::workload::Workload + Send> {
+        use e03_model::workload::{Arrivals, Clients, FanOut, Steps};
         if self.is_steps() {
             let load = strategy.load.unwrap_or(self.steps().loads[0]);
             let timeout = self.limits().attempt_timeout;
@@ -58,7 +58,7 @@ impl Params {
 }
 
 impl Params {
-    /// Why this run cannot be split over `count` swarm processes (shards, [`crate::shard`]),
+    /// Why this run cannot be split over `count` swarm processes (shards, [`e03_model::shard`]),
     /// as a message naming the setting and what would work; `None` when it can. Shards split a
     /// closed loop's clients (a group, fixed-rate callers, a ramp alike); a budget or breaker
     /// shared by the whole fleet would need one place shared by every process, which the lab
@@ -92,10 +92,12 @@ impl Params {
         let stateful = self
             .strategies()
             .iter()
-            .find(|s| crate::policy::holds_state(s));
+            .find(|s| e03_model::policy::holds_state(s));
         // Shard scope: holder `c mod S` is within one process `c mod count` when count divides S.
         let shards = self.swarm.shards;
-        if let (Some(s), crate::policy::BudgetScope::Shard) = (stateful, self.swarm.budget_scope) {
+        if let (Some(s), e03_model::policy::BudgetScope::Shard) =
+            (stateful, self.swarm.budget_scope)
+        {
             if !shards.is_multiple_of(count) {
                 return Some(format!(
                     "E03_SHARDS={shards} with {count} shard processes: strategy {}'s budget or \
@@ -105,7 +107,7 @@ impl Params {
                 ));
             }
         }
-        if self.swarm.budget_scope == crate::policy::BudgetScope::Fleet {
+        if self.swarm.budget_scope == e03_model::policy::BudgetScope::Fleet {
             if let Some(s) = stateful {
                 return Some(format!(
                     "E03_BUDGET_SCOPE=fleet with {count} shards: strategy {}'s budget or breaker \
@@ -120,14 +122,14 @@ impl Params {
     }
 
     /// [`Params::workload`] for the shard `shard` of a run split over swarm processes: its
-    /// clients only ([`crate::workload::Clients::shard`]). The whole run for
-    /// [`crate::shard::Shard::WHOLE`]; the caller checked [`Params::unshardable`].
+    /// clients only ([`e03_model::workload::Clients::shard`]). The whole run for
+    /// [`e03_model::shard::Shard::WHOLE`]; the caller checked [`Params::unshardable`].
     pub fn shard_workload(
         &self,
-        strategy: &crate::strategy::Strategy,
+        strategy: &e03_model::strategy::Strategy,
         seed: u64,
-        shard: crate::shard::Shard,
-    ) -> Box<dyn crate::workload::Workload + Send> {
+        shard: e03_model::shard::Shard,
+    ) -> Box<dyn e03_model::workload::Workload + Send> {
         if shard.is_whole() {
             return self.workload(strategy, seed);
         }
@@ -136,7 +138,7 @@ impl Params {
             "a run that cannot be sharded was checked before"
         );
         let config = self.session_config();
-        Box::new(crate::workload::Clients::shard(
+        Box::new(e03_model::workload::Clients::shard(
             seed,
             self.swarm().clients,
             config,

@@ -105,7 +105,7 @@ mod tests {
     use super::*;
     use crate::params::Params;
     use crate::scenario::Scenario;
-    use crate::timeline::PhaseKind;
+    use e03_model::timeline::PhaseKind;
     use std::collections::BTreeMap;
 
     #[test]
@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn seed_004_scenarios_carry_their_faults_key_policies_and_checks() {
         use crate::checks::CheckMetric;
-        use crate::ledger::KeyPolicy;
+        use e03_model::ledger::KeyPolicy;
         let idem = Scenario::named("idempotency").unwrap();
         let p = Params::for_scenario(&idem, &BTreeMap::new()).unwrap();
         let policies: Vec<_> = p.strategies().iter().map(|s| s.idempotency).collect();

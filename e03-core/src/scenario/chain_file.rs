@@ -1,18 +1,18 @@
 //! The `[chain]` table of a scenario file (config layer): read and checked into the model's
-//! [`ChainDef`]. The chain's state machines are in [`crate::chain`]; a variant's fault proxies
-//! (`[[chain.variant.proxy]]`) in [`crate::chain_proxy`].
+//! [`ChainDef`]. The chain's state machines are in [`e03_model::chain`]; a variant's fault proxies
+//! (`[[chain.variant.proxy]]`) in [`e03_model::chain_proxy`].
 
 use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::chain::{
+use e03_model::chain::{
     Bottom, ChainDef, ChainProxy, ChainVariant, HopSpec, MAX_CHAIN_MS, MAX_HOPS, MAX_REQUESTS,
 };
-use crate::http_fault::HttpFaultWindow;
-use crate::spec_error::SpecError;
-use crate::timeline::{PhaseKind, Timeline};
+use e03_model::http_fault::HttpFaultWindow;
+use e03_model::spec_error::SpecError;
+use e03_model::timeline::{PhaseKind, Timeline};
 
 use super::phases::{read_timeline, FilePhase};
 use super::ScenarioError;

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chain::ChainDef;
 use crate::checks::CheckSpec;
 use crate::names::valid_name;
 use crate::params::Params;
-use crate::spec_error::SpecError;
 use crate::strategy_table::StrategySpec;
 use crate::thresholds::ThresholdSpec;
-use crate::timeline::{PhaseKind, PhaseWindow};
+use e03_model::chain::ChainDef;
+use e03_model::spec_error::SpecError;
+use e03_model::timeline::{PhaseKind, PhaseWindow};
 
 /// Longest accepted phase edge, in seconds (one day, as for the E03 time parameters).
 pub(super) const MAX_TIME_S: f64 = 86_400.0;
@@ -58,7 +58,7 @@ pub struct ScenarioDef {
     /// The file's bounds for a team's CI (`[[threshold]]` tables, [`crate::thresholds`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdSpec>,
-    /// The file's chains of services (`[chain]`, see [`crate::chain`]): such a scenario runs
+    /// The file's chains of services (`[chain]`, see [`e03_model::chain`]): such a scenario runs
     /// its chain variants, not the strategies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainDef>,

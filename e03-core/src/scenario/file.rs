@@ -14,7 +14,7 @@ use crate::checks::parse_check_table;
 use crate::names::valid_name;
 use crate::params::{ParamError, Params};
 use crate::strategy_table::{parse_strategy_tables, StrategySpec};
-use crate::timeline::{PhaseKind, PhaseWindow};
+use e03_model::timeline::{PhaseKind, PhaseWindow};
 
 use super::def::{own_strategies, ScenarioDef};
 use super::error::ScenarioError;
@@ -415,7 +415,7 @@ mod tests {
         let ids: Vec<&str> = c.variants.iter().map(|v| v.id.as_str()).collect();
         assert_eq!(ids, ["every-layer", "top-only", "five-layers"]);
         assert_eq!(c.variants[2].hops.len(), 5);
-        assert_eq!(c.bottom, crate::chain::Bottom::Fail { status: 503 });
+        assert_eq!(c.bottom, e03_model::chain::Bottom::Fail { status: 503 });
         assert_eq!(a.checks.len(), 3);
         assert!(builtin("e03b").unwrap().chain.is_none());
 

@@ -1,12 +1,12 @@
 //! A scenario file's HTTP fault phases (`abort`, `delay`, `hang`, `reset`: what `lab proxy
-//! --http` applies, [`crate::http_fault`]): their keys, read and checked into the phase's rule.
+//! --http` applies, [`e03_model::http_fault`]): their keys, read and checked into the phase's rule.
 //! Every message names the key and what it accepts.
 
 use std::time::Duration;
 
-use crate::spec_error::SpecError;
+use e03_model::spec_error::SpecError;
 
-use crate::http_fault::{
+use e03_model::http_fault::{
     FirstOf, HeaderMatch, HttpFault, HttpFaultRule, OperationKey, RequestMatch, RetryAfter,
 };
 
@@ -275,7 +275,7 @@ mod tests {
     use super::*;
     use crate::params::Params;
     use crate::scenario::{parse, Scenario};
-    use crate::timeline::PhaseKind;
+    use e03_model::timeline::PhaseKind;
 
     const MINIMAL: &str = "name = \"mine\"\ntitle = \"Mine\"\ndescription = \"d\"\n";
 

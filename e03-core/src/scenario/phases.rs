@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::timeline::{PhaseKind, PhaseWindow};
+use e03_model::timeline::{PhaseKind, PhaseWindow};
 
 use super::def::{MAX_DOWN_LATENCY_MS, MAX_RATE_WINDOW_MS, MAX_RETRY_AFTER_MS, MAX_TIME_S};
 use super::error::ScenarioError;
@@ -30,7 +30,7 @@ pub(super) struct FilePhase {
     /// A toxic phase: Toxiproxy's type, attributes, stream and toxicity.
     toxic: Option<String>,
     attributes: Option<BTreeMap<String, f64>>,
-    stream: Option<crate::wire::Direction>,
+    stream: Option<e03_model::wire::Direction>,
     toxicity: Option<f64>,
     /// A down phase of one replica only (0 is the first); none: every replica.
     replica: Option<u32>,
@@ -305,10 +305,10 @@ pub(super) fn read_timeline(
                 let Some(type_name) = &p.toxic else {
                     return fail(format!(
                         "expected toxic, a Toxiproxy toxic type: one of {}",
-                        crate::wire::TOXIC_TYPES.join(", ")
+                        e03_model::wire::TOXIC_TYPES.join(", ")
                     ));
                 };
-                let toxic = match crate::wire::ToxicKind::from_parts(
+                let toxic = match e03_model::wire::ToxicKind::from_parts(
                     type_name,
                     &p.attributes.clone().unwrap_or_default(),
                 ) {
@@ -370,8 +370,8 @@ mod tests {
 
     #[test]
     fn wire_phases_are_read_into_the_timeline_and_checked() {
-        use crate::timeline::WireFault;
-        use crate::wire::{Direction, ToxicKind};
+        use e03_model::timeline::WireFault;
+        use e03_model::wire::{Direction, ToxicKind};
         use std::time::Duration;
         let text = "name = \"wire-phases\"\ntitle = \"W\"\ndescription = \"d\"\n\
              [[timeline]]\nphase = \"refused\"\nstart_s = 1\nend_s = 3\nlatency_ms = 1\n\

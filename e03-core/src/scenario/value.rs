@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::params::ParamError;
 use crate::strategy_table::StrategySpec;
-use crate::timeline::PhaseWindow;
+use e03_model::timeline::PhaseWindow;
 
 use super::catalogue::builtins;
 use super::def::ScenarioDef;
@@ -100,7 +100,7 @@ impl Scenario {
     pub fn with_phases(
         &self,
         phases: Vec<PhaseWindow>,
-    ) -> Result<Scenario, crate::spec_error::SpecError> {
+    ) -> Result<Scenario, e03_model::spec_error::SpecError> {
         let mut def = (*self.0).clone();
         def.phases = phases;
         def.check()?;

@@ -53,14 +53,14 @@
 //!   back changes no attempt (live, 500 ms on every connection left p95 at 48 ms for clients
 //!   that keep their connection and 49 ms for clients that open one per attempt, docs/wire.md).
 
-use e03_core::attempt::Broken;
-use e03_core::rng::{mix64, stream, LabRng, Stream};
-use e03_core::strategy::Connections;
-use e03_core::timeline::WireFault;
-use e03_core::wire::{
+use e03_model::attempt::Broken;
+use e03_model::rng::{mix64, stream, LabRng, Stream};
+use e03_model::strategy::Connections;
+use e03_model::timeline::WireFault;
+use e03_model::wire::{
     applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
 };
-use e03_core::AttemptResult;
+use e03_model::AttemptResult;
 
 use super::faults::{delays, reset_toxicity};
 use super::{Conn, Engine, Observer};

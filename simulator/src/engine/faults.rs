@@ -5,8 +5,8 @@
 //! `timeout` with a timeout). Pure functions of the fault; they name nothing else of the crate
 //! but the queue's time unit.
 
-use e03_core::timeline::WireFault;
-use e03_core::wire::{Direction, ToxicKind};
+use e03_model::timeline::WireFault;
+use e03_model::wire::{Direction, ToxicKind};
 
 use crate::queue::Nanos;
 
