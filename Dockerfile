@@ -25,7 +25,7 @@ COPY docker/cargo-home/ /usr/local/cargo/
 # 1. The dependencies, from the manifests only: every workspace crate gets an empty stub.
 COPY Cargo.toml Cargo.lock ./
 COPY e03-model/Cargo.toml e03-model/
-COPY e03-core/Cargo.toml e03-core/
+COPY e03-plan/Cargo.toml e03-plan/
 COPY e03-io/Cargo.toml e03-io/
 COPY e03-metrics/Cargo.toml e03-metrics/
 COPY precise-timer/Cargo.toml precise-timer/
@@ -39,7 +39,7 @@ COPY lab/Cargo.toml lab/
 COPY examples/audit/rust-clients/Cargo.toml examples/audit/rust-clients/
 #    Every target a manifest names (a [[bench]], a `path = "..."`) gets a stub too.
 RUN set -eu; \
-    for c in e03-model e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab examples/audit/rust-clients; do \
+    for c in e03-model e03-plan e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab examples/audit/rust-clients; do \
         mkdir -p "$c/src"; : >"$c/src/lib.rs"; echo 'fn main() {}' >"$c/src/main.rs"; \
         for b in $(sed -n '/^\[\[bench\]\]/,/^$/s/^name *= *"\(.*\)"/\1/p' "$c/Cargo.toml"); do \
             mkdir -p "$c/benches"; echo 'fn main() {}' >"$c/benches/$b.rs"; \
@@ -49,12 +49,12 @@ RUN set -eu; \
         done; \
     done; \
     cargo build --release --locked -p lab --target "$(rustc -vV | sed -n 's/^host: //p')"; \
-    rm -rf e03-model e03-core e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab examples
+    rm -rf e03-model e03-plan e03-io e03-metrics precise-timer dependency-service client-swarm analyzer simulator lab examples
 # 2. The lab's own crates. Their stubs' build results are dropped, so nothing stale survives
 #    whatever the sources' timestamps.
 COPY . .
 RUN host=$(rustc -vV | sed -n 's/^host: //p') \
-    && cargo clean --release --target "$host" -p e03-model -p e03-core -p e03-io -p e03-metrics -p precise-timer \
+    && cargo clean --release --target "$host" -p e03-model -p e03-plan -p e03-io -p e03-metrics -p precise-timer \
         -p dependency-service -p client-swarm -p analyzer -p simulator -p lab \
     && cargo build --release --locked -p lab --target "$host" \
     && cp "target/$host/release/lab" /usr/local/bin/lab

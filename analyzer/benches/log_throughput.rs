@@ -20,12 +20,12 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use e03_core::control::{client_log_path, server_log_path};
-use e03_core::{Params, Scenario};
 use e03_model::events::{
     Arrival, Attempt, AttemptEnd, Cause, Event, OperationRecord, Outcome, Response, RunEnd,
     RunStart, RunTag, Source,
 };
+use e03_plan::control::{client_log_path, server_log_path};
+use e03_plan::{Params, Scenario};
 
 const CLIENTS: u32 = 200;
 /// Mean time between two operations of one client, µs.

@@ -12,7 +12,6 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use e03_core::checks::CheckSpec;
 use e03_metrics::chain::{
     chain_checks, chain_conclusion, chain_json, chain_table, check_rows_table, ChainRun,
 };
@@ -20,6 +19,7 @@ use e03_metrics::checks::{CheckRow, CHECK_HEADING};
 use e03_metrics::tables::Table;
 use e03_model::chain::{CallRecord, ChainDef, ChainVariant, TopRecord};
 use e03_model::events::{Event, ProxiedRecord};
+use e03_plan::checks::CheckSpec;
 use serde::de::DeserializeOwned;
 
 use crate::blocks::Block;
@@ -278,7 +278,7 @@ mod tests {
     /// and reported into `OUT/<run>/simulated/deadline`.
     #[test]
     fn a_chain_run_writes_report_html_from_its_blocks_and_the_index_lists_it() {
-        let def = e03_core::scenario::builtin("deadline").expect("built-in deadline");
+        let def = e03_plan::scenario::builtin("deadline").expect("built-in deadline");
         let chain = def.chain.as_ref().expect("a chain");
         let out = std::env::temp_dir().join(format!("e03-chain-report-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use e03_core::Scenario;
+use e03_plan::Scenario;
 
 use crate::{analyze_dir_with_warnings, standalone, tables, write_outputs, AnalyzeError};
 

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use e03_core::scenario;
-use e03_core::Scenario;
+use e03_plan::scenario;
+use e03_plan::Scenario;
 
-pub use e03_core::control::SCENARIO_FILE;
+pub use e03_plan::control::SCENARIO_FILE;
 
 /// A kept file that does not read, or a scenario name that names none.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -31,7 +31,7 @@ pub fn kept_scenario(dir: &Path) -> Result<Option<Scenario>, KeptError> {
     let policies = dir.join(POLICIES_FILE);
     let specs = match std::fs::read_to_string(&policies) {
         Ok(text) => {
-            e03_core::strategy_table::parse_policy_file(&text, &policies.display().to_string())
+            e03_plan::strategy_table::parse_policy_file(&text, &policies.display().to_string())
                 .map_err(|e| KeptError::Unreadable(e.to_string()))?
         }
         Err(_) => Vec::new(),

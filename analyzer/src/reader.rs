@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use e03_core::params::spec;
-use e03_core::Params;
 use e03_model::events::{Event, RunEnd, RunStart};
+use e03_plan::params::spec;
+use e03_plan::Params;
 
 use crate::{records, AnalyzeError};
 
@@ -166,7 +166,7 @@ pub fn params_of(
     start: &RunStart,
     name: &str,
     warnings: &mut Vec<String>,
-    scenario: Option<&e03_core::Scenario>,
+    scenario: Option<&e03_plan::Scenario>,
 ) -> Result<Params, AnalyzeError> {
     let mut raw = BTreeMap::new();
     if let Some(map) = start.params.as_object() {
@@ -191,7 +191,7 @@ pub fn params_of(
     let known = scenario
         .filter(|s| s.name() == start.scenario)
         .cloned()
-        .or_else(|| e03_core::Scenario::named(&start.scenario));
+        .or_else(|| e03_plan::Scenario::named(&start.scenario));
     let params = match known {
         Some(scenario) => Params::for_scenario(&scenario, &raw),
         None => Params::from_raw(&raw),
@@ -288,7 +288,7 @@ mod tests {
             let mut text = lines.join("\n").into_bytes();
             text.extend(bytes);
             let mut acc = crate::metrics::RunAccumulator::new(
-                e03_core::Scenario::e03b(), &Params::default(), "C", 1);
+                e03_plan::Scenario::e03b(), &Params::default(), "C", 1);
             let _ = read_events(&text[..], "p", |e| crate::feed(&mut acc, e));
             let _ = acc.finish();
         }
@@ -302,7 +302,7 @@ mod tests {
                  {{\"type\":\"response\",\"data\":{{\"run\":\"r\",\"seed\":1,\"strategy\":\"C\",\"seq\":{seq},\"t_us\":{t},\"status\":503,\"cause\":\"full\",\"admit_us\":{t}}}}}\n\
                  {{\"type\":\"operation\",\"data\":{{\"run\":\"r\",\"seed\":1,\"strategy\":\"C\",\"client\":1,\"op\":2,\"start_us\":{t},\"end_us\":{seq},\"attempts\":{attempt},\"outcome\":\"failed\",\"reason\":\"budget_denied\"}}}}\n");
             let mut acc = crate::metrics::RunAccumulator::new(
-                e03_core::Scenario::e03b(), &Params::default(), "C", 1);
+                e03_plan::Scenario::e03b(), &Params::default(), "C", 1);
             let s = read_events(text.as_bytes(), "p", |e| crate::feed(&mut acc, e)).unwrap();
             proptest::prop_assert_eq!(s.records, 4);
             let m = acc.finish();

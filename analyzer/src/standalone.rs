@@ -9,9 +9,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use e03_core::{Params, Scenario};
 use e03_metrics::statuses::{ServerAnswers, ServerTally};
 use e03_model::events::Event;
+use e03_plan::{Params, Scenario};
 
 use crate::outputs::{write_atomic, write_series_csv};
 use crate::tables::Table;
@@ -62,7 +62,7 @@ pub fn analyze_server_log(
     let strategy = start
         .as_ref()
         .map(|s| s.tag.strategy.clone())
-        .filter(|s| e03_core::control::valid_strategy_id(s))
+        .filter(|s| e03_plan::control::valid_strategy_id(s))
         .unwrap_or_else(|| "server".into());
     let seed = start.as_ref().map_or(params.seed(), |s| s.tag.seed);
     // No list of every arrival, as for a whole run (the checks' peaks are counted instead).

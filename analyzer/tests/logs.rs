@@ -11,9 +11,9 @@ use e03_metrics::no_model;
 fn main_entry_plain(args: Vec<std::ffi::OsString>) -> i32 {
     main_entry(args, no_model)
 }
-use e03_core::Scenario;
 use e03_model::events::*;
 use e03_model::GiveUp;
+use e03_plan::Scenario;
 
 fn tmp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("analyzer-test-{}-{name}", std::process::id()));

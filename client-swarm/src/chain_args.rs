@@ -6,9 +6,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use e03_core::cli::unknown_env;
-use e03_core::Scenario;
 use e03_io::rundir as outdir;
+use e03_plan::cli::unknown_env;
+use e03_plan::Scenario;
 
 use crate::flags::{chain_hops, command};
 use crate::plan::{parse_targets, HostSettings};
@@ -55,7 +55,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, UsageError> {
     crate::program::set(args.first());
     let m = command()
         .try_get_matches_from(args)
-        .map_err(|e| UsageError::Clap(e03_core::cli::clap_body(&e)))?;
+        .map_err(|e| UsageError::Clap(e03_plan::cli::clap_body(&e)))?;
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     if let Some(name) = unknown_env(env_names).into_iter().next() {
         return Err(UsageError::UnknownEnv(name));

@@ -17,7 +17,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use e03_core::Scenario;
+use e03_plan::Scenario;
 
 use crate::chain_args::shutdown_hops;
 use crate::flags::command;
@@ -66,7 +66,7 @@ pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, UsageError> {
     }
     let m = command()
         .try_get_matches_from(args)
-        .map_err(|e| UsageError::Clap(e03_core::cli::clap_body(&e)))?;
+        .map_err(|e| UsageError::Clap(e03_plan::cli::clap_body(&e)))?;
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
     setup(&m, env_names.collect(), &|k| std::env::var(k).ok()).map(|s| s.to_plan())
 }
@@ -116,7 +116,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
         Ok(None) => {
             let m = match command().try_get_matches_from(args) {
                 Ok(m) => m,
-                Err(e) => return e03_core::cli::clap_exit(crate::program::name(), &e),
+                Err(e) => return e03_plan::cli::clap_exit(crate::program::name(), &e),
             };
             let env_names = std::env::vars_os()
                 .filter_map(|(k, _)| k.into_string().ok())

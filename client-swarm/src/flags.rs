@@ -1,5 +1,5 @@
 //! The `client-swarm` flags: clap's [`Command`] (every flag with its env var, default and help,
-//! and the run parameters of `e03_core::cli`), and the readers of the values clap cannot check
+//! and the run parameters of `e03_plan::cli`), and the readers of the values clap cannot check
 //! alone (`--metrics-listen`, `--shard`, `--chain-hops`), each `Err` a one-line message naming
 //! the flag and its env var.
 //!
@@ -8,7 +8,7 @@
 
 use crate::usage_error::UsageError;
 use clap::{Arg, ArgMatches, Command};
-use e03_core::cli::with_param_args;
+use e03_plan::cli::with_param_args;
 
 pub(crate) fn command() -> Command {
     let cmd = Command::new("client-swarm")

@@ -13,9 +13,6 @@
 
 use std::time::Duration;
 
-use e03_core::control::{
-    RunCounts, StartAnswer, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH,
-};
 use e03_model::attempt::{Broken, Stage};
 use e03_model::chain::DEADLINE_HEADER;
 use e03_model::events::{HEADER_ATTEMPT, HEADER_CLIENT, HEADER_OP};
@@ -23,6 +20,9 @@ use e03_model::ledger::{CHARGE_PATH, IDEMPOTENCY_KEY};
 use e03_model::priority::{Priority, PRIORITY_HEADER};
 use e03_model::strategy::Connections;
 use e03_model::AttemptResult;
+use e03_plan::control::{
+    RunCounts, StartAnswer, StartRun, StopRun, HEALTH_PATH, START_PATH, STOP_PATH,
+};
 use reqwest::{Client, Request, RequestBuilder, StatusCode, Url};
 
 use crate::error::SwarmError;
@@ -99,10 +99,10 @@ pub(crate) struct WorkEndpoint {
 }
 
 impl WorkEndpoint {
-    /// A readiness probe to this endpoint's host ([`e03_core::control::READY_PATH`]).
+    /// A readiness probe to this endpoint's host ([`e03_plan::control::READY_PATH`]).
     pub(crate) fn ready_request(&self) -> Request {
         let mut url = self.url.clone();
-        url.set_path(e03_core::control::READY_PATH);
+        url.set_path(e03_plan::control::READY_PATH);
         self.http
             .get(url)
             .build()
@@ -252,7 +252,7 @@ pub(crate) async fn measure_clock(
     let url = format!(
         "{}{}",
         control.trim_end_matches('/'),
-        e03_core::control::CLOCK_PATH
+        e03_plan::control::CLOCK_PATH
     );
     let wall_us = || {
         std::time::SystemTime::now()
@@ -269,7 +269,7 @@ pub(crate) async fn measure_clock(
         }
         let bytes = resp.bytes().await.ok()?;
         let received_us = wall_us();
-        let reading: e03_core::control::ClockReading = serde_json::from_slice(&bytes).ok()?;
+        let reading: e03_plan::control::ClockReading = serde_json::from_slice(&bytes).ok()?;
         samples.push(e03_model::clock::ClockSample {
             sent_us,
             server_us: reading.unix_us,
@@ -329,7 +329,7 @@ pub async fn shutdown_target(control: &str) -> Result<(), SwarmError> {
     post_json(
         &http,
         control,
-        e03_core::control::SHUTDOWN_PATH,
+        e03_plan::control::SHUTDOWN_PATH,
         String::new(),
     )
     .await

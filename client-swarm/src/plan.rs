@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use e03_core::control::{valid_strategy_id, RunCounts};
-use e03_core::{Params, Scenario};
+use e03_plan::control::{valid_strategy_id, RunCounts};
+use e03_plan::{Params, Scenario};
 
 use crate::http::endpoint;
 
@@ -71,7 +71,7 @@ pub struct SwarmRunPlan {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlannedScenario {
     /// The scenario's data (made a `Scenario` value by the process that reads it).
-    pub definition: e03_core::scenario::ScenarioDef,
+    pub definition: e03_plan::scenario::ScenarioDef,
     /// Its definition's text, kept beside its logs (`scenario.toml`).
     pub text: String,
     /// Its parameters: its settings under the user's values, the strategies this swarm runs.
@@ -130,7 +130,7 @@ pub struct SwarmPlan {
     /// `params.strategies` says which strategies run; each needs a [`Target`].
     pub params: Params,
     pub targets: Vec<Target>,
-    /// Client logs go to `out_dir/<e03_core::control::client_log_path(..)>`.
+    /// Client logs go to `out_dir/<e03_plan::control::client_log_path(..)>`.
     pub out_dir: PathBuf,
     /// Sent in every `StartRun` (`run_dir`): the dependencies log into `<log dir>/<run_dir>/`.
     /// `Some` when the swarm claimed `out_dir` = `OUT/<run id>` itself (compose).

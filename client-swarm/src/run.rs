@@ -22,10 +22,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use e03_core::control::{run_id, shard_log_path, RunCounts, StartRun};
 use e03_model::events::{us, Event, RunEnd, RunStart, RunTag, Source};
 use e03_model::shard::Shard;
 use e03_model::Strategy;
+use e03_plan::control::{run_id, shard_log_path, RunCounts, StartRun};
 use precise_timer::PreciseTimer;
 use tokio::task::JoinSet;
 use tokio::time::Instant;

@@ -83,7 +83,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             .iter()
             .flat_map(|s| {
                 params.seeds().iter().flat_map(move |&seed| {
-                    e03_core::control::run_log_names(&s.id, seed, params.replicas(), shards)
+                    e03_plan::control::run_log_names(&s.id, seed, params.replicas(), shards)
                 })
             })
             .collect();
@@ -96,7 +96,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             let kept: Vec<PathBuf> = [
                 e03_io::scenario_files::SCENARIO_FILE,
                 e03_io::scenario_files::POLICIES_FILE,
-                e03_core::control::RUN_LOGS_FILE,
+                e03_plan::control::RUN_LOGS_FILE,
             ]
             .iter()
             .map(|f| dir.join(f))
@@ -132,7 +132,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
                         "{}: {} seed {seed}: {}",
                         crate::program::name(),
                         scenario.name(),
-                        e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
+                        e03_plan::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
                     );
                     return EXIT_FAILED;
                 }

@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use e03_core::Scenario;
 use e03_io::rundir::{self as outdir, RunChoice, RunDir};
+use e03_plan::Scenario;
 
 use crate::setup::Setup;
 use crate::usage_error::UsageError;
@@ -213,7 +213,7 @@ mod tests {
         assert_ne!(first.dir, second.dir);
         assert!(first.dir.is_dir() && second.dir.is_dir());
         assert!(
-            e03_core::control::valid_run_dir(&second.id),
+            e03_plan::control::valid_run_dir(&second.id),
             "{}",
             second.id
         );

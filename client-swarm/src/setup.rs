@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use clap::ArgMatches;
-use e03_core::cli::unknown_env;
-use e03_core::{ParamError, Params, Scenario};
+use e03_plan::cli::unknown_env;
+use e03_plan::{ParamError, Params, Scenario};
 
 use crate::flags::{chain_hops, metrics_listen, shard_arg};
 use crate::plan::{parse_targets, HostSettings, PlannedScenario, SwarmRunPlan, Target};
@@ -193,7 +193,7 @@ pub(crate) fn setup(
     let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario.clone()).collect();
     let params = scenarios
         .iter()
-        .map(|s| e03_core::cli::params_for_scenario(m, s))
+        .map(|s| e03_plan::cli::params_for_scenario(m, s))
         .collect::<Result<Vec<Params>, ParamError>>()?;
     let targets = parse_targets(&value("targets"))?;
     check_targets(&params, &targets, &value("targets"))?;

@@ -66,7 +66,7 @@ fn command() -> Command {
                 .value_name("N")
                 .help("operations to run one after another, 1 to 10000 [default: 1]"),
         );
-    e03_core::cli::with_param_args(cmd)
+    e03_plan::cli::with_param_args(cmd)
 }
 
 fn target(m: &clap::ArgMatches) -> Result<Target, UsageError> {
@@ -109,26 +109,26 @@ fn target(m: &clap::ArgMatches) -> Result<Target, UsageError> {
 
 /// `lab client [FLAGS]`.
 pub fn client_entry(args: Vec<OsString>) -> i32 {
-    let name = e03_core::cli::program_name(args.first().map_or("lab".as_ref(), |a| a.as_os_str()));
+    let name = e03_plan::cli::program_name(args.first().map_or("lab".as_ref(), |a| a.as_os_str()));
     let m = match command().try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => return e03_core::cli::clap_exit(&name, &e),
+        Err(e) => return e03_plan::cli::clap_exit(&name, &e),
     };
     let fail = |msg: String| {
         eprintln!("{name}: {msg}");
         EXIT_USAGE
     };
     let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-    if let Some(name) = e03_core::cli::unknown_env(env_names).first() {
-        return fail(e03_core::cli::unknown_env_message(name));
+    if let Some(name) = e03_plan::cli::unknown_env(env_names).first() {
+        return fail(e03_plan::cli::unknown_env_message(name));
     }
     let target = match target(&m) {
         Ok(t) => t,
         Err(e) => return fail(e.to_string()),
     };
-    let params = match e03_core::cli::params_from_matches(&m) {
+    let params = match e03_plan::cli::params_from_matches(&m) {
         Ok(p) => p,
-        Err(e) => return fail(e03_core::cli::error_chain(&e)),
+        Err(e) => return fail(e03_plan::cli::error_chain(&e)),
     };
     let [strategy] = params.strategies() else {
         return fail(format!(
@@ -154,7 +154,7 @@ pub fn client_entry(args: Vec<OsString>) -> i32 {
     };
     // Copies of a client started together must not share their jitter: without a seed given,
     // each process draws its own.
-    let raw = e03_core::cli::raw_params(&m);
+    let raw = e03_plan::cli::raw_params(&m);
     let seed = if raw.contains_key("E03_SEED") || raw.contains_key("E03_SEEDS") {
         params.seed()
     } else {

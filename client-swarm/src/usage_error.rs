@@ -5,11 +5,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use e03_core::scenario::ScenarioError;
-use e03_core::ParamError;
 use e03_io::error::InputError;
 use e03_model::shard::{Shard, ShardError};
 use e03_model::spec_error::SpecError;
+use e03_plan::scenario::ScenarioError;
+use e03_plan::ParamError;
 
 use crate::plan::TargetsError;
 
@@ -20,7 +20,7 @@ pub enum UsageError {
     #[error("{0}")]
     Clap(String),
     /// An `E03_*` variable the swarm does not know.
-    #[error("{}", e03_core::cli::unknown_env_message(.0))]
+    #[error("{}", e03_plan::cli::unknown_env_message(.0))]
     UnknownEnv(String),
     /// `--plan` with other flags.
     #[error("--plan FILE takes no other flag: the plan is the whole setting")]

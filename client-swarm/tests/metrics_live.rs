@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use client_swarm::{run_swarm, serve_metrics, SwarmPlan};
 use common::{dependency, params, read_log, temp_dir};
-use e03_core::Scenario;
 use e03_model::events::{AttemptEnd, Event, Outcome};
 use e03_model::GiveUp;
+use e03_plan::Scenario;
 use prometheus_text::{parse, value};
 
 async fn scrape_text(url: &str) -> String {

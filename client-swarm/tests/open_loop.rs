@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use client_swarm::{run_swarm, SwarmPlan};
 use common::{dependency, params, read_log, temp_dir};
-use e03_core::Scenario;
 use e03_model::arrivals::Arrival;
 use e03_model::events::{Cause, Event};
+use e03_plan::Scenario;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_dependency_does_not_make_the_open_loop_send_less() {

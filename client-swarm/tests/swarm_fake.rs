@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use client_swarm::{run_swarm, SwarmPlan, Target};
 use common::{fake_dependency, params, read_log, temp_dir};
-use e03_core::Scenario;
 use e03_model::events::{AttemptEnd, Event, Outcome, Source};
 use e03_model::GiveUp;
+use e03_plan::Scenario;
 
 fn target(strategy: &str, base: &str) -> Target {
     Target {

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use client_swarm::{run_swarm, SwarmPlan};
 use common::{dependency, params, read_log, temp_dir};
-use e03_core::Scenario;
 use e03_model::events::{Attempt, Event, OperationRecord};
 use e03_model::GiveUp;
+use e03_plan::Scenario;
 
 fn attempts(log: &[Event]) -> Vec<&Attempt> {
     log.iter()

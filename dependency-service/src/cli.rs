@@ -18,9 +18,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Command};
-use e03_core::strategy_table::StrategySpec;
-use e03_core::{ParamError, Params, Scenario};
 use e03_io::scenario_files::Policies;
+use e03_plan::strategy_table::StrategySpec;
+use e03_plan::{ParamError, Params, Scenario};
 
 use crate::listen::shutdown_signal;
 use crate::server::{serve, ServiceOptions};
@@ -41,7 +41,7 @@ pub enum ConfigError {
     },
     #[error("{0}")]
     Param(String),
-    #[error("{}", e03_core::cli::unknown_env_message(.0))]
+    #[error("{}", e03_plan::cli::unknown_env_message(.0))]
     UnknownEnv(String),
     /// `--plan FILE` that cannot be read (`error`: the system's reason).
     #[error("invalid --plan {:?}: cannot read it: {error}", path.display())]
@@ -62,7 +62,7 @@ pub enum ConfigError {
 
 /// What the command line asks for, validated: the service's plan. `lab run` writes it as JSON
 /// and starts `lab serve --plan FILE`, which reads no other flag and no `E03_*` variable; the
-/// runs themselves come by control call with their typed parameters ([`e03_core::control::StartRun`]).
+/// runs themselves come by control call with their typed parameters ([`e03_plan::control::StartRun`]).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub listen: SocketAddr,
@@ -231,9 +231,9 @@ pub fn command() -> Command {
                 ),
         );
     // `--service-ms -1` must reach validation (and its clear message), not read as a flag.
-    e03_core::params::PARAMS
+    e03_plan::params::PARAMS
         .iter()
-        .fold(e03_core::cli::with_param_args(cmd), |cmd, p| {
+        .fold(e03_plan::cli::with_param_args(cmd), |cmd, p| {
             cmd.mut_arg(p.env, |a| a.allow_negative_numbers(true))
         })
 }
@@ -407,7 +407,7 @@ impl Plan {
         env_names: I,
         policies: Option<&Policies>,
     ) -> Result<Plan, ConfigError> {
-        if let Some(name) = e03_core::cli::unknown_env(env_names).into_iter().next() {
+        if let Some(name) = e03_plan::cli::unknown_env(env_names).into_iter().next() {
             return Err(ConfigError::UnknownEnv(name));
         }
         let listen = address(m, "listen", "E03_LISTEN")?;
@@ -431,8 +431,8 @@ impl Plan {
         let answer_spin = answer_spin_us(&setting(m, "answer-spin-us"))?;
         let params = match &scenario {
             // The scenario's own parameters under the flags and env vars given, as `lab run`.
-            Some(s) => e03_core::cli::params_for_scenario(m, s),
-            None => e03_core::cli::params_from_matches(m),
+            Some(s) => e03_plan::cli::params_for_scenario(m, s),
+            None => e03_plan::cli::params_from_matches(m),
         }
         .map_err(param_error)?;
         let proxy_api = match m.get_one::<String>("proxy-api") {
@@ -532,7 +532,7 @@ fn remote_front(
 /// code.
 pub fn main_entry(args: Vec<OsString>) -> i32 {
     // `lab` when run as `lab serve`, else `dependency-service`: every message starts with it.
-    let name = e03_core::cli::program_name(args.first().map_or("lab".as_ref(), |a| a.as_os_str()));
+    let name = e03_plan::cli::program_name(args.first().map_or("lab".as_ref(), |a| a.as_os_str()));
     if let Some(plan) = plan_file(&args) {
         return match plan {
             Ok(plan) => serve_plan(plan, &name),
@@ -544,7 +544,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
     }
     let m = match command().try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => return e03_core::cli::clap_exit(&name, &e),
+        Err(e) => return e03_plan::cli::clap_exit(&name, &e),
     };
     if let Some(("health", sub)) = m.subcommand() {
         return health(&setting(sub, "url"), &name);
@@ -588,7 +588,7 @@ fn serve_plan(plan: Plan, name: &str) -> i32 {
         Err(e) => {
             eprintln!(
                 "{name}: {}",
-                e03_core::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
+                e03_plan::cli::error_chain(AsRef::<dyn std::error::Error>::as_ref(&e))
             );
             if e.is::<BindError>() {
                 e03_io::exit::USAGE

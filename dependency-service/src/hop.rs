@@ -55,7 +55,6 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
-use e03_core::control::{HEALTH_PATH, SHUTDOWN_PATH};
 use e03_model::attempt::{Broken, Stage};
 use e03_model::chain::{
     deadline_on_arrival, Bottom, CallRecord, HopCall, HopSpec, HopStep, DEADLINE_HEADER, MAX_HOPS,
@@ -63,6 +62,7 @@ use e03_model::chain::{
 };
 use e03_model::events::HEADER_OP;
 use e03_model::AttemptResult;
+use e03_plan::control::{HEALTH_PATH, SHUTDOWN_PATH};
 
 pub use crate::hop_error::{HopError, HOP_USAGE};
 

@@ -15,11 +15,11 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use e03_core::control::{
-    StartAnswer, StopRun, CLOCK_PATH, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
-};
 use e03_model::events::RunTag;
 use e03_model::fault_proxy::FaultProxy;
+use e03_plan::control::{
+    StartAnswer, StopRun, CLOCK_PATH, HEALTH_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
+};
 
 use crate::http_forward::Forwarder;
 use crate::proxy_run::ProxyRun;

@@ -113,7 +113,7 @@ impl Drop for Pending {
 pub async fn handle(State(proxy): State<Arc<Forwarder>>, req: Request) -> Response {
     if proxy.own_health
         && req.method() == axum::http::Method::GET
-        && req.uri().path() == e03_core::control::HEALTH_PATH
+        && req.uri().path() == e03_plan::control::HEALTH_PATH
     {
         return text(StatusCode::OK, "ok");
     }

@@ -14,11 +14,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
-use e03_core::{Params, Scenario};
 use e03_io::exit::USAGE;
 use e03_model::events::RunTag;
 use e03_model::fault_proxy::FaultProxy;
 use e03_model::timeline::Timeline;
+use e03_plan::{Params, Scenario};
 use tokio::net::TcpListener;
 
 use crate::http_forward::{handle, Forwarder, UPSTREAM_TIMEOUT};

@@ -2,7 +2,7 @@
 //! flag, the value and what the flag accepts; a start error names the flag whose address or
 //! file failed, and the system's reason.
 
-use e03_core::ParamError;
+use e03_plan::ParamError;
 
 /// A `lab proxy --http` command line that cannot be used, or a proxy that cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use e03_core::control::RunCounts;
 use e03_io::sink::LogSink;
 use e03_model::events::{Event, RunEnd, RunStart, RunTag, Source};
 use e03_model::fault_proxy::FaultProxy;
+use e03_plan::control::RunCounts;
 
 pub struct ProxyRun {
     pub machine: Mutex<FaultProxy>,

@@ -5,8 +5,8 @@
 /// A control or proxy-API call that cannot be served as asked.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RequestError {
-    /// A start call's body is not a [`e03_core::control::StartRun`]: the JSON reader's message
-    /// (which carries the core's [`e03_core::control::ControlError`] text).
+    /// A start call's body is not a [`e03_plan::control::StartRun`]: the JSON reader's message
+    /// (which carries the core's [`e03_plan::control::ControlError`] text).
     #[error("malformed start call JSON: {json}")]
     StartJson { json: String },
     /// `strategy` is not a strategy id.

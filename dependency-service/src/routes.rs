@@ -23,7 +23,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::request_error::RequestError;
-use e03_core::control::{
+use e03_plan::control::{
     valid_run_dir, valid_strategy_id, ClockReading, StartAnswer, StartRun, StopRun, CLOCK_PATH,
     HEALTH_PATH, READY_PATH, SHUTDOWN_PATH, START_PATH, STOP_PATH,
 };
@@ -635,7 +635,7 @@ mod tests {
     #[test]
     fn start_calls_are_validated_with_clear_messages() {
         let typed = |pairs: &[(&str, &str)]| {
-            let mut v = serde_json::to_value(e03_core::Params::default()).unwrap();
+            let mut v = serde_json::to_value(e03_plan::Params::default()).unwrap();
             for (path, value) in pairs {
                 let (group, field) = path.split_once('.').unwrap();
                 v[group][field] = serde_json::from_str(value).unwrap();
@@ -674,12 +674,12 @@ mod tests {
     #[test]
     fn a_users_scenario_comes_with_each_start_call_and_leaves_nothing_behind() {
         let now = crate::service::unix_ms_now();
-        let params = serde_json::to_value(e03_core::Params::default()).unwrap();
+        let params = serde_json::to_value(e03_plan::Params::default()).unwrap();
         let body = |name: &str, def: Option<&str>| {
             let mut v = serde_json::json!({"run": "r1", "scenario": name, "strategy": "C",
                 "seed": 1, "params": params, "start_unix_ms": now});
             if let Some(text) = def {
-                let def = e03_core::scenario::parse(text, "mine.toml").unwrap();
+                let def = e03_plan::scenario::parse(text, "mine.toml").unwrap();
                 v["definition"] = serde_json::to_value(def).unwrap();
             }
             v.to_string()

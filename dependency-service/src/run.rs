@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use e03_core::control::RunCounts;
 use e03_model::chain::deadline_on_arrival;
 use e03_model::dependency::Caller;
 use e03_model::dependency::ServiceConfig;
@@ -35,6 +34,7 @@ use e03_model::events::{
 use e03_model::ledger::ChargeRequest;
 use e03_model::schedule::{Answer, Step};
 use e03_model::{DependencyNode, ReqId};
+use e03_plan::control::RunCounts;
 use precise_timer::PreciseTimer;
 use tokio::sync::{oneshot, Notify, RwLock};
 use tokio::time::Instant;

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use e03_core::control::{self, RunCounts};
-use e03_core::{Params, Scenario};
 use e03_model::events::RunTag;
 use e03_model::shard::Shard;
+use e03_plan::control::{self, RunCounts};
+use e03_plan::{Params, Scenario};
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;
@@ -83,8 +83,8 @@ impl RunSpec {
 /// `params.seeds[0]`, strategy "standalone", logged to `<log_dir>/standalone/server-standalone.jsonl`.
 #[derive(Debug, Clone)]
 pub struct StandaloneRun {
-    pub scenario: e03_core::Scenario,
-    pub params: e03_core::Params,
+    pub scenario: e03_plan::Scenario,
+    pub params: e03_plan::Params,
     /// A scenario file's text, kept as `<log_dir>/standalone/scenario.toml` beside the log.
     pub text: Option<String>,
     /// The user's policy file it was read with, kept as `policies.toml` beside it.

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use e03_core::Scenario;
+use e03_plan::Scenario;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

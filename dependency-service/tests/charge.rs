@@ -3,8 +3,8 @@
 
 mod common;
 
-use e03_core::Scenario;
 use e03_model::events::{Cause, Event};
+use e03_plan::Scenario;
 
 const LEDGER: &str = "standalone/ledger-standalone.jsonl";
 

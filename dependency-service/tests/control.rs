@@ -4,8 +4,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use e03_core::control::{RunCounts, START_PATH, STOP_PATH};
 use e03_model::events::{Cause, Event, Source};
+use e03_plan::control::{RunCounts, START_PATH, STOP_PATH};
 
 const STOP_COMPLETE: &str = r#"{"complete":true}"#;
 
@@ -173,7 +173,7 @@ async fn malformed_control_calls_are_400_with_a_reason() {
     // naming the phase.
     let mut wire = bad_params.clone();
     wire["params"] =
-        serde_json::to_value(e03_core::Params::from_raw(&common::raw(&[])).unwrap()).unwrap();
+        serde_json::to_value(e03_plan::Params::from_raw(&common::raw(&[])).unwrap()).unwrap();
     wire["scenario"] = serde_json::json!("refused");
     let (status, body) = common::post(&url, &wire.to_string()).await;
     assert_eq!(status, 400, "{body}");
@@ -193,7 +193,7 @@ async fn malformed_control_calls_are_400_with_a_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_call_ends_the_run_incomplete_and_stops_serving() {
-    let server = common::start("shutdown-call", Some((e03_core::Scenario::e03a(), &[]))).await;
+    let server = common::start("shutdown-call", Some((e03_plan::Scenario::e03a(), &[]))).await;
     let res = common::client()
         .get(server.work_url("/work"))
         .send()

@@ -27,9 +27,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use dependency_service::{serve, ServiceOptions, StandaloneRun};
-use e03_core::{Params, Scenario};
 use e03_model::events::{Cause, Event};
 use e03_model::{Admission, ReqId};
+use e03_plan::{Params, Scenario};
 use simulator::{replay, Decision};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;

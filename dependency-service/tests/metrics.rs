@@ -12,8 +12,8 @@ mod prometheus_text;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e03_core::Scenario;
 use e03_model::events::{Cause, Event};
+use e03_plan::Scenario;
 use prometheus_text::{parse, value, Sample};
 use tokio::time::Instant;
 

@@ -18,7 +18,7 @@ fn read(rel: &str) -> String {
 fn path_constants() -> BTreeMap<String, String> {
     let mut consts = BTreeMap::new();
     for file in [
-        "e03-core/src/control.rs",
+        "e03-plan/src/control.rs",
         "e03-model/src/ledger.rs",
         "dependency-service/src/routes.rs",
         "dependency-service/src/hop.rs",

@@ -8,8 +8,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use e03_core::Scenario;
 use e03_model::events::{Cause, Event};
+use e03_plan::Scenario;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_pool_rejects_at_once_and_serves_workers_then_queue() {

@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 
-use e03_core::scenario::ScenarioError;
-use e03_core::strategy_table::PolicyFileError;
-use e03_core::ParamError;
+use e03_plan::scenario::ScenarioError;
+use e03_plan::strategy_table::PolicyFileError;
+use e03_plan::ParamError;
 
 use crate::names::{LATEST, POLICIES_ENV};
 

@@ -4,7 +4,7 @@
 //! `layer-<L>-<name>.jsonl` (the calls that arrived at layer L), written by the hops when live
 //! and by the simulator in the same format; a stopped variant leaves [`STOPPED_MARKER`].
 //! (The E03 logs' names, `<scenario>/server-<strategy>-seed<N>.jsonl` and the client's, are
-//! the control protocol's: `e03_core::control::server_log_path`.)
+//! the control protocol's: `e03_plan::control::server_log_path`.)
 
 use std::io::Write;
 use std::path::Path;

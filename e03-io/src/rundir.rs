@@ -153,7 +153,7 @@ fn is_lab_log(name: &str) -> bool {
         return false;
     };
     rest.rsplit_once("-seed").is_some_and(|(strategy, seed)| {
-        e03_core::control::valid_strategy_id(strategy) && seed.parse::<u64>().is_ok()
+        e03_plan::control::valid_strategy_id(strategy) && seed.parse::<u64>().is_ok()
     })
 }
 

@@ -1,16 +1,16 @@
 //! Scenario arguments: built-in names and scenario files, read here (the core does no IO) into
 //! [`Scenario`] values that the run's plan carries; and a user's policy file, whose strategies
-//! the scenarios carry ([`e03_core::scenario::ScenarioDef::policies`]).
+//! the scenarios carry ([`e03_plan::scenario::ScenarioDef::policies`]).
 
 use std::path::{Path, PathBuf};
 
-use e03_core::scenario;
-use e03_core::strategy_table::StrategySpec;
-use e03_core::Scenario;
+use e03_plan::scenario;
+use e03_plan::strategy_table::StrategySpec;
+use e03_plan::Scenario;
 
 use crate::error::InputError;
 
-pub use e03_core::control::SCENARIO_FILE;
+pub use e03_plan::control::SCENARIO_FILE;
 
 /// One scenario named on a command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,13 +111,13 @@ pub struct Policies {
 }
 
 /// Reads and checks a user's policy file (`[[strategy]]` tables, see
-/// `e03_core::strategy_table`). Errors name the file, line and key.
+/// `e03_plan::strategy_table`). Errors name the file, line and key.
 pub fn load_policies(path: &Path) -> Result<Policies, InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| InputError::ReadPolicies {
         path: path.to_path_buf(),
         error: e.to_string(),
     })?;
-    let specs = e03_core::strategy_table::parse_policy_file(&text, &path.display().to_string())?;
+    let specs = e03_plan::strategy_table::parse_policy_file(&text, &path.display().to_string())?;
     Ok(Policies { text, specs })
 }
 
@@ -137,16 +137,16 @@ pub fn keep_policies(dir: &Path, text: &str) -> Result<(), InputError> {
 }
 
 /// Writes the list of the logs the runs in a scenario folder will write
-/// ([`e03_core::control::RUN_LOGS_FILE`]), whole or not at all: the shards of a run, started
+/// ([`e03_plan::control::RUN_LOGS_FILE`]), whole or not at all: the shards of a run, started
 /// together, each write the same list into a shared folder.
 pub fn keep_run_logs(dir: &Path, names: &[String]) -> Result<(), InputError> {
-    let path = dir.join(e03_core::control::RUN_LOGS_FILE);
+    let path = dir.join(e03_plan::control::RUN_LOGS_FILE);
     let tmp = dir.join(format!(
         ".{}.{}",
-        e03_core::control::RUN_LOGS_FILE,
+        e03_plan::control::RUN_LOGS_FILE,
         std::process::id()
     ));
-    std::fs::write(&tmp, e03_core::control::run_logs_toml(names))
+    std::fs::write(&tmp, e03_plan::control::run_logs_toml(names))
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

@@ -3,9 +3,9 @@
 //! a top caller that had already given up. Computed from the records the hops and the top
 //! caller log (live) or the simulator produces (the same records).
 
-use e03_core::checks::{CheckMetric, CheckSpec, Published};
 use e03_model::chain::{CallRecord, ChainVariant, TopRecord};
 use e03_model::events::ProxiedRecord;
+use e03_plan::checks::{CheckMetric, CheckSpec, Published};
 
 use crate::checks::CheckRow;
 use crate::table::Table;

@@ -1,4 +1,4 @@
-//! A scenario's checks (`[[check]]` tables, [`e03_core::checks`]) evaluated on its runs, and
+//! A scenario's checks (`[[check]]` tables, [`e03_plan::checks`]) evaluated on its runs, and
 //! the per-caller attempt log of a small run.
 //!
 //! Every figure is computed from [`RunMetrics`] alone, so a live run (read from its logs) and a
@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use e03_core::checks::{CheckMetric, CheckMode, CheckSpec, Published, Reference};
 use e03_model::balancer::Change;
+use e03_plan::checks::{CheckMetric, CheckMode, CheckSpec, Published, Reference};
 
 use crate::metrics::{AttemptLine, LineEnd, RunMetrics};
 use crate::peaks::ATTEMPT_LOG_WINDOW_MS;
@@ -667,7 +667,7 @@ pub fn attempt_log_text(s: &ScenarioSummary) -> Option<String> {
 mod tests {
     use super::*;
     use crate::metrics::RunAccumulator;
-    use e03_core::{Params, Scenario};
+    use e03_plan::{Params, Scenario};
 
     fn run_with(arrivals: &[(u64, u32)]) -> RunMetrics {
         let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);

@@ -654,8 +654,8 @@ impl LiveAccumulator {
 
 #[cfg(test)]
 mod tests {
-    use e03_core::{Params, Scenario};
     use e03_model::events::{AttemptEnd, Cause, RunTag};
+    use e03_plan::{Params, Scenario};
 
     use crate::metrics::RunAccumulator;
 

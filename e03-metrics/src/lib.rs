@@ -64,8 +64,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use e03_core::{Params, Scenario};
 use e03_model::events::Event;
+use e03_plan::{Params, Scenario};
 
 pub mod chain;
 pub mod checks;

@@ -17,13 +17,13 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use e03_core::{Params, Scenario};
 use e03_model::breaker::BreakerState;
 use e03_model::events::{
     Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
 };
 use e03_model::priority::Priority;
 use e03_model::GiveUp;
+use e03_plan::{Params, Scenario};
 
 use crate::fidelity::LiveAccumulator;
 pub use crate::fidelity::{Fidelity, Matched};

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use e03_core::checks::{CheckMetric, CheckSpec};
+use e03_plan::checks::{CheckMetric, CheckSpec};
 
 /// The window of [`attempt_log_text`](crate::checks::attempt_log_text)' peak, ms.
 pub(crate) const ATTEMPT_LOG_WINDOW_MS: u64 = 200;

@@ -175,8 +175,8 @@ mod tests {
     fn spread_and_formats() {
         let m = METRICS.iter().find(|m| m.name == "total_requests").unwrap();
         let mut a = crate::metrics::RunAccumulator::new(
-            e03_core::Scenario::e03a(),
-            &e03_core::Params::default(),
+            e03_plan::Scenario::e03a(),
+            &e03_plan::Params::default(),
             "A",
             1,
         )

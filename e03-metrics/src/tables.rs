@@ -776,7 +776,7 @@ mod tests {
 
 #[cfg(test)]
 mod terminal_tests {
-    use e03_core::{Params, Scenario};
+    use e03_plan::{Params, Scenario};
 
     use super::*;
     use crate::metrics::RunAccumulator;

@@ -1,7 +1,7 @@
 //! Test-only: the runs and summaries the table tests build (`tables`, `conclusion`,
 //! `live_tables`), in one place now that those tests live beside the code they test.
 
-use e03_core::{Params, Scenario};
+use e03_plan::{Params, Scenario};
 
 use crate::fidelity::Matched;
 use crate::metrics::{Fidelity, RunAccumulator, RunMetrics};

@@ -1,7 +1,7 @@
-//! A scenario's thresholds (`[[threshold]]` tables, [`e03_core::thresholds`]) judged on its
+//! A scenario's thresholds (`[[threshold]]` tables, [`e03_plan::thresholds`]) judged on its
 //! runs' final figures, by the checks' own code: one row per threshold and seed.
 
-use e03_core::checks::CheckSpec;
+use e03_plan::checks::CheckSpec;
 use serde::Serialize;
 
 use crate::table::Table;

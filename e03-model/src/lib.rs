@@ -1,7 +1,7 @@
 //! The lab's model: every state machine the live lab and the simulator share, and nothing else.
 //!
 //! Nothing in this crate reads a clock, does IO or parses a user's input (no TOML, no flags, no
-//! parameter table: that is the plan crate, `e03-core`, which builds this crate's typed configs).
+//! parameter table: that is the plan crate, `e03-plan`, which builds this crate's typed configs).
 //! Every method that depends on time takes `now`, a [`std::time::Duration`] since the run's time
 //! zero, and returns a decision. The live dependency service and client swarm supply `now` from
 //! tokio; the simulator supplies it from its event queue and gets the same decisions.

@@ -1,7 +1,7 @@
 //! A value given whole that cannot be used: [`SpecError`], the error of the checks of a table,
 //! a control call's body or a spec, naming the key as the user wrote it and what it accepts.
-//! The file readers put it after the file's name and line (`e03_core::scenario::ScenarioError`,
-//! `e03_core::strategy_table::PolicyFileError`).
+//! The file readers put it after the file's name and line (`e03_plan::scenario::ScenarioError`,
+//! `e03_plan::strategy_table::PolicyFileError`).
 
 use std::fmt::Display;
 

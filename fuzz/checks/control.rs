@@ -1,5 +1,5 @@
 //! The control JSON: the dependency's `POST /control/start` (`dependency_service::
-//! validate_start`) and `POST /control/stop` (`e03_core::control::StopRun`), and the hop's
+//! validate_start`) and `POST /control/stop` (`e03_plan::control::StopRun`), and the hop's
 //! `POST /control/configure` (`dependency_service::hop::check_setup`).
 //! Input: the first byte picks the call, the rest is its body.
 //! Invariants: an accepted hop setup survives the JSON trip and is accepted again; an accepted
@@ -7,7 +7,7 @@
 
 use dependency_service::hop::check_setup;
 use dependency_service::validate_start;
-use e03_core::control::StopRun;
+use e03_plan::control::StopRun;
 
 /// The target's check of one input: returns, or panics on a finding.
 pub fn check(data: &[u8]) {

@@ -1,11 +1,11 @@
 //! A policy file (`--policies FILE`, `E03_POLICIES`), as `e03_io::scenario_files::
-//! load_policies` reads it (`e03_core::strategy_table::parse_policy_file`).
+//! load_policies` reads it (`e03_plan::strategy_table::parse_policy_file`).
 //! Invariants: each strategy survives the JSON trip (plans carry them by value) and resolves
 //! into a strategy with any backoff base and cap.
 
 use std::time::Duration;
 
-use e03_core::strategy_table::{parse_policy_file, StrategySpec};
+use e03_plan::strategy_table::{parse_policy_file, StrategySpec};
 
 /// The target's check of one input: returns, or panics on a finding.
 pub fn check(data: &[u8]) {

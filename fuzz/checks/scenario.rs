@@ -1,10 +1,10 @@
 //! A scenario file, as `lab simulate FILE` and `lab run FILE` read it
-//! (`e03_core::scenario::parse`, then made a `Scenario` value by `e03_io::scenario_files`).
+//! (`e03_plan::scenario::parse`, then made a `Scenario` value by `e03_io::scenario_files`).
 //! Invariants: what parses passes the control call's check (`ScenarioDef::check`, what a
 //! service applies to a definition sent to it), and survives the JSON trip to the service.
 
-use e03_core::scenario::{self, ScenarioDef};
-use e03_core::Scenario;
+use e03_plan::scenario::{self, ScenarioDef};
+use e03_plan::Scenario;
 
 /// The target's check of one input: returns, or panics on a finding.
 pub fn check(data: &[u8]) {

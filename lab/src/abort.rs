@@ -25,9 +25,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e03_core::checks::CheckMetric;
-use e03_core::thresholds::ThresholdSpec;
 use e03_model::events::{Event, Outcome};
+use e03_plan::checks::CheckMetric;
+use e03_plan::thresholds::ThresholdSpec;
 
 use crate::args::RunPlan;
 
@@ -298,7 +298,7 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::checks::{Band, CheckSpec, Published};
+    use e03_plan::checks::{Band, CheckSpec, Published};
 
     /// A threshold as a scenario file's `[[threshold]]` would give it.
     fn threshold(strategy: &str, metric: CheckMetric, band: Band, after: f64) -> ThresholdSpec {

@@ -58,7 +58,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         model: simulator::live_model::model_run,
         error: "lab: ",
         warning: "lab: warning: ",
-        clap_error: &|e: &clap::Error| e03_core::cli::clap_exit("lab", e),
+        clap_error: &|e: &clap::Error| e03_plan::cli::clap_exit("lab", e),
         print_tables: &|summary, dir, series| {
             let _ = crate::front::set(Show {
                 series,

@@ -5,11 +5,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Arg, ArgAction, ArgMatches, Command as Clap};
-use e03_core::cli::{
+use e03_plan::cli::{
     did_you_mean, params_for_scenario, raw_params, unknown_env, unknown_env_message,
     with_param_args,
 };
-use e03_core::{ParamError, Params, Scenario};
+use e03_plan::{ParamError, Params, Scenario};
 
 use crate::front::Show;
 use crate::outdir::RunChoice;
@@ -569,7 +569,7 @@ fn check_sweep(
 pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
     let m = match cli().try_get_matches_from(args) {
         Ok(m) => m,
-        Err(e) => return Err(e03_core::cli::clap_exit("lab", &e)),
+        Err(e) => return Err(e03_plan::cli::clap_exit("lab", &e)),
     };
     let typos = unknown_env(std::env::vars().map(|(k, _)| k));
     if let Some(name) = typos.first() {

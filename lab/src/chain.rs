@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use dependency_service::hop::{self, HopConfig, HopSetup, Role};
-use e03_core::Scenario;
 use e03_model::chain::{ChainDef, ChainProxy, ChainVariant};
+use e03_plan::Scenario;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 

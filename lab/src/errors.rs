@@ -4,5 +4,5 @@
 
 /// An error and its causes, each cause once.
 pub fn chain(e: &anyhow::Error) -> String {
-    e03_core::cli::error_chain(AsRef::<dyn std::error::Error + 'static>::as_ref(e))
+    e03_plan::cli::error_chain(AsRef::<dyn std::error::Error + 'static>::as_ref(e))
 }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use e03_core::Scenario;
 use e03_model::Strategy;
+use e03_plan::Scenario;
 
 use e03_io::progress::ProgressMode;
 
@@ -603,7 +603,7 @@ mod tests {
             definitions: scenarios.iter().map(|s| s.name().to_string()).collect(),
             params: scenarios
                 .iter()
-                .map(|s| e03_core::Params::for_scenario(s, &raw).unwrap())
+                .map(|s| e03_plan::Params::for_scenario(s, &raw).unwrap())
                 .collect(),
             scenarios,
             progress: None,

@@ -227,7 +227,7 @@ fn replica_seeds(rest: &[String]) -> Result<Vec<u32>, String> {
 /// `lab list`: the scenario catalogue, one line each (name, source, description); with a
 /// scenario file, that file's line after the built-in ones (and its errors, exit 2).
 fn list(args: &[OsString]) -> i32 {
-    let mut scenarios = e03_core::Scenario::builtins();
+    let mut scenarios = e03_plan::Scenario::builtins();
     for a in args.iter().skip(2) {
         let a = a.to_string_lossy();
         if a == "--help" || a == "-h" {
@@ -270,7 +270,7 @@ fn list(args: &[OsString]) -> i32 {
         .filter_map(|id| e03_model::Strategy::standard(id, base, cap, budget))
         .map(|s| (s.id, format!("{} (E03)", s.name)))
         .collect();
-    let presets = e03_core::presets::names()
+    let presets = e03_plan::presets::names()
         .iter()
         .map(|(n, d)| (n.to_string(), d.to_string()));
     let all: Vec<(String, String)> = lab.into_iter().chain(presets).collect();

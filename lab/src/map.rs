@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Arg, Command as Clap};
-use e03_core::cli::{raw_params, unknown_env, unknown_env_message, with_param_args};
 use e03_metrics::openloop::PhaseMap;
+use e03_plan::cli::{raw_params, unknown_env, unknown_env_message, with_param_args};
 
 use crate::args::RunPlan;
 use crate::outdir::{self, RunChoice};
@@ -128,7 +128,7 @@ pub fn main(args: &[OsString]) -> i32 {
         .collect();
     let m = match cli().try_get_matches_from(argv) {
         Ok(m) => m,
-        Err(e) => return e03_core::cli::clap_exit("lab", &e),
+        Err(e) => return e03_plan::cli::clap_exit("lab", &e),
     };
     if let Some(name) = unknown_env(std::env::vars().map(|(k, _)| k)).first() {
         return usage(unknown_env_message(name));
@@ -195,7 +195,7 @@ pub fn main(args: &[OsString]) -> i32 {
             found.scenario.name()
         ));
     }
-    if let Err(e) = e03_core::cli::params_for_scenario(&m, &spec.scenario) {
+    if let Err(e) = e03_plan::cli::params_for_scenario(&m, &spec.scenario) {
         return usage(e);
     }
     for &l in &spec.loads {

@@ -30,7 +30,7 @@ pub(crate) fn loopback_serve_plan(
         scenario_text: None,
         policies_text: None,
         timeline_start: Default::default(),
-        params: e03_core::Params::default(),
+        params: e03_plan::Params::default(),
         answer_spin,
         wire_front,
         proxy_api: None,

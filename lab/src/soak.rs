@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use e03_core::Scenario;
+use e03_plan::Scenario;
 
 use crate::child::child_command;
 use crate::live::write_plan;
@@ -214,14 +214,14 @@ fn soak(dir: &Path, total_s: f64) -> anyhow::Result<i32> {
     let mut raw = BTreeMap::new();
     raw.insert("E03_STRATEGIES".to_string(), STRATEGY.to_string());
     raw.insert("E03_DURATION_S".to_string(), format!("{total_s}"));
-    let params = e03_core::Params::for_scenario(&scenario, &raw)
+    let params = e03_plan::Params::for_scenario(&scenario, &raw)
         .map_err(|e| anyhow::anyhow!("the soak's parameters: {e}"))?;
     let serve_plan = loopback_serve_plan(dir, Duration::ZERO, false);
     let serve_file = dir.join("plan-soak-serve.json");
     write_plan(&serve_file, serde_json::to_string_pretty(&serve_plan))?;
     let (mut service, work, control) =
         start_service(&exe, &serve_file).context("starting the dependency")?;
-    let text = e03_core::scenario::BUILTIN_FILES
+    let text = e03_plan::scenario::BUILTIN_FILES
         .iter()
         .find(|(file, _)| file.trim_end_matches(".toml") == scenario.name())
         .map(|(_, text)| text.to_string())

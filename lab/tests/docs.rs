@@ -1,6 +1,6 @@
 //! The docs against the code, so they cannot drift:
 //! - `docs/parameters.md`'s table is generated from the parameter table in the code
-//!   (`e03_core::params::PARAMS`); `E03_BLESS=1 cargo test -p lab --test docs` rewrites it;
+//!   (`e03_plan::params::PARAMS`); `E03_BLESS=1 cargo test -p lab --test docs` rewrites it;
 //! - README.md's catalogue lists exactly the built-in scenarios `lab list` prints, and says how
 //!   many there are;
 //! - docs/scenarios.md's reserved names (scenario names and strategy ids a file may not take) are
@@ -12,8 +12,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{lab, temp, text};
-use e03_core::cli::OTHER_ENV;
-use e03_core::params::PARAMS;
+use e03_plan::cli::OTHER_ENV;
+use e03_plan::params::PARAMS;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -87,7 +87,7 @@ fn parameters_md_is_the_parameter_table_of_the_code() {
     assert!(
         expected == text,
         "docs/parameters.md is out of date with the parameter table in \
-         e03-core/src/params/table.rs: regenerate it with `E03_BLESS=1 cargo test -p lab --test docs`"
+         e03-plan/src/params/table.rs: regenerate it with `E03_BLESS=1 cargo test -p lab --test docs`"
     );
     // The settings that are not run parameters are described by hand, beside the table: each
     // one the lab accepts is there.

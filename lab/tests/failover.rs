@@ -397,8 +397,8 @@ fn the_compose_file_for_failover_names_a_service_per_replica() {
     };
     let mut services = std::collections::BTreeSet::new();
     for scenario in ["failover", "failover-45", "active-passive"] {
-        let s = e03_core::Scenario::named(scenario).unwrap();
-        let p = e03_core::Params::for_scenario(&s, &Default::default()).unwrap();
+        let s = e03_plan::Scenario::named(scenario).unwrap();
+        let p = e03_plan::Params::for_scenario(&s, &Default::default()).unwrap();
         for strategy in p.strategies() {
             for r in 0..p.replicas() {
                 let t = targets

@@ -215,7 +215,7 @@ fn a_bad_hedge_table_exits_2_naming_the_key() {
     let dir = temp("hedge", "bad");
     std::fs::create_dir_all(&dir).unwrap();
     let toml = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e03-core/scenarios/hedge.toml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../e03-plan/scenarios/hedge.toml"),
     )
     .unwrap()
     .replace(

@@ -165,7 +165,7 @@ fn a_failure_before_the_run_starts_leaves_no_empty_run_folder_and_latest_in_plac
 
 #[test]
 fn a_seed_flag_wins_over_a_bad_seed_env_var() {
-    // Flags win over env vars everywhere in the lab (e03_core::cli); the children get only the
+    // Flags win over env vars everywhere in the lab (e03_plan::cli); the children get only the
     // values the lab validated, so the `abc` the flag replaced never reaches them.
     let out = temp("newuser", "seedflag");
     let (code, stderr) = run(lab()

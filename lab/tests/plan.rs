@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{lab, temp, text};
-use e03_core::{Params, Scenario};
+use e03_plan::{Params, Scenario};
 
 /// The environment a child must ignore: every value contradicts the plan, some are invalid
 /// (a flag-and-env child would refuse to start), one is no setting at all.

@@ -355,7 +355,7 @@ fn reaches(krate: &str) -> BTreeSet<String> {
 fn the_analyzer_depends_on_no_simulator() {
     let reached = reaches("analyzer");
     assert!(
-        reached.contains("e03-metrics") && reached.contains("e03-core"),
+        reached.contains("e03-metrics") && reached.contains("e03-plan"),
         "the manifest reader follows the analyzer's dependencies: {reached:?}"
     );
     assert!(!reached.contains("simulator"), "{reached:?}");
@@ -371,12 +371,12 @@ fn the_model_builds_on_no_other_crate_of_the_lab_and_parses_no_input() {
     let manifest = std::fs::read_to_string(root().join("e03-model/Cargo.toml")).unwrap();
     let deps = normal_dependencies(&manifest);
     assert!(deps.contains(&"serde".to_string()), "{deps:?}");
-    for refused in ["toml", "clap", "e03-core", "e03-io", "tokio"] {
+    for refused in ["toml", "clap", "e03-plan", "e03-io", "tokio"] {
         assert!(!deps.iter().any(|d| d == refused), "{refused}: {deps:?}");
     }
     assert_eq!(
         reaches("e03-model"),
         BTreeSet::from(["e03-model".to_string()])
     );
-    assert!(reaches("e03-core").contains("e03-model"));
+    assert!(reaches("e03-plan").contains("e03-model"));
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use e03_core::{Params, Scenario};
+use e03_plan::{Params, Scenario};
 
 fn hundred_seeds() -> Params {
     let raw: BTreeMap<String, String> = [("E03_SEEDS".to_string(), "1-100".to_string())].into();

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use e03_core::{Params, Scenario};
+use e03_plan::{Params, Scenario};
 
 fn main() -> anyhow::Result<()> {
     let seeds = std::env::args()

@@ -471,8 +471,8 @@ pub fn simulate_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::scenario::builtin;
     use e03_metrics::chain::ChainRun;
+    use e03_plan::scenario::builtin;
 
     fn runs(name: &str) -> Vec<ChainRun> {
         let def = builtin(name).unwrap().chain.unwrap();
@@ -503,7 +503,7 @@ mod tests {
     #[test]
     fn a_proxy_before_a_layer_changes_the_calls_as_its_faults_say() {
         let text = include_str!("../../examples/amplification-proxy.toml");
-        let def = e03_core::scenario::parse(text, "amplification-proxy.toml").unwrap();
+        let def = e03_plan::scenario::parse(text, "amplification-proxy.toml").unwrap();
         let chain = def.chain.unwrap();
         let run = |i: usize| {
             let v = &chain.variants[i];

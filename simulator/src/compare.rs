@@ -164,8 +164,8 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let p = e03_core::Params::from_raw(&raw).unwrap();
-        let sim = crate::simulate(e03_core::Scenario::e03b(), &p);
+        let p = e03_plan::Params::from_raw(&raw).unwrap();
+        let sim = crate::simulate(e03_plan::Scenario::e03b(), &p);
         let mut live = sim.clone();
         live.simulated = false;
         live.runs[1].total_requests = sim.runs[1].total_requests * 2;
@@ -190,8 +190,8 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let p = e03_core::Params::from_raw(&raw).unwrap();
-        let sim = crate::simulate(e03_core::Scenario::e03b(), &p);
+        let p = e03_plan::Params::from_raw(&raw).unwrap();
+        let sim = crate::simulate(e03_plan::Scenario::e03b(), &p);
         let mut live = sim.clone();
         live.simulated = false;
         let mut out = Vec::new();

@@ -32,7 +32,6 @@
 mod connections;
 mod faults;
 
-use e03_core::{Params, Scenario};
 use e03_model::attempt::Broken;
 use e03_model::balancer::Probe;
 use e03_model::breaker::BreakerState;
@@ -49,6 +48,7 @@ use e03_model::timeline::{Timeline, WireFault};
 use e03_model::wire::{Direction, Link, REQUEST_BYTES};
 use e03_model::workload::{Ended, FanOutEnd, Next, Outgoing, Workload};
 use e03_model::{Admission, AttemptResult, DependencyNode, ReqId, Strategy};
+use e03_plan::{Params, Scenario};
 
 use self::faults::{drops, reset_toxicity};
 use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};

@@ -19,9 +19,9 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::{ParamError, Params, Scenario};
 use e03_metrics::openloop::{MapCell, PhaseMap};
 use e03_model::timeline::PhaseKind;
+use e03_plan::{ParamError, Params, Scenario};
 
 use crate::run::{par_map, simulate_run};
 

@@ -8,13 +8,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use e03_core::{Params, Scenario};
 use e03_metrics::metrics::{AttemptLine, LineEnd, RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
 use e03_model::breaker::BreakerState;
 use e03_model::schedule::Answer;
 use e03_model::steps::Flow;
 use e03_model::{AttemptResult, GiveUp, OpOutcome, ReqId, Strategy};
+use e03_plan::{Params, Scenario};
 
 use crate::engine::{Engine, Observer};
 use crate::queue::Nanos;

@@ -85,9 +85,9 @@ fn record(steps: impl Iterator<Item = Step>, out: &mut Vec<Decision>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use e03_core::{Params, Scenario};
     use e03_model::rng::{stream, Stream};
     use e03_model::{Completion, DependencyModel};
+    use e03_plan::{Params, Scenario};
     use rand::Rng;
 
     /// The model driven by hand, the obvious way, without an event queue: before each arrival,

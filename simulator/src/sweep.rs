@@ -9,10 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::params::spec;
-use e03_core::{ParamError, Params, Scenario};
 use e03_metrics::metrics::RunMetrics;
 use e03_model::Strategy;
+use e03_plan::params::spec;
+use e03_plan::{ParamError, Params, Scenario};
 
 use crate::run::{par_map, simulate_run};
 use e03_metrics::tables::Table;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::{Params, Scenario};
+use e03_plan::{Params, Scenario};
 use simulator::{simulate, simulate_run};
 
 fn params(pairs: &[(&str, &str)]) -> Params {

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e03_core::{Params, Scenario};
 use e03_model::rng::{stream, Stream};
 use e03_model::{AttemptResult, GiveUp, OpOutcome, ReqId};
+use e03_plan::{Params, Scenario};
 use rand::Rng;
 use simulator::queue::Nanos;
 use simulator::{Engine, Observer};

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use e03_core::{Params, Scenario};
 use e03_model::{Admission, ReqId};
+use e03_plan::{Params, Scenario};
 use simulator::queue::Nanos;
 use simulator::{replay, Decision, Engine, Observer};
 

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::{Params, Scenario};
 use e03_metrics::RunMetrics;
+use e03_plan::{Params, Scenario};
 use simulator::simulate;
 
 fn mean(runs: &[&RunMetrics], f: impl Fn(&RunMetrics) -> f64) -> f64 {

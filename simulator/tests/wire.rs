@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use e03_core::scenario::parse;
-use e03_core::{Params, Scenario};
 use e03_metrics::metrics::AttemptLine;
 use e03_metrics::RunMetrics;
+use e03_plan::scenario::parse;
+use e03_plan::{Params, Scenario};
 
 /// Strategy A, 5 clients for 4 s, a blackhole on `stream` from 1 s to 2 s, attempts of 300 ms
 /// (the service takes 40 ms, so only the blackhole times anything out).

@@ -303,9 +303,9 @@ mod tests {
 
     #[test]
     fn a_stopped_runs_comparison_title_says_incomplete() {
-        let params = e03_core::Params::default();
+        let params = e03_plan::Params::default();
         let mut s = ScenarioSummary {
-            scenario: e03_core::Scenario::e03b(),
+            scenario: e03_plan::Scenario::e03b(),
             params,
             simulated: false,
             complete: true,

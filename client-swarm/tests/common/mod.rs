@@ -11,8 +11,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use e03_core::control::{RunCounts, StartRun, StopRun};
 use e03_model::events::Event;
+use e03_plan::control::{RunCounts, StartRun, StopRun};
 
 /// What the fake saw.
 #[derive(Default)]
@@ -82,12 +82,12 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
 }
 
 /// Params from env-style pairs.
-pub fn params(pairs: &[(&str, &str)]) -> e03_core::Params {
+pub fn params(pairs: &[(&str, &str)]) -> e03_plan::Params {
     let raw = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    e03_core::Params::from_raw(&raw).unwrap()
+    e03_plan::Params::from_raw(&raw).unwrap()
 }
 
 /// Starts a real dependency service on two port-0 listeners and waits until it is healthy;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dependency_service::{serve, ServiceOptions, StandaloneRun};
-use e03_core::{Params, Scenario};
 use e03_model::events::Event;
+use e03_plan::{Params, Scenario};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -154,7 +154,7 @@ pub fn start_call(
         "scenario": "e03b",
         "strategy": strategy,
         "seed": seed,
-        "params": e03_core::Params::from_raw(&raw(pairs)).unwrap(),
+        "params": e03_plan::Params::from_raw(&raw(pairs)).unwrap(),
         "start_unix_ms": start_unix_ms,
     })
     .to_string()

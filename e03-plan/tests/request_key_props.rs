@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
 
-use e03_core::Params;
 use e03_model::faults::{request_key, KEY_ATTEMPT_BITS, KEY_CLIENT_BITS};
+use e03_plan::Params;
 
 const MAX_CLIENTS: u32 = 100_000;
 const MAX_ATTEMPTS: u32 = 100;

@@ -1,4 +1,4 @@
-//! The built-in scenarios: the files of `e03-core/scenarios/`, compiled in, in catalogue order,
+//! The built-in scenarios: the files of `e03-plan/scenarios/`, compiled in, in catalogue order,
 //! and parsed like any user's file. Adding one is adding its file here (ARCHITECTURE.md, "How
 //! to add a scenario").
 

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use e03_core::{Params, Scenario};
 use e03_model::dependency::*;
 use e03_model::events::Cause;
 use e03_model::ledger::*;
 use e03_model::node::*;
 use e03_model::schedule::*;
+use e03_plan::{Params, Scenario};
 fn charge(key: &str, amount: u64) -> ChargeRequest {
     ChargeRequest {
         key: Some(key.into()),

@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::sample::{select, subsequence};
 
-use e03_core::params::{parse_seeds, spec, PARAMS};
-use e03_core::{ParamError, Params};
+use e03_plan::params::{parse_seeds, spec, PARAMS};
+use e03_plan::{ParamError, Params};
 
 fn env_names() -> Vec<&'static str> {
     PARAMS.iter().map(|p| p.env).collect()

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use e03_core::{Params, Scenario};
 use e03_model::dependency::*;
 use e03_model::events::Cause;
 use e03_model::schedule::*;
+use e03_plan::{Params, Scenario};
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
