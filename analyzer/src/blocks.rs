@@ -184,7 +184,10 @@ pub fn report_blocks(s: &ScenarioSummary) -> Vec<Block> {
         }
     }
     if let Some(t) = e03_metrics::steps::step_table(s) {
-        b.push(Heading(2, "Who pays for a retry (seed 002)".into()));
+        b.push(Heading(
+            2,
+            "Who pays for a retry (the rate-limit article)".into(),
+        ));
         b.push(para(
             "Means over the seeds ([CSV](steps.csv)); calls, 429s and content failures (504 and \
              502) of the batch flow, tokens of both flows, wasted tokens paid for answers that \

@@ -522,7 +522,7 @@ impl PhaseMap {
     /// How [`Self::predicted_boundary`] is predicted, for the printed map.
     pub fn boundary_rule(&self) -> &'static str {
         match self.axes {
-            Some(_) => "the survivors' capacity (seed 003: each copy carries the whole load)",
+            Some(_) => "the survivors' capacity (the reliability-patterns article: each copy carries the whole load)",
             None => "capacity / max attempts",
         }
     }

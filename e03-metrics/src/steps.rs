@@ -459,7 +459,7 @@ pub fn print_step_tables<W: std::io::Write>(w: &mut W, s: &ScenarioSummary) -> s
     };
     writeln!(
         w,
-        "\nWho pays for a retry (seed 002; mean over {} seed(s); calls, 429s and content failures \
+        "\nWho pays for a retry (the rate-limit article; mean over {} seed(s); calls, 429s and content failures \
          of the batch flow, tokens of both flows; verdict: a difference from `none` is measured \
          only when it exceeds the seed-to-seed difference of `none`):",
         s.seeds().len()
@@ -470,7 +470,7 @@ pub fn print_step_tables<W: std::io::Write>(w: &mut W, s: &ScenarioSummary) -> s
         write!(w, "{}", t.markdown())?;
     }
     if let Some(order) = heavy_ordering(s) {
-        writeln!(w, "\nThe seed's ordering under the heaviest load:")?;
+        writeln!(w, "\nThe article's ordering under the heaviest load:")?;
         for (what, ok) in order {
             writeln!(w, "  {} {what}", if ok { "yes" } else { "NO " })?;
         }

@@ -516,7 +516,7 @@ pub fn print_tables<W: Write>(w: &mut W, s: &ScenarioSummary) -> std::io::Result
     if let Some(t) = crate::ledger::ledger_table(s) {
         writeln!(
             w,
-            "\nCharges, lost answers and permanent errors (ledger and logs, seed 004):"
+            "\nCharges, lost answers and permanent errors (ledger and logs, the retry-logic article):"
         )?;
         write!(w, "{}", t.markdown())?;
     }

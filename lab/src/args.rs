@@ -491,8 +491,8 @@ fn cli() -> Clap {
                 .about("analyse one scenario folder, or a `lab serve` log alone (--server-log)"),
         )
         .subcommand(Clap::new("audit").about(
-            "grade any HTTP client against seed 004's checklist: `lab audit -- COMMAND` runs it \
-             against a battery of probes and prints a PASS/WARN/FAIL scorecard",
+            "grade any HTTP client against the retry-logic article's checklist: `lab audit -- \
+             COMMAND` runs it against a battery of probes and prints a PASS/WARN/FAIL scorecard",
         ))
         .subcommand(Clap::new("proxy").about(
             "a TCP fault proxy with Toxiproxy's HTTP API: latency, bandwidth, resets, \

@@ -30,9 +30,10 @@ const HELP: &str = "\
 Usage: lab audit [OPTIONS] -- COMMAND [ARGS...]
        lab audit [OPTIONS] --wait
 
-Grades an HTTP client against seed 004's checklist: classification, idempotency, attempt timeout,
-deadline, backoff (growth, cap, jitter), Retry-After (ms early or late), attempts per operation
-in an outage, a retry budget, other layers that retry.
+Grades an HTTP client against the checklist of the retry-logic article (docs/scenarios.md, \"The
+source articles\"): classification, idempotency, attempt timeout, deadline, backoff (growth, cap,
+jitter), Retry-After (ms early or late), attempts per operation in an outage, a retry budget,
+other layers that retry.
 
 The lab serves a battery of probes on loopback and runs COMMAND once per probe instance (20 copies
 at once for the backoff probe, one operation each; 5 for each Retry-After probe), with:

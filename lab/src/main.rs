@@ -119,9 +119,9 @@ fn replica(args: &[OsString]) -> i32 {
         .collect();
     if rest.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "Usage: lab replica ratelimit [--seed N]...\n\nRuns a port of seed 002's own \
-             rate-limit simulation (its generator, tokenizer and 160 tickets) and prints every \
-             figure the seed publishes beside ours, PASS per cell. With --seed N (repeatable, \
+            "Usage: lab replica ratelimit [--seed N]...\n\nRuns a port of the rate-limit article's \
+             own simulation (its generator, tokenizer and 160 tickets) and prints every \
+             figure the article publishes beside ours, PASS per cell. With --seed N (repeatable, \
              0 to 4294967295), prints the main table of a run with each seed: the article ran \
              20260218 (every column published) and 20260219 (completion and interactive); any \
              other seed prints ours with no published column. Exit 0 when every published cell \
@@ -149,7 +149,7 @@ fn replica(args: &[OsString]) -> i32 {
     let width = cells.iter().map(|c| c.name.len()).max().unwrap_or(0);
     let _ = writeln!(
         o,
-        "{:<width$}  {:>9}  {:>9}  check  where in the seed",
+        "{:<width$}  {:>9}  {:>9}  check  where in the article",
         "figure", "published", "ours"
     );
     for c in &cells {
@@ -233,9 +233,11 @@ fn list(args: &[OsString]) -> i32 {
         if a == "--help" || a == "-h" {
             println!(
                 "Usage: lab list [FILE.toml ...]\n\nPrints the scenario catalogue: every built-in \
-                 scenario, and the scenario files given (checked as `lab run` checks them); then \
-                 the strategies --strategies accepts besides a scenario's own: A to F and the \
-                 presets of well-known libraries."
+                 scenario, and the scenario files given (checked as `lab run` checks them), each \
+                 with its source in brackets (the articles the sources name are listed in \
+                 docs/scenarios.md, \"The source articles\"); then the strategies --strategies \
+                 accepts besides a scenario's own: A to F and the presets of well-known \
+                 libraries."
             );
             return 0;
         }

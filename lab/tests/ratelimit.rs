@@ -113,7 +113,7 @@ fn simulated_the_heavy_load_shows_the_seeds_ordering_and_its_verdicts() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     let ordering = out
-        .split("The seed's ordering under the heaviest load:")
+        .split("The article's ordering under the heaviest load:")
         .nth(1)
         .expect("the ordering");
     assert_eq!(

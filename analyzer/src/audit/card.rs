@@ -78,7 +78,7 @@ impl Scorecard {
 
     /// `scorecard.md`: the table, then each row's advice.
     pub fn markdown(&self) -> String {
-        let mut s = String::from("# Retry audit (seed 004's checklist)\n\n");
+        let mut s = String::from("# Retry audit (the retry-logic article's checklist)\n\n");
         if !self.command.is_empty() {
             let _ = writeln!(s, "Client: `{}`\n", self.command.join(" "));
         }
