@@ -73,7 +73,7 @@ const NAMES: &[(&str, &str)] = &[
     ),
     (
         "budget10",
-        "seed 003's budget: 3 attempts, no backoff, retries at most 10% of requests",
+        "the reliability-patterns article's budget: 3 attempts, no backoff, retries at most 10% of requests",
     ),
     (
         "aimd-client",

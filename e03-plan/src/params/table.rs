@@ -238,28 +238,28 @@ pub const PARAMS: &[ParamSpec] = &[
         "timeout-rate",
         "0",
         "a probability from 0 to 1",
-        "share of admitted requests that time out before any output: 504, input tokens paid (seed 002; scenarios with [faults])"
+        "share of admitted requests that time out before any output: 504, input tokens paid (the rate-limit article; scenarios with [faults])"
     ),
     p!(
         "E03_CUTOFF_RATE",
         "cutoff-rate",
         "0",
         "a probability from 0 to 1",
-        "share of the other admitted requests whose output is cut off: 502, input and one output token paid (seed 002; scenarios with [faults])"
+        "share of the other admitted requests whose output is cut off: 502, input and one output token paid (the rate-limit article; scenarios with [faults])"
     ),
     p!(
         "E03_INPUT_TOKENS",
         "input-tokens",
         "0",
         "a whole number of tokens from 0 to 1000000 (0: no token accounting)",
-        "input tokens an admitted request pays; each answer's cost is logged (seed 002; scenarios with [faults])"
+        "input tokens an admitted request pays; each answer's cost is logged (the rate-limit article; scenarios with [faults])"
     ),
     p!(
         "E03_OUTPUT_TOKENS",
         "output-tokens",
         "0",
         "a whole number of tokens from 0 to 1000000",
-        "output tokens of a complete answer (seed 002)"
+        "output tokens of a complete answer (the rate-limit article)"
     ),
     p!(
         "E03_CLIENTS",
@@ -294,7 +294,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "workload",
         "closed_loop",
         "closed_loop, group, ramp, fixed_rate, open_loop, steps or fan_out",
-        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; ramp: client c starts at c x E03_PERIOD_MS, then think times; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: seed 002's batch and interactive flows on a step clock (E03_STEP_*); fan_out: E03_CLIENTS callers as in the closed loop, each request calling the dependency E03_FANOUT times at once and ending with its slowest call"
+        "closed_loop: starts spread over 2 s, then think times; group: every client starts at 0; ramp: client c starts at c x E03_PERIOD_MS, then think times; fixed_rate: one operation per client every E03_PERIOD_MS; open_loop: Poisson arrivals at E03_RATE per second, each operation on its own; steps: the rate-limit article's batch and interactive flows on a step clock (E03_STEP_*); fan_out: E03_CLIENTS callers as in the closed loop, each request calling the dependency E03_FANOUT times at once and ending with its slowest call"
     ),
     p!(
         "E03_STEP_MS",
