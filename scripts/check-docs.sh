@@ -88,6 +88,7 @@ stop_blocks() {
     local p g
     for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null || true; done
     for g in "$work"/run-*/group; do
+        [ -e "$g" ] || continue # no block started (the glob matched nothing)
         [ -e "${g%/group}/rc" ] || kill -TERM -- "-$(cat "$g")" 2>/dev/null || true
     done
     wait 2>/dev/null || true
