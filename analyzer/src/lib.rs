@@ -371,7 +371,7 @@ fn analyze_run(
         complete &= status.complete();
         warnings.extend(status.warnings);
     }
-    // The ledger (seed 004): the charges the service committed, when it took any. It has no
+    // The ledger (the retry-logic article): the charges the service committed, when it took any. It has no
     // run_start or run_end of its own (the server log's say whether the run was complete).
     let ledger = dir.join(file_name(&ledger_log_path(&scenario, strategy, seed)));
     if ledger.exists() {

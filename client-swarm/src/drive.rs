@@ -1,5 +1,5 @@
 //! The one live driver: any [`Workload`] of the core (the closed loop's clients, a group,
-//! fixed-rate callers, the open loop's arrivals, seed 002's steps) on tokio's clock, over HTTP.
+//! fixed-rate callers, the open loop's arrivals, the rate-limit article's steps) on tokio's clock, over HTTP.
 //!
 //! The workload decides everything (when operations start, what to send, what an answer
 //! changes); this file sleeps, sends and logs. It has two kinds of task, sharing the workload
@@ -19,7 +19,7 @@
 //! ([`StopSignal::stopped_in_flight`]); once each is logged the workload stops
 //! ([`Workload::stop`]: every operation in progress ends as aborted, an attempt in flight
 //! counted as sent) and its operations are logged, after their attempts. At a natural end (no wake left, nothing in flight) the workload is stopped too: what it left
-//! unfinished (seed 002's batch items when the steps run out) ends then.
+//! unfinished (the rate-limit article's batch items when the steps run out) ends then.
 //!
 //! A balancer with active health checks (`E03_HEALTH_INTERVAL_MS`) asks for probes too: each
 //! is a task of its own (a `GET /ready` to its replica, bounded by the probe's timeout), counted

@@ -123,7 +123,7 @@ impl WorkEndpoint {
     }
 
     /// Sends `req` and reads the whole answer. No timeout here: the caller wraps this.
-    /// A charge (seed 004): `POST /charge` on the work endpoint's host, with the attempt's
+    /// A charge (the retry-logic article): `POST /charge` on the work endpoint's host, with the attempt's
     /// identity, its `Idempotency-Key` if it has one, and a small JSON body.
     pub(crate) fn charge_request(&self, id: AttemptId, key: Option<&str>) -> Request {
         let mut url = self.url.clone();

@@ -1,5 +1,5 @@
 //! A lost answer: a body that fails before its first byte, so hyper aborts the connection and
-//! the caller sees a reset after the work was done (the service's lost answers, seed 004; the
+//! the caller sees a reset after the work was done (the service's lost answers, the retry-logic article; the
 //! HTTP fault proxy's resets). A leaf of the crate.
 
 use axum::body::Bytes;

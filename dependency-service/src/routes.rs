@@ -344,7 +344,7 @@ pub fn charge_request(
     })
 }
 
-/// `POST /charge` (seed 004): like `GET /work`, plus the ledger. A request refused for its key
+/// `POST /charge` (the retry-logic article): like `GET /work`, plus the ledger. A request refused for its key
 /// or body is logged as an arrival and answered at once, with no work. A charge whose answer
 /// the fault model loses is committed, then its connection is reset: the body errors before
 /// any byte of it, and hyper closes the connection.

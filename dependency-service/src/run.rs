@@ -49,7 +49,7 @@ use e03_io::sink::{LogError, LogSink};
 pub struct Status {
     pub code: u16,
     pub retry_after: Option<std::time::Duration>,
-    /// The answer is lost (seed 004): the handler resets the connection instead of answering.
+    /// The answer is lost (the retry-logic article): the handler resets the connection instead of answering.
     pub lost: bool,
     /// A charge's number in the ledger (the new charge, or the first charge of its key).
     pub charge: Option<u64>,

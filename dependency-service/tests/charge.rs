@@ -1,4 +1,4 @@
-//! `POST /charge` (seed 004) against a real socket: the ledger and its key store, the lost
+//! `POST /charge` (the retry-logic article) against a real socket: the ledger and its key store, the lost
 //! answer (committed, then the connection reset), and refusals of malformed keys and bodies.
 
 mod common;

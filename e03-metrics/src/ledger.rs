@@ -1,4 +1,4 @@
-//! Seed 004's figures (issue 12): duplicate charges from the ledger, lost responses that were
+//! The retry-logic article's figures (issue 12): duplicate charges from the ledger, lost responses that were
 //! retried from the service's and the client's logs, and the waste of retrying permanent errors.
 //!
 //! [`LedgerTally`] is fed by [`crate::metrics::RunAccumulator`] from a live run's logs (arrival
@@ -11,12 +11,12 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Whether `code` is a permanent error under seed 004's rule: a 4xx other than 408, 425, 429.
+/// Whether `code` is a permanent error under the retry-logic article's rule: a 4xx other than 408, 425, 429.
 pub fn is_permanent(code: u16) -> bool {
     (400..500).contains(&code) && !matches!(code, 408 | 425 | 429)
 }
 
-/// Seed 004's figures of one run.
+/// The retry-logic article's figures of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct LedgerFigures {
     /// Charges the ledger committed.
@@ -59,7 +59,7 @@ struct OpFacts {
     latency_us: Option<u64>,
 }
 
-/// Collects seed 004's facts of one run; see the module docs.
+/// Collects the retry-logic article's facts of one run; see the module docs.
 #[derive(Debug, Default)]
 pub struct LedgerTally {
     /// Identity of each request by its service sequence number (live) or request id (simulated).
@@ -151,7 +151,7 @@ impl LedgerTally {
     }
 }
 
-/// Seed 004's table: one row per strategy and seed with its ledger and classification
+/// The retry-logic article's table: one row per strategy and seed with its ledger and classification
 /// figures; `None` when no run has them.
 pub fn ledger_table(s: &crate::ScenarioSummary) -> Option<crate::table::Table> {
     let runs: Vec<_> = s

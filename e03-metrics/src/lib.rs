@@ -25,8 +25,8 @@
 //!   while saturated, and client/server identity matching.
 //! - [`openloop`]: the open loop's figures (offered, dropped, late starts, wasted work,
 //!   amplification over time) and the recovery verdict (recovered in N s, or metastable).
-//! - [`ledger`]: seed 004's figures: duplicate charges, lost responses retried, permanent errors.
-//! - [`steps`]: the step workload's figures (seed 002): who pays for a retry.
+//! - [`ledger`]: the retry-logic article's figures: duplicate charges, lost responses retried, permanent errors.
+//! - [`steps`]: the step workload's figures (the rate-limit article): who pays for a retry.
 //! - [`fanout`]: the fan-out workload's requests, their success and their tail.
 //! - [`dependencies`]: each dependency's operations over a partition.
 //! - [`shards`]: each shard's figures, for a live run split over swarm processes.

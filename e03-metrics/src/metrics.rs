@@ -138,14 +138,14 @@ pub struct RunMetrics {
     pub fidelity: Option<Fidelity>,
     /// From live logs only.
     pub matched: Option<Matched>,
-    /// Seed 004's figures (duplicate charges, lost responses, permanent errors), for runs with
+    /// The retry-logic article's figures (duplicate charges, lost responses, permanent errors), for runs with
     /// a lost-response or permanent-error fault or a charging strategy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<LedgerFigures>,
     /// The open loop's figures and recovery verdict (`E03_WORKLOAD=open_loop` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopMetrics>,
-    /// The step workload's figures (`E03_WORKLOAD=steps`, seed 002).
+    /// The step workload's figures (`E03_WORKLOAD=steps`, the rate-limit article).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<crate::steps::StepFigures>,
     /// A wire fault's figures (issue 27), for a timeline with a wire phase.
@@ -212,7 +212,7 @@ pub struct RunAccumulator {
     recovery_windows: Vec<(u64, u64)>,
     /// Live-only inputs (identities, responses); None until one arrives.
     live: Option<LiveAccumulator>,
-    /// Seed 004's facts, when the run can have them.
+    /// The retry-logic article's facts, when the run can have them.
     ledger: Option<LedgerTally>,
     /// The open loop's figures (open-loop runs only).
     open: Option<OpenLoopAcc>,
@@ -561,7 +561,7 @@ impl RunAccumulator {
         self.wire.as_mut()
     }
 
-    /// Seed 004's tally, when this run keeps one (the simulator feeds it directly).
+    /// The retry-logic article's tally, when this run keeps one (the simulator feeds it directly).
     pub fn ledger_mut(&mut self) -> Option<&mut LedgerTally> {
         self.ledger.as_mut()
     }

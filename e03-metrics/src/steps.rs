@@ -1,4 +1,4 @@
-//! The step workload's figures (seed 002, `E03_WORKLOAD=steps`): who pays for a retry.
+//! The step workload's figures (the rate-limit article, `E03_WORKLOAD=steps`): who pays for a retry.
 //!
 //! [`StepTally`] is fed the facts of one run, from the logs (the analyzer) or directly (the
 //! simulator): every call the dependency received (its flow from the `client` it carried, its

@@ -1,7 +1,7 @@
 //! `lab audit`'s probes: what the dependency answers a client under audit, as a state machine
 //! with no clock and no IO, and the records of the audit's log.
 //!
-//! Seed 004 ("Yeniden deneme mantığı: ne zaman yardım eder, ne zaman zarar verir") ends with five
+//! The retry-logic article ("Yeniden deneme mantığı: ne zaman yardım eder, ne zaman zarar verir") ends with five
 //! questions to answer before adding a retry: are errors classified; is the operation idempotent,
 //! with a key made per operation; does every attempt have a timeout and the loop a deadline; is
 //! the backoff exponential and randomized, and is `Retry-After` honoured; which other layer also

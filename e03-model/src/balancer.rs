@@ -1,4 +1,4 @@
-//! A caller's client-side balancer over the replicas of one dependency (seed 003, "Redundancy
+//! A caller's client-side balancer over the replicas of one dependency (the reliability-patterns article, "Redundancy
 //! ve Failover"; issue "The server's side", item 3): which replica each attempt goes to, which
 //! replicas are out of rotation, and when they come back. After Envoy's cluster manager, with
 //! its documented defaults:
@@ -45,7 +45,7 @@ pub enum Pick {
     Failover,
     /// The replica the operation's client names, client mod replicas, in rotation or not: the
     /// replicas are then different dependencies, not copies, and none stands in for another
-    /// (seed 003's product page: a fan-out request's call `i` calls dependency `i` when
+    /// (the reliability-patterns article's product page: a fan-out request's call `i` calls dependency `i` when
     /// `E03_FANOUT` equals `E03_REPLICAS`).
     Partition,
 }

@@ -1,6 +1,6 @@
 //! The circuit breaker: a state machine over a sliding window of attempt results.
 //!
-//! The semantics are those of seed 003's breaker (Nygard's pattern as Polly implements it):
+//! The semantics are those of the reliability-patterns article's breaker (Nygard's pattern as Polly implements it):
 //!
 //! - **Closed**: attempts pass and their results are sampled. Samples older than the sampling
 //!   window are dropped. Once the window holds at least `min_throughput` samples and at least
@@ -168,7 +168,7 @@ mod tests {
         Duration::from_millis(v)
     }
 
-    /// Seed 003's run, by hand: one call every 50 ms for 12 s, the dependency down for the first
+    /// The reliability-patterns article's run, by hand: one call every 50 ms for 12 s, the dependency down for the first
     /// 6 s, answers instant; at least 10 calls in 2 s, 50% failures, open 2 s.
     #[test]
     fn seed_003_breaker_run_is_exact() {

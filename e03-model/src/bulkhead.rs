@@ -1,5 +1,5 @@
 //! Bulkheads: a caller's slots for its calls in flight, one pool shared by all its
-//! dependencies or one pool per dependency (seed 003, "Circuit Breaker ve Bulkhead": when the
+//! dependencies or one pool per dependency (the reliability-patterns article, "Circuit Breaker ve Bulkhead": when the
 //! payment service slows down and its calls may use at most 20 concurrent slots, the catalogue
 //! page keeps working with its own).
 //!

@@ -33,16 +33,16 @@ pub enum Cause {
     Down,
     /// Over the limit of a `rate_limited` phase: 429 with `Retry-After` at once, no work done.
     RateLimited,
-    /// Lost response (seed 004): the work was done and committed, then the connection was reset
+    /// Lost response (the retry-logic article): the work was done and committed, then the connection was reset
     /// before the answer (whose status is logged) went out.
     Lost,
-    /// Permanent error (seed 004): the request is wrong in itself (400, 404, 409, 422), after
+    /// Permanent error (the retry-logic article): the request is wrong in itself (400, 404, 409, 422), after
     /// its service time; nothing committed.
     Permanent,
-    /// Timed out before any output (seed 002): 504 after its service time, its input tokens
+    /// Timed out before any output (the rate-limit article): 504 after its service time, its input tokens
     /// paid.
     Timeout,
-    /// Output cut off (seed 002): 502 after its service time, its input and one output token
+    /// Output cut off (the rate-limit article): 502 after its service time, its input and one output token
     /// paid.
     Cutoff,
     /// `lab proxy --http`: forwarded, and this is the upstream's answer.

@@ -1,7 +1,7 @@
 //! The dependency's capacity model: a bounded worker pool, a bounded FIFO queue, a freeze that
 //! holds everything and releases it as 503 at its end, a degraded window with a longer service
 //! time, (E03-A) transient faults, and rate-limited windows that answer 429 with a
-//! `Retry-After` (seed 002).
+//! `Retry-After` (the rate-limit article).
 //!
 //! The model is a state machine driven by its caller:
 //!
@@ -69,10 +69,10 @@ fn default_priority_reserve() -> f64 {
 ///
 /// - `All`: every one, as workers and queue allow.
 /// - `Deadline`: deadline-aware admission (AWS Builders' Library, "Using load shedding to avoid
-///   overload"; seed 003): a request whose caller's deadline has passed, or would pass before
+///   overload"; the reliability-patterns article): a request whose caller's deadline has passed, or would pass before
 ///   its expected finish, is refused at once ([`Admission::Late`]).
 /// - `Priority`: Stripe's fleet usage load shedder ("Scaling your API with rate limiters",
-///   Paul Tarjan, 2017; seed 003's example): a share of the capacity is reserved for critical
+///   Paul Tarjan, 2017; the reliability-patterns article's example): a share of the capacity is reserved for critical
 ///   requests, 20% in the post, so best-effort requests may hold at most the other 80%. Here
 ///   the capacity is the workers: a best-effort request ([`crate::priority::Priority`]) that
 ///   arrives while `floor((1 - reserve) x workers)` best-effort requests are in the dependency
@@ -231,13 +231,13 @@ pub enum Completion {
     /// Answer 200, but only after this extra delay (the worker is already free).
     RespondLate(u16, Duration),
     /// The work is done and committed, but the answer (this status) is lost: the connection is
-    /// reset (seed 004).
+    /// reset (the retry-logic article).
     Lost(u16),
     /// The request is wrong in itself: answer this permanent status; nothing committed.
     Permanent(u16),
-    /// Timed out before any output (seed 002): answer [`crate::faults::TIMEOUT_STATUS`] now.
+    /// Timed out before any output (the rate-limit article): answer [`crate::faults::TIMEOUT_STATUS`] now.
     Timeout,
-    /// Output cut off (seed 002): answer [`crate::faults::CUTOFF_STATUS`] now.
+    /// Output cut off (the rate-limit article): answer [`crate::faults::CUTOFF_STATUS`] now.
     Cutoff,
     /// The request is no longer in service (the freeze took it over, to answer it 503 when it
     /// ends); nothing to do.

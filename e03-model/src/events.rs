@@ -95,7 +95,7 @@ pub struct Response {
     /// Whether a worker was free when it arrived (no model queueing).
     #[serde(default)]
     pub immediate: bool,
-    /// Tokens the answer cost (seed 002's accounting, see
+    /// Tokens the answer cost (the rate-limit article's accounting, see
     /// [`crate::faults::FaultModel::cost`]); absent without token accounting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<u32>,
@@ -182,7 +182,7 @@ pub struct Attempt {
     /// Why a failed-fast attempt was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection: Option<crate::budget::Rejection>,
-    /// The step workload (seed 002): the flow the attempt belongs to and its step.
+    /// The step workload (the rate-limit article): the flow the attempt belongs to and its step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<crate::steps::Flow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -231,7 +231,7 @@ pub struct OperationRecord {
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<GiveUp>,
-    /// The step workload (seed 002): the flow the operation belongs to.
+    /// The step workload (the rate-limit article): the flow the operation belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<crate::steps::Flow>,
     /// Its class ([`crate::priority::Priority`]); absent: critical.

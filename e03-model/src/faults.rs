@@ -2,7 +2,7 @@
 //! is answered late (after the worker is freed, so the client times out without the server
 //! being busy).
 //!
-//! Two more request-level faults (seed 004, issue 12): a *lost response* (the work is done and
+//! Two more request-level faults (the retry-logic article, issue 12): a *lost response* (the work is done and
 //! committed, then the connection is reset before the answer goes out) and a *permanent error*
 //! (400, 404, 409 or 422: the request itself is wrong, so every attempt of the same operation
 //! gets the same answer).
@@ -32,17 +32,17 @@ pub struct FaultModel {
     /// time, and nothing is committed. Drawn per operation (client and op), before the others.
     #[serde(default)]
     pub permanent_rate: f64,
-    /// Probability in [0, 1] that an admitted request times out before any output (seed 002):
+    /// Probability in [0, 1] that an admitted request times out before any output (the rate-limit article):
     /// answered [`TIMEOUT_STATUS`] after its service time; its input tokens are paid. Drawn per
     /// attempt, only for a request whose other fate is `Ok`, from its own stream.
     #[serde(default)]
     pub timeout_rate: f64,
-    /// Probability in [0, 1] that an admitted request's output is cut off (seed 002): answered
+    /// Probability in [0, 1] that an admitted request's output is cut off (the rate-limit article): answered
     /// [`CUTOFF_STATUS`] after its service time; its input and one output token are paid. Drawn
     /// like `timeout_rate`, after it.
     #[serde(default)]
     pub cutoff_rate: f64,
-    /// Token accounting (seed 002): the input tokens every request pays once admitted; 0 means
+    /// Token accounting (the rate-limit article): the input tokens every request pays once admitted; 0 means
     /// no accounting (no `cost` is logged).
     #[serde(default)]
     pub input_tokens: u32,
@@ -61,9 +61,9 @@ pub struct FaultModel {
     pub tail_factor: f64,
 }
 
-/// Status of a request that timed out before any output (seed 002).
+/// Status of a request that timed out before any output (the rate-limit article).
 pub const TIMEOUT_STATUS: u16 = 504;
-/// Status of a request whose output was cut off (seed 002).
+/// Status of a request whose output was cut off (the rate-limit article).
 pub const CUTOFF_STATUS: u16 = 502;
 
 /// Salt of the request-level content faults' draw (timeout, cut-off output), so it is
@@ -91,9 +91,9 @@ pub enum Fate {
     Lost,
     /// The request is wrong in itself: answered with this permanent status, nothing committed.
     Permanent(u16),
-    /// Timed out before any output (seed 002): answered [`TIMEOUT_STATUS`], input paid.
+    /// Timed out before any output (the rate-limit article): answered [`TIMEOUT_STATUS`], input paid.
     Timeout,
-    /// Output cut off (seed 002): answered [`CUTOFF_STATUS`], input and one output token paid.
+    /// Output cut off (the rate-limit article): answered [`CUTOFF_STATUS`], input and one output token paid.
     Cutoff,
 }
 
@@ -130,7 +130,7 @@ impl FaultModel {
         }
     }
 
-    /// Seed 002's content faults of a request whose E03 fate is `Ok`: a timeout before output
+    /// The rate-limit article's content faults of a request whose E03 fate is `Ok`: a timeout before output
     /// with `timeout_rate`, else a cut-off output with `cutoff_rate` (two draws, as the seed's
     /// endpoint makes them). No draw at all when both rates are zero.
     fn content_fate(&self, seed: u64, key: u64) -> Fate {
@@ -146,7 +146,7 @@ impl FaultModel {
         Fate::Ok
     }
 
-    /// The tokens an answer of this `cause` costs (seed 002), or `None` without token
+    /// The tokens an answer of this `cause` costs (the rate-limit article), or `None` without token
     /// accounting (`input_tokens` 0). A rejection (429) and every answer without work cost 0; a
     /// timeout pays the input; a cut-off output the input and one output token; a complete
     /// answer (also a late or lost one: the work was done) the input and the output.

@@ -1,4 +1,4 @@
-//! Idempotency (seed 004, issue 12): the dependency's ledger of charges and its store of
+//! Idempotency (the retry-logic article, issue 12): the dependency's ledger of charges and its store of
 //! idempotency keys, and the clients' key policies.
 //!
 //! `POST /charge` commits a charge when its work is done (after its service time, unless a

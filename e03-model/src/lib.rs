@@ -14,18 +14,18 @@
 //! - [`schedule`]: the dependency's whole schedule (the model, its due instants, freeze edges,
 //!   late answers, same-instant order) in logical time, driven alike by the live service and
 //!   the simulator.
-//! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), seed 004 (lost
-//!   answer, permanent error) and seed 002 (timeout before output, cut-off output, and the token
+//! - [`faults`]: the per-request fate of E03-A (transient 503, slow answer), the retry-logic article (lost
+//!   answer, permanent error) and the rate-limit article (timeout before output, cut-off output, and the token
 //!   cost of each answer), a pure function of the seed and the request's identity.
 //! - [`ledger`]: the dependency's ledger of charges and its idempotency-key store, and the
-//!   clients' key policies (seed 004).
+//!   clients' key policies (the retry-logic article).
 //! - [`strategy`]: retry strategies as data (backoff, cap, jitter kind, budget).
 //! - [`budget`]: the policy-layer trait (deposit, admit, record, withdraw) and the retry budgets
-//!   (token bucket, seed 003's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
+//!   (token bucket, the reliability-patterns article's ratio, gRPC, AWS, Finagle/tower, Envoy, SRE adaptive throttling).
 //! - [`breaker`]: the circuit breaker.
 //! - [`hedge`]: hedging (gRPC A6's hedging policy, Tail at Scale's percentile delay).
 //! - [`adaptive`]: the AWS SDKs' adaptive retry mode's client-side rate limiter (CUBIC).
-//! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (seed 003).
+//! - [`bulkhead`]: a caller's slots for calls in flight, shared or per dependency (the reliability-patterns article).
 //! - [`balancer`]: a caller's client-side balancer over a dependency's replicas: round robin,
 //!   least outstanding, failover, Envoy's outlier detection and active health checks.
 //! - [`policy`]: one strategy's shared budget and breaker, as the drivers hold them, per fleet,
@@ -39,7 +39,7 @@
 //! - [`shard`]: a run's clients split over N swarm processes (shard `I/N` runs clients
 //!   `I, I + N, ...`).
 //! - [`priority`]: an operation's class (critical or best effort), drawn once per operation.
-//! - [`steps`]: seed 002's step workload: a batch job (arrival schedule, calls per step, retries
+//! - [`steps`]: the rate-limit article's step workload: a batch job (arrival schedule, calls per step, retries
 //!   in whole steps) and an interactive flow with a latency budget, sharing one rate limit.
 //! - [`workload`]: the one workload interface ([`workload::Workload`]) every driver drives, and
 //!   its machines: N sessions as one (closed loop, group, fixed rate), the open loop, the steps.

@@ -3,7 +3,7 @@
 //! IO. The live service (`dependency-service`'s run) drives it from tokio; the simulator drives
 //! it from its event queue. Neither writes the commit rule again.
 //!
-//! The commit rule (seed 004, docs/idempotency.md): a charge commits to the ledger when its work
+//! The commit rule (the retry-logic article, docs/idempotency.md): a charge commits to the ledger when its work
 //! ran, that is when its answer is `Ok`, `Slow` or `Lost` (a lost answer's work was done; only
 //! the answer never reached the caller). A charge rejected, failed or held past a freeze commits
 //! nothing. A commit either charges (a new line of the ledger) or, for an `Idempotency-Key`

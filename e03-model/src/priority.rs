@@ -1,4 +1,4 @@
-//! Priority classes: which operations a dependency may shed first (issue 24). After seed 003's
+//! Priority classes: which operations a dependency may shed first (issue 24). After the reliability-patterns article's
 //! load shedding, which takes Stripe's example: part of the fleet is kept for critical requests,
 //! and under overload the least important traffic (test mode there, the bookstore's
 //! recommendations here) is dropped first. The dependency's side of it is

@@ -110,7 +110,7 @@ pub struct Answer {
     pub immediate: bool,
     /// The `Retry-After` to send with it (a 429 of a rate-limited phase); `None`: no header.
     pub retry_after: Option<Duration>,
-    /// The tokens the answer cost (seed 002's accounting); `None` without it.
+    /// The tokens the answer cost (the rate-limit article's accounting); `None` without it.
     pub cost: Option<u32>,
 }
 

@@ -55,9 +55,9 @@ pub enum Starts {
     #[default]
     ClosedLoop,
     /// Every client starts its first operation at time zero, then thinks between operations
-    /// (a small fixed group: seed 001's four callers, seed 003's herd and budget runs).
+    /// (a small fixed group: the retry-cost article's four callers, the reliability-patterns article's herd and budget runs).
     AtZero,
-    /// Operation `k` is due at `k * period` (a fixed-rate caller: seed 003's breaker run); if
+    /// Operation `k` is due at `k * period` (a fixed-rate caller: the reliability-patterns article's breaker run); if
     /// the previous operation is still going then, the next starts when it ends.
     Every(Duration),
     /// A ramp-up: client `c` starts its first operation at `c * gap`, so the clients join one

@@ -1,4 +1,4 @@
-//! The step workload of seed 002 (`E03_WORKLOAD=steps`): a batch job and an interactive flow
+//! The step workload of the rate-limit article (`E03_WORKLOAD=steps`): a batch job and an interactive flow
 //! that share one rate limit, on a step clock.
 //!
 //! Time is counted in steps: a step is `E03_STEP_MS` live (default 100 ms) and one tick in

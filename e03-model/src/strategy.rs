@@ -72,7 +72,7 @@ pub enum RetryAfter {
 #[serde(rename_all = "snake_case")]
 pub enum Classify {
     /// Retry 408, 425, 429, 500, 502, 503, 504, timeouts and connection errors; never a 4xx
-    /// such as 400, 401, 403, 404, 409 or 422 (seed 004's rule).
+    /// such as 400, 401, 403, 404, 409 or 422 (the retry-logic article's rule).
     #[default]
     Standard,
     /// Retry every failure, permanent or not (the cost of not classifying).
@@ -116,11 +116,11 @@ pub struct Strategy {
     #[serde(default)]
     pub throttle_base_ms: Option<u64>,
     /// `Some`: the strategy's operations are charges (`POST /charge`) and this says which
-    /// `Idempotency-Key` each attempt carries (seed 004); `None`: plain `GET /work` (E03).
+    /// `Idempotency-Key` each attempt carries (the retry-logic article); `None`: plain `GET /work` (E03).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency: Option<crate::ledger::KeyPolicy>,
     /// The step workload's load level this run of the strategy has (burst items per step,
-    /// seed 002); its id is then `<base id>-L<load>` (table ids are lowercase, so `-L` is unambiguous). `None` for every other workload.
+    /// the rate-limit article); its id is then `<base id>-L<load>` (table ids are lowercase, so `-L` is unambiguous). `None` for every other workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<u32>,
     /// Whether a client keeps its connection for the next attempt (issue 27's `reset-storm`).
@@ -143,7 +143,7 @@ pub struct Strategy {
     pub hedge: Option<crate::hedge::HedgeSpec>,
     /// Fan-out (`E03_WORKLOAD=fan_out`): the last this many calls of each request have a
     /// fallback (0: none). A call of them that fails, after its retries, is served by its
-    /// fallback, and the request is served degraded instead of failing (seed 003, "Load
+    /// fallback, and the request is served degraded instead of failing (the reliability-patterns article, "Load
     /// Shedding ve Graceful Degradation": the product page without its recommendations box, or
     /// with yesterday's list). Polly v8's fallback strategy (`AddFallback`,
     /// `FallbackStrategyOptions`): on a handled outcome, the substitute result instead; it has
@@ -151,7 +151,7 @@ pub struct Strategy {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fallbacks: u32,
     /// A bulkhead: the caller's slots for its calls in flight, shared by the strategy's
-    /// clients (seed 003, "Circuit Breaker ve Bulkhead": payments limited to 20 concurrent
+    /// clients (the reliability-patterns article, "Circuit Breaker ve Bulkhead": payments limited to 20 concurrent
     /// slots, the catalogue keeps working). One number: one pool every dependency shares;
     /// several: a pool per dependency (`E03_BALANCER=partition`'s replicas, in order). A call
     /// that finds its pool full fails fast (`bulkhead_full`), with no queue: .NET's
@@ -564,7 +564,7 @@ mod tests {
     #[test]
     fn connect_only_retries_what_never_left_and_nothing_after_it_may_have_been_done() {
         // urllib3's rule for a POST: connect errors retried, read errors (a read timeout, a
-        // reset after sending) final; statuses as seed 004's list.
+        // reset after sending) final; statuses as the retry-logic article's list.
         let mut c = std("C");
         c.classify = Classify::ConnectOnly;
         let class = |r| c.classify(&r);

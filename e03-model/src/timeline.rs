@@ -41,7 +41,7 @@ pub struct DownWindow {
 /// While rate limited the service admits at most `calls` requests in any sliding window of
 /// `window` (a request at `t` counts in `[t, t + window)`); a request over the limit is answered
 /// 429 at once with a `Retry-After`, does no work and takes no worker or queue place. Admitted
-/// requests are served as usual (workers, queue, faults). Seed 002's endpoint: 24 calls per 3
+/// requests are served as usual (workers, queue, faults). The rate-limit article's endpoint: 24 calls per 3
 /// steps, rejected calls included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RateLimitWindow {

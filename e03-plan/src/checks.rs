@@ -78,7 +78,7 @@ pub enum CheckMetric {
         window_ms: u64,
         retries_only: bool,
     },
-    /// Charges in the ledger beyond the first of each operation (seed 004).
+    /// Charges in the ledger beyond the first of each operation (the retry-logic article).
     DuplicateCharges,
     /// Lost responses (work committed, connection reset) whose operation sent another attempt,
     /// counted from the service's and the client's logs, not from the ledger.

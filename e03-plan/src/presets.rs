@@ -377,7 +377,7 @@ pub fn retry_everything(base: Duration, cap: Duration) -> Strategy {
     }
 }
 
-/// Seed 003's retry budget: 3 attempts per request, no backoff, and retries at most 10% of the
+/// The reliability-patterns article's retry budget: 3 attempts per request, no backoff, and retries at most 10% of the
 /// requests (see [`e03_model::budget::RatioBudget`]).
 pub fn budget10() -> Strategy {
     Strategy {
@@ -599,7 +599,7 @@ mod tests {
         );
     }
 
-    /// Seed 003's figure through the preset: 10,000 requests against a dependency that always
+    /// The reliability-patterns article's figure through the preset: 10,000 requests against a dependency that always
     /// fails, driven through the strategy's shared policy as the drivers do: 11,000 attempts.
     #[test]
     fn budget10_preset_gives_seed_003s_11_000_attempts() {

@@ -1,4 +1,4 @@
-//! `lab audit -- COMMAND [ARGS...]`: seed 004's checklist measured on any HTTP client.
+//! `lab audit -- COMMAND [ARGS...]`: the retry-logic article's checklist measured on any HTTP client.
 //!
 //! The lab serves the probes of [`e03_model::audit::battery`] on loopback
 //! ([`dependency_service::audit::AuditServer`]) and runs the client once per probe instance,

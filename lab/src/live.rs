@@ -265,7 +265,7 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
     Ok(code)
 }
 
-/// The step workload's check (seed 002): the same parameters and seeds simulated, beside the
+/// The step workload's check (the rate-limit article): the same parameters and seeds simulated, beside the
 /// live figures: batch calls and 429s within 5%, and the heavy-load ordering on both sides.
 /// Printed and written to `live_vs_simulated.csv`; it does not change the exit code.
 fn step_check(

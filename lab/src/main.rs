@@ -8,7 +8,7 @@
 //! - `lab compare e03b --seed 42`: live and simulated side by side.
 //! - `lab serve`, `lab swarm`, `lab analyze`: the three parts' own command lines; `run` starts
 //!   its children through them, so `cargo run --release -- run ...` needs no other binary.
-//! - `lab replica ratelimit`: seed 002's published table beside a port of its own simulation,
+//! - `lab replica ratelimit`: the rate-limit article's published table beside a port of its own simulation,
 //!   PASS per cell (exit 0 when all pass, 3 otherwise).
 //! - `lab report --out DIR [SCENARIO]`: analyse the logs a swarm left in DIR and print the
 //!   tables (the compose analyzer container runs this).
@@ -107,7 +107,7 @@ fn dispatch(args: Vec<OsString>) -> i32 {
 /// Exit code of `lab replica` when a published cell is not reproduced.
 const EXIT_REPLICA_MISMATCH: i32 = e03_io::exit::CHECK_FAILED;
 
-/// `lab replica ratelimit [--seed N ...]`: every published figure of seed 002 beside the
+/// `lab replica ratelimit [--seed N ...]`: every published figure of the rate-limit article beside the
 /// replica's ([`simulator::replica002`]), PASS or FAIL per cell; with `--seed`, the main table
 /// of a run with each seed given, the published figure beside ours where the article ran that
 /// seed (`-` and no verdict elsewhere). Exit 0 when every published cell passes, 3 otherwise.

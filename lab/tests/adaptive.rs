@@ -1,5 +1,5 @@
 //! The `aws-adaptive` preset (the AWS SDKs' adaptive retry mode: standard mode plus the
-//! client-side CUBIC rate limiter) in seed 002's `ratelimit`, live and simulated: under the
+//! client-side CUBIC rate limiter) in the rate-limit article's `ratelimit`, live and simulated: under the
 //! heavy load (6 items a step) the limiter keeps the 429s down and the batch finishes, where
 //! standard mode's retries are mostly rejected; live and simulated agree within 5% on its calls
 //! and 429s, the bar `ratelimit` sets its own rows.

@@ -1,4 +1,4 @@
-//! `bulkhead` (issue 24; seed 003's "Circuit Breaker ve Bulkhead"): 100 users through a caller
+//! `bulkhead` (issue 24; the reliability-patterns article's "Circuit Breaker ve Bulkhead"): 100 users through a caller
 //! with 50 slots, the even ones calling the catalogue (dependency 0), the odd ones the payments
 //! (dependency 1), two dependency processes; the payments take 5 s from 10 s to 30 s. One pool
 //! of 50 every call shares against a pool each (30 and 20). Live: the partition in the server

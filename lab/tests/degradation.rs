@@ -1,4 +1,4 @@
-//! `degradation` (issue 24; seed 003's product page): each page is a fan-out of five calls, one
+//! `degradation` (issue 24; the reliability-patterns article's product page): each page is a fan-out of five calls, one
 //! to each of five dependencies (five dependency processes, the partition balancer); the
 //! recommendations (dependency 4) answer 503 from 10 s to 30 s, the reviews (3) from 15 s to
 //! 25 s. Live, each dependency gets only its own call of every page, each page's record says

@@ -1,4 +1,4 @@
-//! Seed 002's ratelimit scenario: a short variant live over loopback (429 + Retry-After received
+//! The rate-limit article's ratelimit scenario: a short variant live over loopback (429 + Retry-After received
 //! and logged on both sides), and the simulated table with its verdicts.
 
 mod common;

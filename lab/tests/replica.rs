@@ -1,4 +1,4 @@
-//! `lab replica ratelimit`: the port of seed 002's own simulation, with the article's seeds and
+//! `lab replica ratelimit`: the port of the rate-limit article's own simulation, with the article's seeds and
 //! any other.
 
 mod common;

@@ -346,7 +346,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             self.deliver_answers(t);
         }
-        // Seed 002's steps leave the batch items not done when the steps run out.
+        // The rate-limit article's steps leave the batch items not done when the steps run out.
         for e in self.workload.stop(dur(now), &mut self.budget) {
             self.ended(e);
         }
@@ -527,7 +527,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// Hands every answer due now to its client (if it is still waiting for it).
     fn deliver_answers(&mut self, t: Nanos) {
         // Delivering can add answers: a workload that sends its next call when an answer comes
-        // (seed 002's steps) may be answered at once. Indexing (rather than draining) keeps the
+        // (the rate-limit article's steps) may be answered at once. Indexing (rather than draining) keeps the
         // buffer's allocation for the next instant.
         let mut i = 0;
         while i < self.answers.len() {

@@ -13,7 +13,7 @@
 //! - [`service`]: [`replay`] drives the core's dependency schedule alone with a recorded arrival
 //!   list.
 //! - [`engine`]: one run: the run's workload (closed loop, group, fixed rate, open loop,
-//!   seed 002's steps) exactly as the live swarm, reporting to an [`Observer`]; its wire
+//!   the rate-limit article's steps) exactly as the live swarm, reporting to an [`Observer`]; its wire
 //!   connection model (`engine/connections.rs`) and wire faults (`engine/faults.rs`) are files
 //!   of its own, private to it.
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.
@@ -22,7 +22,7 @@
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
 //! - [`compare`]: live against simulated, side by side.
 //! - [`live_model`]: the model a live run's `live_model` checks are judged against.
-//! - [`replica002`]: a port of seed 002's own rate-limit simulation, checked against its table.
+//! - [`replica002`]: a port of the rate-limit article's own rate-limit simulation, checked against its table.
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
 //! is due, sent and arrived at one instant), unless a scenario's wire phase adds one

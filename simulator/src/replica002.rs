@@ -1,6 +1,6 @@
-//! Replica of seed 002's rate-limit simulation: an independent check of the limiter's semantics.
+//! Replica of the rate-limit article's rate-limit simulation: an independent check of the limiter's semantics.
 //!
-//! Seed 002 is the Turkish article "Hız Sınırları ve Yeniden Deneme" (academia.sh, course "Model
+//! The rate-limit article is the Turkish article "Hız Sınırları ve Yeniden Deneme" (academia.sh, course "Model
 //! API'leri ile Uygulama Geliştirme", CC BY-SA 4.0). It runs 160 fictional support tickets
 //! through a fictional model endpoint on a step clock and publishes a table per load level and
 //! policy. This module ports its Python, rule for rule, so that the published table can be
@@ -694,7 +694,7 @@ mod tests {
         assert_ne!(ep.call(p, 3, 0, SEED).outcome, Outcome::RateLimited);
     }
 
-    /// Every published figure of seed 002, to four decimals (see [`cells`] for where each is).
+    /// Every published figure of the rate-limit article, to four decimals (see [`cells`] for where each is).
     #[test]
     fn every_published_cell_is_reproduced() {
         let cells = cells();

@@ -369,7 +369,7 @@ mod tests {
         assert!(JOBS_DONE.load(Ordering::SeqCst) >= done + 37);
     }
 
-    // Seed 002's step workload, driven by the one engine.
+    // The rate-limit article's step workload, driven by the one engine.
     fn ratelimit(raw: &[(&str, &str)]) -> ScenarioSummary {
         simulated_with("ratelimit", raw)
     }

@@ -1,4 +1,4 @@
-//! The scorecard's types: a verdict, a row (one question of seed 004's checklist) and the card
+//! The scorecard's types: a verdict, a row (one question of the retry-logic article's checklist) and the card
 //! `lab audit` prints and keeps.
 
 use std::fmt::Write as _;
@@ -24,7 +24,7 @@ impl Verdict {
     }
 }
 
-/// One row: a question of seed 004's checklist.
+/// One row: a question of the retry-logic article's checklist.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The checklist item it belongs to (1 to 5).

@@ -1,4 +1,4 @@
-//! `lab audit`'s scorecard: seed 004's checklist, graded from the audit's log alone
+//! `lab audit`'s scorecard: the retry-logic article's checklist, graded from the audit's log alone
 //! (`audit.jsonl`, records of [`e03_model::audit`]).
 //!
 //! Each row answers one question of the seed's checklist with PASS, WARN or FAIL, the evidence

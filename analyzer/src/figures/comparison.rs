@@ -230,7 +230,7 @@ pub fn write_comparison(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeEr
             ymax: None,
         });
     }
-    // Seed 004's figures (idempotency, classification), where the runs have them.
+    // The retry-logic article's figures (idempotency, classification), where the runs have them.
     if s.runs.iter().any(|r| {
         r.ledger
             .as_ref()

@@ -110,7 +110,7 @@ where
     Ok(())
 }
 
-/// `calls_per_step.{svg,png}` of a step-workload scenario (seed 002): for each load level, the
+/// `calls_per_step.{svg,png}` of a step-workload scenario (the rate-limit article): for each load level, the
 /// calls the dependency received in the sliding window at each step (every policy, the first
 /// seed) against the rate limit, with a cross where an interactive query failed.
 pub fn write_steps(dir: &Path, s: &ScenarioSummary) -> Result<(), AnalyzeError> {

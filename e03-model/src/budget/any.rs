@@ -169,7 +169,7 @@ mod tests {
         assert!(tps >= 10.0, "{tps}");
     }
 
-    /// Seed 003's loop through the trait: `requests` operations whose every attempt fails, at
+    /// The reliability-patterns article's loop through the trait: `requests` operations whose every attempt fails, at
     /// most `attempts` attempts each, all at time zero. Returns the attempts sent.
     fn seed_003_loop(budget: &mut dyn RetryBudget, requests: u32, attempts: u32) -> u32 {
         let mut sent = 0;
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(seed_003_loop(&mut ratio, 10_000, 3), 11_000);
     }
 
-    /// The other counting budgets in seed 003's loop, by hand: the AWS quota pays 100 retries
+    /// The other counting budgets in the reliability-patterns article's loop, by hand: the AWS quota pays 100 retries
     /// of 5 (500 / 5) and 35 of 14 (490 / 14) and nothing comes back; gRPC's throttle drops one
     /// token per failed attempt from 10 and allows retries while above 5: 3 retries.
     #[test]

@@ -5,7 +5,7 @@
 //! budget whose deposits expire uses it.
 //!
 //! One kind a file, as tower's `retry/budget/`: [`TokenBucket`] (strategy D), [`RatioBudget`]
-//! (seed 003), [`GrpcThrottle`] (gRPC A6), [`AwsQuota`] (the AWS SDKs), [`TpsBudget`] (Finagle,
+//! (the reliability-patterns article), [`GrpcThrottle`] (gRPC A6), [`AwsQuota`] (the AWS SDKs), [`TpsBudget`] (Finagle,
 //! tower), [`EnvoyBudget`] (Envoy) and [`SreThrottle`] (Google SRE's adaptive throttling), each
 //! with its source, its defaults and its tests. [`BudgetSpec`] (`spec.rs`) is a budget as data;
 //! [`AnyBudget`] (`any.rs`) is the budget a spec describes. This file holds the trait they all

@@ -1,10 +1,10 @@
-//! Seed 003's retry budget: retries stay within a ratio of the operations started.
+//! The reliability-patterns article's retry budget: retries stay within a ratio of the operations started.
 
 use std::time::Duration;
 
 use super::{RetryBudget, RetryCause};
 
-/// Seed 003's retry budget (the SRE book's "retries below 10% of requests" per client): a retry
+/// The reliability-patterns article's retry budget (the SRE book's "retries below 10% of requests" per client): a retry
 /// is allowed only while `retries + 1 <= ratio * requests`, where `requests` counts the
 /// operations started so far (deposits) and `retries` the retries allowed so far. The test is
 /// the seed's own (`retries + 1 > r * 0.10` breaks), in the same floating-point arithmetic.

@@ -18,7 +18,7 @@ pub enum BudgetSpec {
         /// Tokens each first attempt adds. Default 0.1 (`E03_BUDGET_RATIO`).
         ratio: f64,
     },
-    /// Seed 003's budget: retries stay within `ratio` of the operations started (see
+    /// The reliability-patterns article's budget: retries stay within `ratio` of the operations started (see
     /// [`RatioBudget`](super::RatioBudget)).
     Ratio {
         /// Retries allowed per operation started. Default 0.1.
@@ -156,7 +156,7 @@ impl BudgetSpec {
         BudgetSpec::TokenBucket { cap, ratio }
     }
 
-    /// Seed 003's budget with the given ratio.
+    /// The reliability-patterns article's budget with the given ratio.
     pub fn ratio(ratio: f64) -> Self {
         BudgetSpec::Ratio { ratio }
     }

@@ -29,7 +29,7 @@
 //! - [`Clients`]: a closed loop (or a fixed group, or fixed-rate callers) of N
 //!   [`ClientSession`]s, one machine with a min-heap of their wakes;
 //! - [`Arrivals`]: the open loop, [`OpenLoop`]'s arrivals started in its slots' sessions;
-//! - [`Steps`]: seed 002's step workload ([`StepWorkload`]), one call at a time;
+//! - [`Steps`]: the rate-limit article's step workload ([`StepWorkload`]), one call at a time;
 //! - the chain's top caller: a [`Clients`] of one session, its top requests one after the
 //!   other ([`top_caller`]);
 //! - [`FanOut`]: each request calls the dependency K times at once and ends when every call
@@ -90,7 +90,7 @@ pub struct Outgoing {
     pub due: Duration,
     /// Give up waiting for its answer this long after sending it.
     pub timeout: Duration,
-    /// The step workload's flow and step (seed 002); `None` elsewhere.
+    /// The step workload's flow and step (the rate-limit article); `None` elsewhere.
     pub flow: Option<Flow>,
     pub step: Option<u32>,
     /// Its operation's class (sent in the priority header when best effort).

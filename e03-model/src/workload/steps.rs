@@ -1,4 +1,4 @@
-//! [`Steps`]: seed 002's step workload behind the one interface, one call at a time.
+//! [`Steps`]: the rate-limit article's step workload behind the one interface, one call at a time.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use crate::strategy::Strategy;
 
 use super::{Ended, Next, Outgoing, Workload};
 
-/// Seed 002's step workload behind the one interface: [`StepWorkload`] names one call at a
+/// The rate-limit article's step workload behind the one interface: [`StepWorkload`] names one call at a
 /// time; each call gives up after `timeout`.
 #[derive(Debug)]
 pub struct Steps {

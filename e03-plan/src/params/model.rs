@@ -89,7 +89,7 @@ impl Params {
         }
     }
 
-    /// True for the step workload (`E03_WORKLOAD=steps`, seed 002).
+    /// True for the step workload (`E03_WORKLOAD=steps`, the rate-limit article).
     pub fn is_steps(&self) -> bool {
         self.swarm.workload == "steps"
     }

@@ -40,10 +40,10 @@ pub struct ServiceParams {
     pub fail_rate: f64,
     pub slow_rate: f64,
     pub slow_ms: f64,
-    /// Share of answers lost after the commit (seed 004).
+    /// Share of answers lost after the commit (the retry-logic article).
     #[serde(default)]
     pub lost_rate: f64,
-    /// Share of operations that fail permanently (seed 004).
+    /// Share of operations that fail permanently (the retry-logic article).
     #[serde(default)]
     pub permanent_rate: f64,
     /// The heavy tail: share of requests, and their service-time factor.
@@ -51,7 +51,7 @@ pub struct ServiceParams {
     pub tail_rate: f64,
     #[serde(default = "default_tail_factor")]
     pub tail_factor: f64,
-    /// Seed 002's content faults and token accounting (see [`FaultModel`]).
+    /// The rate-limit article's content faults and token accounting (see [`FaultModel`]).
     #[serde(default)]
     pub timeout_rate: f64,
     #[serde(default)]
@@ -102,7 +102,7 @@ fn default_tail_factor() -> f64 {
     10.0
 }
 
-/// The step workload's parameters (`E03_WORKLOAD=steps`, seed 002; see [`e03_model::steps`]).
+/// The step workload's parameters (`E03_WORKLOAD=steps`, the rate-limit article; see [`e03_model::steps`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepParams {
     pub step_ms: f64,

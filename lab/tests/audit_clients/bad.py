@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A client that breaks every item of seed 004's checklist, for `lab audit`'s tests.
+"""A client that breaks every item of the retry-logic article's checklist, for `lab audit`'s tests.
 
 Retries everything at once (5 attempts, no wait, no Retry-After), with no timeout and no
 deadline, a new Idempotency-Key per attempt, and a hidden "transport layer" that retries a 503

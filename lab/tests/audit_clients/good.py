@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A client that follows seed 004's checklist, for `lab audit`'s tests (standard library only).
+"""A client that follows the retry-logic article's checklist, for `lab audit`'s tests (standard library only).
 
 Retries only transient failures (408, 425, 429, 500, 502, 503, 504, timeouts, resets), at most 4
 attempts, each with a 1 s timeout, within a 6 s deadline; full-jitter exponential backoff (base
