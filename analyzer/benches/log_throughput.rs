@@ -24,7 +24,7 @@ use e03_model::events::{
     Arrival, Attempt, AttemptEnd, Cause, Event, OperationRecord, Outcome, Response, RunEnd,
     RunStart, RunTag, Source,
 };
-use e03_plan::control::{client_log_path, server_log_path};
+use e03_plan::log_names::{client_log_path, server_log_path};
 use e03_plan::{Params, Scenario};
 
 const CLIENTS: u32 = 200;

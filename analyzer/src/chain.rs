@@ -26,7 +26,7 @@ use crate::blocks::Block;
 use crate::outputs::{blocks_markdown, write_atomic, write_csv_rows};
 use crate::AnalyzeError;
 
-pub use e03_io::logs::{layer_log_name, proxy_log_name, STOPPED_MARKER, TOP_LOG};
+pub use e03_plan::log_names::{layer_log_name, proxy_log_name, STOPPED_MARKER, TOP_LOG};
 
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, AnalyzeError> {
     let io = |source| AnalyzeError::Io {

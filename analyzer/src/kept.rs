@@ -7,7 +7,7 @@ use std::path::Path;
 use e03_plan::scenario;
 use e03_plan::Scenario;
 
-pub use e03_plan::control::SCENARIO_FILE;
+pub use e03_plan::log_names::SCENARIO_FILE;
 
 /// A kept file that does not read, or a scenario name that names none.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

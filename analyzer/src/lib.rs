@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use e03_metrics::fidelity::REPLICA_SEQ_SHIFT;
 use e03_model::shard::Shard;
-use e03_plan::control::{client_log_path, ledger_log_path, server_log_path, shard_log_name};
+use e03_plan::log_names::{client_log_path, ledger_log_path, server_log_path, shard_log_name};
 use e03_plan::{ParamError, Params, Scenario};
 
 pub mod audit;
@@ -92,7 +92,7 @@ impl AnalyzeError {
 /// `(strategy, seed)` of a log file name `server-S-seedN.jsonl` or `client-S-seedN.jsonl`.
 fn run_of_file_name(name: &str) -> Option<(String, u64)> {
     // A replica's server log (`E03_REPLICAS`) names its replica after the run.
-    let rest = match e03_plan::control::server_log_run(name) {
+    let rest = match e03_plan::log_names::server_log_run(name) {
         Some((run, _)) => run,
         None => name.strip_prefix("client-")?.strip_suffix(".jsonl")?,
     };
@@ -300,7 +300,7 @@ fn analyze_run(
         1 => vec![(server, None, 0)],
         n => (0..n)
             .map(|r| {
-                let name = e03_plan::control::replica_log_name(strategy, seed, r);
+                let name = e03_plan::log_names::replica_log_name(strategy, seed, r);
                 (dir.join(name), None, u64::from(r) << REPLICA_SEQ_SHIFT)
             })
             .collect(),
@@ -389,7 +389,7 @@ fn analyze_run(
     }
     // The proxy in front (issue 27): its connections, and the ones it reset. Written beside the
     // server log when the run had one; a line that is not a record is named in a warning.
-    let wire = dir.join(file_name(&e03_plan::control::wire_log_beside(
+    let wire = dir.join(file_name(&e03_plan::log_names::wire_log_beside(
         &server_log_path(&scenario, strategy, seed),
     )));
     if let (Some(tally), true) = (acc.wire_mut(), wire.exists()) {

@@ -130,7 +130,7 @@ pub struct SwarmPlan {
     /// `params.strategies` says which strategies run; each needs a [`Target`].
     pub params: Params,
     pub targets: Vec<Target>,
-    /// Client logs go to `out_dir/<e03_plan::control::client_log_path(..)>`.
+    /// Client logs go to `out_dir/<e03_plan::log_names::client_log_path(..)>`.
     pub out_dir: PathBuf,
     /// Sent in every `StartRun` (`run_dir`): the dependencies log into `<log dir>/<run_dir>/`.
     /// `Some` when the swarm claimed `out_dir` = `OUT/<run id>` itself (compose).

@@ -83,7 +83,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             .iter()
             .flat_map(|s| {
                 params.seeds().iter().flat_map(move |&seed| {
-                    e03_plan::control::run_log_names(&s.id, seed, params.replicas(), shards)
+                    e03_plan::log_names::run_log_names(&s.id, seed, params.replicas(), shards)
                 })
             })
             .collect();
@@ -96,7 +96,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             let kept: Vec<PathBuf> = [
                 e03_io::scenario_files::SCENARIO_FILE,
                 e03_io::scenario_files::POLICIES_FILE,
-                e03_plan::control::RUN_LOGS_FILE,
+                e03_plan::log_names::RUN_LOGS_FILE,
             ]
             .iter()
             .map(|f| dir.join(f))

@@ -70,7 +70,12 @@ impl RunSpec {
         let file = if self.standalone {
             format!("{STANDALONE}/server-{STANDALONE}.jsonl")
         } else {
-            control::replica_log_path(&self.scenario, &self.strategy, self.seed, self.replica)
+            e03_plan::log_names::replica_log_path(
+                &self.scenario,
+                &self.strategy,
+                self.seed,
+                self.replica,
+            )
         };
         match &self.run_dir {
             Some(dir) => format!("{dir}/{file}"),
@@ -220,7 +225,8 @@ impl Service {
         let log = self.log_dir.join(server);
         let paths: Vec<PathBuf> = [
             crate::run::ledger_beside(&log),
-            self.log_dir.join(control::wire_log_beside(server)),
+            self.log_dir
+                .join(e03_plan::log_names::wire_log_beside(server)),
             log,
         ]
         .into_iter()
@@ -403,7 +409,7 @@ impl Service {
         let t0 = spec.t0;
         let log_file = spec.log_file();
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
-        let wire_log = control::wire_log_beside(&log_file);
+        let wire_log = e03_plan::log_names::wire_log_beside(&log_file);
         let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
         // The dependency this strategy's runs face (a strategy table may set its own policy).
         let config =

@@ -1,33 +1,11 @@
-//! The names of the logs a run leaves, and the one way the lab writes a finished file.
-//!
-//! A chain scenario's variant directory holds `top.jsonl` (the top caller's operations) and
-//! `layer-<L>-<name>.jsonl` (the calls that arrived at layer L), written by the hops when live
-//! and by the simulator in the same format; a stopped variant leaves [`STOPPED_MARKER`].
-//! (The E03 logs' names, `<scenario>/server-<strategy>-seed<N>.jsonl` and the client's, are
-//! the control protocol's: `e03_plan::control::server_log_path`.)
+//! The one way the lab writes a finished file, and a chain's logs written whole. Every log's
+//! name is the plan's (`e03_plan::log_names`).
 
 use std::io::Write;
 use std::path::Path;
 
 use e03_model::chain::ChainVariant;
-
-/// The top caller's log in a chain variant's directory.
-pub const TOP_LOG: &str = "top.jsonl";
-
-/// The file a stopped chain run leaves in the variant it was running: why it is incomplete.
-pub const STOPPED_MARKER: &str = "STOPPED.txt";
-
-/// The name of the log of layer `layer` of `variant`.
-pub fn layer_log_name(variant: &ChainVariant, layer: u32) -> String {
-    format!("layer-{layer}-{}.jsonl", variant.layer_name(layer))
-}
-
-/// The name of the log of the fault proxy in front of layer `layer` of `variant`
-/// (`[[chain.variant.proxy]]`): `lab proxy --http`'s log, the server log schema with a
-/// `proxied` record per call.
-pub fn proxy_log_name(variant: &ChainVariant, layer: u32) -> String {
-    format!("proxy-{layer}-{}.jsonl", variant.layer_name(layer))
-}
+use e03_plan::log_names::{layer_log_name, proxy_log_name, TOP_LOG};
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename: a
 /// reader sees the old file or the whole new one, never half of it.

@@ -10,7 +10,7 @@ use e03_plan::Scenario;
 
 use crate::error::InputError;
 
-pub use e03_plan::control::SCENARIO_FILE;
+pub use e03_plan::log_names::SCENARIO_FILE;
 
 /// One scenario named on a command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,16 +137,16 @@ pub fn keep_policies(dir: &Path, text: &str) -> Result<(), InputError> {
 }
 
 /// Writes the list of the logs the runs in a scenario folder will write
-/// ([`e03_plan::control::RUN_LOGS_FILE`]), whole or not at all: the shards of a run, started
+/// ([`e03_plan::log_names::RUN_LOGS_FILE`]), whole or not at all: the shards of a run, started
 /// together, each write the same list into a shared folder.
 pub fn keep_run_logs(dir: &Path, names: &[String]) -> Result<(), InputError> {
-    let path = dir.join(e03_plan::control::RUN_LOGS_FILE);
+    let path = dir.join(e03_plan::log_names::RUN_LOGS_FILE);
     let tmp = dir.join(format!(
         ".{}.{}",
-        e03_plan::control::RUN_LOGS_FILE,
+        e03_plan::log_names::RUN_LOGS_FILE,
         std::process::id()
     ));
-    std::fs::write(&tmp, e03_plan::control::run_logs_toml(names))
+    std::fs::write(&tmp, e03_plan::log_names::run_logs_toml(names))
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

@@ -310,7 +310,7 @@ pub enum Event {
     Probe(ProbeRecord),
     RunEnd(RunEnd),
     /// A committed charge: a line of a run's ledger (`ledger-*.jsonl`, see
-    /// [`crate::control::ledger_log_path`]).
+    /// `e03_plan::log_names::ledger_log_path`).
     Charge(ChargeRecord),
     /// What `lab proxy --http` did with a request, beside its arrival and response records.
     Proxied(ProxiedRecord),

@@ -5,7 +5,7 @@ use crate::scenario::ScenarioError;
 use e03_model::spec_error::SpecError;
 
 /// A [`crate::control::StartRun`] read back that cannot be used, or a
-/// [`crate::control::RUN_LOGS_FILE`] that does not list logs.
+/// [`crate::log_names::RUN_LOGS_FILE`] that does not list logs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControlError {
     /// `scenario` names another scenario than the `definition` it carries.

@@ -20,7 +20,8 @@
 //! - [`names`]: which strings may name a scenario, a strategy and a run folder.
 //! - [`checks`]: a scenario's `[[check]]` tables: which figure, the published value, the band.
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
-//! - [`control`]: the control protocol (start/stop a run) and the log file layout.
+//! - [`control`]: the control protocol (start/stop a run).
+//! - [`log_names`]: the name of every log and file a run leaves in its folder.
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
 pub mod checks;
@@ -28,6 +29,7 @@ pub mod checks;
 pub mod cli;
 pub mod control;
 pub mod control_error;
+pub mod log_names;
 pub mod names;
 pub mod params;
 pub mod presets;

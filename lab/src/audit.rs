@@ -280,7 +280,7 @@ fn audit(a: &AuditArgs, dir: &Path) -> anyhow::Result<i32> {
         .with_context(|| format!("writing {}", log.display()))?;
     if !complete {
         e03_io::logs::write_atomic(
-            &dir.join(e03_io::logs::STOPPED_MARKER),
+            &dir.join(e03_plan::log_names::STOPPED_MARKER),
             b"lab audit was stopped before its battery ended: audit.jsonl is incomplete and was \
               not graded.\n",
         )?;

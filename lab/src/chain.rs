@@ -108,11 +108,11 @@ async fn until_stopped<T>(
 }
 
 /// Marks the variant in `dir` incomplete: the top requests that finished go to `top.jsonl`,
-/// and [`e03_io::logs::STOPPED_MARKER`] says why the rest is missing (the analyzer then
+/// and [`e03_plan::log_names::STOPPED_MARKER`] says why the rest is missing (the analyzer then
 /// refuses to make tables of it). The calls the hops answered are in their logs.
 fn stopped(dir: &Path, tops: &[e03_model::chain::TopRecord], requests: u32) -> anyhow::Result<()> {
-    e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), tops)?;
-    let marker = dir.join(e03_io::logs::STOPPED_MARKER);
+    e03_io::logs::write_jsonl(&dir.join(e03_plan::log_names::TOP_LOG), tops)?;
+    let marker = dir.join(e03_plan::log_names::STOPPED_MARKER);
     std::fs::write(
         &marker,
         format!(
@@ -274,13 +274,13 @@ fn live_variant(
             &HopConfig {
                 layer,
                 role: role_of(chain, v, layer, &entry),
-                log: dir.join(e03_io::logs::layer_log_name(v, layer)),
+                log: dir.join(e03_plan::log_names::layer_log_name(v, layer)),
                 listen: "127.0.0.1:0".into(),
             },
         )?;
         entry = format!("http://{addr}");
         if let Some(proxy) = v.proxy_before(layer) {
-            let log = dir.join(e03_io::logs::proxy_log_name(v, layer));
+            let log = dir.join(e03_plan::log_names::proxy_log_name(v, layer));
             entry = format!(
                 "http://{}",
                 start_fault_proxy(&mut hops, proxy, &entry, &log)?
@@ -331,7 +331,7 @@ async fn drive_variant(
     if !idle? {
         bail!("the hops were still working after 300 s; their logs are incomplete");
     }
-    e03_io::logs::write_jsonl(&dir.join(e03_io::logs::TOP_LOG), &tops)?;
+    e03_io::logs::write_jsonl(&dir.join(e03_plan::log_names::TOP_LOG), &tops)?;
     Ok(true)
 }
 
@@ -471,10 +471,12 @@ fn relative_log(root: &Path, dir: &Path, file: &str) -> anyhow::Result<String> {
 fn prepare_variant_dir(dir: &Path, v: &ChainVariant, overwrite: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut ours: Vec<PathBuf> = vec![
-        dir.join(e03_io::logs::TOP_LOG),
-        dir.join(e03_io::logs::STOPPED_MARKER),
+        dir.join(e03_plan::log_names::TOP_LOG),
+        dir.join(e03_plan::log_names::STOPPED_MARKER),
     ];
-    ours.extend((1..=v.bottom_layer()).map(|l| dir.join(e03_io::logs::layer_log_name(v, l))));
+    ours.extend(
+        (1..=v.bottom_layer()).map(|l| dir.join(e03_plan::log_names::layer_log_name(v, l))),
+    );
     let earlier: Vec<&PathBuf> = ours.iter().filter(|p| p.exists()).collect();
     if earlier.is_empty() {
         return Ok(());
@@ -526,7 +528,7 @@ async fn swarm_run(
                 let setup = HopSetup {
                     layer,
                     role: role_of(chain, v, layer, &below),
-                    log: relative_log(root, &vdir, &e03_io::logs::layer_log_name(v, layer))?,
+                    log: relative_log(root, &vdir, &e03_plan::log_names::layer_log_name(v, layer))?,
                 };
                 hop::configure_hop(&client, &a.hops[layer as usize - 1], &setup)
                     .await

@@ -231,7 +231,7 @@ fn ends_with_run_end(log: &Path) -> bool {
 /// some M, is there and ends with its `run_end`.
 fn clients_ended(dir: &Path, server: &str) -> bool {
     // A replica's server log shares its run's client logs.
-    let Some((run, _)) = e03_plan::control::server_log_run(server) else {
+    let Some((run, _)) = e03_plan::log_names::server_log_run(server) else {
         return false;
     };
     if ends_with_run_end(&dir.join(format!("client-{run}.jsonl"))) {
@@ -256,16 +256,16 @@ fn clients_ended(dir: &Path, server: &str) -> bool {
 }
 
 /// The logs the scenario folder `dir` is still waiting for: of those its
-/// [`RUN_LOGS_FILE`](e03_plan::control::RUN_LOGS_FILE) names (the swarm writes it before the
+/// [`RUN_LOGS_FILE`](e03_plan::log_names::RUN_LOGS_FILE) names (the swarm writes it before the
 /// runs start), each one not there or not ended with its `run_end`. Empty when the folder has
 /// no such file.
 fn logs_awaited(dir: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(dir.join(e03_plan::control::RUN_LOGS_FILE)) else {
+    let Ok(text) = std::fs::read_to_string(dir.join(e03_plan::log_names::RUN_LOGS_FILE)) else {
         return Vec::new();
     };
     // The collector took the file whole (its CRC-32 checked); one that does not parse was not
     // the swarm's, and waits for nothing.
-    e03_plan::control::parse_run_logs(&text)
+    e03_plan::log_names::parse_run_logs(&text)
         .unwrap_or_default()
         .into_iter()
         .filter(|l| !ends_with_run_end(&dir.join(l)))
@@ -402,11 +402,11 @@ mod tests {
         // logs come when it ends), so the runs have not all ended.
         let list: Vec<String> = ["A", "C"]
             .iter()
-            .flat_map(|s| e03_plan::control::run_log_names(s, 42, 1, 1))
+            .flat_map(|s| e03_plan::log_names::run_log_names(s, 42, 1, 1))
             .collect();
         write(
-            e03_plan::control::RUN_LOGS_FILE,
-            e03_plan::control::run_logs_toml(&list),
+            e03_plan::log_names::RUN_LOGS_FILE,
+            e03_plan::log_names::run_logs_toml(&list),
         );
         assert!(!runs_ended(&out, &["e03b"]), "C's logs have not come");
         assert_eq!(

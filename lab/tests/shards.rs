@@ -325,12 +325,12 @@ fn logs_sent_over_http_make_the_run_without_a_shared_folder() {
         same(shard, &format!("client-C-seed7-shard{i}of2.jsonl"));
         same(shard, "scenario.toml");
         // The list of the run's logs the analyzer waited for: the same from each shard.
-        same(shard, e03_plan::control::RUN_LOGS_FILE);
+        same(shard, e03_plan::log_names::RUN_LOGS_FILE);
     }
-    let listed = std::fs::read_to_string(got.join(e03_plan::control::RUN_LOGS_FILE)).unwrap();
+    let listed = std::fs::read_to_string(got.join(e03_plan::log_names::RUN_LOGS_FILE)).unwrap();
     assert_eq!(
-        e03_plan::control::parse_run_logs(&listed).unwrap(),
-        e03_plan::control::run_log_names("C", 7, 1, 2),
+        e03_plan::log_names::parse_run_logs(&listed).unwrap(),
+        e03_plan::log_names::run_log_names("C", 7, 1, 2),
         "the swarm lists the logs of its runs"
     );
     // One run, complete, and the analyzer matched every attempt, per run and per shard.
