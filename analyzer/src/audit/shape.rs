@@ -51,6 +51,10 @@
 /// A retry number whose median wait is under this is an immediate retry, ms.
 pub const IMMEDIATE_MS: f64 = 20.0;
 
+/// Waits grow when the last timed retry number's longest wait is at least this many times the
+/// first's (and, for an irregular envelope, its median wait too).
+const GROWS_BY: f64 = 1.5;
+
 /// No jitter when the interquartile ranges of the retry numbers, summed, are at most this share
 /// of their medians, summed, plus [`NONE_ABS_MS`] per retry number (a loaded machine's
 /// scheduling adds its own lateness to every wait: a fixed 500 ms wait of 20 Node copies at once
@@ -211,7 +215,15 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
     let env: Vec<f64> = timed.iter().map(|&k| envelope_ms[k]).collect();
     let (growth, cap) = growth(&env);
     let cap = cap.map(|(c, i)| (c, timed[i] + 1));
-    let grows = env.len() >= 2 && env[env.len() - 1] >= 1.5 * env[0];
+    // Growth is read from the envelope. An irregular envelope must be confirmed by the medians:
+    // the longest wait of a retry number is one copy, and a loaded machine can wake one copy of
+    // a loop that retries at once 150 ms late (CI measured longest waits of 89, 56, .., 148 ms
+    // over medians near 40): there the typical wait must grow too. (A regular envelope is not
+    // asked: 20 copies of decorrelated jitter can draw medians that grow less.)
+    let grows = timed.len() >= 2
+        && env[env.len() - 1] >= GROWS_BY * env[0]
+        && (growth != Growth::Irregular
+            || median(timed[timed.len() - 1]) >= GROWS_BY * median(timed[0]));
 
     // Each timed wait with the range each model gives it, the one longest wait of each retry
     // number left out (it sets the envelope).
@@ -539,6 +551,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A loop that retries at once, 20 copies on a loaded machine (CI, stop 58): nine retries
+    /// whose medians sit near 40 ms and whose longest waits wander (89, 56, .., 148 ms), the
+    /// last one 1.66 times the first. The envelope alone would call that growth; the medians do
+    /// not grow, so neither do the waits. The same waits doubled per retry number grow.
+    #[test]
+    fn one_late_copy_does_not_make_immediate_retries_grow() {
+        let longest = [89.0, 56.0, 108.0, 108.0, 54.0, 148.0, 109.0, 40.0, 148.0];
+        let noisy: Vec<Vec<f64>> = (0..20u32)
+            .map(|c| {
+                longest
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &top)| {
+                        // Copy 0 is the late one; the others spread from 25 to 39 ms.
+                        if c == 0 {
+                            top
+                        } else {
+                            25.0 + f64::from((c * 7 + k as u32 * 3) % 15)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let sh = shape(&noisy).unwrap();
+        assert_eq!(sh.envelope_ms, longest.to_vec(), "{sh:?}");
+        assert!(!sh.grows, "{sh:?}");
+        let doubling: Vec<Vec<f64>> = noisy
+            .iter()
+            .map(|w| {
+                w.iter()
+                    .enumerate()
+                    .map(|(k, &x)| x * f64::from(1u32 << k))
+                    .collect()
+            })
+            .collect();
+        assert!(shape(&doubling).unwrap().grows);
     }
 
     /// Six retries reach the 2 s cap (200, 400, 800, 1600, then 2000, 2000): B's and C's
