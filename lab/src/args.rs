@@ -708,3 +708,32 @@ pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
         _ => unreachable!("clap knows the subcommands"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `lab run e03b` reads the user's input into typed parameters once (issue 50): one raw map
+    /// per scenario, and nothing after it is turned into text and read again.
+    #[test]
+    fn run_e03b_reads_the_users_input_once() {
+        let out = std::env::temp_dir().join(format!("e03-args-once-{}", std::process::id()));
+        // The built-in scenario files are read (and their settings checked) once per process,
+        // the first time a scenario is named: not the user's input, so not counted.
+        assert!(Scenario::builtins().len() > 20);
+        let before = e03_plan::params::raw_reads();
+        let args = ["lab", "run", "e03b", "--out"].map(OsString::from);
+        let (command, _) = parse(args.into_iter().chain([out.clone().into()]).collect()).unwrap();
+        assert_eq!(e03_plan::params::raw_reads() - before, 1);
+        let Command::Run(plan) = command else {
+            panic!("not a run")
+        };
+        // Writing the plans the children read (the service's and the swarm's) reads no raw map.
+        let before = e03_plan::params::raw_reads();
+        let json = serde_json::to_string(&plan.params).unwrap();
+        let back: Vec<Params> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, plan.params);
+        assert_eq!(e03_plan::params::raw_reads(), before);
+        assert!(!out.exists(), "parsing made {}", out.display());
+    }
+}

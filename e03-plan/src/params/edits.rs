@@ -8,9 +8,11 @@ use std::time::Duration;
 use e03_model::strategy::Strategy;
 
 use super::error::ParamError;
+use super::ranges::{accepts, loads_ok, Accepts};
 use super::rules::broken_rule;
 use super::seeds::MAX_SEEDS;
 use super::table::spec;
+use super::to_raw::Value;
 use super::values::{ServiceParams, SwarmParams};
 use super::{Params, ParamsFields};
 
@@ -94,15 +96,53 @@ impl Params {
         Ok(Params { seeds, ..self })
     }
 
-    /// Every single value within its range and the cross-parameter rules, by the same reader
-    /// (and bounds) as raw values: the raw form of the values, strategies and seeds aside (they
-    /// have checks of their own). The error names the parameter.
+    /// Every single value within what it accepts ([`super::ranges`], the table the raw reader
+    /// checks typed text against) and the rules between values, checked on the typed values:
+    /// nothing is turned into text and read back. The error names the parameter and its value.
+    /// The strategies and seeds have checks of their own.
     fn check_values(&self) -> Result<(), ParamError> {
-        let mut raw = self.to_raw();
-        for own in ["E03_STRATEGIES", "E03_SEEDS", "E03_SEED"] {
-            raw.remove(own);
+        let invalid = |name: &str, value: &Value| ParamError::Invalid {
+            name: name.to_string(),
+            value: value.to_string(),
+            accepts: spec(name).expect("known parameter").accepts.to_string(),
+        };
+        for (name, value) in self.values() {
+            let a = accepts(name);
+            let ok = match value {
+                Value::Whole(n) => a.whole(n),
+                Value::Number(x) => a.number(x),
+                // An optional value that is not set is its word ("none", "scenario", ...).
+                Value::Word(w) => !matches!(a, Accepts::Choice(_)) || a.word(w),
+                Value::Loads(l) => loads_ok(l),
+            };
+            if !ok {
+                return Err(invalid(name, &value));
+            }
         }
-        Params::from_raw(&raw).map(|_| ())
+        let (service, swarm, steps) = (&self.service, &self.swarm, &self.steps);
+        if steps.burst_items > steps.batch_items {
+            return Err(invalid(
+                "E03_BURST_ITEMS",
+                &Value::Whole(steps.burst_items.into()),
+            ));
+        }
+        if let Some(name) = broken_rule(service, swarm) {
+            let value = self
+                .values()
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+                .unwrap_or_default();
+            return Err(ParamError::Invalid {
+                name: name.to_string(),
+                value,
+                accepts: spec(name).expect("known parameter").accepts.to_string(),
+            });
+        }
+        if swarm.partition_ejects() {
+            return Err(ParamError::PartitionEjects);
+        }
+        Ok(())
     }
 
     /// These parameters with the dependency's and the swarm's values edited by `edit`, checked
@@ -209,5 +249,26 @@ mod tests {
             fallbacks.contains("more fallbacks than calls"),
             "{fallbacks}"
         );
+        // Single values, checked typed against the raw reader's table: a range, a choice, the
+        // load levels, and an optional value's word.
+        let workers = broken(&|j| j["service"]["workers"] = serde_json::json!(0));
+        assert!(
+            workers.starts_with("invalid E03_WORKERS=\"0\"") && workers.contains("from 1 to"),
+            "{workers}"
+        );
+        let policy = broken(&|j| j["service"]["queue_policy"] = serde_json::json!("lifo"));
+        assert!(
+            policy.starts_with("invalid E03_QUEUE_POLICY=\"lifo\""),
+            "{policy}"
+        );
+        let loads = broken(&|j| j["steps"]["loads"] = serde_json::json!([2, 2]));
+        assert!(
+            loads.starts_with("invalid E03_STEP_LOADS=\"2,2\""),
+            "{loads}"
+        );
+        let mut j = json.clone();
+        j["swarm"]["connect_timeout_ms"] = serde_json::Value::Null;
+        j["service"]["down_latency_ms"] = serde_json::Value::Null;
+        assert!(serde_json::from_value::<Params>(j).is_ok());
     }
 }

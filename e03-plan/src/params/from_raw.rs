@@ -10,6 +10,7 @@ use e03_model::budget::BudgetSpec;
 use e03_model::strategy::Strategy;
 
 use super::error::ParamError;
+use super::ranges::{accepts, loads_ok};
 use super::rules::broken_rule;
 use super::seeds::{parse_seeds, reversed_range};
 use super::table::{spec, PARAMS};
@@ -20,6 +21,19 @@ impl Default for Params {
     fn default() -> Self {
         Params::from_raw(&BTreeMap::new()).expect("defaults are valid")
     }
+}
+
+thread_local! {
+    /// Raw maps read into `Params` on this thread ([`raw_reads`]).
+    static RAW_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many raw maps (text keyed by env var name) this thread has read into [`Params`] so far:
+/// every [`Params::from_raw_with`] counts one. The raw map belongs to the input edge (flags, env
+/// vars, files) and to the reader of older logs; tests count a command's reads with it (a child
+/// started with `--plan` reads none, `lab run e03b` reads the user's input once).
+pub fn raw_reads() -> usize {
+    RAW_READS.with(std::cell::Cell::get)
 }
 
 impl Params {
@@ -35,6 +49,7 @@ impl Params {
         raw: &BTreeMap<String, String>,
         own: &[StrategySpec],
     ) -> Result<Params, ParamError> {
+        RAW_READS.with(|n| n.set(n.get() + 1));
         if let Some(bad) = raw
             .keys()
             .find(|k| !PARAMS.iter().any(|p| p.env == k.as_str()))
@@ -43,124 +58,98 @@ impl Params {
         }
         let r = Reader { raw };
         let service = ServiceParams {
-            workers: r.int("E03_WORKERS", 1, 10_000)? as usize,
-            service_ms: r.num("E03_SERVICE_MS", 0.1, 60_000.0, false)?,
-            queue: r.int("E03_QUEUE", 0, 1_000_000)? as usize,
-            queue_policy: match r.value("E03_QUEUE_POLICY") {
-                p if e03_model::dependency::QueueDiscipline::parse(p).is_some() => p.to_string(),
-                _ => return Err(r.invalid("E03_QUEUE_POLICY")),
-            },
-            queue_target_ms: r.num("E03_QUEUE_TARGET_MS", 0.0, 60_000.0, true)?,
-            queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS", 0.0, 60_000.0, true)?,
-            admission: match r.value("E03_ADMISSION") {
-                a if e03_model::dependency::AdmissionRule::parse(a).is_some() => a.to_string(),
-                _ => return Err(r.invalid("E03_ADMISSION")),
-            },
-            priority_reserve: r.num("E03_PRIORITY_RESERVE", 0.0, 1.0, false)?,
-            replicas: r.int("E03_REPLICAS", 1, 16)? as u32,
-            concurrency_limit: match r.value("E03_CONCURRENCY_LIMIT") {
-                l if e03_model::limit::LimitKind::parse(l).is_some() => l.to_string(),
-                _ => return Err(r.invalid("E03_CONCURRENCY_LIMIT")),
-            },
-            limit_timeout_ms: r.num("E03_LIMIT_TIMEOUT_MS", 0.0, 600_000.0, true)?,
-            freeze_start_s: r.num("E03_FREEZE_START_S", 0.0, 86_400.0, false)?,
-            freeze_end_s: r.num("E03_FREEZE_END_S", 0.0, 86_400.0, false)?,
-            recovery_end_s: r.num("E03_RECOVERY_END_S", 0.0, 86_400.0, false)?,
-            recovery_factor: r.num("E03_RECOVERY_FACTOR", 0.0, 1.0, true)?,
-            fail_rate: r.num("E03_FAIL_RATE", 0.0, 1.0, false)?,
-            slow_rate: r.num("E03_SLOW_RATE", 0.0, 1.0, false)?,
-            slow_ms: r.num("E03_SLOW_MS", 0.0, 600_000.0, false)?,
-            lost_rate: r.num("E03_LOST_RATE", 0.0, 1.0, false)?,
-            permanent_rate: r.num("E03_PERMANENT_RATE", 0.0, 1.0, false)?,
-            tail_rate: r.num("E03_TAIL_RATE", 0.0, 1.0, false)?,
-            tail_factor: r.num("E03_TAIL_FACTOR", 1.0, 10_000.0, false)?,
-            timeout_rate: r.num("E03_TIMEOUT_RATE", 0.0, 1.0, false)?,
-            cutoff_rate: r.num("E03_CUTOFF_RATE", 0.0, 1.0, false)?,
-            input_tokens: r.int("E03_INPUT_TOKENS", 0, 1_000_000)? as u32,
-            output_tokens: r.int("E03_OUTPUT_TOKENS", 0, 1_000_000)? as u32,
+            workers: r.int("E03_WORKERS")? as usize,
+            service_ms: r.num("E03_SERVICE_MS")?,
+            queue: r.int("E03_QUEUE")? as usize,
+            queue_policy: r.choice("E03_QUEUE_POLICY")?,
+            queue_target_ms: r.num("E03_QUEUE_TARGET_MS")?,
+            queue_interval_ms: r.num("E03_QUEUE_INTERVAL_MS")?,
+            admission: r.choice("E03_ADMISSION")?,
+            priority_reserve: r.num("E03_PRIORITY_RESERVE")?,
+            replicas: r.int("E03_REPLICAS")? as u32,
+            concurrency_limit: r.choice("E03_CONCURRENCY_LIMIT")?,
+            limit_timeout_ms: r.num("E03_LIMIT_TIMEOUT_MS")?,
+            freeze_start_s: r.num("E03_FREEZE_START_S")?,
+            freeze_end_s: r.num("E03_FREEZE_END_S")?,
+            recovery_end_s: r.num("E03_RECOVERY_END_S")?,
+            recovery_factor: r.num("E03_RECOVERY_FACTOR")?,
+            fail_rate: r.num("E03_FAIL_RATE")?,
+            slow_rate: r.num("E03_SLOW_RATE")?,
+            slow_ms: r.num("E03_SLOW_MS")?,
+            lost_rate: r.num("E03_LOST_RATE")?,
+            permanent_rate: r.num("E03_PERMANENT_RATE")?,
+            tail_rate: r.num("E03_TAIL_RATE")?,
+            tail_factor: r.num("E03_TAIL_FACTOR")?,
+            timeout_rate: r.num("E03_TIMEOUT_RATE")?,
+            cutoff_rate: r.num("E03_CUTOFF_RATE")?,
+            input_tokens: r.int("E03_INPUT_TOKENS")? as u32,
+            output_tokens: r.int("E03_OUTPUT_TOKENS")? as u32,
             down_latency_ms: match r.value("E03_DOWN_LATENCY_MS") {
                 "scenario" => None,
-                _ => Some(r.num("E03_DOWN_LATENCY_MS", 0.0, 600_000.0, false)?),
+                _ => Some(r.num("E03_DOWN_LATENCY_MS")?),
             },
         };
         let swarm = SwarmParams {
-            clients: r.int("E03_CLIENTS", 1, 100_000)? as u32,
-            workload: match r.value("E03_WORKLOAD") {
-                w @ ("closed_loop" | "group" | "ramp" | "fixed_rate" | "open_loop" | "steps"
-                | "fan_out") => w.to_string(),
-                _ => return Err(r.invalid("E03_WORKLOAD")),
-            },
-            period_ms: r.num("E03_PERIOD_MS", 0.0, 3_600_000.0, true)?,
-            rate: r.num("E03_RATE", 0.0, 100_000.0, true)?,
-            rate_peak: r.num("E03_RATE_PEAK", 0.0, 100_000.0, false)?,
-            best_effort_share: r.num("E03_BEST_EFFORT_SHARE", 0.0, 1.0, false)?,
-            fanout: r.int("E03_FANOUT", 1, 1000)? as u32,
-            fanout_quorum: r.int("E03_FANOUT_QUORUM", 0, 1000)? as u32,
-            fanout_slow_ms: r.num("E03_FANOUT_SLOW_MS", 0.0, 3_600_000.0, true)?,
-            max_in_flight: r.int("E03_MAX_IN_FLIGHT", 1, 1_000_000)? as u32,
-            ops_per_client: r.int("E03_OPS_PER_CLIENT", 0, 100_000_000)?,
-            duration_s: r.num("E03_DURATION_S", 0.0, 86_400.0, true)?,
-            think_min_ms: r.num("E03_THINK_MIN_MS", 0.0, 3_600_000.0, false)?,
-            think_max_ms: r.num("E03_THINK_MAX_MS", 0.0, 3_600_000.0, false)?,
-            max_attempts: r.int("E03_MAX_ATTEMPTS", 1, 100)? as u32,
-            attempt_timeout_ms: r.num("E03_ATTEMPT_TIMEOUT_MS", 1.0, 600_000.0, false)?,
-            deadline_ms: r.num("E03_DEADLINE_MS", 1.0, 3_600_000.0, false)?,
-            backoff_base_ms: r.num("E03_BACKOFF_BASE_MS", 0.0, 600_000.0, false)?,
-            backoff_cap_ms: r.num("E03_BACKOFF_CAP_MS", 0.0, 3_600_000.0, false)?,
-            budget_cap: r.num("E03_BUDGET_CAP", 1.0, 1_000_000.0, false)?,
-            budget_ratio: r.num("E03_BUDGET_RATIO", 0.0, 1000.0, false)?,
+            clients: r.int("E03_CLIENTS")? as u32,
+            workload: r.choice("E03_WORKLOAD")?,
+            period_ms: r.num("E03_PERIOD_MS")?,
+            rate: r.num("E03_RATE")?,
+            rate_peak: r.num("E03_RATE_PEAK")?,
+            best_effort_share: r.num("E03_BEST_EFFORT_SHARE")?,
+            fanout: r.int("E03_FANOUT")? as u32,
+            fanout_quorum: r.int("E03_FANOUT_QUORUM")? as u32,
+            fanout_slow_ms: r.num("E03_FANOUT_SLOW_MS")?,
+            max_in_flight: r.int("E03_MAX_IN_FLIGHT")? as u32,
+            ops_per_client: r.int("E03_OPS_PER_CLIENT")?,
+            duration_s: r.num("E03_DURATION_S")?,
+            think_min_ms: r.num("E03_THINK_MIN_MS")?,
+            think_max_ms: r.num("E03_THINK_MAX_MS")?,
+            max_attempts: r.int("E03_MAX_ATTEMPTS")? as u32,
+            attempt_timeout_ms: r.num("E03_ATTEMPT_TIMEOUT_MS")?,
+            deadline_ms: r.num("E03_DEADLINE_MS")?,
+            backoff_base_ms: r.num("E03_BACKOFF_BASE_MS")?,
+            backoff_cap_ms: r.num("E03_BACKOFF_CAP_MS")?,
+            budget_cap: r.num("E03_BUDGET_CAP")?,
+            budget_ratio: r.num("E03_BUDGET_RATIO")?,
             break_ms: match r.value("E03_BREAK_MS") {
                 "strategy" => None,
-                _ => Some(r.int("E03_BREAK_MS", 1, 3_600_000)?),
+                _ => Some(r.int("E03_BREAK_MS")?),
             },
             connect_timeout_ms: match r.value("E03_CONNECT_TIMEOUT_MS") {
                 "none" => None,
-                _ => Some(r.num("E03_CONNECT_TIMEOUT_MS", 1.0, 600_000.0, false)?),
+                _ => Some(r.num("E03_CONNECT_TIMEOUT_MS")?),
             },
             budget_scope: e03_model::policy::BudgetScope::parse(r.value("E03_BUDGET_SCOPE"))
                 .ok_or_else(|| r.invalid("E03_BUDGET_SCOPE"))?,
-            shards: r.int("E03_SHARDS", 1, 100_000)? as u32,
-            balancer: match r.value("E03_BALANCER") {
-                b if e03_model::balancer::Pick::parse(b).is_some() => b.to_string(),
-                _ => return Err(r.invalid("E03_BALANCER")),
-            },
-            outlier_5xx: r.int("E03_OUTLIER_5XX", 0, 1000)? as u32,
-            ejection_ms: r.int("E03_EJECTION_MS", 1, 300_000)?,
-            outlier_interval_ms: r.int("E03_OUTLIER_INTERVAL_MS", 1, 300_000)?,
-            health_interval_ms: r.int("E03_HEALTH_INTERVAL_MS", 0, 300_000)?,
-            unhealthy_threshold: r.int("E03_UNHEALTHY_THRESHOLD", 1, 100)? as u32,
+            shards: r.int("E03_SHARDS")? as u32,
+            balancer: r.choice("E03_BALANCER")?,
+            outlier_5xx: r.int("E03_OUTLIER_5XX")? as u32,
+            ejection_ms: r.int("E03_EJECTION_MS")?,
+            outlier_interval_ms: r.int("E03_OUTLIER_INTERVAL_MS")?,
+            health_interval_ms: r.int("E03_HEALTH_INTERVAL_MS")?,
+            unhealthy_threshold: r.int("E03_UNHEALTHY_THRESHOLD")? as u32,
         };
         let steps = StepParams {
-            step_ms: r.num("E03_STEP_MS", 0.0, 60_000.0, true)?,
-            steps: r.int("E03_STEPS", 1, 100_000)? as u32,
-            batch_items: r.int("E03_BATCH_ITEMS", 0, 1_000_000)? as u32,
-            burst_start: r.int("E03_BURST_START", 0, 100_000)? as u32,
-            burst_items: r.int("E03_BURST_ITEMS", 0, 1_000_000)? as u32,
+            step_ms: r.num("E03_STEP_MS")?,
+            steps: r.int("E03_STEPS")? as u32,
+            batch_items: r.int("E03_BATCH_ITEMS")? as u32,
+            burst_start: r.int("E03_BURST_START")? as u32,
+            burst_items: r.int("E03_BURST_ITEMS")? as u32,
             loads: {
                 let list: Option<Vec<u32>> = r
                     .value("E03_STEP_LOADS")
                     .split(',')
-                    .map(|v| {
-                        v.trim()
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|n| (1..=10_000).contains(n))
-                    })
+                    .map(|v| v.trim().parse::<u32>().ok())
                     .collect();
                 match list {
-                    Some(l)
-                        if (1..=8).contains(&l.len())
-                            && l.iter().enumerate().all(|(i, x)| !l[..i].contains(x)) =>
-                    {
-                        l
-                    }
+                    Some(l) if loads_ok(&l) => l,
                     _ => return Err(r.invalid("E03_STEP_LOADS")),
                 }
             },
-            step_calls: r.int("E03_STEP_CALLS", 1, 100_000)? as u32,
-            interactive_every: r.int("E03_INTERACTIVE_EVERY", 0, 100_000)? as u32,
-            interactive_until: r.int("E03_INTERACTIVE_UNTIL", 0, 100_000)? as u32,
-            interactive_budget: r.int("E03_INTERACTIVE_BUDGET", 0, 100_000)? as u32,
+            step_calls: r.int("E03_STEP_CALLS")? as u32,
+            interactive_every: r.int("E03_INTERACTIVE_EVERY")? as u32,
+            interactive_until: r.int("E03_INTERACTIVE_UNTIL")? as u32,
+            interactive_budget: r.int("E03_INTERACTIVE_BUDGET")? as u32,
         };
         if steps.burst_items > steps.batch_items {
             return Err(r.invalid("E03_BURST_ITEMS"));
@@ -181,7 +170,7 @@ impl Params {
             });
         }
         let seeds = match r.value("E03_SEEDS") {
-            "" => vec![r.int("E03_SEED", 0, u64::MAX)?],
+            "" => vec![r.int("E03_SEED")?],
             list => parse_seeds(list).ok_or_else(|| match reversed_range(list) {
                 Some((a, b)) => ParamError::Invalid {
                     name: "E03_SEEDS".into(),
@@ -290,17 +279,26 @@ impl Reader<'_> {
         }
     }
 
-    fn int(&self, name: &'static str, lo: u64, hi: u64) -> Result<u64, ParamError> {
+    /// A whole number within what `name` accepts ([`accepts`]).
+    fn int(&self, name: &'static str) -> Result<u64, ParamError> {
         match self.value(name).parse::<u64>() {
-            Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+            Ok(v) if accepts(name).whole(v) => Ok(v),
             _ => Err(self.invalid(name)),
         }
     }
 
-    /// A finite number in `[lo, hi]`, or `(lo, hi]` when `lo_open`.
-    fn num(&self, name: &'static str, lo: f64, hi: f64, lo_open: bool) -> Result<f64, ParamError> {
+    /// A number within what `name` accepts ([`accepts`]).
+    fn num(&self, name: &'static str) -> Result<f64, ParamError> {
         match self.value(name).parse::<f64>() {
-            Ok(v) if v.is_finite() && v <= hi && (v > lo || (!lo_open && v == lo)) => Ok(v),
+            Ok(v) if accepts(name).number(v) => Ok(v),
+            _ => Err(self.invalid(name)),
+        }
+    }
+
+    /// One of the words `name` accepts ([`accepts`]).
+    fn choice(&self, name: &'static str) -> Result<String, ParamError> {
+        match self.value(name) {
+            w if accepts(name).word(w) => Ok(w.to_string()),
             _ => Err(self.invalid(name)),
         }
     }

@@ -29,6 +29,7 @@ mod edits;
 mod error;
 mod from_raw;
 mod model;
+mod ranges;
 mod rules;
 mod seeds;
 mod table;
@@ -37,6 +38,7 @@ mod values;
 mod workload;
 
 pub use error::ParamError;
+pub use from_raw::raw_reads;
 pub use rules::ORDER_RULES;
 pub use seeds::parse_seeds;
 pub use table::{spec, ParamSpec, PARAMS};

@@ -1,121 +1,185 @@
-//! [`Params`] back into their raw form (env name to value), to pass them on to another process
-//! or check them again: `from_raw(to_raw())` gives them back.
+//! [`Params`] listed as values keyed by env var name: typed ([`Params::values`], what the typed
+//! check reads) and as text ([`Params::to_raw`], to pass them on to a process that takes env
+//! vars, or to record them); `from_raw(to_raw())` gives them back.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use super::Params;
 
+/// One single-valued parameter's typed value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Value<'a> {
+    Whole(u64),
+    Number(f64),
+    /// A choice, or the word an optional value takes when it is not set.
+    Word(&'a str),
+    Loads(&'a [u32]),
+}
+
+impl Value<'_> {
+    fn of(n: impl Typed) -> Self {
+        n.value()
+    }
+}
+
+/// A field's type as a [`Value`]: whole numbers and numbers.
+trait Typed {
+    fn value(self) -> Value<'static>;
+}
+
+impl Typed for u32 {
+    fn value(self) -> Value<'static> {
+        Value::Whole(self.into())
+    }
+}
+
+impl Typed for u64 {
+    fn value(self) -> Value<'static> {
+        Value::Whole(self)
+    }
+}
+
+impl Typed for usize {
+    fn value(self) -> Value<'static> {
+        Value::Whole(self as u64)
+    }
+}
+
+impl Typed for f64 {
+    fn value(self) -> Value<'static> {
+        Value::Number(self)
+    }
+}
+
+impl fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Whole(n) => write!(f, "{n}"),
+            Value::Number(x) => write!(f, "{x}"),
+            Value::Word(w) => f.write_str(w),
+            Value::Loads(l) => {
+                let l: Vec<String> = l.iter().map(u32::to_string).collect();
+                f.write_str(&l.join(","))
+            }
+        }
+    }
+}
+
 impl Params {
-    /// The raw form of these parameters (env name to value), for passing them on to another
-    /// process; `from_raw(to_raw())` gives them back.
-    pub fn to_raw(&self) -> BTreeMap<String, String> {
+    /// Every single-valued parameter with its typed value, in the spec's order (the seeds and
+    /// strategies aside).
+    pub(super) fn values(&self) -> Vec<(&'static str, Value<'_>)> {
         let s = &self.service;
         let w = &self.swarm;
-        let pairs: Vec<(&str, String)> = vec![
-            ("E03_WORKERS", s.workers.to_string()),
-            ("E03_SERVICE_MS", s.service_ms.to_string()),
-            ("E03_QUEUE", s.queue.to_string()),
-            ("E03_QUEUE_POLICY", s.queue_policy.clone()),
-            ("E03_QUEUE_TARGET_MS", s.queue_target_ms.to_string()),
-            ("E03_QUEUE_INTERVAL_MS", s.queue_interval_ms.to_string()),
-            ("E03_ADMISSION", s.admission.clone()),
-            ("E03_PRIORITY_RESERVE", s.priority_reserve.to_string()),
-            ("E03_REPLICAS", s.replicas.to_string()),
-            ("E03_CONCURRENCY_LIMIT", s.concurrency_limit.clone()),
-            ("E03_LIMIT_TIMEOUT_MS", s.limit_timeout_ms.to_string()),
-            ("E03_FREEZE_START_S", s.freeze_start_s.to_string()),
-            ("E03_FREEZE_END_S", s.freeze_end_s.to_string()),
-            ("E03_RECOVERY_END_S", s.recovery_end_s.to_string()),
-            ("E03_RECOVERY_FACTOR", s.recovery_factor.to_string()),
-            ("E03_FAIL_RATE", s.fail_rate.to_string()),
-            ("E03_SLOW_RATE", s.slow_rate.to_string()),
-            ("E03_SLOW_MS", s.slow_ms.to_string()),
-            ("E03_LOST_RATE", s.lost_rate.to_string()),
-            ("E03_PERMANENT_RATE", s.permanent_rate.to_string()),
-            ("E03_TAIL_RATE", s.tail_rate.to_string()),
-            ("E03_TAIL_FACTOR", s.tail_factor.to_string()),
-            ("E03_TIMEOUT_RATE", s.timeout_rate.to_string()),
-            ("E03_CUTOFF_RATE", s.cutoff_rate.to_string()),
-            ("E03_INPUT_TOKENS", s.input_tokens.to_string()),
-            ("E03_OUTPUT_TOKENS", s.output_tokens.to_string()),
+        vec![
+            ("E03_WORKERS", Value::of(s.workers)),
+            ("E03_SERVICE_MS", Value::of(s.service_ms)),
+            ("E03_QUEUE", Value::of(s.queue)),
+            ("E03_QUEUE_POLICY", Value::Word(&s.queue_policy)),
+            ("E03_QUEUE_TARGET_MS", Value::of(s.queue_target_ms)),
+            ("E03_QUEUE_INTERVAL_MS", Value::of(s.queue_interval_ms)),
+            ("E03_ADMISSION", Value::Word(&s.admission)),
+            ("E03_PRIORITY_RESERVE", Value::of(s.priority_reserve)),
+            ("E03_REPLICAS", Value::of(s.replicas)),
+            ("E03_CONCURRENCY_LIMIT", Value::Word(&s.concurrency_limit)),
+            ("E03_LIMIT_TIMEOUT_MS", Value::of(s.limit_timeout_ms)),
+            ("E03_FREEZE_START_S", Value::of(s.freeze_start_s)),
+            ("E03_FREEZE_END_S", Value::of(s.freeze_end_s)),
+            ("E03_RECOVERY_END_S", Value::of(s.recovery_end_s)),
+            ("E03_RECOVERY_FACTOR", Value::of(s.recovery_factor)),
+            ("E03_FAIL_RATE", Value::of(s.fail_rate)),
+            ("E03_SLOW_RATE", Value::of(s.slow_rate)),
+            ("E03_SLOW_MS", Value::of(s.slow_ms)),
+            ("E03_LOST_RATE", Value::of(s.lost_rate)),
+            ("E03_PERMANENT_RATE", Value::of(s.permanent_rate)),
+            ("E03_TAIL_RATE", Value::of(s.tail_rate)),
+            ("E03_TAIL_FACTOR", Value::of(s.tail_factor)),
+            ("E03_TIMEOUT_RATE", Value::of(s.timeout_rate)),
+            ("E03_CUTOFF_RATE", Value::of(s.cutoff_rate)),
+            ("E03_INPUT_TOKENS", Value::of(s.input_tokens)),
+            ("E03_OUTPUT_TOKENS", Value::of(s.output_tokens)),
             (
                 "E03_DOWN_LATENCY_MS",
                 s.down_latency_ms
-                    .map_or("scenario".into(), |v| v.to_string()),
+                    .map_or(Value::Word("scenario"), Value::Number),
             ),
-            ("E03_STEP_MS", self.steps.step_ms.to_string()),
-            ("E03_STEPS", self.steps.steps.to_string()),
-            ("E03_BATCH_ITEMS", self.steps.batch_items.to_string()),
-            ("E03_BURST_START", self.steps.burst_start.to_string()),
-            ("E03_BURST_ITEMS", self.steps.burst_items.to_string()),
-            (
-                "E03_STEP_LOADS",
-                self.steps
-                    .loads
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-            ("E03_STEP_CALLS", self.steps.step_calls.to_string()),
+            ("E03_STEP_MS", Value::of(self.steps.step_ms)),
+            ("E03_STEPS", Value::of(self.steps.steps)),
+            ("E03_BATCH_ITEMS", Value::of(self.steps.batch_items)),
+            ("E03_BURST_START", Value::of(self.steps.burst_start)),
+            ("E03_BURST_ITEMS", Value::of(self.steps.burst_items)),
+            ("E03_STEP_LOADS", Value::Loads(&self.steps.loads)),
+            ("E03_STEP_CALLS", Value::of(self.steps.step_calls)),
             (
                 "E03_INTERACTIVE_EVERY",
-                self.steps.interactive_every.to_string(),
+                Value::of(self.steps.interactive_every),
             ),
             (
                 "E03_INTERACTIVE_UNTIL",
-                self.steps.interactive_until.to_string(),
+                Value::of(self.steps.interactive_until),
             ),
             (
                 "E03_INTERACTIVE_BUDGET",
-                self.steps.interactive_budget.to_string(),
+                Value::of(self.steps.interactive_budget),
             ),
-            ("E03_CLIENTS", w.clients.to_string()),
-            ("E03_WORKLOAD", w.workload.clone()),
-            ("E03_PERIOD_MS", w.period_ms.to_string()),
-            ("E03_RATE", w.rate.to_string()),
-            ("E03_RATE_PEAK", w.rate_peak.to_string()),
-            ("E03_BEST_EFFORT_SHARE", w.best_effort_share.to_string()),
-            ("E03_FANOUT", w.fanout.to_string()),
-            ("E03_FANOUT_QUORUM", w.fanout_quorum.to_string()),
-            ("E03_FANOUT_SLOW_MS", w.fanout_slow_ms.to_string()),
-            ("E03_MAX_IN_FLIGHT", w.max_in_flight.to_string()),
-            ("E03_OPS_PER_CLIENT", w.ops_per_client.to_string()),
-            ("E03_DURATION_S", w.duration_s.to_string()),
-            ("E03_THINK_MIN_MS", w.think_min_ms.to_string()),
-            ("E03_THINK_MAX_MS", w.think_max_ms.to_string()),
-            ("E03_MAX_ATTEMPTS", w.max_attempts.to_string()),
-            ("E03_ATTEMPT_TIMEOUT_MS", w.attempt_timeout_ms.to_string()),
-            ("E03_DEADLINE_MS", w.deadline_ms.to_string()),
-            ("E03_BACKOFF_BASE_MS", w.backoff_base_ms.to_string()),
-            ("E03_BACKOFF_CAP_MS", w.backoff_cap_ms.to_string()),
-            ("E03_BUDGET_CAP", w.budget_cap.to_string()),
-            ("E03_BUDGET_RATIO", w.budget_ratio.to_string()),
+            ("E03_CLIENTS", Value::of(w.clients)),
+            ("E03_WORKLOAD", Value::Word(&w.workload)),
+            ("E03_PERIOD_MS", Value::of(w.period_ms)),
+            ("E03_RATE", Value::of(w.rate)),
+            ("E03_RATE_PEAK", Value::of(w.rate_peak)),
+            ("E03_BEST_EFFORT_SHARE", Value::of(w.best_effort_share)),
+            ("E03_FANOUT", Value::of(w.fanout)),
+            ("E03_FANOUT_QUORUM", Value::of(w.fanout_quorum)),
+            ("E03_FANOUT_SLOW_MS", Value::of(w.fanout_slow_ms)),
+            ("E03_MAX_IN_FLIGHT", Value::of(w.max_in_flight)),
+            ("E03_OPS_PER_CLIENT", Value::of(w.ops_per_client)),
+            ("E03_DURATION_S", Value::of(w.duration_s)),
+            ("E03_THINK_MIN_MS", Value::of(w.think_min_ms)),
+            ("E03_THINK_MAX_MS", Value::of(w.think_max_ms)),
+            ("E03_MAX_ATTEMPTS", Value::of(w.max_attempts)),
+            ("E03_ATTEMPT_TIMEOUT_MS", Value::of(w.attempt_timeout_ms)),
+            ("E03_DEADLINE_MS", Value::of(w.deadline_ms)),
+            ("E03_BACKOFF_BASE_MS", Value::of(w.backoff_base_ms)),
+            ("E03_BACKOFF_CAP_MS", Value::of(w.backoff_cap_ms)),
+            ("E03_BUDGET_CAP", Value::of(w.budget_cap)),
+            ("E03_BUDGET_RATIO", Value::of(w.budget_ratio)),
             (
                 "E03_BREAK_MS",
-                w.break_ms.map_or("strategy".into(), |v| v.to_string()),
+                w.break_ms.map_or(Value::Word("strategy"), Value::Whole),
             ),
             (
                 "E03_CONNECT_TIMEOUT_MS",
                 w.connect_timeout_ms
-                    .map_or("none".into(), |v| v.to_string()),
+                    .map_or(Value::Word("none"), Value::Number),
             ),
             (
                 "E03_BUDGET_SCOPE",
-                match w.budget_scope {
+                Value::Word(match w.budget_scope {
                     e03_model::policy::BudgetScope::Fleet => "fleet",
                     e03_model::policy::BudgetScope::Shard => "shard",
                     e03_model::policy::BudgetScope::Client => "client",
-                }
-                .into(),
+                }),
             ),
-            ("E03_SHARDS", w.shards.to_string()),
-            ("E03_BALANCER", w.balancer.clone()),
-            ("E03_OUTLIER_5XX", w.outlier_5xx.to_string()),
-            ("E03_EJECTION_MS", w.ejection_ms.to_string()),
-            ("E03_OUTLIER_INTERVAL_MS", w.outlier_interval_ms.to_string()),
-            ("E03_HEALTH_INTERVAL_MS", w.health_interval_ms.to_string()),
-            ("E03_UNHEALTHY_THRESHOLD", w.unhealthy_threshold.to_string()),
+            ("E03_SHARDS", Value::of(w.shards)),
+            ("E03_BALANCER", Value::Word(&w.balancer)),
+            ("E03_OUTLIER_5XX", Value::of(w.outlier_5xx)),
+            ("E03_EJECTION_MS", Value::of(w.ejection_ms)),
+            ("E03_OUTLIER_INTERVAL_MS", Value::of(w.outlier_interval_ms)),
+            ("E03_HEALTH_INTERVAL_MS", Value::of(w.health_interval_ms)),
+            ("E03_UNHEALTHY_THRESHOLD", Value::of(w.unhealthy_threshold)),
+        ]
+    }
+
+    /// The raw form of these parameters (env name to value), for passing them on to another
+    /// process; `from_raw(to_raw())` gives them back.
+    pub fn to_raw(&self) -> BTreeMap<String, String> {
+        let mut pairs: Vec<(&str, String)> = self
+            .values()
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        pairs.extend([
             ("E03_SEED", self.seed().to_string()),
             (
                 "E03_SEEDS",
@@ -133,7 +197,7 @@ impl Params {
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-        ];
+        ]);
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 }
