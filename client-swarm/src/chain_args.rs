@@ -1,18 +1,18 @@
 //! A swarm command line whose scenarios are chain scenarios (amplification, deadline): the lab
 //! runs them through the hop services (`lab swarm` in compose), from the same flags and env vars
-//! as the swarm's own runs. [`chain_args`] reads them, [`claim_chain_run`] claims the run
+//! as the swarm's own runs. [`chain_args_with`] reads them, [`claim_chain_run`] claims the run
 //! directory as the swarm claims its own, [`shutdown_hops`] stops the hops at the end.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use e03_io::rundir as outdir;
-use e03_plan::cli::unknown_env;
 use e03_plan::Scenario;
 
-use crate::flags::{chain_hops, command};
+use clap::ArgMatches;
+
+use crate::flags::chain_hops;
 use crate::plan::{parse_targets, HostSettings};
-use crate::run_dir::{claim_run_dir, preflight, refuse_root, CLAIMED};
+use crate::run_dir::{claim_run_dir, preflight, refuse_root};
 use crate::usage_error::UsageError;
 
 /// Asks every hop to shut down (`POST /control/shutdown`); one that is gone already is said.
@@ -50,28 +50,13 @@ pub struct ScenarioArgs {
     pub text: String,
 }
 
-/// Reads a swarm command line for chain scenarios; `Err` is the one-line message (exit 2).
-pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, UsageError> {
-    crate::program::set(args.first());
-    let m = command()
-        .try_get_matches_from(args)
-        .map_err(|e| UsageError::Clap(e03_plan::cli::clap_body(&e)))?;
-    let env_names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
-    if let Some(name) = unknown_env(env_names).into_iter().next() {
-        return Err(UsageError::UnknownEnv(name));
-    }
+/// The chain scenarios `scenarios` of a swarm command line `m` (read once with the others,
+/// [`crate::resolve_swarm`]) with its flags for them; `Err` is the one-line message (exit 2).
+pub(crate) fn chain_args_with(
+    m: &ArgMatches,
+    scenarios: Vec<ScenarioArgs>,
+) -> Result<ChainArgs, UsageError> {
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
-    let scenarios = e03_io::scenario_files::resolve(&value("scenarios"))
-        .map_err(|e| UsageError::Scenarios {
-            value: value("scenarios"),
-            error: e,
-        })?
-        .into_iter()
-        .map(|a| ScenarioArgs {
-            scenario: a.scenario,
-            text: a.text,
-        })
-        .collect();
     let targets = parse_targets(&value("targets"))?;
     let run_id = m.get_one::<String>("run-id").filter(|v| !v.is_empty());
     let claim = m.get_flag("claim-run-dir");
@@ -80,7 +65,7 @@ pub fn chain_args(args: &[OsString]) -> Result<ChainArgs, UsageError> {
         out: PathBuf::from(value("out")),
         scenarios,
         claim: claim.then(|| run_id.cloned()),
-        hops: chain_hops(&m)?,
+        hops: chain_hops(m)?,
         shutdown: m
             .get_flag("shutdown-targets")
             .then(|| targets.into_iter().map(|t| t.control_url).collect()),
@@ -104,7 +89,6 @@ pub fn claim_chain_run(a: &ChainArgs) -> Result<PathBuf, UsageError> {
                 run.id,
                 outdir::shown_under(&run.dir, a.host.host_results.as_deref())
             );
-            let _ = CLAIMED.set(run.dir.clone());
             run.dir
         }
         None => {

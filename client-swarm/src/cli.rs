@@ -1,5 +1,5 @@
-//! The `client-swarm` command line: raw arguments, then a validated
-//! [`Setup`](crate::setup::Setup), then work.
+//! Running a resolved swarm ([`crate::command`]) with its own tokio runtime, and
+//! [`resolve_plan`], a command line's plan for a look at it.
 //!
 //! Everything that can be wrong with the input (a flag, an env var, a target URL, a strategy
 //! without a target) is found before anything is sent, reported on one line naming the flag or
@@ -8,24 +8,21 @@
 //! progress line each on stderr), and exits 0; Ctrl-C or SIGTERM stops the current run cleanly
 //! (logs closed with `complete: false`, dependencies told) and exits 130.
 //!
-//! The parts, each in a file of its own: the flags (`flags.rs`), the plan they resolve to
-//! (`setup.rs`), a plan file (`plan_file.rs`), the run directory (`run_dir.rs`), running the plan
-//! (`run_all.rs`), the chain scenarios' command line (`chain_args.rs`) and the stop signal
-//! (`signal.rs`). This file is the entry: [`main_entry`], and what the lab's `swarm` wrapper
-//! reads of a command line before or after the swarm ran.
+//! The parts, each in a file of its own: the command line resolved once (`command.rs`), the
+//! flags (`flags.rs`), the plan they resolve to (`setup.rs`), a plan file (`plan_file.rs`), the
+//! run directory (`run_dir.rs`), running the plan (`run_all.rs`), the chain scenarios' command
+//! line (`chain_args.rs`) and the stop signal (`signal.rs`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-
-use e03_plan::Scenario;
 
 use crate::chain_args::shutdown_hops;
 use crate::flags::command;
 use crate::plan::SwarmRunPlan;
 use crate::plan_file::{load_plan, plan_arg};
 use crate::run_all::run_all;
-use crate::run_dir::{claim_if_asked, preflight_shard, CLAIMED};
-use crate::setup::setup;
+use crate::run_dir::{claim_if_asked, preflight_shard};
+use crate::setup::{setup, Setup};
 use crate::usage_error::UsageError;
 use e03_io::exit::{FAILED as EXIT_FAILED, USAGE as EXIT_USAGE};
 
@@ -58,8 +55,8 @@ fn worker_threads(env: Option<OsString>, cores: usize) -> Result<usize, UsageErr
         })
 }
 
-/// The plan of a command line, resolved from its flags and env vars as `main_entry` resolves
-/// it (for a look at it, or to write it as `--plan FILE`); `Err` is the one-line message.
+/// The plan of a command line, resolved from its flags and env vars as [`crate::resolve_swarm`]
+/// resolves it (for a look at it, or to write it as `--plan FILE`); `Err` is the one-line message.
 pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, UsageError> {
     if let Some(path) = plan_arg(args)? {
         return load_plan(&path).map(|s| s.to_plan());
@@ -71,66 +68,20 @@ pub fn resolve_plan(args: &[OsString]) -> Result<SwarmRunPlan, UsageError> {
     setup(&m, env_names.collect(), &|k| std::env::var(k).ok()).map(|s| s.to_plan())
 }
 
-/// The output directory and scenarios a command line asks for, parsed exactly as
-/// [`main_entry`] parses them (flags, env vars, defaults); `None` if it does not parse. The lab's
-/// `swarm` wrapper uses it to analyse what a stopped swarm logged.
-pub fn out_and_scenarios(args: &[OsString]) -> Option<(PathBuf, Vec<Scenario>)> {
-    if let Some(path) = plan_arg(args).ok()? {
-        let setup = load_plan(&path).ok()?;
-        let out = CLAIMED.get().cloned().unwrap_or(setup.out);
-        return Some((out, setup.scenarios));
-    }
-    let m = command().try_get_matches_from(args).ok()?;
-    let out = match CLAIMED.get() {
-        Some(dir) => dir.clone(),
-        None => PathBuf::from(m.get_one::<String>("out")?),
-    };
-    let scenarios = e03_io::scenario_files::resolve(m.get_one::<String>("scenarios")?).ok()?;
-    Some((out, scenarios.into_iter().map(|a| a.scenario).collect()))
+/// How a swarm ended: its exit code, and the run directory it wrote into (the one it claimed
+/// with `--claim-run-dir`, else `--out`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwarmEnd {
+    pub code: i32,
+    pub run_dir: PathBuf,
 }
 
-/// The scenarios a command line names (`--scenarios` or `E03_SCENARIOS`), as typed; `None` if
-/// it does not parse. The lab's `swarm` wrapper splits a list that mixes chain scenarios with
-/// others by it.
-pub fn scenarios_value(args: &[OsString]) -> Option<String> {
-    let m = command().try_get_matches_from(args).ok()?;
-    m.get_one::<String>("scenarios").cloned()
-}
-
-/// Whether a signal-stopped swarm of this command line should be analysed by `lab swarm`: the
-/// plan's word with `--plan FILE` (`lab run` analyses itself), else yes.
-pub fn report_when_stopped(args: &[OsString]) -> bool {
-    match plan_arg(args) {
-        Ok(Some(path)) => load_plan(&path).is_ok_and(|s| s.report_when_stopped),
-        _ => true,
-    }
-}
-
-/// The whole CLI with its own tokio runtime; returns the exit code. `PROGRAM --plan FILE` runs
-/// the plan in FILE and reads no flag and no `E03_*` variable; otherwise the flags and env vars
-/// are resolved into the same plan, once, here.
-pub fn main_entry(args: Vec<OsString>) -> i32 {
-    crate::program::set(args.first());
-    let resolved = match plan_arg(&args) {
-        Ok(Some(path)) => load_plan(&path),
-        Ok(None) => {
-            let m = match command().try_get_matches_from(args) {
-                Ok(m) => m,
-                Err(e) => return e03_plan::cli::clap_exit(crate::program::name(), &e),
-            };
-            let env_names = std::env::vars_os()
-                .filter_map(|(k, _)| k.into_string().ok())
-                .collect();
-            setup(&m, env_names, &|k| std::env::var(k).ok())
-        }
-        Err(msg) => Err(msg),
-    };
-    let mut setup = match resolved {
-        Ok(s) => s,
-        Err(msg) => {
-            eprintln!("{}: {msg}", crate::program::name());
-            return EXIT_USAGE;
-        }
+/// Runs a resolved setup with its own tokio runtime: how it ended, and the run directory it
+/// wrote into (the one it claimed with `--claim-run-dir`, else `--out`).
+pub(crate) fn run_setup(mut setup: Setup) -> SwarmEnd {
+    let end = |code: i32, setup: &Setup| SwarmEnd {
+        code,
+        run_dir: setup.out.clone(),
     };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
@@ -145,7 +96,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
         Ok(n) => n,
         Err(msg) => {
             eprintln!("{}: {msg}", crate::program::name());
-            return EXIT_USAGE;
+            return end(EXIT_USAGE, &setup);
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -160,10 +111,11 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                 "{}: cannot start the tokio runtime: {e}",
                 crate::program::name()
             );
-            return EXIT_FAILED;
+            return end(EXIT_FAILED, &setup);
         }
     };
     crate::progress::set_mode(setup.progress);
+    let out = setup.out.clone();
     runtime.block_on(async {
         let targets = setup.targets.clone();
         let shutdown_targets = setup.shutdown_targets;
@@ -177,7 +129,10 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
                          {addr}: {e}",
                         crate::program::name()
                     );
-                    return EXIT_USAGE;
+                    return SwarmEnd {
+                        code: EXIT_USAGE,
+                        run_dir: out,
+                    };
                 }
             };
             match listener.local_addr() {
@@ -199,6 +154,8 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
         let env = move |k: &str| host.var(k);
         let checked = claim_if_asked(&mut setup, &env)
             .and_then(|()| preflight_shard(&setup.out, &setup.scenarios, setup.shard, &env));
+        // Claimed: the run directory.
+        let run_dir = setup.out.clone();
         let code = match checked {
             Ok(()) => run_all(setup).await,
             Err(msg) => {
@@ -218,7 +175,7 @@ pub fn main_entry(args: Vec<OsString>) -> i32 {
             }
             shutdown_hops(&chain_hops).await;
         }
-        code
+        SwarmEnd { code, run_dir }
     })
 }
 

@@ -19,8 +19,9 @@
 //! - `metrics`: the Prometheus metrics of the process, served by `--metrics-listen`.
 //! - `progress`: the once-a-second progress line (or bar) on stderr (`--progress`).
 //! - `stop`: the stop signal every client watches.
-//! - `cli`: the `client-swarm` command line ([`main_entry`]), and what the lab's `swarm`
-//!   wrapper reads of one; its parts below.
+//! - `command`: a swarm command line resolved once ([`resolve_swarm`]) into the ordinary
+//!   scenarios' [`Swarm`] and the chain scenarios' [`ChainArgs`].
+//! - `cli`: running a resolved swarm with its own runtime, and [`resolve_plan`].
 //! - `flags`: the flags (clap's command) and the readers of the values clap cannot check.
 //! - `setup`: the plan a command line resolves to, from flags and env vars or a plan.
 //! - `plan_file`: `--plan FILE`, a plan that is the whole setting ([`check_plan_text`]).
@@ -35,6 +36,7 @@
 mod chain_args;
 mod cli;
 mod client;
+mod command;
 mod drive;
 mod error;
 mod flags;
@@ -55,8 +57,9 @@ mod stop;
 mod top;
 mod usage_error;
 
-pub use chain_args::{chain_args, claim_chain_run, shutdown_hops, ChainArgs, ScenarioArgs};
-pub use cli::{main_entry, out_and_scenarios, report_when_stopped, resolve_plan, scenarios_value};
+pub use chain_args::{claim_chain_run, shutdown_hops, ChainArgs, ScenarioArgs};
+pub use cli::{resolve_plan, SwarmEnd};
+pub use command::{main_entry, resolve_swarm, Refused, Swarm, SwarmCommand};
 pub use error::SwarmError;
 pub use flags::metrics_listen;
 pub use http::{shutdown_target, wait_healthy};

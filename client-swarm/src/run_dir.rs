@@ -1,12 +1,13 @@
 //! Where a swarm writes, checked and claimed before any traffic: uid 0 in compose refused, an
 //! output directory the swarm cannot write (with the command that fixes it), an earlier run's
 //! logs this run would mix with ([`preflight`]), and `--claim-run-dir`'s `OUT/<run id>/` with
-//! `OUT/latest` ([`claim_run_dir`]), remembered for the lab's wrapper ([`CLAIMED`]).
+//! `OUT/latest` ([`claim_run_dir`]); a run returns the directory it claimed
+//! ([`crate::SwarmEnd`]).
 //!
 //! Shared by the swarm's own run ([`claim_if_asked`]) and the chain scenarios' run
 //! (`crate::chain_args`), which claim their directory the same way.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use e03_io::rundir::{self as outdir, RunChoice, RunDir};
 use e03_plan::Scenario;
@@ -126,9 +127,6 @@ pub(crate) fn claim_run_dir(
     Ok(run)
 }
 
-/// The run directory this process claimed (`--claim-run-dir`), for [`crate::out_and_scenarios`].
-pub(crate) static CLAIMED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
 /// With `--claim-run-dir`: claims the run directory and makes it the setup's output directory.
 pub(crate) fn claim_if_asked(
     setup: &mut Setup,
@@ -144,7 +142,6 @@ pub(crate) fn claim_if_asked(
         run.id,
         outdir::shown_under(&run.dir, setup.host.host_results.as_deref())
     );
-    let _ = CLAIMED.set(run.dir.clone());
     setup.out = run.dir;
     setup.run_dir = Some(run.id);
     Ok(())
@@ -219,7 +216,7 @@ mod tests {
         );
         assert_eq!(
             std::fs::read_link(out.join(outdir::LATEST)).unwrap(),
-            PathBuf::from(&second.id)
+            std::path::PathBuf::from(&second.id)
         );
         assert_eq!(
             std::fs::read_to_string(out.join("notes.txt")).unwrap(),

@@ -12,6 +12,8 @@ use clap::ArgMatches;
 use e03_plan::cli::unknown_env;
 use e03_plan::{ParamError, Params, Scenario};
 
+use e03_io::scenario_files::ScenarioArg;
+
 use crate::flags::{chain_hops, metrics_listen, shard_arg};
 use crate::plan::{parse_targets, HostSettings, PlannedScenario, SwarmRunPlan, Target};
 use crate::usage_error::UsageError;
@@ -177,23 +179,47 @@ pub(crate) fn setup(
     env_names: Vec<String>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Setup, UsageError> {
-    if let Some(name) = unknown_env(env_names).into_iter().next() {
-        return Err(UsageError::UnknownEnv(name));
+    check_env(env_names)?;
+    let (policies, args) = scenario_list(m)?;
+    setup_with(m, env, policies, args)
+}
+
+/// An `E03_*` variable that is not one of the lab's is refused (a typo must not run the default).
+pub(crate) fn check_env(env_names: Vec<String>) -> Result<(), UsageError> {
+    match unknown_env(env_names).into_iter().next() {
+        Some(name) => Err(UsageError::UnknownEnv(name)),
+        None => Ok(()),
     }
-    // A user's strategies first: a scenario (file) may name them.
+}
+
+/// The user's policy file's text (`E03_POLICIES`), and the scenarios of `--scenarios`, read once
+/// (a scenario file may name the policy file's strategies).
+pub(crate) fn scenario_list(
+    m: &ArgMatches,
+) -> Result<(Option<String>, Vec<ScenarioArg>), UsageError> {
     let policies = e03_io::scenario_files::load_policies_from_env()?;
     let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let specs = policies
         .as_ref()
         .map(|p| p.specs.clone())
         .unwrap_or_default();
-    let policies = policies.map(|p| p.text);
     let args = e03_io::scenario_files::resolve_with(&value("scenarios"), &specs).map_err(|e| {
         UsageError::Scenarios {
             value: value("scenarios"),
             error: e,
         }
     })?;
+    Ok((policies.map(|p| p.text), args))
+}
+
+/// The setup of the scenarios `args` (read by [`scenario_list`]) under the flags `m`.
+pub(crate) fn setup_with(
+    m: &ArgMatches,
+    env: &dyn Fn(&str) -> Option<String>,
+    policies: Option<String>,
+    args: Vec<ScenarioArg>,
+) -> Result<Setup, UsageError> {
+    let value = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
     let definitions: Vec<String> = args.iter().map(|a| a.text.clone()).collect();
     let scenarios: Vec<Scenario> = args.iter().map(|a| a.scenario.clone()).collect();
     let params = scenarios

@@ -95,6 +95,12 @@ pub enum UsageError {
     /// `--run-id` without `--claim-run-dir`.
     #[error("--run-id needs --claim-run-dir (without it, --out is the run directory)")]
     RunIdAlone,
+    /// Chain scenarios given to the bare swarm binary: they run through the hop services.
+    #[error(
+        "invalid --scenarios (E03_SCENARIOS): {names} are chain scenarios, which run through the \
+         hop services: run them with `lab swarm --chain-hops URL,...` (compose) or `lab run`"
+    )]
+    ChainsNeedLab { names: String },
     /// `--metrics-listen` (`E03_METRICS_LISTEN`) that is not an address.
     #[error(
         "invalid --metrics-listen (E03_METRICS_LISTEN) {value:?}: expected IP:PORT, for example \

@@ -58,6 +58,12 @@ async fn bad_input_exits_2_and_names_the_variable() {
             &[],
             "E03_SCENARIOS",
         ),
+        // Chain scenarios need the hop services, which `lab swarm` drives.
+        (
+            &["--targets", TARGETS, "--scenarios", "amplification"],
+            &[],
+            "amplification are chain scenarios, which run through the hop services",
+        ),
         (&["--targets", "A=nope"], &[], "E03_TARGETS"),
         (&[], &[("E03_TARGETS", TARGETS)], "E03_STRATEGIES"), // B, C, D have no target
         (&[], &[], "--targets"),

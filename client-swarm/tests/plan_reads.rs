@@ -1,6 +1,7 @@
 //! A swarm started with `--plan FILE` reads its typed plan and no raw parameter map (issue 50,
-//! "parsed once"): every way the child and `lab swarm` look at the plan (the plan itself, its
-//! run directory and scenarios, whether a stopped run is reported) checks typed values as typed.
+//! "parsed once"): `lab swarm`'s child resolves its command line once
+//! ([`client_swarm::resolve_swarm`]), and everything it needs of the plan (the scenarios,
+//! whether a stopped run is reported) is read from the typed result.
 
 use std::ffi::OsString;
 
@@ -51,13 +52,17 @@ fn a_child_started_with_plan_reads_no_raw_parameter_map() {
     assert!(Scenario::builtins().len() > 20);
 
     let before = raw_reads();
-    let read = client_swarm::resolve_plan(&args).unwrap();
-    let (out, scenarios) = client_swarm::out_and_scenarios(&args).unwrap();
-    assert!(client_swarm::report_when_stopped(&args));
+    let command = client_swarm::resolve_swarm(&args).unwrap();
     assert_eq!(raw_reads(), before, "the child read a raw parameter map");
-
+    assert!(command.chains.is_none());
+    let swarm = command.swarm.unwrap();
+    assert_eq!(swarm.scenarios(), [Scenario::e03b()]);
+    assert!(swarm.report_when_stopped());
+    // The same plan, seen as a plan (`resolve_plan`, for a look at it): no raw read either.
+    let read = client_swarm::resolve_plan(&args).unwrap();
+    assert_eq!(raw_reads(), before, "the child read a raw parameter map");
     assert_eq!(read.scenarios[0].params, params);
-    assert_eq!((out, scenarios), (dir.join("out"), vec![Scenario::e03b()]));
+    assert_eq!(read.out, dir.join("out"));
     assert!(!dir.join("out").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -11,7 +11,6 @@
 //! the same roles `lab run` gives its processes, and is the top caller. The compose analyzer
 //! (`lab report`) prints the same tables from their logs.
 
-use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -346,14 +345,7 @@ async fn drive_variant(
 /// After the other scenarios of a mixed list (`claimed`: the run directory they claimed, which
 /// the chains then write into; the hops' logs stay relative to `--out`), and without `run`
 /// (those failed or were stopped) it only shuts the services down.
-pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
-    let a = match client_swarm::chain_args(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("lab: {e}");
-            return crate::EXIT_USAGE;
-        }
-    };
+pub fn swarm(a: &client_swarm::ChainArgs, run: bool, claimed: Option<PathBuf>) -> i32 {
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -369,10 +361,10 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
         }
     };
     let checked = || {
-        checked_hops(&a)?;
+        checked_hops(a)?;
         match claimed {
             Some(dir) => Ok(dir),
-            None => client_swarm::claim_chain_run(&a).map_err(|e| e.to_string()),
+            None => client_swarm::claim_chain_run(a).map_err(|e| e.to_string()),
         }
     };
     let code = match run.then(checked) {
@@ -381,7 +373,7 @@ pub fn swarm(args: &[OsString], run: bool, claimed: Option<PathBuf>) -> i32 {
             eprintln!("lab: {e}");
             crate::EXIT_USAGE
         }
-        Some(Ok(run_dir)) => match rt.block_on(swarm_run(&a, &run_dir, &stop)) {
+        Some(Ok(run_dir)) => match rt.block_on(swarm_run(a, &run_dir, &stop)) {
             Ok(true) => 0,
             Ok(false) => crate::EXIT_STOPPED,
             Err(e) => {
