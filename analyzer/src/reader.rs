@@ -14,6 +14,7 @@ use std::path::Path;
 use e03_model::events::{Event, RunEnd, RunStart};
 use e03_plan::params::spec;
 use e03_plan::Params;
+use serde::Deserialize;
 
 use crate::{records, AnalyzeError};
 
@@ -158,16 +159,28 @@ pub fn read_run_start(path: &Path) -> Result<Option<RunStart>, AnalyzeError> {
     }
 }
 
-/// The parameters recorded in a `run_start` (raw env-name map). Values may be JSON strings or
-/// numbers; names that are not parameters are dropped with a warning. `scenario`: the scenario
-/// being read (a user's, kept beside the logs), whose strategies the parameters may name when
-/// the record names it; otherwise a built-in scenario of the record's name does.
+/// The parameters recorded in a `run_start`: its typed parameters, checked as typed (the
+/// strategies travel with them); in an older log, which has none, its raw env-name map, read
+/// as the user's input is. Raw values may be JSON strings or numbers; names that are not
+/// parameters are dropped with a warning. `scenario`: the scenario being read (a user's, kept
+/// beside the logs), whose strategies the raw parameters may name when the record names it;
+/// otherwise a built-in scenario of the record's name does. Typed parameters that do not read
+/// (a log edited by hand) are said in a warning, and the raw map is read instead.
 pub fn params_of(
     start: &RunStart,
     name: &str,
     warnings: &mut Vec<String>,
     scenario: Option<&e03_plan::Scenario>,
 ) -> Result<Params, AnalyzeError> {
+    if let Some(typed) = &start.typed_params {
+        match Params::deserialize(typed) {
+            Ok(p) => return Ok(p),
+            Err(e) => warnings.push(format!(
+                "{name}: the typed parameters of run_start do not read ({e}); reading its \
+                 raw parameters instead"
+            )),
+        }
+    }
     let mut raw = BTreeMap::new();
     if let Some(map) = start.params.as_object() {
         for (k, v) in map {
@@ -226,6 +239,42 @@ mod tests {
         let mut w = Vec::new();
         let p = params_of(s.run_start.as_ref().unwrap(), "x", &mut w, None).unwrap();
         assert_eq!((p.service().workers, p.seeds().to_vec()), (12, vec![42]));
+    }
+
+    /// A record with typed parameters is read as typed: no raw map is read, and the strategies
+    /// come with it. Typed parameters that do not read are a warning, and the raw map is read.
+    #[test]
+    fn typed_parameters_are_read_as_typed_and_raw_ones_only_without_them() {
+        let p = Params::from_raw(
+            &[
+                ("E03_WORKERS", "12"),
+                ("E03_SEEDS", "42"),
+                ("E03_STRATEGIES", "C"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        )
+        .unwrap();
+        let (raw, typed) = p.run_start_forms();
+        let (s, _) = read(&format!("{START}\n{END}\n")).unwrap();
+        let mut start = s.run_start.unwrap();
+        start.params = raw;
+        start.typed_params = Some(typed);
+        let mut w = Vec::new();
+        // The built-in scenarios are read once per process when first named; not counted.
+        assert!(e03_plan::Scenario::builtins().len() > 20);
+        let before = e03_plan::params::raw_reads();
+        assert_eq!(params_of(&start, "x", &mut w, None).unwrap(), p);
+        assert_eq!(e03_plan::params::raw_reads(), before);
+        assert!(w.is_empty(), "{w:?}");
+        start.typed_params = Some(serde_json::json!({"service": {"workers": 0}}));
+        assert_eq!(params_of(&start, "x", &mut w, None).unwrap(), p);
+        assert_eq!(e03_plan::params::raw_reads(), before + 1);
+        assert!(
+            w[0].contains("typed parameters of run_start do not read"),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -37,6 +37,8 @@ fn start(s: &str, seed: u64, source: Source) -> Event {
         scenario: "e03b".into(),
         start_unix_ms: 1,
         params: serde_json::json!({"E03_STRATEGIES": "B,C", "E03_SEEDS": "42,7", "E03_WORKERS": "10"}),
+        // An older log's record: raw parameters only.
+        typed_params: None,
         clock: None,
         shard: None,
     })
@@ -441,6 +443,7 @@ fn the_ledger_gives_duplicate_charges_and_the_logs_the_retried_lost_answers() {
             scenario: "idempotency".into(),
             start_unix_ms: 1,
             params: serde_json::json!({"E03_STRATEGIES": "no-key", "E03_SEEDS": "1"}),
+            typed_params: None,
             clock: None,
             shard: None,
         })

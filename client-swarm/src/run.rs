@@ -230,12 +230,14 @@ async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, Swar
             seed: plan.seed,
             strategy: strategy.id.clone(),
         };
+        let (params, typed_params) = plan.params.run_start_forms();
         log.send(Event::RunStart(RunStart {
             tag: tag.clone(),
             source: Source::Client,
             scenario: plan.scenario.name().to_string(),
             start_unix_ms: strategy_start_ms,
-            params: serde_json::to_value(plan.params.to_raw()).expect("a string map serialises"),
+            params,
+            typed_params: Some(typed_params),
             clock,
             shard,
         }))

@@ -115,7 +115,7 @@ async fn start(State(c): State<Arc<Control>>, body: Bytes) -> Response {
             strategy: spec.strategy.clone(),
         },
         spec.scenario.name().to_string(),
-        serde_json::to_value(spec.params.to_raw()).expect("a string map serialises"),
+        spec.params.clone(),
         Some(log),
         log_file.clone(),
     ));

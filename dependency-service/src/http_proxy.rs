@@ -486,7 +486,7 @@ fn standalone_run(plan: &HttpProxyPlan) -> Result<ProxyRun, ProxyError> {
             strategy: "proxy".into(),
         },
         name,
-        serde_json::to_value(params.to_raw()).expect("a string map serialises"),
+        params.clone(),
         log,
         plan.log
             .as_ref()

@@ -19,7 +19,7 @@ pub struct ProxyRun {
     t0: OnceLock<(Instant, u64)>,
     pub tag: RunTag,
     scenario: String,
-    params: serde_json::Value,
+    params: e03_plan::Params,
     log: Option<LogSink>,
     /// The log, relative to the log directory (a control run's), for the stop call's answer.
     log_file: String,
@@ -34,7 +34,7 @@ impl ProxyRun {
         machine: FaultProxy,
         tag: RunTag,
         scenario: String,
-        params: serde_json::Value,
+        params: e03_plan::Params,
         log: Option<LogSink>,
         log_file: String,
     ) -> Self {
@@ -59,12 +59,14 @@ impl ProxyRun {
         self.t0
             .get_or_init(|| {
                 let t0 = at.unwrap_or_else(|| (Instant::now(), unix_ms()));
+                let (params, typed_params) = self.params.run_start_forms();
                 self.record(Event::RunStart(RunStart {
                     tag: self.tag.clone(),
                     source: Source::Server,
                     scenario: self.scenario.clone(),
                     start_unix_ms: t0.1,
-                    params: self.params.clone(),
+                    params,
+                    typed_params: Some(typed_params),
                     clock: None,
                     shard: None,
                 }));

@@ -176,8 +176,8 @@ pub struct RunSetup {
     /// Time zero, and the same instant as wall clock for `run_start`.
     pub t0: Instant,
     pub start_unix_ms: u64,
-    /// The parameters in force, raw form, for `run_start`.
-    pub params: serde_json::Value,
+    /// The parameters in force, for `run_start` (in both its forms).
+    pub params: e03_plan::Params,
     /// Log file, absolute (or relative to the working directory) and relative to the log dir.
     pub log_path: std::path::PathBuf,
     pub log_file: String,
@@ -249,13 +249,15 @@ impl Run {
             responses: AtomicU64::new(0),
             records: AtomicU64::new(0),
         });
+        let (params, typed_params) = setup.params.run_start_forms();
         run.record(
             Event::RunStart(RunStart {
                 tag: setup.tag,
                 source: Source::Server,
                 scenario: setup.scenario_label,
                 start_unix_ms: setup.start_unix_ms,
-                params: setup.params,
+                params,
+                typed_params: Some(typed_params),
                 clock: None,
                 shard: None,
             }),

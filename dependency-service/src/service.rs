@@ -410,7 +410,7 @@ impl Service {
         let log_file = spec.log_file();
         // The proxy's log, beside the server log: wire-<strategy>-seed<seed>.jsonl.
         let wire_log = e03_plan::log_names::wire_log_beside(&log_file);
-        let params = serde_json::to_value(spec.params.to_raw()).expect("a string map serialises");
+        let params = spec.params.clone();
         // The dependency this strategy's runs face (a strategy table may set its own policy).
         let config =
             spec.params

@@ -41,8 +41,13 @@ pub struct RunStart {
     pub scenario: String,
     /// Wall-clock time of time zero, in ms since the Unix epoch.
     pub start_unix_ms: u64,
-    /// The parameters in force (raw form, env name to value).
+    /// The parameters in force (raw form, env name to value), for people and scripts.
     pub params: serde_json::Value,
+    /// The same parameters typed, as the run's plan carried them (the lab's `Params` as JSON):
+    /// what the analyzer reads back, so that nothing is read from text again. Absent in older
+    /// logs, whose `params` are read instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typed_params: Option<serde_json::Value>,
     /// A client log's clock offset to its dependency, measured before the run
     /// ([`crate::clock`]): the dependency's time zero was sent on the dependency's clock.
     /// Absent in server logs, and when the dependency does not answer `GET /control/clock`.

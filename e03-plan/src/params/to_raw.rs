@@ -171,6 +171,16 @@ impl Params {
         ]
     }
 
+    /// The two forms of these parameters a `run_start` record holds
+    /// ([`e03_model::events::RunStart`]): the raw map (env name to value, for people and
+    /// scripts) and the typed parameters (what the analyzer reads back).
+    pub fn run_start_forms(&self) -> (serde_json::Value, serde_json::Value) {
+        (
+            serde_json::to_value(self.to_raw()).expect("a string map serialises"),
+            serde_json::to_value(self).expect("parameters serialise"),
+        )
+    }
+
     /// The raw form of these parameters (env name to value), for passing them on to another
     /// process; `from_raw(to_raw())` gives them back.
     pub fn to_raw(&self) -> BTreeMap<String, String> {
