@@ -228,10 +228,7 @@ pub fn feed(acc: &mut RunAccumulator, event: &Event) {
         Event::Host(h) => acc.host_change(h.t_us, h.replica, h.change),
         Event::Charge(c) => acc.charge_record(c),
         Event::Dropped(d) => acc.dropped(d.intended_us),
-        Event::FanOut(f) => {
-            let success = f.ok + f.fallbacks >= f.quorum;
-            acc.fanout(f.start_us, f.end_us, success, success && f.fallbacks > 0)
-        }
+        Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.success(), f.degraded()),
         // A probe is not an attempt: its verdicts are in the `host` records. A proxy's record
         // is evidence beside its arrival and response, which are counted.
         Event::RunStart(_) | Event::RunEnd(_) | Event::Probe(_) | Event::Proxied(_) => {}

@@ -442,7 +442,7 @@ impl RunAccumulator {
         self.succeeded += u64::from(success);
         let n = self.dependencies.len();
         if n > 0 {
-            self.dependencies[client as usize % n]
+            self.dependencies[e03_model::balancer::partition_of(client, n)]
                 .operation(end_us.saturating_sub(start_us), success);
         }
         if class == Priority::BestEffort {

@@ -91,7 +91,7 @@ impl ShardTally {
         let (Some(client), Some(op), Some(attempt)) = (a.client, a.op, a.attempt) else {
             return;
         };
-        let t = &mut self.tallies[(client % self.count) as usize];
+        let t = &mut self.tallies[e03_model::shard::Shard::index_of(client, self.count) as usize];
         t.arrived += 1;
         t.sketch.server(client, op, attempt);
     }

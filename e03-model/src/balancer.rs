@@ -106,6 +106,13 @@ impl Default for HealthCheckSpec {
     }
 }
 
+/// The partition rule, once for the balancer and the metrics: client `client`'s own replica
+/// among `replicas` (`E03_BALANCER=partition`: each client's calls go to one dependency, and its
+/// operations are counted as that dependency's).
+pub fn partition_of(client: u32, replicas: usize) -> usize {
+    client as usize % replicas.max(1)
+}
+
 /// A balancer's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BalancerSpec {
@@ -232,7 +239,7 @@ impl Balancer {
     pub fn pick(&mut self, client: u32, draw: &mut impl FnMut() -> u64) -> usize {
         let n = self.hosts.len();
         if self.spec.pick == Pick::Partition {
-            let host = client as usize % n;
+            let host = partition_of(client, n);
             self.hosts[host].outstanding += 1;
             return host;
         }

@@ -284,6 +284,18 @@ pub struct FanOutRecord {
     pub attempts: u32,
 }
 
+impl FanOutRecord {
+    /// Whether its quorum succeeded ([`crate::workload::quorum_met`]).
+    pub fn success(&self) -> bool {
+        crate::workload::quorum_met(self.ok, self.fallbacks, self.quorum)
+    }
+
+    /// Whether it succeeded with a fallback's answer in it (served degraded).
+    pub fn degraded(&self) -> bool {
+        self.success() && self.fallbacks > 0
+    }
+}
+
 /// The last record of a log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEnd {

@@ -222,7 +222,7 @@ impl BudgetScope {
     pub fn holder(self, client: u32, shards: u32) -> u32 {
         match self {
             BudgetScope::Fleet => 0,
-            BudgetScope::Shard => client % shards.max(1),
+            BudgetScope::Shard => crate::shard::Shard::index_of(client, shards),
             BudgetScope::Client => client,
         }
     }

@@ -29,9 +29,16 @@ impl Shard {
         ((1..=MAX_SHARDS).contains(&count) && index < count).then_some(Shard { index, count })
     }
 
+    /// The shard rule, once for the swarm's shards, a budget per shard
+    /// ([`crate::policy::BudgetScope::Shard`]) and the metrics: client `client`'s shard among
+    /// `count` (0 when `count` is 0).
+    pub fn index_of(client: u32, count: u32) -> u32 {
+        client % count.max(1)
+    }
+
     /// Whether client `client` is this shard's.
     pub fn has(&self, client: u32) -> bool {
-        client % self.count == self.index
+        Shard::index_of(client, self.count) == self.index
     }
 
     /// This shard's clients among clients `0..n`, in order.
@@ -95,6 +102,20 @@ impl FromStr for Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shard rule by hand: client 7 of 3 shards is shard 1, as its budget holder is; no
+    /// shard count is one shard.
+    #[test]
+    fn the_shard_rule_by_hand() {
+        assert_eq!(Shard::index_of(7, 3), 1);
+        assert_eq!(Shard::index_of(7, 0), 0);
+        assert!(Shard::new(1, 3).unwrap().has(7));
+        assert_eq!(crate::policy::BudgetScope::Shard.holder(7, 3), 1);
+        assert_eq!(crate::balancer::partition_of(7, 3), 1);
+        assert_eq!(crate::balancer::partition_of(5, 0), 0);
+        // The fan-out rule: 1 success and 1 fallback meet a quorum of 2, 1 success alone not.
+        assert!(crate::workload::quorum_met(1, 1, 2) && !crate::workload::quorum_met(1, 0, 2));
+    }
 
     #[test]
     fn shard_i_of_n_runs_clients_i_i_plus_n_and_so_on() {

@@ -15,7 +15,7 @@ use crate::session::{AttemptId, ClientSession, SessionConfig, Starts, FIRST_STAR
 use crate::strategy::Strategy;
 
 use super::clients::Clients;
-use super::{sooner, Ended, FanOutEnd, Next, Workload};
+use super::{quorum_met, sooner, Ended, FanOutEnd, Next, Workload};
 
 /// A fan-out request in progress.
 #[derive(Debug, Clone, Copy)]
@@ -150,7 +150,8 @@ impl FanOut {
             }
             r.attempts += e.attempts;
             r.latest = r.latest.max(e.end);
-            let decided = r.ok + r.fallbacks >= quorum || fan - r.failed < quorum || r.left == 0;
+            let decided =
+                quorum_met(r.ok, r.fallbacks, quorum) || fan - r.failed < quorum || r.left == 0;
             if decided && !r.reported {
                 r.reported = true;
                 next.fanouts.push(FanOutEnd {

@@ -257,10 +257,16 @@ pub struct FanOutEnd {
     pub attempts: u32,
 }
 
+/// The fan-out success rule, once for the workload, its record and the analyzer: a request
+/// succeeds when its successes and the failed calls its fallbacks served reach its quorum.
+pub fn quorum_met(ok: u32, fallbacks: u32, quorum: u32) -> bool {
+    ok + fallbacks >= quorum
+}
+
 impl FanOutEnd {
-    /// Whether its quorum succeeded (a fallback's answer counts).
+    /// Whether its quorum succeeded (a fallback's answer counts): [`quorum_met`].
     pub fn success(&self) -> bool {
-        self.ok + self.fallbacks >= self.quorum
+        quorum_met(self.ok, self.fallbacks, self.quorum)
     }
 
     /// Whether it succeeded with a fallback's answer in it (served degraded).
