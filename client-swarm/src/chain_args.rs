@@ -1,7 +1,7 @@
 //! A swarm command line whose scenarios are chain scenarios (amplification, deadline): the lab
 //! runs them through the hop services (`lab swarm` in compose), from the same flags and env vars
 //! as the swarm's own runs. [`chain_args_with`] reads them, [`claim_chain_run`] claims the run
-//! directory as the swarm claims its own, [`shutdown_hops`] stops the hops at the end.
+//! directory as the swarm claims its own (the hops' calls are in `crate::hops`).
 
 use std::path::PathBuf;
 
@@ -14,15 +14,6 @@ use crate::flags::chain_hops;
 use crate::plan::{parse_targets, HostSettings};
 use crate::run_dir::{claim_run_dir, preflight, refuse_root};
 use crate::usage_error::UsageError;
-
-/// Asks every hop to shut down (`POST /control/shutdown`); one that is gone already is said.
-pub async fn shutdown_hops(hops: &[String]) {
-    for hop in hops {
-        if let Err(e) = crate::http::shutdown_target(hop).await {
-            eprintln!("{}: hop {hop}: {e}", crate::program::name());
-        }
-    }
-}
 
 /// A swarm command line whose scenarios are chain scenarios: the lab runs them through the hop
 /// services (`lab swarm` in compose), from the same flags and env vars as the swarm's.

@@ -16,8 +16,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::chain_args::shutdown_hops;
 use crate::flags::command;
+use crate::hops::shutdown_hops;
 use crate::plan::SwarmRunPlan;
 use crate::plan_file::{load_plan, plan_arg};
 use crate::run_all::run_all;

@@ -28,18 +28,22 @@
 //! - `run_dir`: where a swarm writes, checked and claimed (`--claim-run-dir`) before traffic.
 //! - `run_all`: running the plan: health checks, then every scenario x seed.
 //! - `chain_args`: a command line of chain scenarios, which the lab runs through the hops.
+//! - `chain_run`: chain scenarios through hop services, the top caller's side.
+//! - `hops`: the hops' control calls (configure, in flight, idle, shut down).
 //! - `signal`: Ctrl-C or SIGTERM ([`shutdown_signal`]).
 //!
 //! The run directory, scenario files and the progress setting are the `e03-io` crate's,
 //! shared with `lab` and its simulated path.
 
 mod chain_args;
+mod chain_run;
 mod cli;
 mod client;
 mod command;
 mod drive;
 mod error;
 mod flags;
+mod hops;
 mod http;
 mod log;
 mod metrics;
@@ -57,11 +61,13 @@ mod stop;
 mod top;
 mod usage_error;
 
-pub use chain_args::{claim_chain_run, shutdown_hops, ChainArgs, ScenarioArgs};
+pub use chain_args::{claim_chain_run, ChainArgs, ScenarioArgs};
+pub use chain_run::{check_hops, drive_variant, role_of, run_chains};
 pub use cli::{resolve_plan, SwarmEnd};
 pub use command::{main_entry, resolve_swarm, Refused, Swarm, SwarmCommand};
 pub use error::SwarmError;
 pub use flags::metrics_listen;
+pub use hops::{configure_hop, inflight_at, shutdown_hops, wait_idle};
 pub use http::{shutdown_target, wait_healthy};
 pub use metrics::{serve_metrics, METRICS_PATH};
 pub use plan::{

@@ -101,6 +101,37 @@ pub enum UsageError {
          hop services: run them with `lab swarm --chain-hops URL,...` (compose) or `lab run`"
     )]
     ChainsNeedLab { names: String },
+    /// A scenario of a chain run that is not a chain scenario.
+    #[error(
+        "invalid --scenarios (E03_SCENARIOS): {name} is not a chain scenario (the lab's swarm \
+         runs the others first, then the chains)"
+    )]
+    NotAChain { name: String },
+    /// Chain scenarios without `--chain-hops`.
+    #[error(
+        "chain scenarios need the hop services: --chain-hops http://hop-1:8080,... (compose \
+         passes them); on one machine `lab run amplification` starts its own"
+    )]
+    NoHops,
+    /// A chain variant with a fault proxy between layers, which compose's hops do not have.
+    #[error(
+        "invalid --scenarios (E03_SCENARIOS): {scenario} variant {variant} has a fault proxy in \
+         front of a layer ([[chain.variant.proxy]]): compose's hop services have no proxy \
+         between them; run it with lab run or lab simulate"
+    )]
+    ProxyInChain { scenario: String, variant: String },
+    /// Fewer hop services than a variant's layers.
+    #[error(
+        "invalid --chain-hops: {scenario} variant {variant} needs {need} hop services ({hops} \
+         hops and the bottom), --chain-hops names {given}"
+    )]
+    TooFewHops {
+        scenario: String,
+        variant: String,
+        need: usize,
+        hops: usize,
+        given: usize,
+    },
     /// `--metrics-listen` (`E03_METRICS_LISTEN`) that is not an address.
     #[error(
         "invalid --metrics-listen (E03_METRICS_LISTEN) {value:?}: expected IP:PORT, for example \

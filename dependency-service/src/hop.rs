@@ -57,12 +57,13 @@ use serde::{Deserialize, Serialize};
 
 use e03_model::attempt::{Broken, Stage};
 use e03_model::chain::{
-    deadline_on_arrival, Bottom, CallRecord, HopCall, HopSpec, HopStep, DEADLINE_HEADER, MAX_HOPS,
+    deadline_on_arrival, Bottom, CallRecord, HopCall, HopStep, DEADLINE_HEADER, MAX_HOPS,
     REQUEST_HEADER,
 };
 use e03_model::events::HEADER_OP;
 use e03_model::AttemptResult;
 use e03_plan::control::{HEALTH_PATH, SHUTDOWN_PATH};
+use e03_plan::hop_control::{HopSetup, Role, CONFIGURE_PATH, INFLIGHT_PATH};
 
 pub use crate::hop_error::{HopError, HOP_USAGE};
 
@@ -82,23 +83,6 @@ pub struct HopConfig {
 
 fn loopback() -> String {
     "127.0.0.1:0".into()
-}
-
-/// The control call that configures a hop started without a configuration.
-pub const CONFIGURE_PATH: &str = "/control/configure";
-
-/// What `POST /control/configure` takes (JSON): a [`HopConfig`] without the address, its log
-/// named relative to the hop's `--log-dir`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HopSetup {
-    /// Its layer in the chain (1: called by the top caller).
-    pub layer: u32,
-    pub role: Role,
-    /// The log file under the hop's log directory: a relative path of plain names (letters,
-    /// digits, `.`, `-`, `_`; no `..`) ending in `.jsonl`. Missing folders are created; the file
-    /// is appended to.
-    pub log: String,
 }
 
 /// Checks a layer and a role; the message names the key and what it accepts.
@@ -146,21 +130,6 @@ pub fn check_log_name(log: &str) -> Result<PathBuf, HopError> {
         return Err(bad());
     }
     Ok(path.to_path_buf())
-}
-
-/// A proxy towards `upstream` (`http://IP:PORT`), or the bottom of the chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Role {
-    Proxy {
-        spec: HopSpec,
-        upstream: String,
-        #[serde(default)]
-        propagate: bool,
-    },
-    Bottom {
-        bottom: Bottom,
-    },
 }
 
 /// µs since the Unix epoch.
@@ -567,7 +536,7 @@ async fn bind_with(
             "/work",
             get(work).layer(middleware::from_fn(crate::routes::limit_work_body)),
         )
-        .route("/inflight", get(inflight))
+        .route(INFLIGHT_PATH, get(inflight))
         .route(HEALTH_PATH, get(health))
         .route(
             CONFIGURE_PATH,
@@ -716,66 +685,4 @@ pub fn main_entry(args: Vec<std::ffi::OsString>) -> i32 {
         bound.serve(crate::shutdown_signal()).await;
         0
     })
-}
-
-/// How many calls of the hop at `addr` (IP:PORT) are still working (`GET /inflight`).
-pub async fn inflight_of(client: &reqwest::Client, addr: &str) -> anyhow::Result<u64> {
-    inflight_at(client, &format!("http://{addr}")).await
-}
-
-/// How many calls of the hop at the base URL `base` are still working (`GET /inflight`).
-pub async fn inflight_at(client: &reqwest::Client, base: &str) -> anyhow::Result<u64> {
-    let text = client
-        .get(format!("{}/inflight", base.trim_end_matches('/')))
-        .timeout(Duration::from_secs(2))
-        .send()
-        .await?
-        .text()
-        .await?;
-    Ok(text.trim().parse()?)
-}
-
-/// Waits until no hop at the base URLs `bases` is still working, at most `limit`; whether they
-/// all are idle.
-pub async fn wait_idle(bases: &[String], limit: Duration) -> anyhow::Result<bool> {
-    let client = reqwest::Client::new();
-    let end = Instant::now() + limit;
-    loop {
-        let mut busy = 0;
-        for b in bases {
-            busy += inflight_at(&client, b).await?;
-        }
-        if busy == 0 {
-            return Ok(true);
-        }
-        if Instant::now() >= end {
-            return Ok(false);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// `POST /control/configure` to the hop at the base URL `base`; an error carries the hop's
-/// answer (a `400` names the bad key).
-pub async fn configure_hop(
-    client: &reqwest::Client,
-    base: &str,
-    setup: &HopSetup,
-) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let url = format!("{}{CONFIGURE_PATH}", base.trim_end_matches('/'));
-    let resp = client
-        .post(&url)
-        .header(axum::http::header::CONTENT_TYPE, "application/json")
-        .body(serde_json::to_string(setup)?)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .with_context(|| format!("configuring the hop at {base}"))?;
-    let status = resp.status();
-    let body = resp.text().await.unwrap_or_default();
-    if !status.is_success() {
-        anyhow::bail!("the hop at {base} refused its configuration ({status}): {body}");
-    }
-    Ok(())
 }

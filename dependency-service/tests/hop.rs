@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dependency_service::hop::{
-    bind, bind_unconfigured, configure_hop, inflight_of, HopConfig, HopSetup, Role, CONFIGURE_PATH,
-};
+// The hop's callers' side of its protocol is the swarm's (a dev-dependency).
+use client_swarm::{configure_hop, inflight_at};
+use dependency_service::hop::{bind, bind_unconfigured, HopConfig};
 use e03_model::chain::{Bottom, CallRecord, HopSpec, DEADLINE_HEADER};
+use e03_plan::hop_control::{HopSetup, Role, CONFIGURE_PATH};
 
 fn spec(name: &str, attempts: u32) -> HopSpec {
     HopSpec {
@@ -69,7 +70,7 @@ async fn idle(hops: &[&str]) {
         })
         .collect();
     assert!(
-        dependency_service::hop::wait_idle(&bases, Duration::from_secs(5))
+        client_swarm::wait_idle(&bases, Duration::from_secs(5))
             .await
             .unwrap(),
         "a hop stayed busy"
@@ -128,7 +129,12 @@ async fn retries_multiply_down_a_chain_over_http() {
     idle(&[&bottom, &order, &gateway]).await;
     let client = reqwest::Client::new();
     for addr in [&bottom, &order, &gateway] {
-        assert_eq!(inflight_of(&client, addr).await.unwrap(), 0);
+        assert_eq!(
+            inflight_at(&client, &format!("http://{addr}"))
+                .await
+                .unwrap(),
+            0
+        );
     }
     let b = records(&log_path(&dir, "bottom"));
     assert_eq!(b.len(), 18, "3 x 3 bottom calls per top request");

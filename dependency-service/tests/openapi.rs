@@ -19,6 +19,7 @@ fn path_constants() -> BTreeMap<String, String> {
     let mut consts = BTreeMap::new();
     for file in [
         "e03-plan/src/control.rs",
+        "e03-plan/src/hop_control.rs",
         "e03-model/src/ledger.rs",
         "dependency-service/src/routes.rs",
         "dependency-service/src/hop.rs",

@@ -21,6 +21,7 @@
 //! - [`checks`]: a scenario's `[[check]]` tables: which figure, the published value, the band.
 //! - [`presets`]: named strategies with well-known libraries' defaults (`grpc`, `aws-2026`, ...).
 //! - [`control`]: the control protocol (start/stop a run).
+//! - [`hop_control`]: a hop's control protocol (configure it, ask what is in flight).
 //! - [`log_names`]: the name of every log and file a run leaves in its folder.
 //! - `cli` (feature `cli`): flags and env vars for every parameter.
 
@@ -29,6 +30,7 @@ pub mod checks;
 pub mod cli;
 pub mod control;
 pub mod control_error;
+pub mod hop_control;
 pub mod log_names;
 pub mod names;
 pub mod params;

@@ -1,25 +1,26 @@
 //! Chain scenarios (a `[chain]` table, see [`e03_model::chain`]): `lab run` starts one hop
 //! process per layer on loopback port 0 (`lab hop`, the dependency service in proxy mode), the
 //! bottom first, each hop told its upstream's address; the lab is the top caller (the swarm's
-//! live driver, driving the core's top-caller workload). `lab
+//! live driver, driving the core's top-caller workload, [`client_swarm::drive_variant`]). `lab
 //! simulate` runs the same variants on the simulator's event queue and writes the same logs.
 //! The analyzer reads both the same way.
 //!
 //! In compose the hops are containers (`hop-1`, `hop-2`, ...) started without a role (`lab hop
 //! --listen .. --log-dir /results`); `lab swarm --chain-hops URL,...` with chain scenarios
-//! ([`swarm`]) configures them per variant through their control call, the bottom first, with
-//! the same roles `lab run` gives its processes, and is the top caller. The compose analyzer
+//! ([`swarm`], the swarm's [`client_swarm::run_chains`]) configures them per variant through
+//! their control call, the bottom first, with the same roles `lab run` gives its processes
+//! ([`client_swarm::role_of`]), and is the top caller. The compose analyzer
 //! (`lab report`) prints the same tables from their logs.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use dependency_service::hop::{self, HopConfig, HopSetup, Role};
+use dependency_service::hop::HopConfig;
 use e03_model::chain::{ChainDef, ChainProxy, ChainVariant};
 use e03_plan::Scenario;
 use nix::sys::signal::{kill, Signal};
@@ -35,7 +36,7 @@ pub fn is_chain(scenario: &Scenario) -> bool {
 /// One chain scenario of a `lab run` (`live`) or a `lab simulate`, into the run directory
 /// `run_dir` (claimed by the caller): every variant, then its tables. Whether every check
 /// passed; `None` when `stop` was set during a live variant (it is marked incomplete, see
-/// [`stopped`], and no tables are made).
+/// [`client_swarm::drive_variant`], and no tables are made).
 pub fn run_scenario(
     run_dir: &Path,
     scenario: &Scenario,
@@ -88,39 +89,6 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("handling signals")?;
     }
     Ok(stop)
-}
-
-/// Runs `fut` to its end, or until `stop` is set (then `None`; `fut` is dropped).
-async fn until_stopped<T>(
-    stop: &AtomicBool,
-    fut: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    let stopped = async {
-        while !stop.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::select! {
-        r = fut => Some(r),
-        () = stopped => None,
-    }
-}
-
-/// Marks the variant in `dir` incomplete: the top requests that finished go to `top.jsonl`,
-/// and [`e03_plan::log_names::STOPPED_MARKER`] says why the rest is missing (the analyzer then
-/// refuses to make tables of it). The calls the hops answered are in their logs.
-fn stopped(dir: &Path, tops: &[e03_model::chain::TopRecord], requests: u32) -> anyhow::Result<()> {
-    e03_io::logs::write_jsonl(&dir.join(e03_plan::log_names::TOP_LOG), tops)?;
-    let marker = dir.join(e03_plan::log_names::STOPPED_MARKER);
-    std::fs::write(
-        &marker,
-        format!(
-            "stopped by a signal after {} of {requests} top requests; the hops' logs hold the calls \
-             they answered before they were stopped\n",
-            tops.len()
-        ),
-    )
-    .with_context(|| format!("writing {}", marker.display()))
 }
 
 /// Analyses a chain scenario's directory (live or simulated logs, the same files), prints its
@@ -207,23 +175,6 @@ fn start_hop(hops: &mut Hops, config: &HopConfig) -> anyhow::Result<String> {
     }
 }
 
-/// The role of `layer` (1 to the bottom layer) of variant `v`: the bottom, or a proxy towards
-/// `upstream` (the base URL of the layer below) with its hop's policy. Loopback processes and
-/// compose's hop containers get the same roles.
-fn role_of(chain: &ChainDef, v: &ChainVariant, layer: u32, upstream: &str) -> Role {
-    if layer == v.bottom_layer() {
-        Role::Bottom {
-            bottom: chain.bottom,
-        }
-    } else {
-        Role::Proxy {
-            spec: v.hops[layer as usize - 1].clone(),
-            upstream: upstream.to_string(),
-            propagate: v.propagate,
-        }
-    }
-}
-
 /// Starts `lab proxy --http` in front of `upstream` (a layer's base URL) with `proxy`'s
 /// timeline, logging to `log`; its address (from its first stdout line).
 fn start_fault_proxy(
@@ -272,7 +223,7 @@ fn live_variant(
             &mut hops,
             &HopConfig {
                 layer,
-                role: role_of(chain, v, layer, &entry),
+                role: client_swarm::role_of(chain, v, layer, &entry),
                 log: dir.join(e03_plan::log_names::layer_log_name(v, layer)),
                 listen: "127.0.0.1:0".into(),
             },
@@ -289,49 +240,11 @@ fn live_variant(
     }
     // Layer 1 (the top hop) first.
     let bases: Vec<String> = addrs.iter().rev().map(|a| format!("http://{a}")).collect();
-    let complete = tokio::runtime::Runtime::new()?
-        .block_on(drive_variant(dir, chain, v, &entry, &bases, stop))?;
+    let complete = tokio::runtime::Runtime::new()?.block_on(client_swarm::drive_variant(
+        dir, chain, v, &entry, &bases, stop,
+    ))?;
     drop(hops);
     Ok(complete)
-}
-
-/// The top caller's part of a variant, the same on loopback and in compose: the swarm's live
-/// driver makes the top requests to `entry` (the top hop, or the proxy in front of it,
-/// [`client_swarm::drive_top_caller`]), then this waits (at most 300 s) until no hop of `bases` has a
-/// call in flight, so every call is in their logs (work below a caller that left goes on), and
-/// writes `top.jsonl` in `dir`. Whether it ran to its end: when `stop` is set first, the
-/// variant is marked incomplete ([`stopped`]) instead.
-async fn drive_variant(
-    dir: &Path,
-    chain: &ChainDef,
-    v: &ChainVariant,
-    entry: &str,
-    bases: &[String],
-    stop: &AtomicBool,
-) -> anyhow::Result<bool> {
-    let mut tops = Vec::new();
-    let stopped_flag = async {
-        while !stop.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    let complete =
-        client_swarm::drive_top_caller(v, chain.requests, 1, entry, stopped_flag, &mut tops)
-            .await?;
-    let idle = if complete {
-        until_stopped(stop, hop::wait_idle(bases, Duration::from_secs(300))).await
-    } else {
-        None
-    };
-    let Some(idle) = idle else {
-        stopped(dir, &tops, chain.requests)?;
-        return Ok(false);
-    };
-    if !idle? {
-        bail!("the hops were still working after 300 s; their logs are incomplete");
-    }
-    e03_io::logs::write_jsonl(&dir.join(e03_plan::log_names::TOP_LOG), &tops)?;
-    Ok(true)
 }
 
 /// `lab swarm` with chain scenarios (compose): claims the run directory as the swarm does, then
@@ -361,7 +274,7 @@ pub fn swarm(a: &client_swarm::ChainArgs, run: bool, claimed: Option<PathBuf>) -
         }
     };
     let checked = || {
-        checked_hops(a)?;
+        client_swarm::check_hops(a).map_err(|e| e.to_string())?;
         match claimed {
             Some(dir) => Ok(dir),
             None => client_swarm::claim_chain_run(a).map_err(|e| e.to_string()),
@@ -373,7 +286,7 @@ pub fn swarm(a: &client_swarm::ChainArgs, run: bool, claimed: Option<PathBuf>) -
             eprintln!("lab: {e}");
             crate::EXIT_USAGE
         }
-        Some(Ok(run_dir)) => match rt.block_on(swarm_run(a, &run_dir, &stop)) {
+        Some(Ok(run_dir)) => match rt.block_on(client_swarm::run_chains(a, &run_dir, &stop)) {
             Ok(true) => 0,
             Ok(false) => crate::EXIT_STOPPED,
             Err(e) => {
@@ -393,160 +306,4 @@ pub fn swarm(a: &client_swarm::ChainArgs, run: bool, claimed: Option<PathBuf>) -
         });
     }
     code
-}
-
-/// Every scenario is a chain scenario, and every variant has a hop service for each of its
-/// layers.
-fn checked_hops(a: &client_swarm::ChainArgs) -> Result<(), String> {
-    if let Some(other) = a.scenarios.iter().find(|s| !is_chain(&s.scenario)) {
-        return Err(format!(
-            "invalid --scenarios (E03_SCENARIOS): {} is not a chain scenario (the lab's swarm \
-             runs the others first, then the chains)",
-            other.scenario.name()
-        ));
-    }
-    if a.hops.is_empty() {
-        return Err(
-            "chain scenarios need the hop services: --chain-hops http://hop-1:8080,... \
-                    (compose passes them); on one machine `lab run amplification` starts its \
-                    own"
-            .into(),
-        );
-    }
-    for s in &a.scenarios {
-        let chain = s.scenario.def().chain.as_ref().expect("a chain scenario");
-        for v in &chain.variants {
-            if !v.proxies.is_empty() {
-                return Err(format!(
-                    "invalid --scenarios (E03_SCENARIOS): {} variant {} has a fault proxy in \
-                     front of a layer ([[chain.variant.proxy]]): compose's hop services have no \
-                     proxy between them; run it with lab run or lab simulate",
-                    s.scenario.name(),
-                    v.id
-                ));
-            }
-            let need = v.bottom_layer() as usize;
-            if need > a.hops.len() {
-                return Err(format!(
-                    "invalid --chain-hops: {} variant {} needs {need} hop services ({} hops and \
-                     the bottom), --chain-hops names {}",
-                    s.scenario.name(),
-                    v.id,
-                    v.hops.len(),
-                    a.hops.len()
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The path of `file` in `dir` relative to `root` (the hops' log directory), `/`-separated.
-fn relative_log(root: &Path, dir: &Path, file: &str) -> anyhow::Result<String> {
-    let rel = dir.strip_prefix(root).with_context(|| {
-        format!(
-            "{} is not under {}, the hops' log directory",
-            dir.display(),
-            root.display()
-        )
-    })?;
-    let mut parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    parts.push(file.to_string());
-    Ok(parts.join("/"))
-}
-
-/// A variant's directory, made ready for its logs: a directory that holds an earlier run's
-/// logs of this variant is refused, unless `overwrite`, which removes exactly those files.
-fn prepare_variant_dir(dir: &Path, v: &ChainVariant, overwrite: bool) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut ours: Vec<PathBuf> = vec![
-        dir.join(e03_plan::log_names::TOP_LOG),
-        dir.join(e03_plan::log_names::STOPPED_MARKER),
-    ];
-    ours.extend(
-        (1..=v.bottom_layer()).map(|l| dir.join(e03_plan::log_names::layer_log_name(v, l))),
-    );
-    let earlier: Vec<&PathBuf> = ours.iter().filter(|p| p.exists()).collect();
-    if earlier.is_empty() {
-        return Ok(());
-    }
-    if !overwrite {
-        bail!(
-            "{} already holds the logs of an earlier run; give this run a directory of its own \
-             (--claim-run-dir, as compose does) or set E03_OVERWRITE=1 to replace them",
-            dir.display()
-        );
-    }
-    for p in earlier {
-        std::fs::remove_file(p).with_context(|| format!("removing {}", p.display()))?;
-    }
-    Ok(())
-}
-
-/// Whether every variant ran to its end (`false`: `stop` was set; that variant is marked
-/// incomplete and the rest are not run).
-async fn swarm_run(
-    a: &client_swarm::ChainArgs,
-    run_dir: &Path,
-    stop: &AtomicBool,
-) -> anyhow::Result<bool> {
-    let client = reqwest::Client::new();
-    for hop in &a.hops {
-        client_swarm::wait_healthy(hop, 30, Duration::from_secs(1))
-            .await
-            .with_context(|| format!("hop {hop}"))?;
-    }
-    // The hops' --log-dir is the swarm's --out: with --claim-run-dir the results root.
-    let root = if a.claim.is_some() {
-        a.out.as_path()
-    } else {
-        run_dir
-    };
-    for s in &a.scenarios {
-        let chain = s.scenario.def().chain.as_ref().expect("a chain scenario");
-        let dir = run_dir.join(s.scenario.name());
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        e03_io::scenario_files::keep(&dir, &s.text).map_err(anyhow::Error::msg)?;
-        for v in &chain.variants {
-            let started = Instant::now();
-            let vdir = dir.join(&v.id);
-            prepare_variant_dir(&vdir, v, a.overwrite)?;
-            // Bottom first: every proxy's upstream is configured before it can be called.
-            for layer in (1..=v.bottom_layer()).rev() {
-                let below = a.hops.get(layer as usize).cloned().unwrap_or_default();
-                let setup = HopSetup {
-                    layer,
-                    role: role_of(chain, v, layer, &below),
-                    log: relative_log(root, &vdir, &e03_plan::log_names::layer_log_name(v, layer))?,
-                };
-                hop::configure_hop(&client, &a.hops[layer as usize - 1], &setup)
-                    .await
-                    .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
-            }
-            let used = &a.hops[..v.bottom_layer() as usize];
-            let complete = drive_variant(&vdir, chain, v, &used[0], used, stop)
-                .await
-                .with_context(|| format!("{} variant {}", s.scenario.name(), v.id))?;
-            if !complete {
-                eprintln!(
-                    "lab: stopped: {} variant {} is incomplete; no tables",
-                    s.scenario.name(),
-                    v.id
-                );
-                return Ok(false);
-            }
-            eprintln!(
-                "lab: {} {}: {} top requests through {} hop services in {:.1} s",
-                s.scenario.name(),
-                v.id,
-                chain.requests,
-                used.len(),
-                started.elapsed().as_secs_f64()
-            );
-        }
-    }
-    Ok(true)
 }
