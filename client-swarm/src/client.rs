@@ -15,6 +15,7 @@ use std::time::Duration;
 use e03_model::events::RunTag;
 use e03_model::policy::Policies;
 use e03_model::session::SessionConfig;
+use e03_model::workload::HeaderRules;
 use e03_model::Strategy;
 use precise_timer::PreciseTimer;
 use tokio::time::Instant;
@@ -58,6 +59,12 @@ impl StrategyRun {
     /// classes.
     pub(crate) fn session_config(&self) -> SessionConfig {
         self.session
+    }
+
+    /// How the run's attempts are headed: their idempotency keys and deadline header, the
+    /// model's rules ([`HeaderRules::headers`]).
+    pub(crate) fn header_rules(&self) -> HeaderRules {
+        HeaderRules::of(&self.strategy, self.seed, self.deadline_header)
     }
 
     /// Where an attempt to `replica` goes.

@@ -37,12 +37,11 @@ use std::time::Duration;
 
 use e03_model::balancer::{HealthCheckSpec, Probe};
 use e03_model::breaker::Transition;
-use e03_model::chain::deadline_header_ms;
 use e03_model::events::{
     us, Attempt, AttemptEnd, BreakerChange, Dropped, Event, FanOutRecord, HostRecord,
     OperationRecord, Outcome, ProbeRecord,
 };
-use e03_model::workload::{Ended, Next, Outgoing, Workload};
+use e03_model::workload::{Effect, Ended, Headers, Next, Outgoing, Workload};
 use e03_model::{AttemptResult, OpOutcome};
 use tokio::sync::Notify;
 use tokio::time::{timeout_at, Instant};
@@ -183,14 +182,16 @@ impl Driver {
                 st.workload.on_wake(now, &mut policy, &mut next);
             }
         }
-        st.in_flight += next.sends.len() + next.probes.len();
+        // What must be done under the lock, before the effects are acted on after it
+        // ([`Self::effect`]): a read-only look at the sends, probes and cancels.
+        st.in_flight += next.sends().len() + next.probes().len();
         // Only a hedging strategy's attempts can be cancelled.
         if self.run.strategy.hedge.is_some() {
-            for send in &next.sends {
+            for send in next.sends() {
                 st.cancels.insert(send.id, (Arc::new(Notify::new()), false));
             }
         }
-        for id in &next.cancels {
+        for id in next.cancels() {
             if let Some((signal, cancelled)) = st.cancels.get_mut(id) {
                 *cancelled = true;
                 // Stored if its task is not waiting yet.
@@ -416,20 +417,19 @@ impl Driver {
         let run = &self.run;
         let sent_at = Instant::now();
         let sent = sent_at.saturating_duration_since(run.t0);
+        // The model heads it: its Idempotency-Key (a charging strategy's key policy decides)
+        // and its deadline header (when the dependency or the chain reads one).
+        let Headers {
+            idempotency_key: key,
+            deadline_ms,
+        } = run.header_rules().headers(send);
         let id = AttemptId {
             client: send.id.client,
             op: send.id.op,
             attempt: send.id.attempt,
-            deadline_ms: run
-                .deadline_header
-                .then(|| deadline_header_ms(send.timeout)),
+            deadline_ms,
             class: send.class,
         };
-        // A charging strategy: its key policy decides the attempt's Idempotency-Key.
-        let key = run
-            .strategy
-            .idempotency
-            .and_then(|policy| policy.key(run.seed, id.client, id.op, id.attempt));
         let work = run.work_of(send.replica);
         let req = if run.post {
             work.post_request(id, key.as_deref())
@@ -485,8 +485,9 @@ impl Driver {
         (result, now)
     }
 
-    /// Logs what the workload asked (breaker changes, refused attempts, ended operations,
-    /// dropped arrivals) and returns the attempts to send.
+    /// Acts on what the workload asked: the breaker's changes logged, then each effect in
+    /// [`Next::drain`]'s order ([`Self::effect`]); returns the attempts to send (the caller
+    /// starts their tasks, or sends the first itself).
     async fn act(self: &Arc<Self>, asked: Asked, stop: &StopSignal) -> Vec<Outgoing> {
         let run = &self.run;
         let Asked {
@@ -494,9 +495,6 @@ impl Driver {
             transitions,
             tokens,
         } = asked;
-        for probe in next.probes.drain(..) {
-            self.spawn_probe(probe, stop);
-        }
         if let (Some(m), Some(tokens)) = (metrics(), tokens) {
             m.budget_tokens(&run.tag.strategy, tokens);
         }
@@ -515,64 +513,86 @@ impl Driver {
                 }))
                 .await;
         }
-        for r in &next.refused {
-            let at = run.now();
-            let mut record = attempt_record(run, &r.attempt, at, at, AttemptEnd::FailedFast);
-            record.rejection = Some(r.why);
-            let _ = self.log.send(Event::Attempt(record)).await;
-            if let Some(m) = metrics() {
-                m.attempt(
-                    &run.tag.strategy,
-                    r.attempt.id.attempt,
-                    AttemptEnd::FailedFast,
-                    None,
-                    None,
-                );
-                m.failed_fast(&run.tag.strategy, r.why);
+        let mut sends = Vec::with_capacity(next.sends().len());
+        for effect in next.drain() {
+            self.effect(effect, stop, &mut sends).await;
+        }
+        sends
+    }
+
+    /// Turns one effect into IO: a record logged, a probe's task started, an attempt put in
+    /// `sends` (its task is started by [`Self::act`]'s caller). One arm per kind, no wildcard:
+    /// a new kind of effect does not compile until it is handled here.
+    async fn effect(
+        self: &Arc<Self>,
+        effect: Effect,
+        stop: &StopSignal,
+        sends: &mut Vec<Outgoing>,
+    ) {
+        let run = &self.run;
+        match effect {
+            Effect::Refused(r) => {
+                let at = run.now();
+                let mut record = attempt_record(run, &r.attempt, at, at, AttemptEnd::FailedFast);
+                record.rejection = Some(r.why);
+                let _ = self.log.send(Event::Attempt(record)).await;
+                if let Some(m) = metrics() {
+                    m.attempt(
+                        &run.tag.strategy,
+                        r.attempt.id.attempt,
+                        AttemptEnd::FailedFast,
+                        None,
+                        None,
+                    );
+                    m.failed_fast(&run.tag.strategy, r.why);
+                }
             }
+            Effect::Ended(e) => self.ended(e).await,
+            Effect::Dropped(start) => {
+                let _ = self
+                    .log
+                    .send(Event::Dropped(Dropped {
+                        tag: run.tag.clone(),
+                        intended_us: us(start),
+                    }))
+                    .await;
+            }
+            Effect::FanOut(f) => {
+                let _ = self
+                    .log
+                    .send(Event::FanOut(FanOutRecord {
+                        tag: run.tag.clone(),
+                        client: f.client,
+                        request: f.request,
+                        start_us: us(f.start),
+                        end_us: us(f.end),
+                        calls: f.calls,
+                        quorum: f.quorum,
+                        ok: f.ok,
+                        failed: f.failed,
+                        fallbacks: f.fallbacks,
+                        attempts: f.attempts,
+                    }))
+                    .await;
+            }
+            Effect::Host(h) => {
+                let _ = self
+                    .log
+                    .send(Event::Host(HostRecord {
+                        tag: run.tag.clone(),
+                        t_us: us(h.at),
+                        replica: h.host as u32,
+                        change: h.change,
+                    }))
+                    .await;
+            }
+            // Signalled under the lock already ([`Self::due`]), so that the attempt's task,
+            // which takes the lock when its answer comes, never hands that answer over; its
+            // task logs it as cancelled.
+            Effect::Cancel(_) => {}
+            Effect::Probe(probe) => self.spawn_probe(probe, stop),
+            Effect::Send(send) => sends.push(send),
         }
-        for &e in &next.ended {
-            self.ended(e).await;
-        }
-        for h in &next.hosts {
-            let _ = self
-                .log
-                .send(Event::Host(HostRecord {
-                    tag: run.tag.clone(),
-                    t_us: us(h.at),
-                    replica: h.host as u32,
-                    change: h.change,
-                }))
-                .await;
-        }
-        for &start in &next.dropped {
-            let _ = self
-                .log
-                .send(Event::Dropped(Dropped {
-                    tag: run.tag.clone(),
-                    intended_us: us(start),
-                }))
-                .await;
-        }
-        for f in &next.fanouts {
-            let _ = self
-                .log
-                .send(Event::FanOut(FanOutRecord {
-                    tag: run.tag.clone(),
-                    client: f.client,
-                    request: f.request,
-                    start_us: us(f.start),
-                    end_us: us(f.end),
-                    calls: f.calls,
-                    quorum: f.quorum,
-                    ok: f.ok,
-                    failed: f.failed,
-                    fallbacks: f.fallbacks,
-                    attempts: f.attempts,
-                }))
-                .await;
-        }
-        next.sends
     }
 
     /// Logs an operation that ended.

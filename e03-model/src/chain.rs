@@ -609,10 +609,10 @@ mod tests {
         let mut top_sends = Vec::new();
         let mut asked = Asked::default();
         let ended = loop {
-            if let Some(e) = asked.ended.first() {
+            if let Some(e) = asked.ended().first() {
                 break *e;
             }
-            if let Some(a) = asked.sends.pop() {
+            if let Some(&a) = asked.sends().last() {
                 asked.clear();
                 top_sends.push((a.due, a.timeout));
                 let (after, r) = answer_of(top_sends.len() - 1, a.timeout);
@@ -680,10 +680,13 @@ mod tests {
         };
         let (mut top, mut policy) = crate::workload::top_caller(&variant, 3, 1);
         let mut asked = Asked::default();
-        let mut starts = Vec::new();
+        let (mut starts, mut ended) = (Vec::new(), Vec::new());
         while let Some(wake) = top.next_wake() {
             top.on_wake(wake, &mut policy, &mut asked);
-            for a in std::mem::take(&mut asked.sends) {
+            let sends = asked.sends().to_vec();
+            ended.extend_from_slice(asked.ended());
+            asked.clear();
+            for a in sends {
                 starts.push((a.id.op, a.due));
                 // Each answered 503 after 30 ms: one attempt, 502.
                 top.on_answer(
@@ -696,8 +699,8 @@ mod tests {
             }
         }
         assert_eq!(starts, vec![(0, ms(0)), (1, ms(30)), (2, ms(60))]);
-        let recs: Vec<TopRecord> = asked
-            .ended
+        ended.extend_from_slice(asked.ended());
+        let recs: Vec<TopRecord> = ended
             .iter()
             .filter_map(|e| {
                 TopRecord::of_operation(e.op, 0, e.end.as_micros() as u64, e.attempts, e.outcome)

@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use e03_model::attempt::Broken;
 use e03_model::chain::{
-    deadline_header_ms, deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep,
-    TopRecord,
+    deadline_on_arrival, Bottom, CallRecord, ChainVariant, HopCall, HopStep, TopRecord,
 };
 use e03_model::chain_proxy::{call_request_headers, ProxyOutcome, CALL_METHOD, CALL_PATH};
 use e03_model::events::{ProxiedEnd, ProxiedRecord, RunTag};
@@ -23,7 +22,7 @@ use e03_model::fault_proxy::FaultProxy;
 use e03_model::http_fault::RequestView;
 use e03_model::policy::Policies;
 use e03_model::session::AttemptId;
-use e03_model::workload::{Clients, Next, Workload};
+use e03_model::workload::{Clients, Effect, HeaderRules, Next, Workload};
 use e03_model::AttemptResult;
 
 /// Who waits for a call's answer.
@@ -85,6 +84,8 @@ struct Sim<'a> {
     bottom: Bottom,
     seed: u64,
     top: Clients,
+    /// How the top caller's attempts are headed (the deadline header when deadlines travel).
+    headers: HeaderRules,
     policy: Policies,
     /// The top caller's attempt in flight (it sends one at a time).
     top_waiting: Option<AttemptId>,
@@ -108,22 +109,37 @@ impl Sim<'_> {
         self.queue.push(Reverse((t, self.seq, ev)));
     }
 
-    /// What the top caller asked at `now`: its ended operations are top records, its sends
-    /// arrive at layer 1 (with the deadline header when deadlines travel).
-    fn act(&mut self, now: Duration, asked: Next) {
-        self.tops.extend(asked.ended.iter().filter_map(|e| {
-            TopRecord::of_operation(e.op, us(e.start), us(e.end), e.attempts, e.outcome)
-        }));
-        for send in asked.sends {
-            self.top_waiting = Some(send.id);
-            let (op, attempt) = (send.id.op, send.id.attempt);
-            self.at(now + send.timeout, Ev::TopTimeout { op, attempt });
-            let header_ms = self
-                .variant
-                .propagate
-                .then(|| deadline_header_ms(send.timeout));
-            let to = Parent::Top(send.id);
-            self.send(now, 1, u64::from(op), to, header_ms, send.timeout);
+    /// What the top caller asked at `now`, in [`Next::drain`]'s order: its ended operations
+    /// are top records, its sends arrive at layer 1 (with the deadline header when deadlines
+    /// travel, [`HeaderRules::headers`]).
+    fn act(&mut self, now: Duration, mut asked: Next) {
+        for effect in asked.drain() {
+            match effect {
+                Effect::Ended(e) => self.tops.extend(TopRecord::of_operation(
+                    e.op,
+                    us(e.start),
+                    us(e.end),
+                    e.attempts,
+                    e.outcome,
+                )),
+                Effect::Send(send) => {
+                    self.top_waiting = Some(send.id);
+                    let (op, attempt) = (send.id.op, send.id.attempt);
+                    self.at(now + send.timeout, Ev::TopTimeout { op, attempt });
+                    let header_ms = self.headers.headers(&send).deadline_ms;
+                    let to = Parent::Top(send.id);
+                    self.send(now, 1, u64::from(op), to, header_ms, send.timeout);
+                }
+                // The top caller is one session with no budget or breaker (its strategy is A
+                // or B), no hedge, balancer, fan-out or open loop: it asks none of these, and
+                // this simulator keeps top records only (as before the effects were one type).
+                Effect::Refused(_)
+                | Effect::Dropped(_)
+                | Effect::FanOut(_)
+                | Effect::Host(_)
+                | Effect::Cancel(_)
+                | Effect::Probe(_) => {}
+            }
         }
     }
 
@@ -446,6 +462,7 @@ pub fn simulate_chain(
         bottom,
         seed,
         top,
+        headers: HeaderRules::of(&variant.top.strategy(), seed, variant.propagate),
         policy,
         top_waiting: None,
         calls: Vec::new(),

@@ -35,7 +35,7 @@ mod faults;
 use e03_model::attempt::Broken;
 use e03_model::balancer::Probe;
 use e03_model::breaker::BreakerState;
-use e03_model::chain::{deadline_header_ms, deadline_on_arrival};
+use e03_model::chain::deadline_on_arrival;
 use e03_model::dependency::Caller;
 use e03_model::events::Cause;
 use e03_model::ledger::ChargeRequest;
@@ -46,7 +46,9 @@ use e03_model::schedule::{Answer, Step};
 use e03_model::session::AttemptId;
 use e03_model::timeline::{Timeline, WireFault};
 use e03_model::wire::{Direction, Link, REQUEST_BYTES};
-use e03_model::workload::{Ended, FanOutEnd, Next, Outgoing, Workload};
+use e03_model::workload::{
+    Effect, Ended, FanOutEnd, HeaderRules, Headers, Next, Outgoing, Workload,
+};
 use e03_model::{Admission, AttemptResult, DependencyNode, ReqId, Strategy};
 use e03_plan::{Params, Scenario};
 
@@ -211,9 +213,9 @@ pub struct Engine<'a, O: Observer> {
     in_transit: std::collections::HashMap<ReqId, Transit>,
     /// The wire's draws of each chunk (a latency's jitter).
     wire_rng: LabRng,
-    /// Whether attempts carry the deadline header (the dependency admits by deadline), as the
-    /// swarm sends it.
-    deadline_header: bool,
+    /// How its attempts are headed (their idempotency keys, and the deadline header when the
+    /// dependency admits by deadline), the swarm's rules.
+    headers: HeaderRules,
     /// The health probes sent (active health checks), each with its answer, by
     /// [`Event::ProbeAnswer`] number.
     probes: Vec<(Probe, bool)>,
@@ -265,7 +267,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             held: std::collections::HashMap::new(),
             in_transit: std::collections::HashMap::new(),
             wire_rng: stream(seed, Stream::Wire, u32::MAX),
-            deadline_header: params.admits_by_deadline_for(&strategy.id),
+            headers: HeaderRules::of(strategy, seed, params.admits_by_deadline_for(&strategy.id)),
             probes: Vec::new(),
         }
     }
@@ -360,57 +362,62 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.act(t);
     }
 
-    /// Does what the workload asked at `t` ([`Self::next`], emptied): refused attempts failed
-    /// fast, ended operations reported, dropped arrivals counted, attempts sent.
+    /// Does what the workload asked at `t` ([`Self::next`], emptied): the breaker's changes
+    /// reported, then each effect in [`Next::drain`]'s order ([`Self::effect`]).
     fn act(&mut self, t: Nanos) {
-        let mut next = std::mem::take(&mut self.next);
-        for r in &next.refused {
-            let id = r.attempt.id;
-            self.observer.failed_fast(t, id.client, id.op, id.attempt);
-        }
+        // The breaker's changes go first, as the live driver logs them. They came after the
+        // refused attempts' failed-fast reports before; the accumulator keeps the two apart
+        // (a list of changes; a count and the attempt log), so no figure can tell.
         self.report_breaker();
-        for &e in &next.ended {
-            self.ended(e);
+        let mut next = std::mem::take(&mut self.next);
+        for effect in next.drain() {
+            self.effect(t, effect);
         }
-        for &d in &next.dropped {
-            self.observer.dropped(nanos(d));
-        }
-        for f in &next.fanouts {
-            self.observer.fanout(f);
-        }
-        for h in &next.hosts {
-            self.observer.host_change(h);
-        }
-        for &id in &next.cancels {
-            // The client stops waiting and closes that connection; the dependency still works.
-            let client = &mut self.clients[id.client as usize];
-            let primary = client.in_flight.is_some_and(|(_, a)| a == id);
-            if let Some(req) = client.take_attempt(id) {
-                if primary {
-                    client.conn.open = false;
-                }
-                self.observer.cancelled(t, req);
-            }
-        }
-        for &probe in &next.probes {
-            // A `GET /ready` to the replica, answered from its timeline (the same rule the
-            // live service answers it by); no network time, as for the attempts.
-            let (at, status) = self.services[probe.host]
-                .schedule()
-                .model()
-                .config()
-                .timeline
-                .readiness(dur(t));
-            self.queue
-                .push(nanos(at), Event::ProbeAnswer(self.probes.len() as u32));
-            self.probes.push((probe, status == 200));
-        }
-        for &send in &next.sends {
-            self.send(t, send);
-        }
-        next.clear();
         self.next = next;
         self.wake_at = self.workload.next_wake().map(nanos);
+    }
+
+    /// Turns one effect the workload asked at `t` into the run's events: records reported to
+    /// the observer, a cancel closing its attempt's connection, a probe answered from its
+    /// replica's timeline, an attempt sent. One arm per kind, no wildcard: a new kind of effect
+    /// does not compile until it is handled here.
+    fn effect(&mut self, t: Nanos, effect: Effect) {
+        match effect {
+            Effect::Refused(r) => {
+                let id = r.attempt.id;
+                self.observer.failed_fast(t, id.client, id.op, id.attempt);
+            }
+            Effect::Ended(e) => self.ended(e),
+            Effect::Dropped(d) => self.observer.dropped(nanos(d)),
+            Effect::FanOut(f) => self.observer.fanout(&f),
+            Effect::Host(h) => self.observer.host_change(&h),
+            Effect::Cancel(id) => {
+                // The client stops waiting and closes that connection; the dependency still
+                // works.
+                let client = &mut self.clients[id.client as usize];
+                let primary = client.in_flight.is_some_and(|(_, a)| a == id);
+                if let Some(req) = client.take_attempt(id) {
+                    if primary {
+                        client.conn.open = false;
+                    }
+                    self.observer.cancelled(t, req);
+                }
+            }
+            Effect::Probe(probe) => {
+                // A `GET /ready` to the replica, answered from its timeline (the same rule the
+                // live service answers it by); no network time, as for the attempts.
+                let (at, status) = self.services[probe.host]
+                    .schedule()
+                    .model()
+                    .config()
+                    .timeline
+                    .readiness(dur(t));
+                self.queue
+                    .push(nanos(at), Event::ProbeAnswer(self.probes.len() as u32));
+                self.probes.push((probe, status == 200));
+            }
+            Effect::Send(send) => self.send(t, send),
+        }
     }
 
     /// Sends attempt `send` at `t`, through the wire to the dependency.
@@ -469,9 +476,14 @@ impl<'a, O: Observer> Engine<'a, O> {
             Some((_, closed)) => closed,
             None => false,
         };
-        // A charging strategy's attempt is a charge (`POST /charge`) with its policy's key.
-        let charge = self.strategy.idempotency.map(|policy| ChargeRequest {
-            key: policy.key(self.seed, c, send.id.op, send.id.attempt),
+        // The model heads it (its key and its deadline header, [`HeaderRules::headers`]); a
+        // charging strategy's attempt is a charge (`POST /charge`) with its policy's key.
+        let Headers {
+            idempotency_key,
+            deadline_ms,
+        } = self.headers.headers(&send);
+        let charge = self.strategy.idempotency.map(|_| ChargeRequest {
+            key: idempotency_key,
             amount: 1,
             client: Some(c),
             op: Some(send.id.op),
@@ -482,9 +494,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             op: send.id.op,
             attempt: send.id.attempt,
             key: send.id.key(),
-            deadline_ms: self
-                .deadline_header
-                .then(|| deadline_header_ms(send.timeout)),
+            deadline_ms,
             class: send.class,
             charge,
         };

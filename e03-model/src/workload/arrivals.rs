@@ -56,7 +56,7 @@ impl Workload for Arrivals {
     /// The earliest of the next arrival (its operation starts in a free slot, sent at once, or
     /// it is dropped) and the slots' wakes.
     fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
-        let ended = next.ended.len();
+        let ended = next.ended().len();
         let arrival = self
             .open
             .next_arrival()
@@ -79,12 +79,12 @@ impl Workload for Arrivals {
                         }
                         self.slots.start(slot, start, class, now, policy, next);
                     }
-                    Arrival::Dropped { start } => next.dropped.push(start),
+                    Arrival::Dropped { start } => next.drop_arrival(start),
                 }
             }
             _ => self.slots.on_wake(now, policy, next),
         }
-        self.release(&next.ended[ended..]);
+        self.release(&next.ended()[ended..]);
     }
 
     fn on_answer(
@@ -95,9 +95,9 @@ impl Workload for Arrivals {
         policy: &mut Policies,
         next: &mut Next,
     ) {
-        let ended = next.ended.len();
+        let ended = next.ended().len();
         self.slots.on_answer(id, result, now, policy, next);
-        self.release(&next.ended[ended..]);
+        self.release(&next.ended()[ended..]);
     }
 
     fn stop(&mut self, now: Duration, policy: &mut Policies) -> Vec<Ended> {

@@ -61,7 +61,7 @@ impl Balanced {
             send.replica = host as u16;
             self.replica_of.insert(send.id, host as u16);
         }
-        for id in &next.cancels {
+        for id in next.cancels() {
             if let Some(host) = self.replica_of.remove(id) {
                 self.balancer.abandoned(host as usize);
             }
@@ -98,7 +98,7 @@ impl Workload for Balanced {
             next.hosts.extend(self.balancer.take_changes());
             return;
         }
-        let from = next.sends.len();
+        let from = next.sends().len();
         self.inner.on_wake(now, policy, next);
         self.route(from, next);
     }
@@ -114,7 +114,7 @@ impl Workload for Balanced {
         if let Some(host) = self.replica_of.remove(&id) {
             self.balancer.answered(host as usize, now, outcome(result));
         }
-        let from = next.sends.len();
+        let from = next.sends().len();
         self.inner.on_answer(id, result, now, policy, next);
         self.route(from, next);
     }
@@ -150,7 +150,7 @@ mod tests {
             (self.next < self.end).then(|| ms(self.next as u64))
         }
         fn on_wake(&mut self, now: Duration, _: &mut Policies, next: &mut Next) {
-            next.sends.push(Outgoing {
+            next.send(Outgoing {
                 id: AttemptId {
                     client: self.next,
                     op: 0,

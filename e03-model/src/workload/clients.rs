@@ -141,21 +141,21 @@ impl Clients {
         let at = self.at(c);
         match self.sessions[at].on_wake(now, policy.of(c)) {
             Wake::Send(a) => {
-                next.sends.push(a.into());
+                next.send(a.into());
                 // A hedged operation's next hedge (nothing for one attempt at a time).
                 self.schedule(c);
             }
             Wake::Ended(end) => {
-                next.ended.push(end.into());
+                next.end(end.into());
                 self.schedule(c);
             }
             Wake::Wait => self.schedule(c),
             Wake::Rejected { attempt, why, end } => {
-                next.refused.push(Refused {
+                next.refuse(Refused {
                     attempt: attempt.into(),
                     why,
                 });
-                next.ended.push(end.into());
+                next.end(end.into());
                 self.schedule(c);
             }
         }
@@ -195,7 +195,7 @@ impl Workload for Clients {
         let at = self.at(c);
         let session = &mut self.sessions[at];
         if let Some(end) = session.on_answer(id, now, result, &self.strategy, policy.of(c)) {
-            next.ended.push(end.into());
+            next.end(end.into());
         }
         session.drain_cancelled(&mut next.cancels);
         // A retry due, or the next operation's start.

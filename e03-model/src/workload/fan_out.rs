@@ -126,12 +126,12 @@ impl FanOut {
         }
     }
 
-    /// Counts the calls that ended (`next.ended[from..]`) into their requests: a request is
+    /// Counts the calls that ended (`next.ended()[from..]`) into their requests: a request is
     /// reported once its quorum succeeded, can no longer succeed, or its last call ended; once
     /// its last call ended its caller thinks before the next.
     fn count(&mut self, from: usize, next: &mut Next) {
-        for i in from..next.ended.len() {
-            let e = next.ended[i];
+        for i in from..next.ended().len() {
+            let e = next.ended()[i];
             let u = e.client / self.fan;
             let (fan, quorum) = (self.fan, self.quorum);
             // Call `i` of a request is client `u x fan + i`; the last `fallbacks` have one.
@@ -154,7 +154,7 @@ impl FanOut {
                 quorum_met(r.ok, r.fallbacks, quorum) || fan - r.failed < quorum || r.left == 0;
             if decided && !r.reported {
                 r.reported = true;
-                next.fanouts.push(FanOutEnd {
+                next.fan_out_end(FanOutEnd {
                     client: u,
                     request: e.op,
                     start: r.start,
@@ -190,7 +190,7 @@ impl Workload for FanOut {
     /// The earliest of the callers' next requests (all its calls start, sent at once) and the
     /// calls' wakes (retries).
     fn on_wake(&mut self, now: Duration, policy: &mut Policies, next: &mut Next) {
-        let from = next.ended.len();
+        let from = next.ended().len();
         let start = self.starts.peek().map(|e| e.key).filter(|&(t, _)| t <= now);
         let call = self.calls.earliest().filter(|&(t, _)| t <= now);
         match (start, call) {
@@ -228,7 +228,7 @@ impl Workload for FanOut {
         policy: &mut Policies,
         next: &mut Next,
     ) {
-        let from = next.ended.len();
+        let from = next.ended().len();
         self.calls.on_answer(id, result, now, policy, next);
         self.count(from, next);
     }

@@ -62,9 +62,12 @@ impl Steps {
     }
 
     fn next(&self, n: crate::steps::Next, due: Duration, next: &mut Next) {
-        next.sends.extend(n.send.map(|c| self.call(c, due)));
-        next.ended
-            .extend(n.ended.into_iter().map(|d| self.ended(d)));
+        if let Some(c) = n.send {
+            next.send(self.call(c, due));
+        }
+        for d in n.ended {
+            next.end(self.ended(d));
+        }
     }
 }
 
