@@ -88,7 +88,7 @@ pub async fn run_chains(a: &ChainArgs, run_dir: &Path, stop: &AtomicBool) -> any
 /// [`drive_top_caller`]), then this waits (at most 300 s) until no hop of `bases` has a
 /// call in flight, so every call is in their logs (work below a caller that left goes on), and
 /// writes `top.jsonl` in `dir`. Whether it ran to its end: when `stop` is set first, the
-/// variant is marked incomplete ([`stopped`]) instead.
+/// variant is marked incomplete (its stopped marker, [`e03_plan::log_names::STOPPED_MARKER`]) instead.
 pub async fn drive_variant(
     dir: &Path,
     chain: &ChainDef,

@@ -5,7 +5,7 @@
 //! (`arrival`, `response`, `proxied`), so `lab analyze --server-log` counts what it saw.
 //!
 //! This file is the command line ([`main_entry`]: flags to a typed [`HttpProxyPlan`], once)
-//! and the server ([`serve`]); one request's way through is `http_forward.rs`.
+//! and the server ([`BoundHttpProxy::serve`]); one request's way through is `http_forward.rs`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@
 //! everything on disk within moments and a busy one writes in large blocks.
 //!
 //! - **Never a lost line.** [`LogSink::line`] (async) waits while [`CAPACITY`] lines wait for
-//!   the writer (back-pressure) instead of dropping one. [`LogSink::line_now`] never waits, for
+//!   the writer (back-pressure) instead of dropping one. [`LogSink::record_now`] never waits, for
 //!   callers that cannot (a `Drop`); what it hands over is bounded by its callers.
 //! - **Files switch in order.** Opening, adopting and closing a file are messages on the same
 //!   channel as the lines, so a line sent before a switch lands in the file open when it was sent.

@@ -464,7 +464,7 @@ pub fn failure_latency_us(s: &ScenarioSummary) -> Option<(u64, usize)> {
     Some((latencies[(latencies.len() - 1) / 2], latencies.len()))
 }
 
-/// Whether the summary is live and has a `live_model` check (so it needs a [`ModelRun`]).
+/// Whether the summary is live and has a `live_model` check (so it needs a [`crate::ModelRun`]).
 pub fn needs_model(s: &ScenarioSummary) -> bool {
     !s.simulated
         && s.scenario

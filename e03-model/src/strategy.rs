@@ -169,7 +169,7 @@ fn is_zero(v: &u32) -> bool {
 /// dependency that this strategy's runs face, in place of the run's `E03_QUEUE_POLICY` and
 /// `E03_ADMISSION` (`None`: the run's). Every strategy already runs against a dependency of its
 /// own, so a row can compare server policies as it compares client strategies; the live service
-/// and the simulator read it through [`crate::Params::service_config_for`].
+/// and the simulator read it through the plan's `Params::service_config_for`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ServerSide {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,7 +3,7 @@
 //!
 //! `POST /control/start` with a [`StartRun`] resets the dependency: a fresh model with the
 //! given parameters, a timeline whose time zero is `start_unix_ms`, and a new server log at
-//! [`server_log_path`]. `POST /control/stop` with a [`StopRun`] ends it: the log gets its
+//! [`crate::log_names::server_log_path`]. `POST /control/stop` with a [`StopRun`] ends it: the log gets its
 //! `run_end` record, is flushed and closed, and the answer is a [`RunCounts`].
 
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,7 @@ pub struct StartRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<e03_model::shard::Shard>,
     /// The dependency is replica `r` of the run's `E03_REPLICAS` (0 is the first): it runs
-    /// that replica's timeline and logs to [`replica_log_path`]. `None`: the only one.
+    /// that replica's timeline and logs to [`crate::log_names::replica_log_path`]. `None`: the only one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<u32>,
 }

@@ -477,7 +477,7 @@ fn swarm_plan(
 }
 
 /// One dependency per strategy of the lane, one swarm over its scenarios and seeds;
-/// `beside_others`: other lanes run at the same time ([`beside_others_env`]).
+/// `beside_others`: other lanes run at the same time ([`lane_settings`]).
 fn run_group(
     plan: &RunPlan,
     out: &Path,

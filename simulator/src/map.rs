@@ -15,7 +15,7 @@
 //!   The map then shows where a lost replica becomes a metastable failure, per policy
 //!   (issue "The server's side", item 5).
 //!
-//! Runs are independent jobs spread over the machine's cores by [`crate::par_map`].
+//! Runs are independent jobs spread over the machine's cores by [`crate::run::par_map`].
 
 use std::collections::BTreeMap;
 

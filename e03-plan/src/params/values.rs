@@ -51,7 +51,7 @@ pub struct ServiceParams {
     pub tail_rate: f64,
     #[serde(default = "default_tail_factor")]
     pub tail_factor: f64,
-    /// The rate-limit article's content faults and token accounting (see [`FaultModel`]).
+    /// The rate-limit article's content faults and token accounting (see [`e03_model::faults::FaultModel`]).
     #[serde(default)]
     pub timeout_rate: f64,
     #[serde(default)]

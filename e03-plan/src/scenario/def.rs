@@ -80,8 +80,8 @@ impl ScenarioDef {
         own_strategies(&self.policies, &self.strategies)
     }
 
-    /// Checks a definition that did not come from [`parse`] (a control call): a path-safe name
-    /// and phases that [`parse`] would have accepted.
+    /// Checks a definition that did not come from [`crate::scenario::parse`] (a control call): a path-safe name
+    /// and phases that it would have accepted.
     pub fn check(&self) -> Result<(), SpecError> {
         if !valid_name(&self.name) {
             return Err(SpecError::rule(
