@@ -268,13 +268,7 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::params::raw;
 
     fn err(pairs: &[(&str, &str)]) -> String {
         Params::from_raw(&raw(pairs)).unwrap_err().to_string()

@@ -40,14 +40,19 @@ fn conflicting_env(cmd: &mut Command, elsewhere: &Path) {
     cmd.env("E03_OUT", elsewhere).env("E03_LOG_DIR", elsewhere);
 }
 
-/// The `run_start` record (first line) of a JSONL log: its `params` map.
-fn run_start_params(path: &Path) -> serde_json::Value {
+/// The `run_start` record (first line) of a JSONL log: its data.
+fn run_start(path: &Path) -> serde_json::Value {
     let text =
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let first: serde_json::Value =
         serde_json::from_str(text.lines().next().expect("a record")).expect("a JSON record");
     assert_eq!(first["type"], "run_start", "{first}");
-    first["data"]["params"].clone()
+    first["data"].clone()
+}
+
+/// The `run_start` record's `params` map (env name to value).
+fn run_start_params(path: &Path) -> serde_json::Value {
+    run_start(path)["params"].clone()
 }
 
 #[test]
@@ -170,6 +175,10 @@ fn children_run_their_plan_not_the_environment() {
         assert_eq!(p["E03_FAIL_RATE"], "0", "{side}: {p}");
         assert_eq!(p["E03_WORKERS"], "6", "{side}: {p}");
         assert_eq!(p["E03_DURATION_S"], "1.5", "{side}: {p}");
+        // The same parameters typed: the plan's, as the analyzer reads them back.
+        let typed: Params = serde_json::from_value(run_start(log)["typed_params"].clone())
+            .unwrap_or_else(|e| panic!("{side}: typed_params: {e}"));
+        assert_eq!(typed, swarm_plan.scenarios[0].params, "{side}");
     }
     let files: Vec<String> = std::fs::read_dir(out.join("e03b"))
         .unwrap()

@@ -106,7 +106,8 @@ impl Params {
             value: value.to_string(),
             accepts: spec(name).expect("known parameter").accepts.to_string(),
         };
-        for (name, value) in self.values() {
+        let values = self.values();
+        for &(name, value) in &values {
             let a = accepts(name);
             let ok = match value {
                 Value::Whole(n) => a.whole(n),
@@ -127,17 +128,9 @@ impl Params {
             ));
         }
         if let Some(name) = broken_rule(service, swarm) {
-            let value = self
-                .values()
-                .into_iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.to_string())
-                .unwrap_or_default();
-            return Err(ParamError::Invalid {
-                name: name.to_string(),
-                value,
-                accepts: spec(name).expect("known parameter").accepts.to_string(),
-            });
+            // The later parameter of the rule, with its value (every rule's is single-valued).
+            let value = values.iter().find(|(n, _)| *n == name);
+            return Err(invalid(name, &value.map_or(Value::Word(""), |&(_, v)| v)));
         }
         if swarm.partition_ejects() {
             return Err(ParamError::PartitionEjects);
@@ -177,14 +170,7 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-
-    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::params::raw;
 
     #[test]
     fn typed_edits_are_checked_by_the_rules_of_typed_values() {

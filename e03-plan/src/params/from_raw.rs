@@ -307,14 +307,8 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::raw;
     use crate::scenario::Scenario;
-
-    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     fn err(pairs: &[(&str, &str)]) -> String {
         Params::from_raw(&raw(pairs)).unwrap_err().to_string()

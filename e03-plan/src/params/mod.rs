@@ -107,3 +107,12 @@ impl Params {
         self.strategies.iter().find(|s| s.id == id)
     }
 }
+
+/// A raw map (env name to value) from pairs, for the tests of the parameters' readers.
+#[cfg(test)]
+pub(crate) fn raw(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

@@ -39,15 +39,7 @@ pub fn parse_seeds(list: &str) -> Option<Vec<u64>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::params::Params;
-    use std::collections::BTreeMap;
-
-    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::params::{raw, Params};
 
     #[test]
     fn a_reversed_seed_range_is_named() {

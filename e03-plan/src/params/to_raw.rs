@@ -215,13 +215,7 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::params::raw;
 
     #[test]
     fn raw_round_trip() {

@@ -151,14 +151,7 @@ impl Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
-
-    fn raw(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::params::raw;
 
     /// Which runs split over swarm processes: a closed loop with no shared state, or state held
     /// per shard process; a fleet-wide budget, split holders or an open loop are refused,
