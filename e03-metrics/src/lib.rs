@@ -128,7 +128,7 @@ pub struct ModelRun {
 }
 
 /// What a live run's `live_model` checks are judged against, computed from its summary:
-/// the simulator's `simulator::live_model::model_run` in the lab. The analyzer reads logs
+/// the simulator's `simulator::model_run` in the lab. The analyzer reads logs
 /// only and takes this as a value from its caller, so it depends on no model; a caller that
 /// judges no `live_model` check may pass [`no_model`].
 pub type ModelOf = fn(&ScenarioSummary) -> Option<ModelRun>;

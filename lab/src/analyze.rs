@@ -55,7 +55,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let judged = Cell::new(0);
     let front = analyzer::cli::Front {
         name: "lab analyze",
-        model: simulator::live_model::model_run,
+        model: simulator::model_run,
         error: "lab: ",
         warning: "lab: warning: ",
         clap_error: &|e: &clap::Error| e03_plan::cli::clap_exit("lab", e),

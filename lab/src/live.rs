@@ -236,15 +236,14 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
             outdir::index_beside(out);
             continue;
         }
-        let summary =
-            analyzer::analyze_dir(&dir, scenario.clone(), simulator::live_model::model_run)
-                .with_context(|| format!("analysing {}", dir.display()))?;
+        let summary = analyzer::analyze_dir(&dir, scenario.clone(), simulator::model_run)
+            .with_context(|| format!("analysing {}", dir.display()))?;
         crate::front::print_tables(&summary, &dir)?;
         print_machine_beside(&summary);
         analyzer::write_outputs(&dir, &summary)
             .with_context(|| format!("writing results into {}", dir.display()))?;
         if summary.params.is_steps() && summary.complete {
-            step_check(&dir, scenario.clone(), &summary)?;
+            step_check(&dir, &summary)?;
         }
         crate::front::results(&dir, &outdir::shown(&dir))?;
         outdir::index_beside(out);
@@ -265,17 +264,12 @@ pub fn report_scenarios(out: &Path, scenarios: &[Scenario]) -> anyhow::Result<i3
     Ok(code)
 }
 
-/// The step workload's check (the rate-limit article): the same parameters and seeds simulated, beside the
-/// live figures: batch calls and 429s within 5%, and the heavy-load ordering on both sides.
+/// The step workload's check (the rate-limit article): the run's model ([`simulator::Beside`]: the
+/// parameters and seeds its logs recorded, simulated) beside the live figures: batch calls and 429s within 5%, and the heavy-load ordering on both sides.
 /// Printed and written to `live_vs_simulated.csv`; it does not change the exit code.
-fn step_check(
-    dir: &Path,
-    scenario: Scenario,
-    live: &analyzer::ScenarioSummary,
-) -> anyhow::Result<()> {
-    use e03_metrics::steps::{heavy_ordering, step_comparison};
-    let sim = simulator::simulate(scenario, &live.params);
-    let t = step_comparison(live, &sim, 0.05);
+fn step_check(dir: &Path, live: &analyzer::ScenarioSummary) -> anyhow::Result<()> {
+    let steps = simulator::Beside::of(live).steps(0.05);
+    let t = steps.table;
     println!(
         "\nCheck: live against simulated (same parameters and seeds; batch calls and 429s, \
          means over seeds):"
@@ -283,7 +277,7 @@ fn step_check(
     print!("{}", t.markdown());
     let rows: Vec<Vec<String>> = std::iter::once(t.headers).chain(t.rows).collect();
     analyzer::outputs::write_csv_rows(&dir.join("live_vs_simulated.csv"), &rows)?;
-    if let (Some(l), Some(s)) = (heavy_ordering(live), heavy_ordering(&sim)) {
+    if let Some((l, s)) = steps.ordering {
         let agree = l.iter().zip(&s).all(|(a, b)| a.1 == b.1);
         println!(
             "The heavy-load ordering live: {}; simulated: {}; {}",

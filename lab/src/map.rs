@@ -335,27 +335,20 @@ fn verify_cells(
         };
         let code = crate::live::run(&plan);
         let scen_dir = dir.join(&name).join(spec.scenario.name());
-        let summary = analyzer::analyze_dir(
-            &scen_dir,
-            spec.scenario.clone(),
-            simulator::live_model::model_run,
-        )
-        .with_context(|| format!("analysing {}", scen_dir.display()))?;
-        let live = summary
-            .runs
-            .first()
-            .and_then(|r| r.open_loop.clone())
+        let summary = analyzer::analyze_dir(&scen_dir, spec.scenario.clone(), simulator::model_run)
+            .with_context(|| format!("analysing {}", scen_dir.display()))?;
+        // The cell's one run (its strategy, its first seed) beside its model.
+        let beside = simulator::Beside::of(&summary)
+            .open_loop()
+            .into_iter()
+            .next()
+            .context("the live run has no run")?;
+        let live = beside
+            .live
             .context("the live run has no open-loop figures")?;
-        let sim = simulator::simulate_run(
-            spec.scenario.clone(),
-            &params,
-            params
-                .strategy(&cell.strategy)
-                .expect("the cell's strategy"),
-            seed,
-        )
-        .open_loop
-        .context("the simulated run has no open-loop figures")?;
+        let sim = beside
+            .model
+            .context("the simulated run has no open-loop figures")?;
         rows.push((
             cell.strategy.clone(),
             cell.load,

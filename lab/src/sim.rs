@@ -130,7 +130,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
     let run = claim.run;
     let mut out = std::io::stdout().lock();
     let mut code = 0;
-    for (i, scenario) in plan.scenarios.iter().enumerate() {
+    for scenario in &plan.scenarios {
         if crate::chain::is_chain(scenario) {
             // A chain's tables are the same live and simulated: its simulated ones follow.
             let never = std::sync::atomic::AtomicBool::new(false);
@@ -144,7 +144,7 @@ pub fn compare(plan: &SimPlan) -> i32 {
         let live = match analyzer::analyze_dir(
             &run.dir.join(scenario.name()),
             scenario.clone(),
-            simulator::live_model::model_run,
+            simulator::model_run,
         ) {
             Ok(s) => s,
             Err(e) => {
@@ -152,8 +152,8 @@ pub fn compare(plan: &SimPlan) -> i32 {
                 return 1;
             }
         };
-        let sim = simulator::simulate(scenario.clone(), &plan.params[i]);
-        if let Err(e) = simulator::print_comparison(&mut out, &live, &sim) {
+        // The model of the runs the logs recorded (their typed parameters: the plan's).
+        if let Err(e) = simulator::Beside::of(&live).print_means(&mut out) {
             eprintln!("lab: {e}");
             return 1;
         }

@@ -20,8 +20,9 @@
 //! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
 //! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.
 //! - [`stats`]: the figures of a run as a list, and their spread over seeds.
-//! - [`compare`]: live against simulated, side by side.
-//! - [`live_model`]: the model a live run's `live_model` checks are judged against.
+//! - [`beside`]: a live run beside its model, the one place every comparison starts from
+//!   (`lab run`'s and `lab analyze`'s `live_model` checks, `lab compare`, `lab map --verify`).
+//! - [`compare`]: the means table of live against simulated, side by side.
 //! - [`replica002`]: a port of the rate-limit article's own rate-limit simulation, checked against its table.
 //!
 //! Modelling choices: network latency is zero (an attempt arrives the instant it is sent, and
@@ -31,10 +32,11 @@
 //! answer lands exactly at its timeout counts as answered. Everything else (random streams,
 //! operation numbering, fault keys, think and start rules) is the live swarm's and service's.
 
+pub mod beside;
 pub mod chain;
 pub mod compare;
 pub mod engine;
-pub mod live_model;
+
 pub mod map;
 pub mod queue;
 pub mod replica002;
@@ -43,6 +45,7 @@ pub mod service;
 pub mod stats;
 pub mod sweep;
 
+pub use beside::{model_run, Beside};
 pub use compare::print_comparison;
 pub use engine::{Engine, Observer};
 pub use map::{phase_map, MapError, MapSpec};
