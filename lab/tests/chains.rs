@@ -289,14 +289,18 @@ fn too_few_hop_services_are_refused_before_any_traffic() {
     let (_, err) = common::text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--chain-hops"), "{err}");
-    // A chain scenario with an E03 one: the E03 part fails (no dependency listens), so the
+    // A chain scenario with an E03 one: the E03 part fails (its target is no dependency: a
+    // hop service answers its health check, then refuses the run's control call, at once; a
+    // target that never answers fails the same way after the health wait's 30 s), so the
     // chains do not run, and the hop services are still shut down.
     let (mut services, urls) = hop_services(1, &dir);
+    let (_not_a_dependency, target) = hop_services(1, &dir);
+    let target = format!("A={0}@{0}", target[0]);
     let o = lab()
         .args([
             "swarm",
             "--targets",
-            "A=http://127.0.0.1:9@http://127.0.0.1:9",
+            &target,
             "--strategies",
             "A",
             "--scenarios",
