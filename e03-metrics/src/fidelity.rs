@@ -61,7 +61,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use e03_model::dependency::ServiceConfig;
-use e03_model::events::{Arrival, Attempt, AttemptEnd, Cause, Response};
+use e03_model::events::{Arrival, Attempt, AttemptEnd, Response};
 
 use crate::matching::IdentitySketch;
 use crate::quantiles::{histogram, quantile_ms, MAX_T_US};
@@ -472,27 +472,11 @@ impl LiveAccumulator {
             .mul_f64(factor);
         let done = admit.saturating_add(service.as_micros() as u64);
         self.completions[replica].push(done);
-        let scheduled = match r.cause {
-            Cause::Ok
-            | Cause::Fault
-            | Cause::Lost
-            | Cause::Permanent
-            | Cause::Timeout
-            | Cause::Cutoff => Some(done),
-            Cause::Slow => Some(done.saturating_add(self.cfg.faults.slow_delay.as_micros() as u64)),
-            Cause::Full
-            | Cause::QueueTimeout
-            | Cause::Limited
-            | Cause::Shed
-            | Cause::Deadline
-            | Cause::Freeze
-            | Cause::Down
-            | Cause::RateLimited
-            // A proxy's answers: no schedule of the model's.
-            | Cause::Upstream
-            | Cause::Injected
-            | Cause::Unreachable => None,
-        };
+        // The schedule's own rule (the model's), read back from the answer's cause.
+        let scheduled = r
+            .cause
+            .due_after_work(self.cfg.faults.slow_delay)
+            .map(|after| done.saturating_add(after.as_micros() as u64));
         if let Some(at) = scheduled {
             self.answer_late
                 .saturating_record(r.t_us.saturating_sub(at));

@@ -54,6 +54,35 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// When the dependency's schedule sends an answer of this cause, after the end of the
+    /// request's work ([`crate::dependency::Dependency::work_done`]): at once for a served, failed,
+    /// lost, permanent, timed-out or cut-off answer; `slow_delay` later for a slow one
+    /// ([`crate::faults::Fate::Slow`]); `None` for an answer no work's end times (refusals,
+    /// freezes and downs, rate limits, and a proxy's answers). The one statement of that rule
+    /// read back from an answer: the live run's answer lateness is measured against it.
+    pub fn due_after_work(self, slow_delay: std::time::Duration) -> Option<std::time::Duration> {
+        match self {
+            Cause::Ok
+            | Cause::Fault
+            | Cause::Lost
+            | Cause::Permanent
+            | Cause::Timeout
+            | Cause::Cutoff => Some(std::time::Duration::ZERO),
+            Cause::Slow => Some(slow_delay),
+            Cause::Full
+            | Cause::QueueTimeout
+            | Cause::Limited
+            | Cause::Shed
+            | Cause::Deadline
+            | Cause::Freeze
+            | Cause::Down
+            | Cause::RateLimited
+            | Cause::Upstream
+            | Cause::Injected
+            | Cause::Unreachable => None,
+        }
+    }
+
     /// Whether the request's work was done and committed: served (late or not) or lost after
     /// its commit ([`crate::faults::Fate::commits`], seen from the answer).
     pub fn committed(self) -> bool {

@@ -539,3 +539,45 @@ fn ending_drops_every_waiting_answer() {
     s.advance(ms(100), &mut out);
     assert!(out.is_empty());
 }
+
+/// The rule the live run's answer lateness is measured against (`Cause::due_after_work`) is
+/// the schedule's: every answer of a mixed fault model (ok, 503, slow, lost, permanent) leaves
+/// at its work's end plus the delay its cause names, and no answer's cause is one the rule
+/// does not time.
+#[test]
+fn each_answer_leaves_when_its_cause_says_after_its_work() {
+    let mut s = schedule(
+        &[
+            ("E03_WORKERS", "64"),
+            ("E03_FAIL_RATE", "0.2"),
+            ("E03_SLOW_RATE", "0.2"),
+            ("E03_SLOW_MS", "500"),
+            ("E03_LOST_RATE", "0.1"),
+            ("E03_PERMANENT_RATE", "0.1"),
+        ],
+        Scenario::e03a(),
+    );
+    let mut steps = Vec::new();
+    for id in 0..64 {
+        s.arrive(ms(id), id, id, &mut steps);
+    }
+    s.advance(ms(2000), &mut steps);
+    let answered = answers(&steps);
+    assert_eq!(answered.len(), 64);
+    let mut causes = std::collections::BTreeSet::new();
+    for a in &answered {
+        // Admitted at its arrival (64 workers), its work 40 ms (E03-A before its freeze).
+        let work_end = a.admit.unwrap() + ms(40);
+        let after = a.cause.due_after_work(ms(500)).expect("a timed cause");
+        assert_eq!(a.at, work_end + after, "{a:?}");
+        causes.insert(format!("{:?}", a.cause));
+    }
+    assert!(
+        causes.len() >= 4 && causes.contains("Slow"),
+        "a mix of causes, slow ones among them: {causes:?}"
+    );
+    // Hand-computed: the refusals are no work's answers.
+    assert_eq!(Cause::Full.due_after_work(ms(500)), None);
+    assert_eq!(Cause::Slow.due_after_work(ms(7)), Some(ms(7)));
+    assert_eq!(Cause::Ok.due_after_work(ms(7)), Some(ms(0)));
+}
