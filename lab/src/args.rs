@@ -504,13 +504,37 @@ fn cli() -> Clap {
         ))
 }
 
-fn usage_error(e: impl std::fmt::Display) -> i32 {
-    eprintln!("lab: {e}");
-    EXIT_USAGE
+/// Why `lab run`, `lab simulate` or `lab compare` does not start: clap's own outcome (a usage
+/// error, or the help and version it prints) or a usage error of the lab's, naming the flag,
+/// variable or file key as the user typed it. Nothing is printed until [`Refused::exit`].
+#[derive(Debug)]
+pub enum Refused {
+    /// Clap's error, help or version.
+    Clap(clap::Error),
+    /// The lab's usage error (exit 2).
+    Usage(String),
+}
+
+impl Refused {
+    /// Prints the reason (help and version on stdout, errors on stderr as `lab: ...`) and
+    /// gives the exit code: clap's (0 for help and version, 2 for a usage error), or 2.
+    pub fn exit(&self) -> i32 {
+        match self {
+            Refused::Clap(e) => e03_plan::cli::clap_exit("lab", e),
+            Refused::Usage(message) => {
+                eprintln!("lab: {message}");
+                EXIT_USAGE
+            }
+        }
+    }
+}
+
+fn usage_error(e: impl std::fmt::Display) -> Refused {
+    Refused::Usage(e.to_string())
 }
 
 /// A `--sweep` that does not parse, with a suggestion for a misspelled name.
-fn sweep_error(arg: &str, e: ParamError) -> i32 {
+fn sweep_error(arg: &str, e: ParamError) -> Refused {
     match &e {
         ParamError::Unknown { name } => usage_error(format!(
             "invalid --sweep {arg:?}: unknown parameter {name:?}{}",
@@ -564,9 +588,9 @@ fn check_sweep(
     Ok(())
 }
 
-/// Parses and validates, with how the results are shown; `Err(exit code)` after printing the
-/// reason (or help).
-pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
+/// Parses and validates, with how the results are shown; [`Refused`] says why not, printed by
+/// its caller.
+pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), Refused> {
     parse_with_env_names(
         args,
         std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()),
@@ -578,11 +602,8 @@ pub fn parse(args: Vec<OsString>) -> Result<(Command, Show), i32> {
 fn parse_with_env_names(
     args: Vec<OsString>,
     env_names: impl Iterator<Item = String>,
-) -> Result<(Command, Show), i32> {
-    let m = match cli().try_get_matches_from(args) {
-        Ok(m) => m,
-        Err(e) => return Err(e03_plan::cli::clap_exit("lab", &e)),
-    };
+) -> Result<(Command, Show), Refused> {
+    let m = cli().try_get_matches_from(args).map_err(Refused::Clap)?;
     let typos = unknown_env(env_names);
     if let Some(name) = typos.first() {
         return Err(usage_error(unknown_env_message(name)));
@@ -749,5 +770,40 @@ mod tests {
         assert_eq!(back, plan.params);
         assert_eq!(e03_plan::params::raw_reads(), before);
         assert!(!out.exists(), "parsing made {}", out.display());
+    }
+
+    fn refused(args: &[&str]) -> Refused {
+        let args = args.iter().map(OsString::from).collect();
+        match parse_with_env_names(args, std::iter::empty()) {
+            Ok(_) => panic!("accepted"),
+            Err(refused) => refused,
+        }
+    }
+
+    /// A refusal is a value that names what the user typed; its caller prints it and exits 2
+    /// (clap's own usage errors too; its help exits 0).
+    #[test]
+    fn bad_input_is_a_refusal_naming_what_was_typed() {
+        let sweep = refused(&["lab", "simulate", "e03b", "--sweep", "E03_WORKRES=1,2"]);
+        let Refused::Usage(message) = &sweep else {
+            panic!("{sweep:?}")
+        };
+        assert!(message.contains("--sweep \"E03_WORKRES=1,2\""), "{message}");
+        assert!(message.contains("did you mean E03_WORKERS?"), "{message}");
+        let value = refused(&["lab", "run", "e03b", "--workers", "lots"]);
+        let Refused::Usage(message) = &value else {
+            panic!("{value:?}")
+        };
+        assert!(message.contains("--workers"), "{message}");
+        assert!(matches!(
+            refused(&["lab", "run", "e03b", "--no-such-flag"]),
+            Refused::Clap(_)
+        ));
+        assert_eq!(refused(&["lab", "run", "e03b", "--workers", "0"]).exit(), 2);
+        let help = refused(&["lab", "run", "--help"]);
+        assert!(
+            matches!(&help, Refused::Clap(e) if !e.use_stderr()),
+            "{help:?}"
+        );
     }
 }

@@ -99,7 +99,7 @@ fn dispatch(args: Vec<OsString>) -> i32 {
                     args::Command::Compare(plan) => sim::compare(&plan),
                 }
             }
-            Err(code) => code,
+            Err(refused) => refused.exit(),
         },
     }
 }
