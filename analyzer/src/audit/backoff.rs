@@ -112,10 +112,20 @@ fn growth_text(sh: &Shape) -> String {
         Some((c, from)) => format!(", cap {} reached from retry {from}", s((c * 1000.0) as u64)),
         None => ", no cap reached".to_string(),
     };
-    format!(
-        "{what}, longest waits per retry {} ms{immediate}{cap}",
-        env.join(", ")
-    )
+    if sh.by_medians {
+        // No jitter: growth and cap read from the medians (the envelope is the latest copy).
+        let med: Vec<String> = sh.median_ms.iter().map(|e| format!("{e:.0}")).collect();
+        format!(
+            "{what}, median waits per retry {} ms (longest {}){immediate}{cap}",
+            med.join(", "),
+            env.join(", ")
+        )
+    } else {
+        format!(
+            "{what}, longest waits per retry {} ms{immediate}{cap}",
+            env.join(", ")
+        )
+    }
 }
 
 /// "jitter full (KS D 0.08, p 0.812 over 57 waits); next decorrelated: 19 of 58 waits outside

@@ -144,6 +144,10 @@ pub struct Shape {
     pub copies: usize,
     /// The longest wait per retry number (those at least half the copies reached), ms.
     pub envelope_ms: Vec<f64>,
+    /// The median wait per retry number, ms (the same retry numbers).
+    pub median_ms: Vec<f64>,
+    /// Growth and cap were read from the medians (no jitter), not from the envelope.
+    pub by_medians: bool,
     /// Leading retry numbers that were immediate (left out of growth and jitter).
     pub immediate_first: usize,
     pub growth: Growth,
@@ -212,14 +216,35 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
     let immediate: Vec<bool> = (0..used).map(|k| median(k) < IMMEDIATE_MS).collect();
     let immediate_first = immediate.iter().take_while(|&&i| i).count();
     let timed: Vec<usize> = (immediate_first..used).filter(|&k| !immediate[k]).collect();
-    let env: Vec<f64> = timed.iter().map(|&k| envelope_ms[k]).collect();
+    let median_ms: Vec<f64> = (0..used).map(median).collect();
+
+    // How much the waits of each retry number spread: their interquartile ranges and medians,
+    // summed over the timed retry numbers.
+    let (mut iqr, mut medians) = (0.0, 0.0);
+    for &k in &timed {
+        let mut sorted = column(k);
+        sorted.sort_by(f64::total_cmp);
+        let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
+        iqr += q(0.75) - q(0.25);
+        medians += q(0.5);
+    }
+    let no_jitter =
+        timed.is_empty() || iqr <= NONE_SPREAD * medians + NONE_ABS_MS * timed.len() as f64;
+
+    // Growth and cap are read from the envelope, or from the medians when the waits hardly
+    // spread: without jitter every copy waits the nominal wait plus its own lateness, so the
+    // median is the nominal wait and the envelope the worst lateness of 20 copies (CI measured
+    // aiohttp-retry's 200 then 400 ms as longest waits of 287 and 428 ms, "constant", under
+    // the audits' load, medians about 200 and 400).
+    let basis: &[f64] = if no_jitter { &median_ms } else { &envelope_ms };
+    let env: Vec<f64> = timed.iter().map(|&k| basis[k]).collect();
     let (growth, cap) = growth(&env);
     let cap = cap.map(|(c, i)| (c, timed[i] + 1));
-    // Growth is read from the envelope. An irregular envelope must be confirmed by the medians:
-    // the longest wait of a retry number is one copy, and a loaded machine can wake one copy of
-    // a loop that retries at once 150 ms late (CI measured longest waits of 89, 56, .., 148 ms
-    // over medians near 40): there the typical wait must grow too. (A regular envelope is not
-    // asked: 20 copies of decorrelated jitter can draw medians that grow less.)
+    // An irregular envelope must be confirmed by the medians: the longest wait of a retry
+    // number is one copy, and a loaded machine can wake one copy of a loop that retries at once
+    // 150 ms late (CI measured longest waits of 89, 56, .., 148 ms over medians near 40): there
+    // the typical wait must grow too. (A regular envelope is not asked: 20 copies of
+    // decorrelated jitter can draw medians that grow less.)
     let grows = timed.len() >= 2
         && env[env.len() - 1] >= GROWS_BY * env[0]
         && (growth != Growth::Irregular
@@ -227,18 +252,12 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
 
     // Each timed wait with the range each model gives it, the one longest wait of each retry
     // number left out (it sets the envelope).
-    let (mut iqr, mut medians) = (0.0, 0.0);
     let mut full = Vec::new();
     let mut equal = Vec::new();
     for &k in &timed {
         let col = column(k);
         let e = envelope_ms[k];
         let top = col.iter().position(|&w| w == e);
-        let mut sorted = col.clone();
-        sorted.sort_by(f64::total_cmp);
-        let q = |f: f64| sorted[((sorted.len() - 1) as f64 * f).round() as usize];
-        iqr += q(0.75) - q(0.25);
-        medians += q(0.5);
         for (i, &w) in col.iter().enumerate() {
             if Some(i) == top {
                 continue;
@@ -265,15 +284,16 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
         }
     });
     let spread = if medians > 0.0 { iqr / medians } else { 0.0 };
-    let jitter =
-        if timed.is_empty() || iqr <= NONE_SPREAD * medians + NONE_ABS_MS * timed.len() as f64 {
-            Jitter::None
-        } else {
-            fits.first().map_or(Jitter::None, |f| f.jitter)
-        };
+    let jitter = if no_jitter {
+        Jitter::None
+    } else {
+        fits.first().map_or(Jitter::None, |f| f.jitter)
+    };
     Some(Shape {
         copies,
         envelope_ms,
+        median_ms,
+        by_medians: no_jitter && !timed.is_empty(),
         immediate_first,
         growth,
         cap,
@@ -551,6 +571,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// aiohttp-retry's `ExponentialRetry()` (0.2 then 0.4 s, no jitter), 20 copies during the
+    /// whole suite's audits (this session's run): one copy woke 87 ms late for its first retry,
+    /// so the longest waits were 287 and 428 ms, within 20% of their mean: "constant", and the
+    /// row said FAIL where the client's documentation says it grows. Without jitter the medians
+    /// carry the nominal waits: read from them, the waits grow x2, with the evidence saying so.
+    #[test]
+    fn without_jitter_one_late_copy_does_not_hide_growth() {
+        let waits: Vec<Vec<f64>> = (0..20u32)
+            .map(|c| {
+                // Timer lateness of 1 to 9 ms on every wait; copy 3 late by 87 ms first.
+                let late = |k: u32| f64::from(1 + (c * 5 + k * 3) % 9);
+                let first = if c == 3 { 287.0 } else { 200.0 + late(0) };
+                let second = if c == 11 { 428.0 } else { 400.0 + late(1) };
+                vec![first, second]
+            })
+            .collect();
+        let sh = shape(&waits).unwrap();
+        assert_eq!(sh.envelope_ms, vec![287.0, 428.0], "{sh:?}");
+        assert_eq!(sh.jitter, Jitter::None, "{sh:?}");
+        assert!(sh.by_medians, "{sh:?}");
+        assert!(sh.grows, "{sh:?}");
+        assert!(
+            matches!(sh.growth, Growth::Growing { factor } if (factor - 2.0).abs() < 0.1),
+            "{sh:?}"
+        );
+        // With jitter the envelope still decides: the same longest waits over waits spread
+        // from 0 up are constant.
+        let spread: Vec<Vec<f64>> = (0..20u32)
+            .map(|c| {
+                let f = f64::from(c) / 19.0;
+                vec![287.0 * f, 428.0 * f.powf(0.5)]
+            })
+            .collect();
+        let sh = shape(&spread).unwrap();
+        assert!(!sh.by_medians, "{sh:?}");
+        assert_eq!(sh.growth, Growth::Constant, "{sh:?}");
     }
 
     /// A loop that retries at once, 20 copies on a loaded machine (CI, stop 58): nine retries
