@@ -95,7 +95,8 @@ slowest_tests() {
     if grep -qE '^ +Summary \[' "$1"; then
         # cargo-nextest: "PASS [  12.345s] (n/N) crate::binary test_name", one line a test.
         local rows
-        rows=$(sed -nE 's/^ +(PASS|FAIL|SIGSEGV|SIGABRT|TIMEOUT|LEAK) \[ *([0-9.]+)s\] \([0-9]+\/[0-9]+\) ([^ ]+) (.*)$/\3\t\4\t\2/p' "$1")
+        # The index is padded inside its parentheses: "(  8/803)".
+        rows=$(sed -nE 's/^ +(PASS|FAIL|SIGSEGV|SIGABRT|TIMEOUT|LEAK) \[ *([0-9.]+)s\] \( *[0-9]+\/[0-9]+\) ([^ ]+) (.*)$/\3\t\4\t\2/p' "$1")
         echo
         echo "The slowest test binaries (the sum of their tests' seconds; they run four at once):"
         echo
