@@ -132,18 +132,22 @@ mod tests {
     use super::*;
     use e03_plan::{Params, Scenario};
 
-    fn params(pairs: &[(&str, &str)]) -> Params {
+    /// The parameters of `scenario` with these settings.
+    fn params(scenario: &Scenario, pairs: &[(&str, &str)]) -> Params {
         let raw = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Params::from_raw(&raw).unwrap()
+        Params::for_scenario(scenario, &raw).unwrap()
     }
 
     /// A "live" summary that is a simulation itself: its model is itself, run for run.
     #[test]
     fn the_model_of_a_run_is_the_runs_logged_parameters_simulated() {
-        let p = params(&[("E03_STRATEGIES", "A,C"), ("E03_SEEDS", "3,4")]);
+        let p = params(
+            &Scenario::e03b(),
+            &[("E03_STRATEGIES", "A,C"), ("E03_SEEDS", "3,4")],
+        );
         let mut live = crate::run::simulate(Scenario::e03b(), &p);
         live.simulated = false;
         let beside = Beside::of(&live);
@@ -170,15 +174,14 @@ mod tests {
     #[test]
     fn open_loop_pairs_each_live_run_with_its_own_model_run() {
         let scenario = Scenario::named("metastable").unwrap();
-        let raw = [
-            ("E03_STRATEGIES", "C"),
-            ("E03_SEEDS", "7"),
-            ("E03_DURATION_S", "40"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let p = Params::for_scenario(&scenario, &raw).unwrap();
+        let p = params(
+            &scenario,
+            &[
+                ("E03_STRATEGIES", "C"),
+                ("E03_SEEDS", "7"),
+                ("E03_DURATION_S", "40"),
+            ],
+        );
         let mut live = crate::run::simulate(scenario.clone(), &p);
         live.simulated = false;
         let alone = crate::run::simulate_run(scenario, &p, p.strategy("C").unwrap(), 7);

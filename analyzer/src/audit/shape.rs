@@ -208,15 +208,16 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
         .collect();
     // A retry number is immediate when its median wait is under 20 ms: its longest may be a
     // copy the machine woke late (urllib3's first retry, 0 nominal, measured up to 88 ms).
-    let median = |k: usize| {
-        let mut c = column(k);
-        c.sort_by(f64::total_cmp);
-        c[c.len() / 2]
-    };
-    let immediate: Vec<bool> = (0..used).map(|k| median(k) < IMMEDIATE_MS).collect();
+    let median_ms: Vec<f64> = (0..used)
+        .map(|k| {
+            let mut c = column(k);
+            c.sort_by(f64::total_cmp);
+            c[c.len() / 2]
+        })
+        .collect();
+    let immediate: Vec<bool> = median_ms.iter().map(|&m| m < IMMEDIATE_MS).collect();
     let immediate_first = immediate.iter().take_while(|&&i| i).count();
     let timed: Vec<usize> = (immediate_first..used).filter(|&k| !immediate[k]).collect();
-    let median_ms: Vec<f64> = (0..used).map(median).collect();
 
     // How much the waits of each retry number spread: their interquartile ranges and medians,
     // summed over the timed retry numbers.
@@ -248,7 +249,7 @@ pub fn shape(waits: &[Vec<f64>]) -> Option<Shape> {
     let grows = timed.len() >= 2
         && env[env.len() - 1] >= GROWS_BY * env[0]
         && (growth != Growth::Irregular
-            || median(timed[timed.len() - 1]) >= GROWS_BY * median(timed[0]));
+            || median_ms[timed[timed.len() - 1]] >= GROWS_BY * median_ms[timed[0]]);
 
     // Each timed wait with the range each model gives it, the one longest wait of each retry
     // number left out (it sets the envelope).
