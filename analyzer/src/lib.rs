@@ -392,14 +392,14 @@ fn analyze_run(
     let wire = dir.join(file_name(&e03_plan::log_names::wire_log_beside(
         &server_log_path(&scenario, strategy, seed),
     )));
-    if let (Some(tally), true) = (acc.wire_mut(), wire.exists()) {
+    if acc.counts_wire() && wire.exists() {
         let text = std::fs::read_to_string(&wire).map_err(|source| AnalyzeError::Io {
             path: wire.clone(),
             source,
         })?;
         for (i, line) in text.lines().enumerate() {
             match serde_json::from_str::<e03_model::wire::ProxyRecord>(line) {
-                Ok(r) => tally.proxy_record(&r),
+                Ok(r) => acc.take(e03_metrics::facts::Fact::Proxy(&r)),
                 Err(e) => warnings.push(format!("{}:{}: {e}", wire.display(), i + 1)),
             }
         }

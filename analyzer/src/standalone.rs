@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use e03_metrics::facts::Fact;
 use e03_metrics::statuses::{ServerAnswers, ServerTally};
 use e03_model::events::Event;
 use e03_plan::{Params, Scenario};
@@ -71,7 +72,10 @@ pub fn analyze_server_log(
     let mut answers = ServerTally::default();
     let status = reader::read_log_file(path, |e| match e {
         Event::Arrival(a) => {
-            acc.arrival(a.t_us, a.attempt);
+            acc.take(Fact::Load {
+                t_us: a.t_us,
+                attempt: a.attempt,
+            });
             answers.arrival(a.seq, a.t_us);
         }
         Event::Response(r) => answers.response(r.seq, r.t_us, r.status),

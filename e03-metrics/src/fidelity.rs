@@ -685,15 +685,15 @@ mod tests {
         // complete 250 requests of 40 ms in (2.0 s, 3.0 s]. A completion at 5 s, outside any
         // spell, does not count; a spell at 9 s (in the freeze) is left out.
         let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
-        a.arrival_event(&arrival(0, 2_000_000, None));
-        a.response(&response(0, Cause::Ok, Some(3_000_000), false));
+        a.arrival_record(&arrival(0, 2_000_000, None));
+        a.response_record(&response(0, Cause::Ok, Some(3_000_000), false));
         // Completions at 2.004 s, 2.008 s, ... 3.000 s: 250 of them.
         for i in 1..=250u64 {
-            a.response(&response(i, Cause::Ok, Some(1_960_000 + i * 4_000), true));
+            a.response_record(&response(i, Cause::Ok, Some(1_960_000 + i * 4_000), true));
         }
-        a.response(&response(900, Cause::Ok, Some(4_960_000), true));
-        a.arrival_event(&arrival(901, 9_000_000, None));
-        a.response(&response(901, Cause::Ok, Some(9_800_000), false));
+        a.response_record(&response(900, Cause::Ok, Some(4_960_000), true));
+        a.arrival_record(&arrival(901, 9_000_000, None));
+        a.response_record(&response(901, Cause::Ok, Some(9_800_000), false));
         let f = a.finish().fidelity.unwrap();
         // Measured over whole 40 ms periods from the first completion (2.004 s): 24 periods,
         // 0.96 s, 240 completions.
@@ -718,11 +718,11 @@ mod tests {
         let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
         for replica in 0..2u64 {
             let base = replica << REPLICA_SEQ_SHIFT;
-            a.arrival_event(&arrival(base, 2_000_000, None));
-            a.response(&response(base, Cause::Ok, Some(3_000_000), false));
+            a.arrival_record(&arrival(base, 2_000_000, None));
+            a.response_record(&response(base, Cause::Ok, Some(3_000_000), false));
             for i in 1..=250u64 {
                 let admit = 1_960_000 + i * 4_000;
-                a.response(&response(base + i, Cause::Ok, Some(admit), true));
+                a.response_record(&response(base + i, Cause::Ok, Some(admit), true));
             }
         }
         let f = a.finish().fidelity.unwrap();
@@ -738,7 +738,7 @@ mod tests {
         for w in 0..10u64 {
             let mut t = from_us + w * stagger_us;
             while t < until_us {
-                a.response(&response(seq, Cause::Ok, Some(t), true));
+                a.response_record(&response(seq, Cause::Ok, Some(t), true));
                 seq += 1;
                 let service = timeline.service_time(
                     std::time::Duration::from_micros(t),
@@ -751,8 +751,8 @@ mod tests {
 
     /// One queued request waiting over `[from_us, to_us)`: the pool is saturated then.
     fn spell(a: &mut RunAccumulator, seq: u64, from_us: u64, to_us: u64) {
-        a.arrival_event(&arrival(seq, from_us, None));
-        a.response(&response(seq, Cause::Ok, Some(to_us), false));
+        a.arrival_record(&arrival(seq, from_us, None));
+        a.response_record(&response(seq, Cause::Ok, Some(to_us), false));
     }
 
     #[test]
@@ -812,7 +812,7 @@ mod tests {
         // degraded capacity.
         let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "A", 1);
         for i in 0..125u64 {
-            a.response(&response(
+            a.response_record(&response(
                 100 + i,
                 Cause::Ok,
                 Some(10_000_000 + i * 16_000),
@@ -843,7 +843,7 @@ mod tests {
         let mut full = response(2, Cause::Full, None, false);
         full.t_us = 9_000_000;
         for r in [&served, &slow, &full] {
-            a.response(r);
+            a.response_record(r);
         }
         let f = a.finish().fidelity.unwrap();
         assert!((f.answer_lateness_max_ms - 1.5).abs() < 0.01, "{f:?}");
@@ -853,7 +853,7 @@ mod tests {
     #[test]
     fn e03a_has_no_degraded_capacity() {
         let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
-        a.response(&response(1, Cause::Ok, Some(12_000_000), true));
+        a.response_record(&response(1, Cause::Ok, Some(12_000_000), true));
         let f = a.finish().fidelity.unwrap();
         assert_eq!(
             (f.degraded_configured_rps, f.degraded_saturated_s, f.ratio),
@@ -864,9 +864,9 @@ mod tests {
     #[test]
     fn too_little_saturation_reports_no_ratio() {
         let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
-        a.arrival_event(&arrival(0, 1_000_000, None));
-        a.response(&response(0, Cause::Ok, Some(1_040_000), false));
-        a.response(&response(1, Cause::Ok, Some(1_000_000), true));
+        a.arrival_record(&arrival(0, 1_000_000, None));
+        a.response_record(&response(0, Cause::Ok, Some(1_040_000), false));
+        a.response_record(&response(1, Cause::Ok, Some(1_000_000), true));
         let f = a.finish().fidelity.unwrap();
         // One completion (at the spell's end) measures nothing.
         assert_eq!(f.saturated_s, 0.0);
@@ -876,10 +876,10 @@ mod tests {
     #[test]
     fn queueing_outside_the_model_and_lateness_warn_past_their_thresholds() {
         let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
-        a.arrival_event(&arrival(0, 1_000, Some((1, 0, 1))));
-        a.arrival_event(&arrival(1, 2_000, Some((2, 0, 1))));
-        a.response(&response(0, Cause::Ok, Some(1_500), true)); // 0.5 ms outside the model
-        a.response(&response(1, Cause::Ok, Some(9_000), false)); // queued by the model: not counted
+        a.arrival_record(&arrival(0, 1_000, Some((1, 0, 1))));
+        a.arrival_record(&arrival(1, 2_000, Some((2, 0, 1))));
+        a.response_record(&response(0, Cause::Ok, Some(1_500), true)); // 0.5 ms outside the model
+        a.response_record(&response(1, Cause::Ok, Some(9_000), false)); // queued by the model: not counted
         a.attempt(1, 0, 5_000); // 5 ms late
         let f = a.finish().fidelity.unwrap();
         assert_eq!(f.queueing_samples, 1);
@@ -922,8 +922,8 @@ mod tests {
     #[test]
     fn a_lateness_warning_says_whose_it_is_when_the_floor_was_measured() {
         let mut a = RunAccumulator::new(Scenario::e03a(), &Params::default(), "C", 1);
-        a.arrival_event(&arrival(0, 1_000, Some((1, 0, 1))));
-        a.response(&response(0, Cause::Ok, Some(1_000), true));
+        a.arrival_record(&arrival(0, 1_000, Some((1, 0, 1))));
+        a.response_record(&response(0, Cause::Ok, Some(1_000), true));
         a.attempt(1, 0, 5_000); // 5 ms late
         let f = a.finish().fidelity.unwrap();
         // Without a floor, today's words; with a 4 ms floor, the machine's (5 <= 6); with a
@@ -957,7 +957,7 @@ mod tests {
         let refused = Scenario::named("refused").unwrap();
         let matched = |end_us| {
             let mut a = RunAccumulator::new(refused.clone(), &Params::default(), "A", 1);
-            a.attempt_event(&Attempt {
+            a.attempt_record(&Attempt {
                 tag: tag(),
                 client: 1,
                 op: 0,
@@ -989,7 +989,7 @@ mod tests {
     fn a_cancelled_attempt_may_be_missing_at_the_dependency() {
         let matched = |end| {
             let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
-            a.attempt_event(&Attempt {
+            a.attempt_record(&Attempt {
                 tag: tag(),
                 client: 1,
                 op: 0,
@@ -1017,9 +1017,9 @@ mod tests {
     #[test]
     fn identities_are_matched_both_ways() {
         let mut a = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 1);
-        a.arrival_event(&arrival(0, 10, Some((1, 0, 1))));
-        a.arrival_event(&arrival(1, 20, Some((1, 0, 2))));
-        a.arrival_event(&arrival(2, 30, None)); // a request without identity
+        a.arrival_record(&arrival(0, 10, Some((1, 0, 1))));
+        a.arrival_record(&arrival(1, 20, Some((1, 0, 2))));
+        a.arrival_record(&arrival(2, 30, None)); // a request without identity
         let attempt = |client, attempt| Attempt {
             tag: tag(),
             client,
@@ -1035,15 +1035,15 @@ mod tests {
             step: None,
             retry_after_us: None,
         };
-        a.attempt_event(&attempt(1, 1));
-        a.attempt_event(&attempt(1, 2));
-        a.attempt_event(&attempt(7, 1)); // never arrived
-                                         // Refused, or not connected in time: never left, so not looked for at the dependency.
+        a.attempt_record(&attempt(1, 1));
+        a.attempt_record(&attempt(1, 2));
+        a.attempt_record(&attempt(7, 1)); // never arrived
+                                          // Refused, or not connected in time: never left, so not looked for at the dependency.
         for (client, end) in [
             (8, AttemptEnd::ConnectRefused),
             (9, AttemptEnd::ConnectTimeout),
         ] {
-            a.attempt_event(&Attempt {
+            a.attempt_record(&Attempt {
                 end,
                 status: None,
                 ..attempt(client, 1)
@@ -1141,12 +1141,12 @@ mod tests {
             retry_after_us: None,
         };
         for i in 0..10_000u32 {
-            a.attempt_event(&attempt(i % 50, i / 50));
+            a.attempt_record(&attempt(i % 50, i / 50));
             // The server never saw client 7's op 123; everything else arrived once, in
             // another order.
             let j = 9_999 - i;
             if (j % 50, j / 50) != (7, 123) {
-                a.arrival_event(&arrival(j as u64, j as u64, Some((j % 50, j / 50, 1))));
+                a.arrival_record(&arrival(j as u64, j as u64, Some((j % 50, j / 50, 1))));
             }
         }
         let m = a.finish().matched.unwrap();

@@ -33,9 +33,10 @@
 //!
 //! The accumulator:
 //!
-//! - [`metrics`]: [`RunAccumulator`], the per-run accumulator of spec section 6, fed one fact at a
-//!   time by the analyzer's log reader or directly by the simulator, and [`RunMetrics`], its
-//!   result.
+//! - [`metrics`]: [`RunAccumulator`], the per-run accumulator of spec section 6, and
+//!   [`RunMetrics`], its result.
+//! - [`facts`]: its one door, [`RunAccumulator::take`], and the [`facts::Fact`]s it takes, one
+//!   at a time, from the analyzer's log reader ([`feed`]) or from the simulator.
 //!
 //! What reads a run's figures:
 //!
@@ -71,6 +72,7 @@ pub mod chain;
 pub mod checks;
 mod conclusion;
 pub mod dependencies;
+pub mod facts;
 pub mod fanout;
 pub mod fidelity;
 pub mod ledger;
@@ -217,20 +219,9 @@ pub fn summary_json(s: &ScenarioSummary) -> String {
     serde_json::to_string_pretty(&file).expect("summaries always serialise") + "\n"
 }
 
-/// Hands one log record to an accumulator (the live inputs included).
+/// Hands one log record to an accumulator, as the fact it tells ([`facts::Fact::of`]).
 pub fn feed(acc: &mut RunAccumulator, event: &Event) {
-    match event {
-        Event::Arrival(a) => acc.arrival_event(a),
-        Event::Response(r) => acc.response(r),
-        Event::Attempt(a) => acc.attempt_event(a),
-        Event::Operation(o) => acc.operation_record(o),
-        Event::Breaker(b) => acc.breaker_change(b.t_us, b.from, b.to),
-        Event::Host(h) => acc.host_change(h.t_us, h.replica, h.change),
-        Event::Charge(c) => acc.charge_record(c),
-        Event::Dropped(d) => acc.dropped(d.intended_us),
-        Event::FanOut(f) => acc.fanout(f.start_us, f.end_us, f.success(), f.degraded()),
-        // A probe is not an attempt: its verdicts are in the `host` records. A proxy's record
-        // is evidence beside its arrival and response, which are counted.
-        Event::RunStart(_) | Event::RunEnd(_) | Event::Probe(_) | Event::Proxied(_) => {}
+    if let Some(fact) = facts::Fact::of(event) {
+        acc.take(fact);
     }
 }

@@ -1,26 +1,25 @@
 //! The metrics of one run (spec section 6), computed by a pure accumulator.
 //!
-//! [`RunAccumulator`] is fed one fact at a time (an arrival at the dependency, an attempt the
-//! swarm sent, an operation that ended) and keeps only counters, window series and histograms,
-//! never the events themselves: a run of any length is analysed in constant memory per window.
-//! The log reader feeds it from JSON Lines; the simulator feeds it directly from its event queue,
-//! so both report the very same figures by the very same code.
+//! [`RunAccumulator`] takes one fact at a time (an arrival at the dependency, an attempt the
+//! swarm sent, an operation that ended) by its one door, [`RunAccumulator::take`]
+//! ([`crate::facts`]), and keeps only counters, window series and histograms, never the events
+//! themselves: a run of any length is analysed in constant memory per window. The log reader
+//! tells it the facts of JSON Lines; the simulator tells it the facts of its event queue, so
+//! both report the very same figures by the very same code.
 //!
 //! Windows are aligned to the run's time zero: 100 ms window `k` is `[k * 100 ms, (k+1) * 100 ms)`
 //! and 1 s window `k` is the sum of 100 ms windows `10k .. 10k+10`. Latency percentiles come from
 //! an HDR histogram in microseconds (3 significant digits), reported in milliseconds.
 //!
 //! Live logs carry more than the simulator knows (sequence numbers, identities, admission
-//! times); the `*_event` methods and [`RunAccumulator::response`] feed those to
-//! [`crate::fidelity`], and only then does [`RunMetrics`] carry `fidelity` and `matched`.
+//! times); the log records' facts also feed those to [`crate::fidelity`], and only then does
+//! [`RunMetrics`] carry `fidelity` and `matched`.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use e03_model::breaker::BreakerState;
-use e03_model::events::{
-    Arrival, Attempt, AttemptEnd, ChargeRecord, OperationRecord, Outcome, Response,
-};
+use e03_model::events::{Arrival, Attempt, AttemptEnd, Response};
 use e03_model::priority::Priority;
 use e03_model::GiveUp;
 use e03_plan::{Params, Scenario};
@@ -33,7 +32,9 @@ use crate::quantiles::{histogram, quantile_ms};
 // The window widths and the cap on times, at the paths they always had.
 pub use crate::quantiles::{MAX_T_US, WINDOW_100MS_US, WINDOW_1S_US};
 // The records a run's figures are made of, at the paths they always had.
-pub use crate::records::{AttemptLine, BreakerMark, ClassTally, HostMark, LineEnd, NoAnswer};
+pub use crate::records::{
+    AttemptLine, BreakerMark, ClassTally, HostMark, LineEnd, NoAnswer, OperationEnd,
+};
 
 /// Share of successes a 1 s window needs to count as recovered.
 const RECOVERED: f64 = 0.99;
@@ -328,12 +329,12 @@ impl RunAccumulator {
     }
 
     /// The step workload's tally, when this is a step run (the simulator feeds it directly).
-    pub fn steps_mut(&mut self) -> Option<&mut crate::steps::StepTally> {
+    pub(crate) fn steps_mut(&mut self) -> Option<&mut crate::steps::StepTally> {
         self.steps.as_mut()
     }
 
     /// A request arrived at the dependency (server log). attempt = x-e03-attempt if known.
-    pub fn arrival(&mut self, t_us: u64, attempt: Option<u32>) {
+    pub(crate) fn arrival(&mut self, t_us: u64, attempt: Option<u32>) {
         self.total_requests += 1;
         if let Some(open) = self.open.as_mut() {
             open.arrival(t_us);
@@ -356,7 +357,7 @@ impl RunAccumulator {
     }
 
     /// The swarm sent an attempt (client log).
-    pub fn attempt(&mut self, attempt: u32, due_us: u64, sent_us: u64) {
+    pub(crate) fn attempt(&mut self, attempt: u32, due_us: u64, sent_us: u64) {
         if attempt > 1 {
             self.retries_sent += 1;
         }
@@ -368,17 +369,22 @@ impl RunAccumulator {
     }
 
     /// A policy layer refused an attempt before it was sent (client log: end `failed_fast`).
-    pub fn failed_fast(&mut self) {
+    pub(crate) fn failed_fast(&mut self) {
         self.failed_fast += 1;
     }
 
     /// The strategy's breaker changed state.
-    pub fn breaker_change(&mut self, t_us: u64, from: BreakerState, to: BreakerState) {
+    pub(crate) fn breaker_change(&mut self, t_us: u64, from: BreakerState, to: BreakerState) {
         self.breaker.push(BreakerMark { t_us, from, to });
     }
 
     /// A replica left or re-entered the balancer's rotation.
-    pub fn host_change(&mut self, t_us: u64, replica: u32, change: e03_model::balancer::Change) {
+    pub(crate) fn host_change(
+        &mut self,
+        t_us: u64,
+        replica: u32,
+        change: e03_model::balancer::Change,
+    ) {
         self.hosts.push(HostMark {
             t_us,
             replica,
@@ -387,7 +393,7 @@ impl RunAccumulator {
     }
 
     /// One attempt for the attempt log (live: from the client log, whole).
-    pub fn attempt_line(&mut self, line: AttemptLine) {
+    pub(crate) fn attempt_line(&mut self, line: AttemptLine) {
         if self.attempt_log_full {
             return;
         }
@@ -402,22 +408,21 @@ impl RunAccumulator {
     }
 
     /// A simulated attempt left (request `req`); its end comes by [`Self::attempt_answered`].
-    pub fn attempt_sent(&mut self, req: u64, client: u32, op: u32, attempt: u32, t_us: u64) {
-        self.attempt_line(AttemptLine {
+    pub(crate) fn attempt_sent(&mut self, req: u64, client: u32, op: u32, attempt: u32, t_us: u64) {
+        self.attempt_line(AttemptLine::at(
             client,
             op,
             attempt,
-            sent_us: t_us,
-            end_us: t_us,
-            end: LineEnd::Unanswered,
-        });
+            t_us,
+            LineEnd::Unanswered,
+        ));
         if !self.attempt_log_full {
             self.in_flight.insert(req, self.attempt_log.len() - 1);
         }
     }
 
     /// A simulated attempt (request `req`) ended at `t_us`.
-    pub fn attempt_answered(&mut self, req: u64, t_us: u64, end: LineEnd) {
+    pub(crate) fn attempt_answered(&mut self, req: u64, t_us: u64, end: LineEnd) {
         self.no_answer.add(end);
         crate::statuses::count(&mut self.statuses, end);
         self.cancelled += u64::from(end == LineEnd::Cancelled);
@@ -428,16 +433,24 @@ impl RunAccumulator {
         }
     }
 
-    /// An operation ended (client log).
-    pub fn operation(
-        &mut self,
-        client: u32,
-        start_us: u64,
-        end_us: u64,
-        success: bool,
-        reason: Option<GiveUp>,
-        class: Priority,
-    ) {
+    /// An operation ended.
+    pub(crate) fn operation(&mut self, o: OperationEnd) {
+        let OperationEnd {
+            client,
+            op,
+            flow,
+            start_us,
+            end_us,
+            success,
+            reason,
+            class,
+        } = o;
+        if let Some(st) = self.steps.as_mut() {
+            st.operation(flow, success, end_us);
+        }
+        if let Some(l) = self.ledger.as_mut() {
+            l.operation(client, op, end_us.saturating_sub(start_us));
+        }
         self.operations += 1;
         self.succeeded += u64::from(success);
         let n = self.dependencies.len();
@@ -484,28 +497,28 @@ impl RunAccumulator {
     /// Fan-out: a request that started at `start_us` ended at `end_us` (client log's `fan_out`
     /// record, or the simulator); `success`: its quorum succeeded, `degraded`: with a
     /// fallback's answer.
-    pub fn fanout(&mut self, start_us: u64, end_us: u64, success: bool, degraded: bool) {
+    pub(crate) fn fanout(&mut self, start_us: u64, end_us: u64, success: bool, degraded: bool) {
         if let Some(f) = self.fanout.as_mut() {
             f.request(start_us, end_us, success, degraded);
         }
     }
 
     /// Open loop: an operation that arrived at `intended_us` was dropped (the in-flight cap).
-    pub fn dropped(&mut self, intended_us: u64) {
+    pub(crate) fn dropped(&mut self, intended_us: u64) {
         if let Some(open) = self.open.as_mut() {
             open.offered(intended_us, false);
         }
     }
 
     /// Open loop, simulated: the dependency answered at `t_us` (see [`crate::openloop::Served`]).
-    pub fn served(&mut self, t_us: u64, served: crate::openloop::Served) {
+    pub(crate) fn served(&mut self, t_us: u64, served: crate::openloop::Served) {
         if let Some(open) = self.open.as_mut() {
             open.answer(t_us, served);
         }
     }
 
     /// Optional server-side fidelity input: one Response event.
-    pub fn response(&mut self, r: &Response) {
+    pub(crate) fn response_record(&mut self, r: &Response) {
         if let Some(st) = self.steps.as_mut() {
             st.answer(r.seq, r.status, r.cause, r.cost);
         }
@@ -526,7 +539,7 @@ impl RunAccumulator {
     }
 
     /// A live arrival record: the load figures plus its sequence number and identity.
-    pub fn arrival_event(&mut self, a: &Arrival) {
+    pub(crate) fn arrival_record(&mut self, a: &Arrival) {
         self.arrival(a.t_us, a.attempt);
         if let Some(st) = self.steps.as_mut() {
             st.call(a.seq, a.client, a.t_us);
@@ -549,25 +562,29 @@ impl RunAccumulator {
         self.live_mut().arrival(a);
     }
 
-    /// A line of the ledger: a committed charge.
-    pub fn charge_record(&mut self, c: &ChargeRecord) {
-        self.ledger
-            .get_or_insert_with(LedgerTally::default)
-            .charge(c.charge.client, c.charge.op);
+    /// The retry-logic article's tally, begun by the first charge if the run had none.
+    pub(crate) fn ledger_or_new(&mut self) -> &mut LedgerTally {
+        self.ledger.get_or_insert_with(LedgerTally::default)
+    }
+
+    /// Whether this run counts a wire fault's figures (its timeline has a wire phase): only
+    /// then does the proxy's wire log tell it anything ([`crate::facts::Fact::Proxy`]).
+    pub fn counts_wire(&self) -> bool {
+        self.wire.is_some()
     }
 
     /// The wire fault's tally, when this run keeps one (the simulator feeds it directly).
-    pub fn wire_mut(&mut self) -> Option<&mut crate::wire::WireTally> {
+    pub(crate) fn wire_mut(&mut self) -> Option<&mut crate::wire::WireTally> {
         self.wire.as_mut()
     }
 
     /// The retry-logic article's tally, when this run keeps one (the simulator feeds it directly).
-    pub fn ledger_mut(&mut self) -> Option<&mut LedgerTally> {
+    pub(crate) fn ledger_mut(&mut self) -> Option<&mut LedgerTally> {
         self.ledger.as_mut()
     }
 
     /// A live attempt record: the counts plus its identity for matching.
-    pub fn attempt_event(&mut self, a: &Attempt) {
+    pub(crate) fn attempt_record(&mut self, a: &Attempt) {
         let end = match a.end {
             AttemptEnd::Status => a.status.map_or(LineEnd::Unanswered, LineEnd::Status),
             AttemptEnd::Timeout => LineEnd::Timeout,
@@ -610,24 +627,6 @@ impl RunAccumulator {
             open.live_timeout((a.client, a.op, a.attempt), a.end_us);
         }
         self.live_mut().attempt(a);
-    }
-
-    /// A live operation record.
-    pub fn operation_record(&mut self, o: &OperationRecord) {
-        if let Some(st) = self.steps.as_mut() {
-            st.operation(o.flow, o.outcome == Outcome::Success, o.end_us);
-        }
-        if let Some(l) = self.ledger.as_mut() {
-            l.operation(o.client, o.op, o.end_us.saturating_sub(o.start_us));
-        }
-        self.operation(
-            o.client,
-            o.start_us,
-            o.end_us,
-            o.outcome == Outcome::Success,
-            o.reason,
-            o.class,
-        );
     }
 
     fn live_mut(&mut self) -> &mut LiveAccumulator {
@@ -741,6 +740,28 @@ fn is_zero(n: &u64) -> bool {
 mod tests {
     use super::*;
 
+    /// An operation of `client` (op 0, no flow) ended, told as the fact it is.
+    fn op(
+        a: &mut RunAccumulator,
+        client: u32,
+        start_us: u64,
+        end_us: u64,
+        success: bool,
+        reason: Option<GiveUp>,
+        class: Priority,
+    ) {
+        a.operation(OperationEnd {
+            client,
+            op: 0,
+            flow: None,
+            start_us,
+            end_us,
+            success,
+            reason,
+            class,
+        });
+    }
+
     fn acc(scenario: Scenario) -> RunAccumulator {
         RunAccumulator::new(scenario, &Params::default(), "C", 42)
     }
@@ -785,7 +806,8 @@ mod tests {
         let mut a = acc(Scenario::e03a());
         // 100 operations of 1..=100 ms; the slowest five failed.
         for i in 1..=100u64 {
-            a.operation(
+            op(
+                &mut a,
                 0,
                 0,
                 i * 1000,
@@ -803,7 +825,8 @@ mod tests {
     #[test]
     fn e03b_success_counts_only_operations_started_in_the_affected_window() {
         let mut a = acc(Scenario::e03b()); // affected: [8.5 s, 15.0 s)
-        a.operation(
+        op(
+            &mut a,
             0,
             1_000_000,
             1_100_000,
@@ -811,7 +834,8 @@ mod tests {
             Some(GiveUp::Deadline),
             Priority::Critical,
         ); // before: ignored
-        a.operation(
+        op(
+            &mut a,
             0,
             8_499_999,
             9_000_000,
@@ -819,8 +843,17 @@ mod tests {
             Some(GiveUp::Deadline),
             Priority::Critical,
         ); // just before
-        a.operation(0, 8_500_000, 10_500_000, true, None, Priority::Critical); // first affected
-        a.operation(
+        op(
+            &mut a,
+            0,
+            8_500_000,
+            10_500_000,
+            true,
+            None,
+            Priority::Critical,
+        ); // first affected
+        op(
+            &mut a,
             0,
             12_000_000,
             12_100_000,
@@ -828,8 +861,17 @@ mod tests {
             Some(GiveUp::AttemptsExhausted),
             Priority::Critical,
         );
-        a.operation(0, 14_999_999, 15_100_000, true, None, Priority::Critical);
-        a.operation(
+        op(
+            &mut a,
+            0,
+            14_999_999,
+            15_100_000,
+            true,
+            None,
+            Priority::Critical,
+        );
+        op(
+            &mut a,
             0,
             15_000_000,
             15_100_000,
@@ -845,8 +887,9 @@ mod tests {
     #[test]
     fn e03a_success_is_over_all_operations_and_has_no_recovery() {
         let mut a = acc(Scenario::e03a());
-        a.operation(0, 0, 10, true, None, Priority::Critical);
-        a.operation(
+        op(&mut a, 0, 0, 10, true, None, Priority::Critical);
+        op(
+            &mut a,
             0,
             20_000_000,
             20_000_010,
@@ -854,8 +897,24 @@ mod tests {
             Some(GiveUp::NotRetryable),
             Priority::Critical,
         );
-        a.operation(0, 29_000_000, 29_000_010, true, None, Priority::Critical);
-        a.operation(0, 29_000_000, 29_000_010, true, None, Priority::Critical);
+        op(
+            &mut a,
+            0,
+            29_000_000,
+            29_000_010,
+            true,
+            None,
+            Priority::Critical,
+        );
+        op(
+            &mut a,
+            0,
+            29_000_000,
+            29_000_010,
+            true,
+            None,
+            Priority::Critical,
+        );
         let m = a.finish();
         assert_eq!(m.success_affected, 0.75);
         assert_eq!(m.recovery_s, None);
@@ -868,7 +927,8 @@ mod tests {
         a.attempt(1, 0, 10);
         a.attempt(2, 100, 100);
         a.attempt(3, 200, 250);
-        a.operation(
+        op(
+            &mut a,
             0,
             0,
             300,
@@ -876,7 +936,15 @@ mod tests {
             Some(GiveUp::BudgetDenied),
             Priority::Critical,
         );
-        a.operation(0, 0, 300, false, Some(GiveUp::Deadline), Priority::Critical);
+        op(
+            &mut a,
+            0,
+            0,
+            300,
+            false,
+            Some(GiveUp::Deadline),
+            Priority::Critical,
+        );
         let m = a.finish();
         assert_eq!((m.retries_sent, m.retries_denied), (2, 1));
         assert_eq!(
@@ -890,7 +958,8 @@ mod tests {
     fn recovery_of(ops: &[(u64, bool)]) -> Option<u64> {
         let mut a = acc(Scenario::e03b());
         for &(end_us, ok) in ops {
-            a.operation(
+            op(
+                &mut a,
                 0,
                 end_us.saturating_sub(1000),
                 end_us,
@@ -942,9 +1011,25 @@ mod tests {
         let mut a = RunAccumulator::new(scenario, &params, "breaker", 42);
         // Failures until 7.5 s (window 1 after the end), successes from 8 s (window 2).
         for (end_us, ok) in [(5_000_000, false), (6_200_000, false), (7_500_000, false)] {
-            a.operation(0, end_us - 1000, end_us, ok, None, Priority::Critical);
+            op(
+                &mut a,
+                0,
+                end_us - 1000,
+                end_us,
+                ok,
+                None,
+                Priority::Critical,
+            );
         }
-        a.operation(0, 7_999_000, 8_000_000, true, None, Priority::Critical);
+        op(
+            &mut a,
+            0,
+            7_999_000,
+            8_000_000,
+            true,
+            None,
+            Priority::Critical,
+        );
         assert_eq!(a.finish().recovery_s, Some(2));
     }
 
@@ -961,7 +1046,7 @@ mod tests {
     fn far_times_do_not_grow_series() {
         let mut a = acc(Scenario::e03b());
         a.arrival(u64::MAX, Some(2));
-        a.operation(0, 0, u64::MAX, true, None, Priority::Critical);
+        op(&mut a, 0, 0, u64::MAX, true, None, Priority::Critical);
         let m = a.finish();
         assert_eq!((m.total_requests, m.arrivals_100ms.len()), (1, 0));
     }
@@ -978,7 +1063,7 @@ mod tests {
             (true, Priority::Critical),
             (true, Priority::Critical),
         ] {
-            a.operation(0, 0, 1000, ok, None, class);
+            op(&mut a, 0, 0, 1000, ok, None, class);
         }
         let m = a.finish();
         assert_eq!((m.best_effort.operations, m.best_effort.succeeded), (2, 1));

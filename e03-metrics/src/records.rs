@@ -1,7 +1,8 @@
 //! The plain records a run's figures are made of: a class of operations' tally
 //! ([`ClassTally`]), how one attempt ended ([`LineEnd`]) and the attempt log's lines
 //! ([`AttemptLine`]), the sent attempts without an answer by class ([`NoAnswer`]), and the
-//! breaker's and the balancer's changes ([`BreakerMark`], [`HostMark`]).
+//! breaker's and the balancer's changes ([`BreakerMark`], [`HostMark`]), and an operation's
+//! end ([`OperationEnd`]).
 //!
 //! They read nothing of the crate. [`crate::metrics`] fills them in (and re-exports them where
 //! they always were, `metrics::LineEnd` and so on); keeping them here leaves `metrics.rs` to
@@ -10,6 +11,10 @@
 use serde::{Deserialize, Serialize};
 
 use e03_model::attempt::Broken;
+use e03_model::events::{OperationRecord, Outcome};
+use e03_model::priority::Priority;
+use e03_model::steps::Flow;
+use e03_model::GiveUp;
 
 /// Operations of one class, and how many of them succeeded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +44,17 @@ pub enum LineEnd {
     /// Cancelled: its hedged operation ended without it
     /// ([`AttemptEnd::Cancelled`](e03_model::events::AttemptEnd::Cancelled)).
     Cancelled,
+}
+
+impl From<e03_model::AttemptResult> for LineEnd {
+    /// How a simulated attempt ended, as a line of the log says it.
+    fn from(result: e03_model::AttemptResult) -> Self {
+        match result {
+            e03_model::AttemptResult::Status { code, .. } => LineEnd::Status(code),
+            e03_model::AttemptResult::Timeout => LineEnd::Timeout,
+            e03_model::AttemptResult::ConnectionError(b) => LineEnd::Broken(b),
+        }
+    }
 }
 
 /// Sent attempts without an HTTP answer, by how they ended (issue 27's outcome classes).
@@ -116,6 +132,21 @@ pub struct AttemptLine {
     pub end: LineEnd,
 }
 
+impl AttemptLine {
+    /// An attempt that ended (or is yet to) at the instant it left: refused before it left, or
+    /// just sent, its end to come.
+    pub fn at(client: u32, op: u32, attempt: u32, t_us: u64, end: LineEnd) -> Self {
+        AttemptLine {
+            client,
+            op,
+            attempt,
+            sent_us: t_us,
+            end_us: t_us,
+            end,
+        }
+    }
+}
+
 /// One state change of a strategy's circuit breaker.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BreakerMark {
@@ -130,4 +161,35 @@ pub struct HostMark {
     pub t_us: u64,
     pub replica: u32,
     pub change: e03_model::balancer::Change,
+}
+
+/// An operation's end, as the client log's `operation` record and the simulator both tell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationEnd {
+    pub client: u32,
+    pub op: u32,
+    /// The step workload's flow (the rate-limit article); `None` for other workloads.
+    pub flow: Option<Flow>,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub success: bool,
+    /// Why it failed, if it did.
+    pub reason: Option<GiveUp>,
+    pub class: Priority,
+}
+
+impl OperationEnd {
+    /// The client log's record.
+    pub fn of(o: &OperationRecord) -> Self {
+        OperationEnd {
+            client: o.client,
+            op: o.op,
+            flow: o.flow,
+            start_us: o.start_us,
+            end_us: o.end_us,
+            success: o.outcome == Outcome::Success,
+            reason: o.reason,
+            class: o.class,
+        }
+    }
 }

@@ -853,8 +853,18 @@ mod terminal_tests {
         // Issue 28's new user: SIGINT 5 s into `lab run e03b`, before the freeze (8.5 s): no
         // operation started in the incident, none ended after it.
         let mut acc = RunAccumulator::new(Scenario::e03b(), &Params::default(), "C", 42);
-        acc.operation(0, 1_000_000, 1_050_000, true, None, Default::default());
-        acc.operation(0, 4_000_000, 4_050_000, true, None, Default::default());
+        for (op, start_us) in [(0, 1_000_000), (1, 4_000_000)] {
+            acc.take(crate::facts::Fact::Operation(crate::facts::OperationEnd {
+                client: 0,
+                op,
+                flow: None,
+                start_us,
+                end_us: start_us + 50_000,
+                success: true,
+                reason: None,
+                class: Default::default(),
+            }));
+        }
         let mut m = acc.finish();
         m.complete = false;
         let mut s = summary("C", vec![m]);

@@ -8,19 +8,22 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use e03_metrics::metrics::{AttemptLine, LineEnd, RunAccumulator, RunMetrics};
+use e03_metrics::facts::{Fact, OperationEnd};
+use e03_metrics::metrics::{LineEnd, RunAccumulator, RunMetrics};
 use e03_metrics::ScenarioSummary;
 use e03_model::breaker::BreakerState;
+use e03_model::events::us;
 use e03_model::schedule::Answer;
 use e03_model::steps::Flow;
-use e03_model::{AttemptResult, GiveUp, OpOutcome, ReqId, Strategy};
+use e03_model::{AttemptResult, OpOutcome, ReqId, Strategy};
 use e03_plan::{Params, Scenario};
 
 use crate::engine::{Engine, Observer};
 use crate::queue::Nanos;
 
-/// The analyzer's accumulator observes a simulated run exactly as it reads a live one: every
-/// attempt arrives at the instant it is sent (due = sent, no network), times in microseconds.
+/// The analyzer's accumulator observes a simulated run by the one door it has for the logs too
+/// ([`RunAccumulator::take`]): each of the engine's events is told as a [`Fact`], times in µs.
+/// What each fact changes is the accumulator's business, not the simulator's.
 impl Observer for RunAccumulator {
     fn arrival(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
         Observer::arrived(self, t, req, client, op, attempt);
@@ -28,157 +31,131 @@ impl Observer for RunAccumulator {
     }
 
     fn sent_delayed(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
-        let t_us = t / 1000;
-        RunAccumulator::attempt(self, attempt, t_us, t_us);
-        RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
-        if let Some(l) = self.ledger_mut() {
-            l.sent(Some(req), client, op, attempt);
-        }
+        self.take(Fact::Sent {
+            t_us: t / 1000,
+            seq: req,
+            client,
+            op,
+            attempt,
+        });
     }
 
     fn arrived(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
-        RunAccumulator::arrival(self, t / 1000, Some(attempt));
-        if let Some(w) = self.wire_mut() {
-            w.arrived(req, client, op, attempt);
-        }
-        if let Some(st) = self.steps_mut() {
-            st.call(req, Some(client), t / 1000);
-        }
+        self.take(Fact::Reached {
+            t_us: t / 1000,
+            seq: req,
+            client,
+            op,
+            attempt,
+        });
     }
 
+    /// Sent, never arrived: no arrival at the dependency.
     fn refused(&mut self, t: Nanos, req: ReqId, client: u32, op: u32, attempt: u32) {
-        // Sent by the client, never arrived: no arrival at the dependency.
-        let t_us = t / 1000;
-        RunAccumulator::attempt(self, attempt, t_us, t_us);
-        RunAccumulator::attempt_sent(self, req, client, op, attempt, t_us);
-        if let Some(l) = self.ledger_mut() {
-            l.sent(Some(req), client, op, attempt);
-        }
+        Observer::sent_delayed(self, t, req, client, op, attempt);
     }
 
     fn lost(&mut self, _t: Nanos, req: ReqId) {
-        if let Some(l) = self.ledger_mut() {
-            l.lost(req);
-        }
+        self.take(Fact::Lost { seq: req });
     }
 
     fn charge(&mut self, _t: Nanos, client: u32, op: u32) {
-        if let Some(l) = self.ledger_mut() {
-            l.charge(Some(client), Some(op));
-        }
+        self.take(Fact::Charge {
+            client: Some(client),
+            op: Some(op),
+        });
     }
 
     fn attempt_end(&mut self, t: Nanos, req: ReqId, result: AttemptResult) {
-        let end = match result {
-            AttemptResult::Status { code, .. } => {
-                if let Some(l) = self.ledger_mut() {
-                    l.answered_req(req, code);
-                }
-                LineEnd::Status(code)
-            }
-            AttemptResult::Timeout => {
-                if let Some(w) = self.wire_mut() {
-                    w.timed_out_req(req, t / 1000);
-                }
-                LineEnd::Timeout
-            }
-            AttemptResult::ConnectionError(b) => LineEnd::Broken(b),
-        };
-        RunAccumulator::attempt_answered(self, req, t / 1000, end);
+        self.take(Fact::Ended {
+            t_us: t / 1000,
+            seq: req,
+            end: LineEnd::from(result),
+        });
     }
 
     fn cancelled(&mut self, t: Nanos, req: ReqId) {
-        RunAccumulator::attempt_answered(self, req, t / 1000, LineEnd::Cancelled);
+        self.take(Fact::Ended {
+            t_us: t / 1000,
+            seq: req,
+            end: LineEnd::Cancelled,
+        });
     }
 
     fn failed_fast(&mut self, t: Nanos, client: u32, op: u32, attempt: u32) {
-        RunAccumulator::failed_fast(self);
-        let t_us = t / 1000;
-        RunAccumulator::attempt_line(
-            self,
-            AttemptLine {
-                client,
-                op,
-                attempt,
-                sent_us: t_us,
-                end_us: t_us,
-                end: LineEnd::FailedFast,
-            },
-        );
+        self.take(Fact::FailedFast {
+            t_us: t / 1000,
+            client,
+            op,
+            attempt,
+        });
     }
 
     fn served(&mut self, t: Nanos, req: ReqId, answer: &Answer, given_up: bool) {
-        if let Some(w) = self.wire_mut() {
-            w.answered(req, t / 1000, answer.cause);
-        }
-        if let Some(st) = self.steps_mut() {
-            st.answer(req, answer.status, answer.cause, answer.cost);
-        }
-        let served = e03_metrics::openloop::Served::of(
-            answer.admit.is_some(),
-            answer.cause,
-            answer.status,
+        self.take(Fact::Served {
+            t_us: t / 1000,
+            seq: req,
+            status: answer.status,
+            cause: answer.cause,
+            cost: answer.cost,
+            worked: answer.admit.is_some(),
             given_up,
-        );
-        RunAccumulator::served(self, t / 1000, served);
+        });
     }
 
     fn connection_opened(&mut self, _t: Nanos, _client: u32) {
-        if let Some(w) = self.wire_mut() {
-            w.connection_opened();
-        }
+        self.take(Fact::ConnectionOpened);
     }
 
     fn connection_reset(&mut self, _t: Nanos, _client: u32) {
-        if let Some(w) = self.wire_mut() {
-            w.connection_reset();
-        }
+        self.take(Fact::ConnectionReset);
     }
 
     fn dropped(&mut self, intended: Nanos) {
-        RunAccumulator::dropped(self, intended / 1000);
+        self.take(Fact::Dropped {
+            intended_us: intended / 1000,
+        });
     }
 
     fn fanout(&mut self, f: &e03_model::workload::FanOutEnd) {
-        let us = |d: std::time::Duration| d.as_micros() as u64;
-        RunAccumulator::fanout(self, us(f.start), us(f.end), f.success(), f.degraded());
+        self.take(Fact::FanOut {
+            start_us: us(f.start),
+            end_us: us(f.end),
+            success: f.success(),
+            degraded: f.degraded(),
+        });
     }
 
     fn host_change(&mut self, h: &e03_model::balancer::HostChange) {
-        let t_us = h.at.as_micros() as u64;
-        RunAccumulator::host_change(self, t_us, h.host as u32, h.change);
+        self.take(Fact::Host {
+            t_us: us(h.at),
+            replica: h.host as u32,
+            change: h.change,
+        });
     }
 
     fn breaker(&mut self, t: Nanos, from: BreakerState, to: BreakerState) {
-        RunAccumulator::breaker_change(self, t / 1000, from, to);
+        self.take(Fact::Breaker {
+            t_us: t / 1000,
+            from,
+            to,
+        });
     }
 
     fn operation(&mut self, e: &e03_model::workload::Ended) {
-        let (client, op, outcome) = (e.client, e.op, e.outcome);
-        let (start, end) = (e.start.as_nanos() as Nanos, e.end.as_nanos() as Nanos);
-        if let Some(st) = self.steps_mut() {
-            st.operation(
-                Flow::of_client(client),
-                outcome == OpOutcome::Success,
-                end / 1000,
-            );
-        }
-        if let Some(l) = self.ledger_mut() {
-            l.operation(client, op, end.saturating_sub(start) / 1000);
-        }
-        let reason: Option<GiveUp> = match outcome {
-            OpOutcome::Success => None,
-            OpOutcome::Failed(why) => Some(why),
-        };
-        RunAccumulator::operation(
-            self,
-            client,
-            start / 1000,
-            end / 1000,
-            outcome == OpOutcome::Success,
-            reason,
-            e.class,
-        );
+        self.take(Fact::Operation(OperationEnd {
+            client: e.client,
+            op: e.op,
+            flow: Flow::of_client(e.client),
+            start_us: us(e.start),
+            end_us: us(e.end),
+            success: e.outcome == OpOutcome::Success,
+            reason: match e.outcome {
+                OpOutcome::Success => None,
+                OpOutcome::Failed(why) => Some(why),
+            },
+            class: e.class,
+        }));
     }
 }
 
