@@ -89,6 +89,40 @@ impl WireFault {
         }
     }
 
+    /// The toxic, the direction it acts on and its toxicity, if this fault is a toxic.
+    fn toxic(&self) -> Option<(crate::wire::ToxicKind, crate::wire::Direction, f64)> {
+        match *self {
+            WireFault::Refused => None,
+            WireFault::Toxic {
+                toxic,
+                stream,
+                toxicity,
+            } => Some((toxic, stream, toxicity)),
+        }
+    }
+
+    /// The direction whose chunks this fault only delays, if it is such a toxic (latency,
+    /// bandwidth, slicer: [`crate::wire::ToxicKind::delays`]).
+    pub fn delays(&self) -> Option<crate::wire::Direction> {
+        let (toxic, stream, _) = self.toxic()?;
+        toxic.delays().then_some(stream)
+    }
+
+    /// The direction in which nothing passes on the connections it applies to, if it is
+    /// Toxiproxy's `timeout` toxic ([`crate::wire::ToxicKind::holds`]).
+    pub fn holds(&self) -> Option<crate::wire::Direction> {
+        let (toxic, stream, _) = self.toxic()?;
+        toxic.holds().then_some(stream)
+    }
+
+    /// If this fault ends the connections it applies to: its toxicity, and when and how it
+    /// ends each ([`crate::wire::ToxicKind::ends_connection`]).
+    pub fn ends_connections(&self) -> Option<(f64, Duration, crate::wire::Ending)> {
+        let (toxic, _, toxicity) = self.toxic()?;
+        let (after, ending) = toxic.ends_connection()?;
+        Some((toxicity, after, ending))
+    }
+
     /// `refused`, or the toxic's type (`latency`, `timeout`, ...).
     pub fn name(&self) -> &'static str {
         match self {
@@ -392,6 +426,42 @@ mod tests {
         assert_eq!(toxic(300, Direction::Downstream, 1.0).blackhole(), None);
         assert_eq!(toxic(0, Direction::Downstream, 0.5).blackhole(), None);
         assert_eq!(WireFault::Refused.blackhole(), None);
+    }
+
+    /// A wire phase's fault: its toxic's rule (`ToxicKind::ends_connection`, `holds`,
+    /// `delays`), with the phase's direction and toxicity.
+    #[test]
+    fn a_fault_reads_its_toxics_rule_with_its_direction_and_toxicity() {
+        use crate::wire::{Direction, Ending, ToxicKind};
+        let toxic = |timeout_ms, stream, toxicity| WireFault::Toxic {
+            toxic: ToxicKind::Timeout { timeout_ms },
+            stream,
+            toxicity,
+        };
+        let reset = WireFault::Toxic {
+            toxic: ToxicKind::ResetPeer { timeout_ms: 200 },
+            stream: Direction::Upstream,
+            toxicity: 0.3,
+        };
+        assert_eq!(
+            reset.ends_connections(),
+            Some((0.3, ms(200), Ending::Reset))
+        );
+        assert_eq!((reset.holds(), reset.delays()), (None, None));
+        let held = toxic(300, Direction::Downstream, 1.0);
+        assert_eq!(held.holds(), Some(Direction::Downstream));
+        assert_eq!(held.ends_connections(), Some((1.0, ms(300), Ending::Close)));
+        assert_eq!(toxic(0, Direction::Upstream, 1.0).ends_connections(), None);
+        let slow = WireFault::Toxic {
+            toxic: ToxicKind::Latency {
+                latency_ms: 50,
+                jitter_ms: 0,
+            },
+            stream: Direction::Upstream,
+            toxicity: 1.0,
+        };
+        assert_eq!(slow.delays(), Some(Direction::Upstream));
+        assert_eq!(WireFault::Refused.ends_connections(), None);
         let mut t = outage();
         assert!(t.has_failure_phase() && !t.refused());
         t.down.clear();

@@ -142,7 +142,48 @@ pub const TOXIC_TYPES: &[&str] = &[
     "limit_data",
 ];
 
+/// How a toxic ends a connection it applies to ([`ToxicKind::ends_connection`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// `reset_peer`: a TCP reset.
+    Reset,
+    /// `timeout` with a timeout: the proxy closes the connection.
+    Close,
+}
+
 impl ToxicKind {
+    /// Whether it only delays what passes, and lets it all through: latency, bandwidth, slicer.
+    pub fn delays(&self) -> bool {
+        matches!(
+            self,
+            ToxicKind::Latency { .. } | ToxicKind::Bandwidth { .. } | ToxicKind::Slicer { .. }
+        )
+    }
+
+    /// Whether nothing passes while it applies: Toxiproxy's `timeout` (until its timeout
+    /// closes the connection, [`Self::ends_connection`], or, with 0, until the toxic goes).
+    pub fn holds(&self) -> bool {
+        matches!(self, ToxicKind::Timeout { .. })
+    }
+
+    /// When a connection it applies to ends, counted from when it applied (for a connection
+    /// open when the toxic came, then; for one opened while it is there, its opening), and how:
+    /// `reset_peer` resets it after its `timeout` (at once with 0), `timeout` with a timeout
+    /// closes it then (Toxiproxy's toxics). A `timeout` of 0 holds the connection until the
+    /// toxic goes, and no other toxic ends one. The live proxy ([`Link::reset_after`],
+    /// [`Link::blackhole`]) and the simulator's connections both read this.
+    pub fn ends_connection(&self) -> Option<(Duration, Ending)> {
+        match *self {
+            ToxicKind::ResetPeer { timeout_ms } => {
+                Some((Duration::from_millis(timeout_ms), Ending::Reset))
+            }
+            ToxicKind::Timeout { timeout_ms } if timeout_ms > 0 => {
+                Some((Duration::from_millis(timeout_ms), Ending::Close))
+            }
+            _ => None,
+        }
+    }
+
     pub fn type_name(&self) -> &'static str {
         match self {
             ToxicKind::Latency { .. } => "latency",
@@ -449,18 +490,14 @@ impl Link {
     /// After how long the connection is closed without passing data (`timeout`), if a timeout
     /// applies: `Some(None)` for never (0), `Some(Some(d))` after `d`.
     pub fn blackhole(&self) -> Option<Option<Duration>> {
-        self.kinds.iter().find_map(|k| match k {
-            ToxicKind::Timeout { timeout_ms } => {
-                Some((*timeout_ms > 0).then(|| Duration::from_millis(*timeout_ms)))
-            }
-            _ => None,
-        })
+        let holds = self.kinds.iter().find(|k| k.holds())?;
+        Some(holds.ends_connection().map(|(after, _)| after))
     }
 
     /// After how long the connection is reset, if `reset_peer` applies.
     pub fn reset_after(&self) -> Option<Duration> {
-        self.kinds.iter().find_map(|k| match k {
-            ToxicKind::ResetPeer { timeout_ms } => Some(Duration::from_millis(*timeout_ms)),
+        self.kinds.iter().find_map(|k| match k.ends_connection() {
+            Some((after, Ending::Reset)) => Some(after),
             _ => None,
         })
     }
@@ -571,6 +608,60 @@ mod tests {
 
     fn toxic(json: &str) -> serde_json::Result<Toxic> {
         serde_json::from_str::<Toxic>(json)
+    }
+
+    /// What each of Toxiproxy's toxics does to a connection it applies to, the one rule the
+    /// live proxy's links and the simulator's connections read.
+    #[test]
+    fn each_toxic_delays_holds_or_ends_a_connection() {
+        let ms = Duration::from_millis;
+        let latency = ToxicKind::Latency {
+            latency_ms: 50,
+            jitter_ms: 20,
+        };
+        let slicer = ToxicKind::Slicer {
+            average_size: 10,
+            size_variation: 0,
+            delay_us: 100,
+        };
+        let bandwidth = ToxicKind::Bandwidth { rate_kb_s: 1 };
+        for k in [latency, slicer, bandwidth] {
+            assert!(k.delays() && !k.holds(), "{k:?}");
+            assert_eq!(k.ends_connection(), None, "{k:?}");
+        }
+        let blackhole = ToxicKind::Timeout { timeout_ms: 0 };
+        assert!(blackhole.holds() && !blackhole.delays());
+        assert_eq!(blackhole.ends_connection(), None);
+        let closes = ToxicKind::Timeout { timeout_ms: 500 };
+        assert!(closes.holds());
+        assert_eq!(closes.ends_connection(), Some((ms(500), Ending::Close)));
+        let at_once = ToxicKind::ResetPeer { timeout_ms: 0 };
+        assert_eq!(at_once.ends_connection(), Some((ms(0), Ending::Reset)));
+        let later = ToxicKind::ResetPeer { timeout_ms: 300 };
+        assert_eq!(later.ends_connection(), Some((ms(300), Ending::Reset)));
+        assert!(!later.holds() && !later.delays());
+        for k in [
+            ToxicKind::SlowClose { delay_ms: 500 },
+            ToxicKind::LimitData { bytes: 100 },
+        ] {
+            assert!(!k.delays() && !k.holds(), "{k:?}");
+            assert_eq!(k.ends_connection(), None, "{k:?}");
+        }
+        // A link's timers read the same rule.
+        let mut rng = stream(1, Stream::Wire, 0);
+        assert_eq!(
+            Link::of_one(later, 1.0, &mut rng).reset_after(),
+            Some(ms(300))
+        );
+        assert_eq!(
+            Link::of_one(closes, 1.0, &mut rng).blackhole(),
+            Some(Some(ms(500)))
+        );
+        assert_eq!(Link::of_one(closes, 1.0, &mut rng).reset_after(), None);
+        assert_eq!(
+            Link::of_one(blackhole, 1.0, &mut rng).blackhole(),
+            Some(None)
+        );
     }
 
     fn rng() -> LabRng {

@@ -25,12 +25,12 @@
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
 //!
-//! Its parts, private to it: the wire connection model (`engine/connections.rs`, the engine's
-//! methods that apply the wire phases to the clients' connections) and what each wire fault does
-//! (`engine/faults.rs`).
+//! Its part, private to it: the wire connection model (`engine/connections.rs`, the engine's
+//! methods that apply the wire phases to the clients' connections). What each wire fault does
+//! (delay, hold, end a connection) is the model's rule, read by the live proxy too:
+//! [`WireFault::delays`], [`WireFault::holds`], [`WireFault::ends_connections`].
 
 mod connections;
-mod faults;
 
 use e03_model::attempt::Broken;
 use e03_model::balancer::Probe;
@@ -52,7 +52,6 @@ use e03_model::workload::{
 use e03_model::{Admission, AttemptResult, DependencyNode, ReqId, Strategy};
 use e03_plan::{Params, Scenario};
 
-use self::faults::{drops, reset_toxicity};
 use crate::queue::{Event, EventQueue, Nanos, WAKE_RANK};
 use crate::service::{dur, nanos};
 
@@ -245,7 +244,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             + 1;
         let timeline = params.timeline(&scenario);
         for (i, w) in timeline.wire.iter().enumerate() {
-            if reset_toxicity(&w.fault).is_some() {
+            if w.fault.ends_connections().is_some() {
                 queue.push(nanos(w.start), Event::WireStart(i));
             }
         }
@@ -456,7 +455,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         }
         if let Some((i, w)) = self.timeline.wire_phase_at(dur(t)) {
-            if drops(&w.fault) == Some(Direction::Upstream) && self.conn_hit(c, i) {
+            if w.fault.holds() == Some(Direction::Upstream) && self.conn_hit(c, i) {
                 // The wire drops the request: its timeout ends it.
                 self.observer
                     .refused(t, req, c, send.id.op, send.id.attempt);
@@ -557,7 +556,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
                 let phase = self.timeline.wire_phase_at(dur(t));
                 if phase.is_some_and(|(i, w)| {
-                    drops(&w.fault) == Some(Direction::Downstream) && self.conn_hit(c, i)
+                    w.fault.holds() == Some(Direction::Downstream) && self.conn_hit(c, i)
                 }) {
                     // The wire drops the answer: the work is done, the attempt's timeout ends it.
                     continue;

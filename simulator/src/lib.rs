@@ -14,8 +14,8 @@
 //!   list.
 //! - [`engine`]: one run: the run's workload (closed loop, group, fixed rate, open loop,
 //!   the rate-limit article's steps) exactly as the live swarm, reporting to an [`Observer`]; its wire
-//!   connection model (`engine/connections.rs`) and wire faults (`engine/faults.rs`) are files
-//!   of its own, private to it.
+//!   connection model (`engine/connections.rs`) is a file of its own, private to it (what each
+//!   wire fault does is the model's rule, `e03_model::timeline::WireFault`).
 //! - [`run`]: [`simulate_run`] and parallel runs over std threads.
 //! - [`sweep`]: parameter grids (`E03_QUEUE=50,100,200`), their tables and CSV rows.
 //! - [`map`]: the phase map of an open loop: load x trigger size, recovered or metastable.

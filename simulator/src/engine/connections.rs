@@ -58,11 +58,11 @@ use e03_model::rng::{mix64, stream, LabRng, Stream};
 use e03_model::strategy::Connections;
 use e03_model::timeline::WireFault;
 use e03_model::wire::{
-    applies, Direction, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES, REQUEST_BYTES,
+    applies, Direction, Ending, Link, Pass, ToxicKind, ANSWER_BYTES, ANSWER_HEAD_BYTES,
+    REQUEST_BYTES,
 };
 use e03_model::AttemptResult;
 
-use super::faults::{delays, reset_toxicity};
 use super::{Conn, Engine, Observer};
 use crate::queue::{Event, Nanos};
 use crate::service::{dur, nanos};
@@ -156,7 +156,7 @@ impl<O: Observer> Engine<'_, O> {
         let phase = self
             .timeline
             .wire_phase_at(dur(t))
-            .and_then(|(i, w)| reset_toxicity(&w.fault).map(|(p, d, _)| (i, p, d)));
+            .and_then(|(i, w)| w.fault.ends_connections().map(|(p, d, _)| (i, p, nanos(d))));
         let reuse = self.strategy.connections == Connections::Reuse;
         let conn = self.clients[c as usize].conn;
         if reuse && conn.open {
@@ -229,7 +229,10 @@ impl<O: Observer> Engine<'_, O> {
 
     /// Whether wire phase `i` ends connections with a reset (`reset_peer`), not a close.
     fn resets(&self, i: usize) -> bool {
-        reset_toxicity(&self.timeline.wire[i].fault).is_some_and(|r| r.2)
+        self.timeline.wire[i]
+            .fault
+            .ends_connections()
+            .is_some_and(|r| r.2 == Ending::Reset)
     }
 
     /// Wire phase `i` (a `reset_peer`) begins: the connection of every attempt in flight draws
@@ -237,9 +240,10 @@ impl<O: Observer> Engine<'_, O> {
     /// finds nobody waiting), at once or after the toxic's delay ([`Self::conn_reset`]). Idle
     /// connections draw when next used ([`Self::connect`]).
     pub(super) fn reset_open_connections(&mut self, t: Nanos, i: usize) {
-        let Some((p, d, _)) = reset_toxicity(&self.timeline.wire[i].fault) else {
+        let Some((p, d, _)) = self.timeline.wire[i].fault.ends_connections() else {
             return;
         };
+        let d = nanos(d);
         for c in 0..self.clients.len() as u32 {
             let client = &self.clients[c as usize];
             let (Some(req), n) = (client.req(), client.conn.n) else {
@@ -268,7 +272,7 @@ impl<O: Observer> Engine<'_, O> {
     /// such a phase.
     pub(super) fn wire_delay(&mut self, t: Nanos, c: u32, direction: Direction) -> Option<Nanos> {
         let (i, w) = self.timeline.wire_phase_at(dur(t))?;
-        if delays(&w.fault) != Some(direction) {
+        if w.fault.delays() != Some(direction) {
             return None;
         }
         let WireFault::Toxic {
