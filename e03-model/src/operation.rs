@@ -126,8 +126,9 @@ impl Operation {
         Some(self.limits.attempt_timeout.min(left))
     }
 
-    /// The current attempt ended at `now` with `result`: decide what comes next. A retry's
-    /// budget token is taken here, so a retry that `Next::Retry` announces is always sent.
+    /// The current attempt ended at `now` with `result`: decide what comes next
+    /// ([`retry_decision`], with the operation's deadline). A retry's budget token is taken
+    /// here, so a retry that `Next::Retry` announces is always sent.
     pub fn on_result<B, R>(
         &mut self,
         now: Duration,
@@ -140,29 +141,109 @@ impl Operation {
         B: RetryBudget + ?Sized,
         R: Rng + ?Sized,
     {
-        let cause = match strategy.classify(&result) {
-            AttemptClass::Success => return Next::Done(OpOutcome::Success),
-            AttemptClass::Permanent => return Next::Done(OpOutcome::Failed(GiveUp::NotRetryable)),
-            AttemptClass::Failure(cause) => cause,
+        let mut waits = Waits {
+            last: self.last_wait,
+            polly: f64::from_bits(self.polly),
         };
-        let max_attempts = strategy.max_attempts.unwrap_or(self.limits.max_attempts);
-        if self.attempts >= max_attempts {
-            return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
+        let next = retry_decision(
+            Tried {
+                class: strategy.classify(&result),
+                result: &result,
+                attempts: self.attempts,
+                max_attempts: strategy.max_attempts.unwrap_or(self.limits.max_attempts),
+            },
+            strategy,
+            &mut waits,
+            (now, Some(self.deadline())),
+            budget,
+            rng,
+        );
+        if let Next::Retry { .. } = next {
+            self.attempts += 1;
+            self.last_wait = waits.last;
+            self.polly = waits.polly.to_bits();
         }
-        let mut polly = f64::from_bits(self.polly);
-        let wait = strategy.retry_wait(self.attempts, self.last_wait, &mut polly, &result, rng);
-        // No retry starts if its wait would cross (or reach) the deadline.
-        if now + wait >= self.deadline() {
-            return Next::Done(OpOutcome::Failed(GiveUp::Deadline));
-        }
-        if !budget.withdraw(now, cause) {
-            return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
-        }
-        self.attempts += 1;
-        self.last_wait = wait;
-        self.polly = polly.to_bits();
-        Next::Retry { wait }
+        next
     }
+}
+
+/// What a retry's wait grows from: the wait before the previous retry (decorrelated jitter)
+/// and Polly's DecorrelatedJitterBackoffV2 state ([`Strategy::retry_wait`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Waits {
+    pub last: Duration,
+    pub polly: f64,
+}
+
+/// The attempt that just ended, as the retry decision reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Tried<'a> {
+    /// Its class by the strategy ([`Strategy::classify`]).
+    pub class: AttemptClass,
+    /// Its result (a `Retry-After` in it may set the wait).
+    pub result: &'a AttemptResult,
+    /// Attempts made so far, this one included.
+    pub attempts: u32,
+    /// The most the operation may make.
+    pub max_attempts: u32,
+}
+
+/// The retry decision, once for every workload (an [`Operation`], and the rate-limit
+/// article's steps): after an attempt ended at `now`, the operation is done, or retried after
+/// a wait. A success ends it; a permanent answer ends it as not retryable; a failure is retried
+/// unless `max_attempts` were made, the wait would reach the deadline, or the budget refuses
+/// (it then took the retry's token). `waits` moves on only for a retry.
+///
+/// The order of the last two asks follows what is known: with a deadline, the wait is drawn
+/// first (the deadline is judged on it) and a retry the deadline stops takes no token; without
+/// one (the steps, where a retry waits for a later step), the budget is asked first and the
+/// wait is drawn only for a retry that goes. The two orders draw from `rng` differently when
+/// the budget refuses, and each workload's published figures were measured with its own.
+pub fn retry_decision<B, R>(
+    tried: Tried,
+    strategy: &Strategy,
+    waits: &mut Waits,
+    (now, deadline): (Duration, Option<Duration>),
+    budget: &mut B,
+    rng: &mut R,
+) -> Next
+where
+    B: RetryBudget + ?Sized,
+    R: Rng + ?Sized,
+{
+    let cause = match tried.class {
+        AttemptClass::Success => return Next::Done(OpOutcome::Success),
+        AttemptClass::Permanent => return Next::Done(OpOutcome::Failed(GiveUp::NotRetryable)),
+        AttemptClass::Failure(cause) => cause,
+    };
+    if tried.attempts >= tried.max_attempts {
+        return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
+    }
+    let mut polly = waits.polly;
+    let mut draw = |rng: &mut R| {
+        strategy.retry_wait(tried.attempts, waits.last, &mut polly, tried.result, rng)
+    };
+    let wait = match deadline {
+        Some(deadline) => {
+            let wait = draw(rng);
+            // No retry starts if its wait would cross (or reach) the deadline.
+            if now + wait >= deadline {
+                return Next::Done(OpOutcome::Failed(GiveUp::Deadline));
+            }
+            if !budget.withdraw(now, cause) {
+                return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
+            }
+            wait
+        }
+        None => {
+            if !budget.withdraw(now, cause) {
+                return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
+            }
+            draw(rng)
+        }
+    };
+    *waits = Waits { last: wait, polly };
+    Next::Retry { wait }
 }
 
 #[cfg(test)]
@@ -236,6 +317,99 @@ mod tests {
             );
             assert_eq!(next, Next::Retry { wait: expected }, "retry {}", i + 1);
         }
+    }
+
+    /// A budget that counts what it is asked and grants only while `grant` says so.
+    struct Asked {
+        withdrawals: u32,
+        grant: bool,
+    }
+
+    impl RetryBudget for Asked {
+        fn deposit(&mut self, _now: Duration) {}
+        fn withdraw(&mut self, _now: Duration, _cause: crate::budget::RetryCause) -> bool {
+            self.withdrawals += 1;
+            self.grant
+        }
+    }
+
+    fn failed<'a>(result: &'a AttemptResult, s: &Strategy) -> Tried<'a> {
+        Tried {
+            class: s.classify(result),
+            result,
+            attempts: 1,
+            max_attempts: 4,
+        }
+    }
+
+    /// With a deadline the wait is drawn before the budget is asked; without one (the steps)
+    /// only after it granted the retry: a refused retry drew a wait in the first case alone.
+    #[test]
+    fn the_wait_is_drawn_before_the_budget_with_a_deadline_and_after_it_without() {
+        let s = strategy("C"); // full jitter: every wait is drawn
+        let result = AttemptResult::status(503);
+        for (deadline, drew) in [(Some(ms(60_000)), true), (None, false)] {
+            let mut rng = stream(3, Stream::Jitter, 0);
+            let mut waits = Waits::default();
+            let mut budget = Asked {
+                withdrawals: 0,
+                grant: false,
+            };
+            let next = retry_decision(
+                failed(&result, &s),
+                &s,
+                &mut waits,
+                (ms(0), deadline),
+                &mut budget,
+                &mut rng,
+            );
+            assert_eq!(next, Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied)));
+            assert_eq!((budget.withdrawals, waits), (1, Waits::default()));
+            let mut expected = stream(3, Stream::Jitter, 0);
+            if drew {
+                s.retry_wait(1, Duration::ZERO, &mut 0.0, &result, &mut expected);
+            }
+            assert_eq!(
+                rand::Rng::random::<u64>(&mut rng),
+                rand::Rng::random::<u64>(&mut expected),
+                "deadline {deadline:?}"
+            );
+        }
+    }
+
+    /// B's first wait is its base, 200 ms: a deadline 100 ms away stops the retry before the
+    /// budget is asked (no token taken); without a deadline the granted retry waits 200 ms.
+    #[test]
+    fn a_retry_the_deadline_stops_takes_no_token() {
+        let s = strategy("B");
+        let result = AttemptResult::status(503);
+        let mut rng = stream(3, Stream::Jitter, 0);
+        let mut budget = Asked {
+            withdrawals: 0,
+            grant: true,
+        };
+        let mut waits = Waits::default();
+        let at = (ms(1000), Some(ms(1100)));
+        let next = retry_decision(
+            failed(&result, &s),
+            &s,
+            &mut waits,
+            at,
+            &mut budget,
+            &mut rng,
+        );
+        assert_eq!(next, Next::Done(OpOutcome::Failed(GiveUp::Deadline)));
+        assert_eq!(budget.withdrawals, 0);
+        let next = retry_decision(
+            failed(&result, &s),
+            &s,
+            &mut waits,
+            (ms(1000), None),
+            &mut budget,
+            &mut rng,
+        );
+        assert_eq!(next, Next::Retry { wait: ms(200) });
+        assert_eq!((budget.withdrawals, waits.last), (1, ms(200)));
     }
 
     #[test]

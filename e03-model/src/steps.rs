@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use crate::budget::{AttemptClass, RetryBudget};
 use crate::faults::request_key;
-use crate::operation::AttemptResult;
+use crate::operation::{retry_decision, AttemptResult, Next as OpNext, OpOutcome, Tried, Waits};
 use crate::policy::ClientPolicy;
 use crate::rng::{stream, LabRng, Stream};
 use crate::strategy::Strategy;
@@ -391,22 +391,30 @@ impl StepWorkload {
         if let Some(n) = inflight {
             policy.round_trip(now.saturating_sub(sent), n, class);
         }
-        let cause = match class {
-            AttemptClass::Success => return Some(item.done(flow, true)),
-            AttemptClass::Permanent => return Some(item.done(flow, false)),
-            AttemptClass::Failure(cause) => cause,
+        // No deadline: a retry waits for a later step.
+        let mut waits = Waits {
+            last: item.previous,
+            polly: item.polly,
         };
-        if item.attempts >= self.max_attempts || !policy.withdraw(now, cause) {
-            return Some(item.done(flow, false));
-        }
-        let wait = self.strategy.retry_wait(
-            item.attempts,
-            item.previous,
-            &mut item.polly,
-            &result,
+        let tried = Tried {
+            class,
+            result: &result,
+            attempts: item.attempts,
+            max_attempts: self.max_attempts,
+        };
+        let decided = retry_decision(
+            tried,
+            &self.strategy,
+            &mut waits,
+            (now, None),
+            policy,
             &mut self.rng,
         );
-        item.previous = wait;
+        let wait = match decided {
+            OpNext::Retry { wait } => wait,
+            OpNext::Done(outcome) => return Some(item.done(flow, outcome == OpOutcome::Success)),
+        };
+        (item.previous, item.polly) = (waits.last, waits.polly);
         item.ready = call.step + self.cfg.steps_of(wait);
         self.queue.push(item);
         None
