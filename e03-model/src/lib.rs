@@ -9,6 +9,11 @@
 //! Map of the modules:
 //!
 //! - [`timeline`]: the freeze window, the degraded window after it and the down windows.
+//! - [`wire`]: Toxiproxy's toxics as data and as links (what passes, when, and what each toxic
+//!   does to a connection), read by the live proxy and the simulator.
+//! - [`wire_connections`]: the clients' connections to the proxy in front as a timeline's wire
+//!   phases act on them (draws, opening, resets, closes, limits), a state machine the
+//!   simulator drives.
 //! - [`dependency`]: the dependency's capacity model (workers, bounded queue, freeze, degraded
 //!   service time, transient faults) as a state machine.
 //! - [`schedule`]: the dependency's whole schedule (the model, its due instants, freeze edges,
@@ -82,6 +87,7 @@ pub mod steps;
 pub mod strategy;
 pub mod timeline;
 pub mod wire;
+pub mod wire_connections;
 pub mod workload;
 
 pub use budget::{RetryBudget, TokenBucket, Unlimited};

@@ -41,11 +41,11 @@ use e03_model::events::Cause;
 use e03_model::ledger::ChargeRequest;
 use e03_model::policy::Policies;
 use e03_model::priority::Priority;
-use e03_model::rng::{stream, LabRng, Stream};
 use e03_model::schedule::{Answer, Step};
 use e03_model::session::AttemptId;
 use e03_model::timeline::{Timeline, WireFault};
-use e03_model::wire::{Direction, Link, REQUEST_BYTES};
+use e03_model::wire::{Direction, REQUEST_BYTES};
+use e03_model::wire_connections::WireConnections;
 use e03_model::workload::{
     Effect, Ended, FanOutEnd, HeaderRules, Headers, Next, Outgoing, Workload,
 };
@@ -127,11 +127,6 @@ struct Client {
     /// The other attempts in flight: a hedged operation's ([`e03_model::hedge`]). The wire's
     /// connection rules follow `in_flight` only.
     hedges: Vec<(ReqId, AttemptId)>,
-    /// Its connection to the proxy in front (a timeline with wire phases only).
-    conn: Conn,
-    /// A `limit_data` phase's link on that connection: the phase, the connection's number and
-    /// the bytes passed so far ([`Link::pass`]).
-    limit: Option<(usize, u32, Link)>,
 }
 
 impl Client {
@@ -165,17 +160,6 @@ impl Client {
     }
 }
 
-/// A client's connection, as the proxy in front sees it.
-#[derive(Debug, Default, Clone, Copy)]
-struct Conn {
-    /// A reusing client's connection is open (kept between attempts).
-    open: bool,
-    /// Connections the client opened so far: the current one's number, for its draws.
-    n: u32,
-    /// The wire phase whose `reset_peer` toxicity the current connection has drawn.
-    drawn: Option<usize>,
-}
-
 /// The whole state of one run.
 pub struct Engine<'a, O: Observer> {
     strategy: &'a Strategy,
@@ -196,7 +180,6 @@ pub struct Engine<'a, O: Observer> {
     clients: Vec<Client>,
     /// Owner of each request (indexed by request id = arrival sequence).
     owner: Vec<u32>,
-    seed: u64,
     /// The strategy's budgets and breakers, one per holder of the run's budget scope (one for
     /// every client by default).
     budget: Policies,
@@ -211,7 +194,8 @@ pub struct Engine<'a, O: Observer> {
     /// Requests a latency on the wire holds until their `Arrive` event.
     in_transit: std::collections::HashMap<ReqId, Transit>,
     /// The wire's draws of each chunk (a latency's jitter).
-    wire_rng: LabRng,
+    /// Every client's connection to the proxy in front (a timeline with wire phases only).
+    wire: WireConnections,
     /// How its attempts are headed (their idempotency keys, and the deadline header when the
     /// dependency admits by deadline), the swarm's rules.
     headers: HeaderRules,
@@ -259,13 +243,12 @@ impl<'a, O: Observer> Engine<'a, O> {
             workload,
             clients,
             owner: Vec::with_capacity(expected_ops.saturating_mul(n as usize).min(1 << 24)),
-            seed,
             budget: params.policies(strategy, seed),
             answers: Vec::with_capacity(256),
             observer,
             held: std::collections::HashMap::new(),
             in_transit: std::collections::HashMap::new(),
-            wire_rng: stream(seed, Stream::Wire, u32::MAX),
+            wire: WireConnections::new(seed, strategy.connections),
             headers: HeaderRules::of(strategy, seed, params.admits_by_deadline_for(&strategy.id)),
             probes: Vec::new(),
         }
@@ -314,7 +297,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     if self.clients[c as usize].req() == Some(req) {
                         // An HTTP/1.1 client cannot reuse a connection whose answer it gave
                         // up on: it closes it, and its next attempt opens a new one.
-                        self.clients[c as usize].conn.open = false;
+                        self.wire.close(c);
                     }
                     self.attempt_ends(t, req, AttemptResult::Timeout);
                 }
@@ -397,7 +380,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 let primary = client.in_flight.is_some_and(|(_, a)| a == id);
                 if let Some(req) = client.take_attempt(id) {
                     if primary {
-                        client.conn.open = false;
+                        self.wire.close(id.client);
                     }
                     self.observer.cancelled(t, req);
                 }
@@ -440,7 +423,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             if w.fault == WireFault::Refused {
                 // Nothing listens: the attempt never reaches the dependency, and the proxy
                 // closed the open connections.
-                self.clients[c as usize].conn.open = false;
+                self.wire.close(c);
                 self.observer
                     .refused(t, req, c, send.id.op, send.id.attempt);
                 self.queue.push(t + nanos(w.latency), Event::Refused(req));
