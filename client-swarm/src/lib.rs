@@ -71,7 +71,7 @@ pub use hops::{configure_hop, inflight_at, shutdown_hops, wait_idle};
 pub use http::{shutdown_target, wait_healthy};
 pub use metrics::{serve_metrics, METRICS_PATH};
 pub use plan::{
-    parse_targets, HostSettings, PlannedScenario, StrategyReport, SwarmPlan, SwarmReport,
+    parse_targets, HostSettings, PlannedScenario, SeedRun, StrategyReport, SwarmReport,
     SwarmRunPlan, Target, TargetsError, DEFAULT_START_DELAY,
 };
 pub use plan_file::check_plan_text;

@@ -1,4 +1,4 @@
-//! What a swarm run is asked to do ([`SwarmPlan`]) and what it reports ([`SwarmReport`]),
+//! What a swarm run is asked to do ([`SeedRun`]) and what it reports ([`SwarmReport`]),
 //! plus the `--targets` syntax that names each strategy's dependency.
 
 use std::path::PathBuf;
@@ -124,7 +124,7 @@ impl HostSettings {
 /// One scenario x seed: every target's strategy runs AT THE SAME TIME, each against its own
 /// dependency, all with the same time zero.
 #[derive(Debug, Clone)]
-pub struct SwarmPlan {
+pub struct SeedRun {
     pub scenario: Scenario,
     pub seed: u64,
     /// `params.strategies` says which strategies run; each needs a [`Target`].
@@ -145,7 +145,7 @@ pub struct SwarmPlan {
     pub send_logs: Option<String>,
 }
 
-/// The default [`SwarmPlan::start_delay`].
+/// The default [`SeedRun::start_delay`].
 pub const DEFAULT_START_DELAY: Duration = Duration::from_secs(1);
 
 /// [`DEFAULT_START_DELAY`] of a shard: the shards of a run register within it (a shard that

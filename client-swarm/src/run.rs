@@ -35,12 +35,12 @@ use crate::client::{ClientTotals, StrategyRun};
 use crate::error::SwarmError;
 use crate::http::{build_client, endpoint, start_run, stop_run, WorkEndpoint};
 use crate::log::ClientLog;
-use crate::plan::{StrategyReport, SwarmPlan, SwarmReport, Target};
+use crate::plan::{SeedRun, StrategyReport, SwarmReport, Target};
 use crate::stop::{stop_pair, StopSignal};
 
 /// Runs `plan` to its end, or until `shutdown` resolves (then the report says incomplete).
 pub async fn run_swarm(
-    plan: SwarmPlan,
+    plan: SeedRun,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<SwarmReport> {
     let (trigger, stop) = stop_pair();
@@ -95,7 +95,7 @@ struct Registration {
 /// it; shards go through the seeds at their own pace) it asks again every 100 ms, for at most
 /// [`crate::http::SHARD_PATIENCE`], each time proposing time zero `delay` from then.
 async fn register(
-    plan: &SwarmPlan,
+    plan: &SeedRun,
     strategy: &Strategy,
     http: &reqwest::Client,
     control: &str,
@@ -117,7 +117,7 @@ async fn register(
 
 /// One start call of [`register`].
 async fn register_once(
-    plan: &SwarmPlan,
+    plan: &SeedRun,
     strategy: &Strategy,
     http: &reqwest::Client,
     control: &str,
@@ -165,7 +165,7 @@ fn instant_of_unix_ms(unix_ms: u64) -> Instant {
     }
 }
 
-async fn run_plan(plan: SwarmPlan, stop: StopSignal) -> Result<SwarmReport, SwarmError> {
+async fn run_plan(plan: SeedRun, stop: StopSignal) -> Result<SwarmReport, SwarmError> {
     let resolved = resolve(&plan)?;
     let timer = PreciseTimer::start();
     // Time zero goes to each dependency on its own clock (hosts' clocks may differ), so the
@@ -353,7 +353,7 @@ type Resolved = (Strategy, Target, WorkEndpoint, Vec<(Target, WorkEndpoint)>);
 /// Every strategy of the plan with its targets and work endpoints, in the plan's order: one
 /// per replica the run's parameters give (`E03_REPLICAS`); targets of further replicas are
 /// left unused (another scenario of the plan may have more).
-fn resolve(plan: &SwarmPlan) -> Result<Vec<Resolved>, SwarmError> {
+fn resolve(plan: &SeedRun) -> Result<Vec<Resolved>, SwarmError> {
     let mut out = Vec::new();
     let replicas = plan.params.replicas();
     for strategy in plan.params.strategies() {
@@ -394,7 +394,7 @@ fn resolve(plan: &SwarmPlan) -> Result<Vec<Resolved>, SwarmError> {
 
 /// The work endpoint of `target`, its URLs checked.
 fn endpoint_of(
-    plan: &SwarmPlan,
+    plan: &SeedRun,
     strategy: &Strategy,
     target: &Target,
 ) -> Result<WorkEndpoint, SwarmError> {
@@ -460,7 +460,7 @@ fn time_zero(delay: Duration) -> (u64, Instant) {
 /// Steps 4 and 5 for one strategy.
 async fn run_strategy(
     p: Prepared,
-    plan: SwarmPlan,
+    plan: SeedRun,
     t0: Instant,
     timer: PreciseTimer,
     stop: StopSignal,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::http::wait_healthy;
-use crate::plan::{SwarmPlan, Target, DEFAULT_START_DELAY};
+use crate::plan::{SeedRun, Target, DEFAULT_START_DELAY};
 use crate::run::run_swarm;
 use crate::setup::Setup;
 use crate::signal::shutdown_signal;
@@ -108,7 +108,7 @@ pub(crate) async fn run_all(setup: Setup) -> i32 {
             }
         }
         for &seed in params.seeds() {
-            let plan = SwarmPlan {
+            let plan = SeedRun {
                 scenario: scenario.clone(),
                 seed,
                 params: params.clone(),

@@ -12,7 +12,7 @@ mod prometheus_text;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use client_swarm::{run_swarm, serve_metrics, SwarmPlan};
+use client_swarm::{run_swarm, serve_metrics, SeedRun};
 use common::{dependency, params, read_log, temp_dir};
 use e03_model::events::{AttemptEnd, Event, Outcome};
 use e03_model::GiveUp;
@@ -52,7 +52,7 @@ async fn swarm_and_dependency_metrics_agree_with_the_logs() {
         .iter()
         .map(|t| (t.strategy.clone(), t.work_url.clone()))
         .collect();
-    let plan = SwarmPlan {
+    let plan = SeedRun {
         scenario: Scenario::e03b(),
         seed: 42,
         params: params(&[

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use client_swarm::{run_swarm, SwarmPlan};
+use client_swarm::{run_swarm, SeedRun};
 use common::{dependency, params, read_log, temp_dir};
 use e03_model::arrivals::Arrival;
 use e03_model::events::{Cause, Event};
@@ -30,7 +30,7 @@ async fn a_frozen_dependency_does_not_make_the_open_loop_send_less() {
         ("E03_RECOVERY_END_S", "2.0"),
     ]);
     let seed = 5;
-    let plan = SwarmPlan {
+    let plan = SeedRun {
         scenario: Scenario::e03b(),
         seed,
         params: p.clone(),

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use client_swarm::{run_swarm, SwarmPlan, Target};
+use client_swarm::{run_swarm, SeedRun, Target};
 use common::{fake_dependency, params, read_log, temp_dir};
 use e03_model::events::{AttemptEnd, Event, Outcome, Source};
 use e03_model::GiveUp;
@@ -32,7 +32,7 @@ async fn two_strategies_run_together_and_log_every_attempt() {
         ("E03_THINK_MIN_MS", "100"),
         ("E03_THINK_MAX_MS", "200"),
     ]);
-    let plan = SwarmPlan {
+    let plan = SeedRun {
         scenario: Scenario::e03b(),
         seed: 7,
         params: p.clone(),
@@ -140,7 +140,7 @@ async fn a_stop_mid_run_aborts_in_flight_attempts_and_marks_everything_incomplet
         ("E03_ATTEMPT_TIMEOUT_MS", "20000"),
         ("E03_DEADLINE_MS", "20000"),
     ]);
-    let plan = SwarmPlan {
+    let plan = SeedRun {
         scenario: Scenario::e03a(),
         seed: 1,
         params: p,
@@ -189,7 +189,7 @@ async fn a_stop_mid_run_aborts_in_flight_attempts_and_marks_everything_incomplet
 async fn a_strategy_without_a_target_fails_before_anything_is_sent() {
     let (url, dep) = fake_dependency(Duration::ZERO).await;
     let out = temp_dir("fake-missing");
-    let plan = SwarmPlan {
+    let plan = SeedRun {
         scenario: Scenario::e03b(),
         seed: 1,
         params: params(&[("E03_STRATEGIES", "A,B")]),

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use client_swarm::{run_swarm, SwarmPlan};
+use client_swarm::{run_swarm, SeedRun};
 use common::{dependency, params, read_log, temp_dir};
 use e03_model::events::{Attempt, Event, OperationRecord};
 use e03_model::GiveUp;
@@ -49,7 +49,7 @@ async fn short_outage_run_with_a_and_d_matches_the_server_logs() {
         ("E03_FREEZE_END_S", "1.5"),
         ("E03_RECOVERY_END_S", "2.0"),
     ]);
-    let plan = SwarmPlan {
+    let plan = SeedRun {
         scenario: Scenario::e03b(),
         seed: 42,
         params: p.clone(),

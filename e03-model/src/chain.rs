@@ -48,7 +48,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::budget::Unlimited;
-use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
+use crate::operation::{AttemptResult, Decision, GiveUp, Limits, OpOutcome, Operation};
 use crate::rng::{stream, LabRng, Stream};
 use crate::spec_error::SpecError;
 use crate::strategy::Strategy;
@@ -380,13 +380,13 @@ impl HopCall {
             .op
             .on_result(now, result, &self.strategy, &mut Unlimited, &mut self.rng)
         {
-            Next::Retry { wait } if wait.is_zero() => self.next(now),
-            Next::Retry { wait } => HopStep::Wait(wait),
-            Next::Done(OpOutcome::Success) => HopStep::Answer(200),
-            Next::Done(OpOutcome::Failed(crate::operation::GiveUp::Deadline)) => {
+            Decision::Retry { wait } if wait.is_zero() => self.next(now),
+            Decision::Retry { wait } => HopStep::Wait(wait),
+            Decision::Done(OpOutcome::Success) => HopStep::Answer(200),
+            Decision::Done(OpOutcome::Failed(crate::operation::GiveUp::Deadline)) => {
                 HopStep::Answer(DEADLINE_STATUS)
             }
-            Next::Done(OpOutcome::Failed(_)) => HopStep::Answer(GAVE_UP_STATUS),
+            Decision::Done(OpOutcome::Failed(_)) => HopStep::Answer(GAVE_UP_STATUS),
         }
     }
 }

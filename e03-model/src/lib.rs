@@ -93,7 +93,7 @@ pub mod workload;
 pub use budget::{RetryBudget, TokenBucket, Unlimited};
 pub use dependency::{Admission, Completion, DependencyModel, ReqId, WorkDone};
 pub use node::DependencyNode;
-pub use operation::{AttemptResult, GiveUp, Next, OpOutcome, Operation};
+pub use operation::{AttemptResult, Decision, GiveUp, OpOutcome, Operation};
 pub use schedule::DependencySchedule;
 pub use spec_error::SpecError;
 pub use strategy::{Backoff, Jitter, Strategy};

@@ -9,8 +9,8 @@
 //!     timeout = op.attempt_timeout(now)?     // None: the deadline has passed
 //!     result = send attempt op.attempt() with that timeout
 //!     match op.on_result(now, result, strategy, budget, rng) {
-//!         Next::Retry { wait } => sleep(wait),
-//!         Next::Done(outcome) => break,
+//!         Decision::Retry { wait } => sleep(wait),
+//!         Decision::Done(outcome) => break,
 //!     }
 //! }
 //! ```
@@ -63,7 +63,7 @@ pub enum OpOutcome {
 
 /// What the loop does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub enum Decision {
     /// Wait this long, then send the next attempt.
     Retry {
         wait: Duration,
@@ -128,7 +128,7 @@ impl Operation {
 
     /// The current attempt ended at `now` with `result`: decide what comes next
     /// ([`retry_decision`], with the operation's deadline). A retry's budget token is taken
-    /// here, so a retry that `Next::Retry` announces is always sent.
+    /// here, so a retry that `Decision::Retry` announces is always sent.
     pub fn on_result<B, R>(
         &mut self,
         now: Duration,
@@ -136,7 +136,7 @@ impl Operation {
         strategy: &Strategy,
         budget: &mut B,
         rng: &mut R,
-    ) -> Next
+    ) -> Decision
     where
         B: RetryBudget + ?Sized,
         R: Rng + ?Sized,
@@ -158,7 +158,7 @@ impl Operation {
             budget,
             rng,
         );
-        if let Next::Retry { .. } = next {
+        if let Decision::Retry { .. } = next {
             self.attempts += 1;
             self.last_wait = waits.last;
             self.polly = waits.polly.to_bits();
@@ -206,18 +206,18 @@ pub fn retry_decision<B, R>(
     (now, deadline): (Duration, Option<Duration>),
     budget: &mut B,
     rng: &mut R,
-) -> Next
+) -> Decision
 where
     B: RetryBudget + ?Sized,
     R: Rng + ?Sized,
 {
     let cause = match tried.class {
-        AttemptClass::Success => return Next::Done(OpOutcome::Success),
-        AttemptClass::Permanent => return Next::Done(OpOutcome::Failed(GiveUp::NotRetryable)),
+        AttemptClass::Success => return Decision::Done(OpOutcome::Success),
+        AttemptClass::Permanent => return Decision::Done(OpOutcome::Failed(GiveUp::NotRetryable)),
         AttemptClass::Failure(cause) => cause,
     };
     if tried.attempts >= tried.max_attempts {
-        return Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
+        return Decision::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted));
     }
     let mut polly = waits.polly;
     let mut draw = |rng: &mut R| {
@@ -228,22 +228,22 @@ where
             let wait = draw(rng);
             // No retry starts if its wait would cross (or reach) the deadline.
             if now + wait >= deadline {
-                return Next::Done(OpOutcome::Failed(GiveUp::Deadline));
+                return Decision::Done(OpOutcome::Failed(GiveUp::Deadline));
             }
             if !budget.withdraw(now, cause) {
-                return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
+                return Decision::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
             }
             wait
         }
         None => {
             if !budget.withdraw(now, cause) {
-                return Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
+                return Decision::Done(OpOutcome::Failed(GiveUp::BudgetDenied));
             }
             draw(rng)
         }
     };
     *waits = Waits { last: wait, polly };
-    Next::Retry { wait }
+    Decision::Retry { wait }
 }
 
 #[cfg(test)]
@@ -278,7 +278,7 @@ mod tests {
             &mut Unlimited,
             &mut stream(1, Stream::Jitter, 0),
         );
-        assert_eq!(next, Next::Done(OpOutcome::Success));
+        assert_eq!(next, Decision::Done(OpOutcome::Success));
     }
 
     /// Polly's DecorrelatedJitterBackoffV2: an operation's waits are the formula's chained
@@ -315,7 +315,7 @@ mod tests {
                 &mut Unlimited,
                 &mut rng,
             );
-            assert_eq!(next, Next::Retry { wait: expected }, "retry {}", i + 1);
+            assert_eq!(next, Decision::Retry { wait: expected }, "retry {}", i + 1);
         }
     }
 
@@ -363,7 +363,10 @@ mod tests {
                 &mut budget,
                 &mut rng,
             );
-            assert_eq!(next, Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied)));
+            assert_eq!(
+                next,
+                Decision::Done(OpOutcome::Failed(GiveUp::BudgetDenied))
+            );
             assert_eq!((budget.withdrawals, waits), (1, Waits::default()));
             let mut expected = stream(3, Stream::Jitter, 0);
             if drew {
@@ -398,7 +401,7 @@ mod tests {
             &mut budget,
             &mut rng,
         );
-        assert_eq!(next, Next::Done(OpOutcome::Failed(GiveUp::Deadline)));
+        assert_eq!(next, Decision::Done(OpOutcome::Failed(GiveUp::Deadline)));
         assert_eq!(budget.withdrawals, 0);
         let next = retry_decision(
             failed(&result, &s),
@@ -408,7 +411,7 @@ mod tests {
             &mut budget,
             &mut rng,
         );
-        assert_eq!(next, Next::Retry { wait: ms(200) });
+        assert_eq!(next, Decision::Retry { wait: ms(200) });
         assert_eq!((budget.withdrawals, waits.last), (1, ms(200)));
     }
 
@@ -427,7 +430,7 @@ mod tests {
             );
             assert_eq!(
                 next,
-                Next::Retry {
+                Decision::Retry {
                     wait: Duration::ZERO
                 }
             );
@@ -442,7 +445,7 @@ mod tests {
         );
         assert_eq!(
             next,
-            Next::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted))
+            Decision::Done(OpOutcome::Failed(GiveUp::AttemptsExhausted))
         );
     }
 
@@ -456,7 +459,10 @@ mod tests {
             &mut Unlimited,
             &mut stream(1, Stream::Jitter, 0),
         );
-        assert_eq!(next, Next::Done(OpOutcome::Failed(GiveUp::NotRetryable)));
+        assert_eq!(
+            next,
+            Decision::Done(OpOutcome::Failed(GiveUp::NotRetryable))
+        );
     }
 
     #[test]
@@ -488,7 +494,7 @@ mod tests {
                 &mut Unlimited,
                 &mut rng
             ),
-            Next::Retry { wait: ms(200) }
+            Decision::Retry { wait: ms(200) }
         );
         assert_eq!(
             op.on_result(
@@ -498,7 +504,7 @@ mod tests {
                 &mut Unlimited,
                 &mut rng
             ),
-            Next::Done(OpOutcome::Failed(GiveUp::Deadline))
+            Decision::Done(OpOutcome::Failed(GiveUp::Deadline))
         );
     }
 
@@ -525,7 +531,7 @@ mod tests {
             &mut Unlimited,
             &mut stream(1, Stream::Jitter, 0),
         );
-        assert_eq!(next, Next::Retry { wait: ms(1000) });
+        assert_eq!(next, Decision::Retry { wait: ms(1000) });
     }
 
     #[test]
@@ -537,7 +543,7 @@ mod tests {
         let mut late = Operation::start(ms(0), limits());
         assert_eq!(
             late.on_result(ms(4999), AttemptResult::Timeout, &s, &mut bucket, &mut rng),
-            Next::Done(OpOutcome::Failed(GiveUp::Deadline))
+            Decision::Done(OpOutcome::Failed(GiveUp::Deadline))
         );
         assert_eq!(bucket.tokens(), 1.0);
         let mut op = Operation::start(ms(0), limits());
@@ -549,7 +555,7 @@ mod tests {
                 &mut bucket,
                 &mut rng
             ),
-            Next::Retry { .. }
+            Decision::Retry { .. }
         ));
         assert_eq!(
             op.on_result(
@@ -559,7 +565,7 @@ mod tests {
                 &mut bucket,
                 &mut rng
             ),
-            Next::Done(OpOutcome::Failed(GiveUp::BudgetDenied))
+            Decision::Done(OpOutcome::Failed(GiveUp::BudgetDenied))
         );
     }
 }

@@ -38,9 +38,10 @@ use rand::Rng;
 use crate::budget::{AttemptClass, Rejection, RetryBudget, RetryCause};
 use crate::faults::request_key;
 use crate::hedge::HedgeSpec;
-use crate::operation::{AttemptResult, GiveUp, Limits, Next, OpOutcome, Operation};
+use crate::operation::{AttemptResult, Decision, GiveUp, Limits, OpOutcome, Operation};
 use crate::priority::Priority;
 use crate::rng::{stream, LabRng, Stream};
+use crate::steps::Flow;
 use crate::strategy::Strategy;
 
 /// A client's first operation starts uniformly in `[0, FIRST_START_SPREAD_US)` µs after time
@@ -105,16 +106,29 @@ impl AttemptId {
     }
 }
 
-/// An attempt the driver must send now.
+/// An attempt to send now: what a session, and every workload, asks its driver to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SendAttempt {
+pub struct Outgoing {
     pub id: AttemptId,
-    /// When it was due (operation start, or the end of its retry wait).
+    /// When it was due (its operation's start, the end of its retry wait, its step's start).
     pub due: Duration,
-    /// Give up waiting for its answer this long after sending it (never past the deadline).
+    /// Give up waiting for its answer this long after sending it.
     pub timeout: Duration,
-    /// Its operation's class.
+    /// The step workload's flow and step (the rate-limit article); `None` elsewhere.
+    pub flow: Option<Flow>,
+    pub step: Option<u32>,
+    /// Its operation's class (sent in the priority header when best effort).
     pub class: Priority,
+    /// The replica of the dependency it goes to (`E03_REPLICAS`; 0 when there is one):
+    /// [`crate::workload::Balanced`] picks it.
+    pub replica: u16,
+}
+
+impl Outgoing {
+    /// The fault key of the attempt (its fault fate's identity).
+    pub fn key(&self) -> u64 {
+        self.id.key()
+    }
 }
 
 /// An operation that ended.
@@ -134,13 +148,13 @@ pub struct OpEnd {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
     /// Send this attempt now.
-    Send(SendAttempt),
+    Send(Outgoing),
     /// The operation ended without sending (its deadline had passed).
     Ended(OpEnd),
     /// A policy layer refused the attempt (an open breaker, client-side throttling): it is not
     /// sent, it failed fast, and the operation ended. Log the attempt as failed fast.
     Rejected {
-        attempt: SendAttempt,
+        attempt: Outgoing,
         why: Rejection,
         end: OpEnd,
     },
@@ -339,11 +353,14 @@ impl ClientSession {
             op: self.op_no,
             attempt: op.attempt(),
         };
-        let attempt = SendAttempt {
+        let attempt = Outgoing {
             id,
             due,
             timeout,
             class: self.class(),
+            flow: None,
+            step: None,
+            replica: 0,
         };
         if let Some(wait) = budget.send_delay(now) {
             // Held by the rate limiter. A hold that would end at or past the deadline ends the
@@ -422,7 +439,7 @@ impl ClientSession {
             return Wake::Wait;
         };
         op.hedge();
-        let attempt = SendAttempt {
+        let attempt = Outgoing {
             id: AttemptId {
                 client: self.client,
                 op: self.op_no,
@@ -431,6 +448,9 @@ impl ClientSession {
             due,
             timeout,
             class: self.class(),
+            flow: None,
+            step: None,
+            replica: 0,
         };
         flying.push(Flying {
             attempt: op.attempt(),
@@ -598,14 +618,14 @@ impl ClientSession {
             budget.round_trip(now.saturating_sub(sent), n, class);
         }
         match op.on_result(now, result, strategy, budget, &mut self.jitter) {
-            Next::Retry { wait } => {
+            Decision::Retry { wait } => {
                 self.state = State::Due {
                     op,
                     due: now + wait,
                 };
                 None
             }
-            Next::Done(outcome) => Some(self.finish(&op, now, attempts, outcome)),
+            Decision::Done(outcome) => Some(self.finish(&op, now, attempts, outcome)),
         }
     }
 
@@ -755,7 +775,7 @@ mod tests {
         }
     }
 
-    fn send(wake: Wake) -> SendAttempt {
+    fn send(wake: Wake) -> Outgoing {
         match wake {
             Wake::Send(a) => a,
             other => panic!("expected a send: {other:?}"),
@@ -854,7 +874,7 @@ mod tests {
         assert_eq!(budget.deposits, 1);
         assert_eq!(
             a1,
-            SendAttempt {
+            Outgoing {
                 id: AttemptId {
                     client: 7,
                     op: 0,
@@ -863,6 +883,9 @@ mod tests {
                 due: ms(100),
                 timeout: ms(2000),
                 class: Priority::Critical,
+                flow: None,
+                step: None,
+                replica: 0,
             }
         );
         assert_eq!(s.next_wake(), None, "nothing to wake for while in flight");

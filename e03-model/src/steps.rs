@@ -21,7 +21,7 @@
 //!
 //! Like every state machine of the core, [`StepWorkload`] has no clock and owns its own loop: a
 //! driver wakes it at [`StepWorkload::next_wake`] (a step's start) with
-//! [`StepWorkload::on_wake`], sends the one call the answer names ([`Next::send`]), hands that
+//! [`StepWorkload::on_wake`], sends the one call the answer names ([`StepAsks::send`]), hands that
 //! call's result to [`StepWorkload::on_answer`] (which names the next call of the step, so the
 //! calls go one after the other, in the workload's order), and calls [`StepWorkload::finish`]
 //! once there is no next wake. The live swarm and the simulator drive it alike.
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use crate::budget::{AttemptClass, RetryBudget};
 use crate::faults::request_key;
-use crate::operation::{retry_decision, AttemptResult, Next as OpNext, OpOutcome, Tried, Waits};
+use crate::operation::{retry_decision, AttemptResult, Decision, OpOutcome, Tried, Waits};
 use crate::policy::ClientPolicy;
 use crate::rng::{stream, LabRng, Stream};
 use crate::strategy::Strategy;
@@ -180,7 +180,7 @@ struct Item {
 
 /// What the workload asks of its driver after a wake-up or an answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Next {
+pub struct StepAsks {
     /// The call to send now (the driver hands its result to [`StepWorkload::on_answer`]).
     pub send: Option<Call>,
     /// The operations that ended, to log.
@@ -247,7 +247,7 @@ impl StepWorkload {
 
     /// The wake-up [`StepWorkload::next_wake`] asked for (at `now`): the step begins, and its
     /// first call is to be sent now.
-    pub fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> Next {
+    pub fn on_wake(&mut self, now: Duration, policy: &mut ClientPolicy) -> StepAsks {
         debug_assert!(
             self.next_wake().is_some(),
             "woken when it asked for no wake"
@@ -255,26 +255,26 @@ impl StepWorkload {
         let (calls, ended) = self.begin_step(self.step, now, policy);
         self.step += 1;
         self.pending = calls.into();
-        Next {
+        StepAsks {
             send: self.take_next(),
             ended,
         }
     }
 
-    /// The result of the call [`Next::send`] named (at `now`): what it ended, and the next call
+    /// The result of the call [`StepAsks::send`] named (at `now`): what it ended, and the next call
     /// of the step, to be sent now.
     pub fn on_answer(
         &mut self,
         result: AttemptResult,
         now: Duration,
         policy: &mut ClientPolicy,
-    ) -> Next {
+    ) -> StepAsks {
         let Some(call) = self.waiting.take() else {
             debug_assert!(false, "an answer without a call");
-            return Next::default();
+            return StepAsks::default();
         };
         let ended = self.on_result(&call, result, now, policy);
-        Next {
+        StepAsks {
             send: self.take_next(),
             ended: ended.into_iter().collect(),
         }
@@ -411,8 +411,8 @@ impl StepWorkload {
             &mut self.rng,
         );
         let wait = match decided {
-            OpNext::Retry { wait } => wait,
-            OpNext::Done(outcome) => return Some(item.done(flow, outcome == OpOutcome::Success)),
+            Decision::Retry { wait } => wait,
+            Decision::Done(outcome) => return Some(item.done(flow, outcome == OpOutcome::Success)),
         };
         (item.previous, item.polly) = (waits.last, waits.polly);
         item.ready = call.step + self.cfg.steps_of(wait);
@@ -671,7 +671,7 @@ mod tests {
         let n = w.on_answer(status(503, None), ms(10), &mut p);
         assert_eq!(
             n,
-            Next::default(),
+            StepAsks::default(),
             "retried in a later step, nothing to send now"
         );
         assert_eq!(w.next_wake(), Some(ms(100)));

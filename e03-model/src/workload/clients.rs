@@ -141,7 +141,7 @@ impl Clients {
         let at = self.at(c);
         match self.sessions[at].on_wake(now, policy.of(c)) {
             Wake::Send(a) => {
-                next.send(a.into());
+                next.send(a);
                 // A hedged operation's next hedge (nothing for one attempt at a time).
                 self.schedule(c);
             }
@@ -151,10 +151,7 @@ impl Clients {
             }
             Wake::Wait => self.schedule(c),
             Wake::Rejected { attempt, why, end } => {
-                next.refuse(Refused {
-                    attempt: attempt.into(),
-                    why,
-                });
+                next.refuse(Refused { attempt, why });
                 next.end(end.into());
                 self.schedule(c);
             }

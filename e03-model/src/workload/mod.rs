@@ -72,7 +72,8 @@ use crate::ledger::KeyPolicy;
 use crate::operation::{AttemptResult, OpOutcome};
 use crate::policy::Policies;
 use crate::priority::Priority;
-use crate::session::{AttemptId, OpEnd, SendAttempt};
+pub use crate::session::Outgoing;
+use crate::session::{AttemptId, OpEnd};
 use crate::steps::Flow;
 use crate::strategy::Strategy;
 
@@ -89,31 +90,6 @@ pub use clients::Clients;
 pub use fan_out::FanOut;
 pub use steps::Steps;
 pub use top_caller::{top_caller, top_session};
-
-/// An attempt to send now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outgoing {
-    pub id: AttemptId,
-    /// When it was due (its operation's start, the end of its retry wait, its step's start).
-    pub due: Duration,
-    /// Give up waiting for its answer this long after sending it.
-    pub timeout: Duration,
-    /// The step workload's flow and step (the rate-limit article); `None` elsewhere.
-    pub flow: Option<Flow>,
-    pub step: Option<u32>,
-    /// Its operation's class (sent in the priority header when best effort).
-    pub class: Priority,
-    /// The replica of the dependency it goes to (`E03_REPLICAS`; 0 when there is one):
-    /// [`Balanced`] picks it.
-    pub replica: u16,
-}
-
-impl Outgoing {
-    /// The fault key of the attempt (its fault fate's identity).
-    pub fn key(&self) -> u64 {
-        self.id.key()
-    }
-}
 
 /// How a run heads its attempts: what decides each one's `Idempotency-Key` and deadline
 /// header ([`HeaderRules::headers`]). Each driver (the live swarm, the simulator's engine, the
@@ -161,20 +137,6 @@ impl HeaderRules {
                 .idempotency
                 .and_then(|policy| policy.key(self.seed, id.client, id.op, id.attempt)),
             deadline_ms: self.deadline.then(|| deadline_header_ms(attempt.timeout)),
-        }
-    }
-}
-
-impl From<SendAttempt> for Outgoing {
-    fn from(a: SendAttempt) -> Self {
-        Outgoing {
-            id: a.id,
-            due: a.due,
-            timeout: a.timeout,
-            flow: None,
-            step: None,
-            class: a.class,
-            replica: 0,
         }
     }
 }

@@ -61,7 +61,7 @@ impl Steps {
         }
     }
 
-    fn next(&self, n: crate::steps::Next, due: Duration, next: &mut Next) {
+    fn next(&self, n: crate::steps::StepAsks, due: Duration, next: &mut Next) {
         if let Some(c) = n.send {
             next.send(self.call(c, due));
         }
