@@ -328,7 +328,8 @@ impl RunAccumulator {
         self
     }
 
-    /// The step workload's tally, when this is a step run (the simulator feeds it directly).
+    /// The step workload's tally, when this is a step run (`facts.rs` tells it the
+    /// simulator's facts).
     pub(crate) fn steps_mut(&mut self) -> Option<&mut crate::steps::StepTally> {
         self.steps.as_mut()
     }
@@ -573,12 +574,14 @@ impl RunAccumulator {
         self.wire.is_some()
     }
 
-    /// The wire fault's tally, when this run keeps one (the simulator feeds it directly).
+    /// The wire fault's tally, when this run keeps one (`facts.rs` tells it the simulator's
+    /// facts).
     pub(crate) fn wire_mut(&mut self) -> Option<&mut crate::wire::WireTally> {
         self.wire.as_mut()
     }
 
-    /// The retry-logic article's tally, when this run keeps one (the simulator feeds it directly).
+    /// The retry-logic article's tally, when this run keeps one (`facts.rs` tells it the
+    /// simulator's facts).
     pub(crate) fn ledger_mut(&mut self) -> Option<&mut LedgerTally> {
         self.ledger.as_mut()
     }

@@ -21,10 +21,10 @@
 //!
 //! Like every state machine of the core, [`StepWorkload`] has no clock and owns its own loop: a
 //! driver wakes it at [`StepWorkload::next_wake`] (a step's start) with
-//! [`StepWorkload::on_wake`], sends the one call the answer names ([`StepAsks::send`]), hands that
-//! call's result to [`StepWorkload::on_answer`] (which names the next call of the step, so the
-//! calls go one after the other, in the workload's order), and calls [`StepWorkload::finish`]
-//! once there is no next wake. The live swarm and the simulator drive it alike.
+//! [`StepWorkload::on_wake`], sends the one call the answer names ([`StepAsks::send`]), hands
+//! that call's result to [`StepWorkload::on_answer`] (which names the next call of the step, so
+//! the calls go one after the other, in the workload's order), and calls
+//! [`StepWorkload::finish`] once there is no next wake. The live swarm and the simulator drive it alike.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -261,8 +261,8 @@ impl StepWorkload {
         }
     }
 
-    /// The result of the call [`StepAsks::send`] named (at `now`): what it ended, and the next call
-    /// of the step, to be sent now.
+    /// The result of the call [`StepAsks::send`] named (at `now`): what it ended, and the next
+    /// call of the step, to be sent now.
     pub fn on_answer(
         &mut self,
         result: AttemptResult,

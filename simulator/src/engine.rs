@@ -25,9 +25,10 @@
 //! first. The hot path allocates nothing per event: events are `Copy`, the request table is a
 //! `Vec` indexed by request id, answers go through one reused buffer.
 //!
-//! Its part, private to it: the wire connection model (`engine/connections.rs`, the engine's
-//! methods that apply the wire phases to the clients' connections). What each wire fault does
-//! (delay, hold, end a connection) is the model's rule, read by the live proxy too:
+//! Its part, private to it: `engine/connections.rs`, the engine's methods that carry out what
+//! the model's wire connections ([`WireConnections`]) decide about the clients' connections
+//! (schedule a reset, tell the observer, end an attempt). What each wire fault does (delay,
+//! hold, end a connection) is the model's rule, read by the live proxy too:
 //! [`WireFault::delays`], [`WireFault::holds`], [`WireFault::ends_connections`].
 
 mod connections;
@@ -193,7 +194,6 @@ pub struct Engine<'a, O: Observer> {
     held: std::collections::HashMap<ReqId, AttemptResult>,
     /// Requests a latency on the wire holds until their `Arrive` event.
     in_transit: std::collections::HashMap<ReqId, Transit>,
-    /// The wire's draws of each chunk (a latency's jitter).
     /// Every client's connection to the proxy in front (a timeline with wire phases only).
     wire: WireConnections,
     /// How its attempts are headed (their idempotency keys, and the deadline header when the
