@@ -406,14 +406,18 @@ mod tests {
         assert_eq!(Timeline::default().service_time(ms(12_000), ms(40)), ms(40));
     }
 
-    #[test]
-    fn a_blackhole_is_a_timeout_toxic_at_0_on_every_connection() {
-        use crate::wire::{Direction, ToxicKind};
-        let toxic = |timeout_ms, stream, toxicity| WireFault::Toxic {
-            toxic: ToxicKind::Timeout { timeout_ms },
+    /// Toxiproxy's `timeout` toxic as a wire phase's fault.
+    fn toxic(timeout_ms: u64, stream: crate::wire::Direction, toxicity: f64) -> WireFault {
+        WireFault::Toxic {
+            toxic: crate::wire::ToxicKind::Timeout { timeout_ms },
             stream,
             toxicity,
-        };
+        }
+    }
+
+    #[test]
+    fn a_blackhole_is_a_timeout_toxic_at_0_on_every_connection() {
+        use crate::wire::Direction;
         assert_eq!(
             toxic(0, Direction::Upstream, 1.0).blackhole(),
             Some(Direction::Upstream)
@@ -433,11 +437,6 @@ mod tests {
     #[test]
     fn a_fault_reads_its_toxics_rule_with_its_direction_and_toxicity() {
         use crate::wire::{Direction, Ending, ToxicKind};
-        let toxic = |timeout_ms, stream, toxicity| WireFault::Toxic {
-            toxic: ToxicKind::Timeout { timeout_ms },
-            stream,
-            toxicity,
-        };
         let reset = WireFault::Toxic {
             toxic: ToxicKind::ResetPeer { timeout_ms: 200 },
             stream: Direction::Upstream,
